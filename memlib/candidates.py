@@ -1,0 +1,113 @@
+"""Stage 2 — candidates: which conversation records overlap the query (SPEC §3.2).
+
+A candidate has no score and no rank yet; it only says "this record shares terms with
+this query". Keeping it separate is what lets an index or another retriever replace
+this stage without touching scoring or ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable
+
+from .errors import RemoteMemoryScopeError
+from .normalize import RecallQuery, tokenize
+from .records import MemoryKind, StoredMemory
+
+__all__ = [
+    "RecallCandidate",
+    "CandidateScan",
+    "build_recall_candidates",
+    "scan_recall_candidates",
+    "searchable_text",
+    "retracted_ids",
+]
+
+
+@dataclass(frozen=True)
+class RecallCandidate:
+    query_id: str
+    record: StoredMemory
+    searchable_terms: tuple[str, ...]
+    matched_terms: tuple[str, ...]
+    captured_at: datetime
+
+    @property
+    def memory_id(self) -> str:
+        return self.record.memory_id
+
+
+@dataclass(frozen=True)
+class CandidateScan:
+    """The candidates plus the counts that explain an empty or short result."""
+
+    candidates: tuple[RecallCandidate, ...]
+    searched_records: int
+    candidate_records: int
+    retracted_records: int
+
+
+def searchable_text(record: StoredMemory) -> str:
+    return f"{record.summary} {record.content}"
+
+
+def retracted_ids(records: Iterable[StoredMemory]) -> frozenset[str]:
+    return frozenset(
+        r.retracts for r in records if r.kind is MemoryKind.RETRACTION and r.retracts is not None
+    )
+
+
+def make_candidate(
+    query: RecallQuery, record: StoredMemory, searchable_terms: tuple[str, ...]
+) -> RecallCandidate | None:
+    """The candidate for one record with known terms, or None when nothing overlaps."""
+    query_terms = set(query.terms)
+    matched = tuple(t for t in searchable_terms if t in query_terms)
+    if not matched:
+        return None
+    return RecallCandidate(
+        query_id=query.query_id,
+        record=record,
+        searchable_terms=searchable_terms,
+        matched_terms=matched,
+        captured_at=record.captured_datetime,
+    )
+
+
+def check_scope(query: RecallQuery, record: StoredMemory) -> None:
+    if record.user_scope != query.user_scope:
+        raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
+
+
+def scan_recall_candidates(query: RecallQuery, records: Iterable[StoredMemory]) -> CandidateScan:
+    """The reference full scan: every record examined, in the order given."""
+    records = tuple(records)
+    for record in records:
+        check_scope(query, record)
+    retracted = retracted_ids(records)
+    candidates: list[RecallCandidate] = []
+    searched = retracted_count = 0
+    for record in records:
+        if record.kind is not MemoryKind.CONVERSATION:
+            continue
+        if record.memory_id in retracted:
+            retracted_count += 1
+            continue
+        searched += 1
+        candidate = make_candidate(query, record, tokenize(searchable_text(record)))
+        if candidate is not None:
+            candidates.append(candidate)
+    return CandidateScan(
+        candidates=tuple(candidates),
+        searched_records=searched,
+        candidate_records=len(candidates),
+        retracted_records=retracted_count,
+    )
+
+
+def build_recall_candidates(
+    query: RecallQuery, records: Iterable[StoredMemory]
+) -> tuple[RecallCandidate, ...]:
+    """Conversation records (not retracted) that share at least one term with the query."""
+    return scan_recall_candidates(query, records).candidates

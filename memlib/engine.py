@@ -1,0 +1,46 @@
+"""``RecallEngine``: the five stages in order, over one store (SPEC §3).
+
+The engine holds no state of its own between recalls and writes nothing: a recall is
+a pure function of the store's records, the text, ``limit`` and ``as_of``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .normalize import as_utc, normalize_recall_query
+from .rank import rank_scored_candidates
+from .rankers import DEFAULT_RANKER, Ranker, get_ranker
+from .result import RecallResult
+from .stores.base import MemoryStore
+
+__all__ = ["RecallEngine"]
+
+
+class RecallEngine:
+    def __init__(self, store: MemoryStore, *, ranker: str | Ranker = DEFAULT_RANKER) -> None:
+        self.store = store
+        self.ranker = get_ranker(ranker)
+
+    def recall(
+        self,
+        text: str,
+        limit: int = 5,
+        as_of: datetime | None = None,
+        query_id: str | None = None,
+    ) -> RecallResult:
+        moment = as_utc(as_of)
+        query = normalize_recall_query(
+            text, user_scope=self.store.user_scope, limit=limit, query_id=query_id,
+            issued_at=moment,
+        )
+        scan = self.store.scan_candidates(query)
+        breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
+        hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True))
+        return RecallResult(
+            query=query,
+            hits=hits,
+            searched_records=scan.searched_records,
+            candidate_records=scan.candidate_records,
+            retracted_records=scan.retracted_records,
+        )

@@ -1,0 +1,40 @@
+"""The error hierarchy (SPEC §6).
+
+Every error memlib raises on purpose is a ``RemoteMemoryError``. Callers that want to
+tell "your input was wrong" from "the store is damaged" catch the subclass.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RemoteMemoryError",
+    "RemoteMemoryValidationError",
+    "RemoteMemoryDuplicateError",
+    "RemoteMemoryScopeError",
+    "RemoteMemoryCorruptionError",
+]
+
+
+class RemoteMemoryError(RuntimeError):
+    """Base class: anything memlib refuses or cannot read."""
+
+
+class RemoteMemoryValidationError(RemoteMemoryError):
+    """Input broke a rule of the contract; nothing was written."""
+
+
+class RemoteMemoryDuplicateError(RemoteMemoryValidationError):
+    """A memory_id that the scope already holds (or a batch repeats)."""
+
+    def __init__(self, memory_ids: str | list[str] | tuple[str, ...]) -> None:
+        ids = (memory_ids,) if isinstance(memory_ids, str) else tuple(memory_ids)
+        self.memory_ids: tuple[str, ...] = ids
+        super().__init__(f"duplicate memory_id: {', '.join(ids)}")
+
+
+class RemoteMemoryScopeError(RemoteMemoryError):
+    """A record that belongs to another user scope was met where this scope reads."""
+
+
+class RemoteMemoryCorruptionError(RemoteMemoryError):
+    """Stored data that cannot be trusted: bad JSON, a bad record, a bad timestamp."""

@@ -1,0 +1,258 @@
+"""Stored records: the durable evidence a store keeps (SPEC §1).
+
+A record is validated when it is built, so an invalid one never reaches a store, and
+the same constructor checks what a store reads back from disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, Mapping
+
+from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
+
+__all__ = [
+    "MemoryKind",
+    "MemorySource",
+    "StoredMemory",
+    "user_scope_for",
+    "parse_timestamp",
+    "format_timestamp",
+    "collapse_whitespace",
+    "LIMITS",
+]
+
+# Characters per field. The numbers are a teaching limit, not a storage one: they keep
+# a single record small enough to read in a notebook cell and to render into a prompt.
+LIMITS: Mapping[str, int] = {
+    "content": 20_000,
+    "summary": 2_000,
+    "source_id": 500,
+    "source_type": 100,
+    "title": 1_000,
+}
+MEMORY_ID_MAX = 200
+
+
+class MemoryKind(str, Enum):
+    CONVERSATION = "conversation"
+    PROFILE = "profile"
+    RETRACTION = "retraction"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def collapse_whitespace(value: str) -> str:
+    """Fold every run of Unicode whitespace into one space and strip the ends."""
+    return " ".join(value.split())
+
+
+def _text(field_name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise RemoteMemoryValidationError(f"{field_name} must be a string")
+    text = collapse_whitespace(value)
+    if not text:
+        raise RemoteMemoryValidationError(f"{field_name} must not be empty")
+    limit = LIMITS.get(field_name)
+    if limit is not None and len(text) > limit:
+        raise RemoteMemoryValidationError(
+            f"{field_name} exceeds the {limit:,}-character teaching limit"
+        )
+    return text
+
+
+def _memory_id(value: object, field_name: str = "memory_id") -> str:
+    if not isinstance(value, str):
+        raise RemoteMemoryValidationError(f"{field_name} must be a string")
+    if not value:
+        raise RemoteMemoryValidationError(f"{field_name} must not be empty")
+    if len(value) > MEMORY_ID_MAX:
+        raise RemoteMemoryValidationError(
+            f"{field_name} exceeds the {MEMORY_ID_MAX}-character limit"
+        )
+    # An id ends up in file names, SQL keys and XML attributes: keep it one visible token.
+    if any(ch.isspace() or ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in value):
+        raise RemoteMemoryValidationError(
+            f"{field_name} must not contain whitespace or control characters: {value!r}"
+        )
+    return value
+
+
+def parse_timestamp(value: object) -> datetime:
+    """An aware ISO-8601 instant, converted to UTC; anything else is corruption."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
+    else:
+        raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}")
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}")
+    return parsed.astimezone(UTC)
+
+
+def format_timestamp(moment: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds only when the instant has them."""
+    moment = moment.astimezone(UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += "." + f"{moment.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def normalize_timestamp(value: object) -> str:
+    return format_timestamp(parse_timestamp(value))
+
+
+def user_scope_for(user_id: str) -> str:
+    """The first 16 hex digits of sha256 of the stripped, casefolded user id."""
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise RemoteMemoryValidationError("user_id must not be empty")
+    return hashlib.sha256(user_id.strip().casefold().encode("utf-8")).hexdigest()[:16]
+
+
+def _scope(value: object) -> str:
+    if (
+        not isinstance(value, str)
+        or len(value) != 16
+        or any(ch not in "0123456789abcdef" for ch in value)
+    ):
+        raise RemoteMemoryValidationError(f"user_scope must be 16 hex digits: {value!r}")
+    return value
+
+
+def _kind(value: object) -> MemoryKind:
+    try:
+        return MemoryKind(value)
+    except ValueError:
+        raise RemoteMemoryValidationError(f"unknown memory kind: {value!r}") from None
+
+
+@dataclass(frozen=True)
+class MemorySource:
+    """Where a record came from: the transcript or snapshot, and when it happened."""
+
+    source_id: str
+    source_type: str
+    title: str
+    captured_at: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source_id", _text("source_id", self.source_id))
+        object.__setattr__(self, "source_type", _text("source_type", self.source_type))
+        object.__setattr__(self, "title", _text("title", self.title))
+        object.__setattr__(self, "captured_at", normalize_timestamp(self.captured_at))
+
+    @property
+    def captured_datetime(self) -> datetime:
+        return parse_timestamp(self.captured_at)
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "source_id": self.source_id,
+            "source_type": self.source_type,
+            "title": self.title,
+            "captured_at": self.captured_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemorySource:
+        if isinstance(data, MemorySource):
+            return data
+        if not isinstance(data, Mapping):
+            raise RemoteMemoryValidationError("source must be an object")
+        missing = [k for k in ("source_id", "source_type", "title", "captured_at") if k not in data]
+        if missing:
+            raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
+        return cls(
+            source_id=data["source_id"],
+            source_type=data["source_type"],
+            title=data["title"],
+            captured_at=data["captured_at"],
+        )
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """One durable record. Only a store creates these for real; recall never does.
+
+    ``retracts`` names the target of a RETRACTION record and is None for every other
+    kind, so conversation and profile records keep the chapter's exact JSON shape.
+    """
+
+    memory_id: str
+    user_scope: str
+    kind: MemoryKind
+    content: str
+    summary: str
+    source: MemorySource
+    stored_at: str
+    retracts: str | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memory_id", _memory_id(self.memory_id))
+        object.__setattr__(self, "user_scope", _scope(self.user_scope))
+        kind = _kind(self.kind)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "content", _text("content", self.content))
+        object.__setattr__(self, "summary", _text("summary", self.summary))
+        if not isinstance(self.source, MemorySource):
+            object.__setattr__(self, "source", MemorySource.from_dict(self.source))
+        object.__setattr__(self, "stored_at", normalize_timestamp(self.stored_at))
+        if kind is MemoryKind.RETRACTION:
+            if self.retracts is None:
+                raise RemoteMemoryValidationError("a retraction must name the memory it retracts")
+            object.__setattr__(self, "retracts", _memory_id(self.retracts, "retracts"))
+        elif self.retracts is not None:
+            raise RemoteMemoryValidationError("only a retraction record may name 'retracts'")
+
+    @property
+    def captured_at(self) -> str:
+        return self.source.captured_at
+
+    @property
+    def captured_datetime(self) -> datetime:
+        return self.source.captured_datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "memory_id": self.memory_id,
+            "user_scope": self.user_scope,
+            "kind": self.kind.value,
+            "content": self.content,
+            "summary": self.summary,
+            "source": self.source.to_dict(),
+            "stored_at": self.stored_at,
+        }
+        if self.retracts is not None:
+            data["retracts"] = self.retracts
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoredMemory:
+        if not isinstance(data, Mapping):
+            raise RemoteMemoryValidationError("a record must be a JSON object")
+        required = ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
+        missing = [k for k in required if k not in data]
+        if missing:
+            raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
+        extra = sorted(set(data) - set(required) - {"retracts"})
+        if extra:
+            raise RemoteMemoryValidationError(f"record has unknown fields: {', '.join(extra)}")
+        return cls(
+            memory_id=data["memory_id"],
+            user_scope=data["user_scope"],
+            kind=data["kind"],
+            content=data["content"],
+            summary=data["summary"],
+            source=MemorySource.from_dict(data["source"]),
+            stored_at=data["stored_at"],
+            retracts=data.get("retracts"),
+        )

@@ -1,0 +1,109 @@
+"""Stage 5 — render: the selected hits as a prompt block (SPEC §3.6, §4).
+
+Everything that came from a store is escaped, attributes and text alike, so a stored
+record can never close the wrapper or open a tag of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .records import StoredMemory
+from .result import RecallResult
+
+__all__ = ["render_recall_context", "render_remote_profile", "escape_xml"]
+
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
+_SPECIAL = re.compile(r"[&<>\"']")
+# Characters XML 1.0 does not allow even as references; a prompt block that a parser
+# rejects is no block at all, so they become U+FFFD.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def escape_xml(value: object) -> str:
+    text = _NOT_XML.sub("\ufffd", str(value))
+    return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def _attrs(pairs: dict[str, object]) -> str:
+    return " ".join(f'{name}="{escape_xml(value)}"' for name, value in pairs.items())
+
+
+def render_recall_context(result: RecallResult) -> str:
+    """The ``<recalled_context>`` block, or ``""`` when there is nothing to inject."""
+    if not result.hits:
+        return ""
+    query = result.query
+    lines = [
+        "<recalled_context "
+        + _attrs(
+            {
+                "query_id": query.query_id,
+                "query": query.text,
+                "normalized_query": query.normalized_text,
+                "user_scope": query.user_scope,
+                "searched_records": result.searched_records,
+                "candidate_records": result.candidate_records,
+            }
+        )
+        + ">"
+    ]
+    for hit in result.hits:
+        b = hit.score_breakdown
+        lines.append(
+            "  <hit "
+            + _attrs(
+                {
+                    "rank": hit.rank,
+                    "memory_id": hit.memory_id,
+                    "user_scope": hit.scope.user_scope,
+                    "memory_kind": hit.scope.memory_kind.value,
+                }
+            )
+            + ">"
+        )
+        lines.append(
+            "    <score "
+            + _attrs(
+                {
+                    "total": f"{b.total:.6f}",
+                    "lexical_coverage": f"{b.lexical_coverage:.6f}",
+                    "recency": f"{b.recency:.6f}",
+                    "lexical_contribution": f"{b.lexical_contribution:.6f}",
+                    "recency_contribution": f"{b.recency_contribution:.6f}",
+                    "matched_terms": ",".join(b.matched_terms),
+                }
+            )
+            + "/>"
+        )
+        p = hit.provenance
+        lines.append(
+            "    <provenance "
+            + _attrs(
+                {
+                    "source_id": p.source_id,
+                    "source_type": p.source_type,
+                    "title": p.title,
+                    "captured_at": p.captured_at,
+                }
+            )
+            + "/>"
+        )
+        lines.append(f"    <snippet>{escape_xml(hit.snippet)}</snippet>")
+        lines.append("  </hit>")
+    lines.append("</recalled_context>")
+    return "\n".join(lines)
+
+
+def render_remote_profile(record: StoredMemory | None) -> str:
+    """The session-start profile block, or ``""`` when the scope has no profile."""
+    if record is None:
+        return ""
+    head = _attrs(
+        {
+            "memory_id": record.memory_id,
+            "source_id": record.source.source_id,
+            "captured_at": record.source.captured_at,
+        }
+    )
+    return f"<remote_profile {head}>\n{escape_xml(record.content)}\n</remote_profile>"

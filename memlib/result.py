@@ -1,0 +1,91 @@
+"""What a recall returns: hits and the result around them (SPEC §3.5).
+
+A hit is a read-only projection of one stored record for one query. It is never
+written anywhere; another query, ``as_of`` or ``limit`` gives other hits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .normalize import RecallQuery
+from .records import MemoryKind, MemorySource
+from .score import RecallScoreBreakdown
+
+__all__ = ["RecallScope", "RecallHit", "RecallResult", "EMPTY_REASON_NO_MATCH"]
+
+EMPTY_REASON_NO_MATCH = "no_matching_terms"
+
+
+@dataclass(frozen=True)
+class RecallScope:
+    user_scope: str
+    memory_kind: MemoryKind
+
+    def to_dict(self) -> dict[str, str]:
+        return {"user_scope": self.user_scope, "memory_kind": self.memory_kind.value}
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    query_id: str
+    memory_id: str
+    rank: int
+    snippet: str
+    scope: RecallScope
+    provenance: MemorySource
+    score_breakdown: RecallScoreBreakdown
+
+    @property
+    def source(self) -> MemorySource:
+        """Compatibility view for callers written before ``provenance``."""
+        return self.provenance
+
+    @property
+    def score(self) -> float:
+        """Compatibility view: the scalar total."""
+        return self.score_breakdown.total
+
+    def to_dict(self) -> dict[str, Any]:
+        provenance = self.provenance.to_dict()
+        return {
+            "query_id": self.query_id,
+            "memory_id": self.memory_id,
+            "rank": self.rank,
+            "snippet": self.snippet,
+            "scope": self.scope.to_dict(),
+            "provenance": provenance,
+            "source": dict(provenance),
+            "score": self.score,
+            "score_breakdown": self.score_breakdown.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: RecallQuery
+    hits: tuple[RecallHit, ...]
+    searched_records: int
+    candidate_records: int
+    retracted_records: int = 0
+
+    @property
+    def empty_reason(self) -> str | None:
+        # Derived, so it can never disagree with the hits.
+        return None if self.hits else EMPTY_REASON_NO_MATCH
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query.to_dict(),
+            "hits": [hit.to_dict() for hit in self.hits],
+            "searched_records": self.searched_records,
+            "candidate_records": self.candidate_records,
+            "retracted_records": self.retracted_records,
+            "empty_reason": self.empty_reason,
+        }
+
+    def to_json(self) -> str:
+        """The ``recall_history`` tool payload."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)

@@ -1,0 +1,229 @@
+"""What every backend shares: the ``MemoryStore`` protocol and the rules of a write.
+
+A backend supplies only storage: how to read the scope's records and how to append a
+validated batch atomically while it holds its own lock or transaction. The rules about
+what may be written (ids, duplicates, retractions) live here, once, so every backend
+refuses exactly the same things with exactly the same messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+from ..candidates import CandidateScan, scan_recall_candidates
+from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
+from ..normalize import RecallQuery
+from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+
+__all__ = ["MemoryStore", "BaseMemoryStore", "StoreState", "Clock", "latest_profile_of"]
+
+Clock = Callable[[], datetime]
+
+_APPEND_KEYS = ("kind", "memory_id", "content", "summary", "source")
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """The one interface the recall engine, the CLI and the agent depend on."""
+
+    backend: str
+
+    @property
+    def user_scope(self) -> str: ...
+
+    def append(
+        self, *, kind: MemoryKind | str, memory_id: str, content: str, summary: str,
+        source: MemorySource | Mapping[str, Any],
+    ) -> StoredMemory: ...
+
+    def append_many(self, items: Iterable[Mapping[str, Any]]) -> tuple[StoredMemory, ...]: ...
+
+    def retract(
+        self, memory_id: str, *, reason: str, source: MemorySource | Mapping[str, Any],
+        retraction_id: str | None = None,
+    ) -> StoredMemory: ...
+
+    def read_all(self) -> tuple[StoredMemory, ...]: ...
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]: ...
+
+    def latest_profile(self) -> StoredMemory | None: ...
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan: ...
+
+    def close(self) -> None: ...
+
+
+class StoreState(Protocol):
+    """What the write rules need to know about the records already stored."""
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None: ...
+
+    def is_retracted(self, memory_id: str) -> bool: ...
+
+
+def latest_profile_of(records: Iterable[StoredMemory]) -> StoredMemory | None:
+    records = tuple(records)
+    retracted = {r.retracts for r in records if r.kind is MemoryKind.RETRACTION}
+    profiles = [
+        r for r in records if r.kind is MemoryKind.PROFILE and r.memory_id not in retracted
+    ]
+    if not profiles:
+        return None
+    return max(profiles, key=lambda r: (r.captured_datetime, r.memory_id))
+
+
+def retraction_id_for(target: str) -> str:
+    candidate = f"retract-{target}"
+    if len(candidate) <= 200:
+        return candidate
+    return "retract-" + hashlib.sha256(target.encode("utf-8")).hexdigest()[:32]
+
+
+class BaseMemoryStore:
+    """Shared behaviour; a backend implements ``read_all`` and ``_append_batch``."""
+
+    backend = "base"
+
+    def __init__(self, *, user_id: str, clock: Clock | None = None) -> None:
+        self._user_id = user_id
+        self._user_scope = user_scope_for(user_id)
+        self._clock: Clock = clock or (lambda: datetime.now(UTC))
+
+    @property
+    def user_scope(self) -> str:
+        return self._user_scope
+
+    @property
+    def user_id(self) -> str:
+        return self._user_id
+
+    # -- building records ---------------------------------------------------------
+
+    def _now(self) -> str:
+        moment = self._clock()
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return format_timestamp(moment)
+
+    def _record(self, item: Mapping[str, Any], stored_at: str) -> StoredMemory:
+        if not isinstance(item, Mapping):
+            raise RemoteMemoryValidationError("each record to append must be a mapping")
+        missing = [k for k in _APPEND_KEYS if k not in item]
+        if missing:
+            raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
+        unknown = sorted(set(item) - set(_APPEND_KEYS))
+        if unknown:
+            raise RemoteMemoryValidationError(f"unknown record fields: {', '.join(unknown)}")
+        kind = item["kind"]
+        if kind in (MemoryKind.RETRACTION, MemoryKind.RETRACTION.value):
+            raise RemoteMemoryValidationError("use retract() to write a retraction")
+        source = item["source"]
+        return StoredMemory(
+            memory_id=item["memory_id"],
+            user_scope=self._user_scope,
+            kind=kind,
+            content=item["content"],
+            summary=item["summary"],
+            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            stored_at=stored_at,
+        )
+
+    # -- the rules of a write -----------------------------------------------------
+
+    @staticmethod
+    def check_batch(batch: Sequence[StoredMemory], state: StoreState) -> None:
+        """Raise unless every record of ``batch`` may be appended to ``state``.
+
+        Called by the backend while it holds its lock or transaction, so the answer
+        cannot go stale before the write.
+        """
+        seen: dict[str, MemoryKind] = {}
+        duplicates: list[str] = []
+        for record in batch:
+            if record.memory_id in seen or state.kind_of(record.memory_id) is not None:
+                if record.memory_id not in duplicates:
+                    duplicates.append(record.memory_id)
+            seen[record.memory_id] = record.kind
+        if duplicates:
+            raise RemoteMemoryDuplicateError(duplicates)
+        retracted_here: set[str] = set()
+        for record in batch:
+            if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
+                continue
+            target = record.retracts
+            kind = state.kind_of(target) or seen.get(target)
+            if kind is None:
+                raise RemoteMemoryValidationError(f"cannot retract unknown memory_id: {target}")
+            if kind is MemoryKind.RETRACTION:
+                raise RemoteMemoryValidationError(f"cannot retract a retraction: {target}")
+            if target in retracted_here or state.is_retracted(target):
+                raise RemoteMemoryValidationError(f"memory {target} is already retracted")
+            retracted_here.add(target)
+
+    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+        raise NotImplementedError
+
+    # -- the public surface -------------------------------------------------------
+
+    def append(
+        self, *, kind: MemoryKind | str, memory_id: str, content: str, summary: str,
+        source: MemorySource | Mapping[str, Any],
+    ) -> StoredMemory:
+        item = {"kind": kind, "memory_id": memory_id, "content": content,
+                "summary": summary, "source": source}
+        return self.append_many([item])[0]
+
+    def append_many(self, items: Iterable[Mapping[str, Any]]) -> tuple[StoredMemory, ...]:
+        """All or nothing: every item is validated before the one write."""
+        stored_at = self._now()
+        batch = tuple(self._record(item, stored_at) for item in items)
+        if batch:
+            self._append_batch(batch)
+        return batch
+
+    def retract(
+        self, memory_id: str, *, reason: str, source: MemorySource | Mapping[str, Any],
+        retraction_id: str | None = None,
+    ) -> StoredMemory:
+        """Append a RETRACTION that names ``memory_id``; history is never rewritten."""
+        record = StoredMemory(
+            memory_id=retraction_id or retraction_id_for(memory_id),
+            user_scope=self._user_scope,
+            kind=MemoryKind.RETRACTION,
+            content=reason,
+            summary=f"Retracts {memory_id}",
+            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            stored_at=self._now(),
+            retracts=memory_id,
+        )
+        self._append_batch((record,))
+        return record
+
+    def read_all(self) -> tuple[StoredMemory, ...]:
+        raise NotImplementedError
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        records = self.read_all()
+        if kind is None:
+            return records
+        wanted = MemoryKind(kind)
+        return tuple(r for r in records if r.kind is wanted)
+
+    def latest_profile(self) -> StoredMemory | None:
+        return latest_profile_of(self.read_all())
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """The reference scan; a backend with an index may answer faster, never differently."""
+        return scan_recall_candidates(query, self.read_all())
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> BaseMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

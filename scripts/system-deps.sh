@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs, installed only when missing. The tests start
+# their own throwaway services; nothing here is left running.
+set -euo pipefail
+
+need=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+  echo "system-deps: missing ${need[*]}; install them (apt-get install ${need[*]}) and re-run" >&2
+  exit 1
+fi
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "system-deps: installing ${need[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
