@@ -4,7 +4,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS := notebook,agent,postgres,scale,embeddings,dev
+EXTRAS := notebook,agent,postgres,scale,embeddings,browser,dev
 STAMP  := $(VENV)/.memlib-installed
 
 .PHONY: install course test system-deps lint stress clean

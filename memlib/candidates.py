@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Iterable
 
 from .errors import RemoteMemoryScopeError
-from .normalize import RecallQuery, tokenize
+from .normalize import RecallQuery, tokenize_all
 from .records import MemoryKind, StoredMemory
 
 __all__ = [
@@ -46,6 +46,12 @@ class CandidateScan:
     searched_records: int
     candidate_records: int
     retracted_records: int
+    # [beyond] Corpus statistics for rankers beyond the baseline (BM25's average
+    # document length): terms counted with repeats (``tokenize_all``) over the searchable
+    # text of every searched record, all of them / without the English stopwords of
+    # memlib/data/stopwords_en.txt. None when a backend does not provide them.
+    searched_token_count: int | None = None
+    searched_content_token_count: int | None = None
 
 
 def searchable_text(record: StoredMemory) -> str:
@@ -86,8 +92,11 @@ def scan_recall_candidates(query: RecallQuery, records: Iterable[StoredMemory]) 
     for record in records:
         check_scope(query, record)
     retracted = retracted_ids(records)
+    from .rankers.stopwords import english_stopwords  # here: rankers imports this module
+
+    stopwords = english_stopwords()
     candidates: list[RecallCandidate] = []
-    searched = retracted_count = 0
+    searched = retracted_count = token_count = content_token_count = 0
     for record in records:
         if record.kind is not MemoryKind.CONVERSATION:
             continue
@@ -95,7 +104,10 @@ def scan_recall_candidates(query: RecallQuery, records: Iterable[StoredMemory]) 
             retracted_count += 1
             continue
         searched += 1
-        candidate = make_candidate(query, record, tokenize(searchable_text(record)))
+        tokens = tokenize_all(searchable_text(record))
+        token_count += len(tokens)
+        content_token_count += sum(1 for t in tokens if t not in stopwords)
+        candidate = make_candidate(query, record, tuple(sorted(set(tokens))))
         if candidate is not None:
             candidates.append(candidate)
     return CandidateScan(
@@ -103,6 +115,8 @@ def scan_recall_candidates(query: RecallQuery, records: Iterable[StoredMemory]) 
         searched_records=searched,
         candidate_records=len(candidates),
         retracted_records=retracted_count,
+        searched_token_count=token_count,
+        searched_content_token_count=content_token_count,
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "normalize_recall_query",
     "normalize_text",
     "tokenize",
+    "tokenize_all",
     "QUERY_MAX_CHARS",
     "LIMIT_MIN",
     "LIMIT_MAX",
@@ -101,6 +102,14 @@ def _terms_of_normalized(normalized: str) -> list[str]:
 def tokenize(text: str) -> tuple[str, ...]:
     """Distinct sorted terms of any text, exactly as a query's terms are made."""
     return tuple(sorted(set(_terms_of_normalized(normalize_text(text)))))
+
+
+def tokenize_all(text: str) -> tuple[str, ...]:
+    """Every term of any text in reading order, repeats kept (term frequencies, BM25).
+
+    ``tuple(sorted(set(tokenize_all(t)))) == tokenize(t)`` for every text.
+    """
+    return tuple(_terms_of_normalized(normalize_text(text)))
 
 
 @dataclass(frozen=True)

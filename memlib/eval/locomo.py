@@ -1,0 +1,268 @@
+"""Recall evaluation on LoCoMo (Maharana et al., 2024), following the shared protocol.
+
+The protocol (``shared/data/locomo/README.md``): one record per turn, content
+``"<speaker>: <text>"`` (plus the caption of a shared image), ``captured_at`` = the
+session's date, ``memory_id`` = ``<sample_id>/<dia_id>``. Every QA of categories 1–4
+with evidence is a query over its own conversation's records, ``as_of`` = the last
+session's date. R@k = share of the evidence turns in the top k, averaged over
+questions; H@k = share of questions with at least one evidence turn in the top k.
+Category 5 (adversarial) is reported apart and left out of the headline numbers.
+
+Records are built in memory (no store on disk) and go through the same stages as
+``RecallEngine.recall``: normalize → reference candidate scan → the ranker → stable rank.
+The snippet (``summary``) of a record is its content, so every term is counted twice
+in the searchable text ``summary + " " + content``: for BM25 this is the same ranking
+as counting once with k1 halved, and k1 was chosen on that basis.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..candidates import scan_recall_candidates
+from ..errors import RemoteMemoryValidationError
+from ..normalize import LIMIT_MAX, normalize_recall_query
+from ..rank import rank_scored_candidates
+from ..rankers import Ranker, get_ranker
+from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+
+__all__ = [
+    "LocomoQuestion",
+    "LocomoConversation",
+    "load_locomo",
+    "parse_locomo",
+    "clean_evidence",
+    "evaluate_ranker",
+    "evaluate",
+    "format_table",
+    "CATEGORY_NAMES",
+    "HEADLINE_CATEGORIES",
+    "DEFAULT_KS",
+]
+
+DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+HEADLINE_CATEGORIES = (1, 2, 3, 4)
+DEFAULT_KS = (1, 5, 10)
+SUMMARY_MAX = 2_000
+_SESSION_KEY = re.compile(r"session_(\d+)")
+_EVIDENCE_SPLIT = re.compile(r"[;,\s]+")
+_EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
+
+
+@dataclass(frozen=True)
+class LocomoQuestion:
+    question_id: str
+    question: str
+    category: int
+    evidence: tuple[str, ...]  # memory ids, cleaned, distinct, in the order given
+
+
+@dataclass(frozen=True)
+class LocomoConversation:
+    sample_id: str
+    user_scope: str
+    records: tuple[StoredMemory, ...]
+    questions: tuple[LocomoQuestion, ...]
+    as_of: datetime
+
+
+def _parse_date(text: str) -> datetime:
+    try:
+        return datetime.strptime(text.strip(), DATE_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise RemoteMemoryValidationError(f"invalid LoCoMo session date: {text!r}") from None
+
+
+def clean_evidence(raw: Iterable[Any], turn_ids: set[str]) -> tuple[str, ...]:
+    """``["D8:6; D9:17", "D:11:26", "D30:05"]`` → ``("D8:6", "D9:17", "D11:26", "D30:5")``,
+    keeping only ids that name a turn of the conversation."""
+    cleaned: list[str] = []
+    for item in raw:
+        for piece in _EVIDENCE_SPLIT.split(str(item)):
+            match = _EVIDENCE_ID.fullmatch(piece.strip())
+            if not match:
+                continue
+            dia_id = f"D{int(match.group(1))}:{int(match.group(2))}"
+            if dia_id in turn_ids and dia_id not in cleaned:
+                cleaned.append(dia_id)
+    return tuple(cleaned)
+
+
+def _turn_content(turn: Mapping[str, Any]) -> str:
+    content = f"{turn['speaker']}: {turn.get('text', '')}"
+    caption = turn.get("blip_caption")
+    if caption:
+        content += f" [shared an image: {caption}]"
+    return content
+
+
+def parse_locomo(data: Sequence[Mapping[str, Any]]) -> tuple[LocomoConversation, ...]:
+    """LoCoMo JSON (a list of samples) → conversations with records and questions."""
+    if not isinstance(data, list):
+        raise RemoteMemoryValidationError("LoCoMo data must be a JSON list of samples")
+    conversations = []
+    for sample in data:
+        sample_id = str(sample["sample_id"])
+        conversation = sample["conversation"]
+        scope = user_scope_for(f"locomo/{sample_id}")
+        sessions = sorted(
+            (int(m.group(1)), key)
+            for key in conversation
+            if (m := _SESSION_KEY.fullmatch(key)) and isinstance(conversation[key], list)
+        )
+        if not sessions:
+            raise RemoteMemoryValidationError(f"LoCoMo sample {sample_id} has no session")
+        records: list[StoredMemory] = []
+        last_date: datetime | None = None
+        for number, key in sessions:
+            date = _parse_date(conversation[f"{key}_date_time"])
+            last_date = date
+            captured = format_timestamp(date)
+            for turn in conversation[key]:
+                dia_id = str(turn["dia_id"])
+                content = _turn_content(turn)
+                records.append(
+                    StoredMemory(
+                        memory_id=f"{sample_id}/{dia_id}",
+                        user_scope=scope,
+                        kind=MemoryKind.CONVERSATION,
+                        content=content,
+                        summary=content[:SUMMARY_MAX],
+                        source=MemorySource(
+                            source_id=f"{sample_id}/session_{number}",
+                            source_type="locomo_turn",
+                            title=f"{sample_id} session {number}",
+                            captured_at=captured,
+                        ),
+                        stored_at=captured,
+                    )
+                )
+        assert last_date is not None
+        turn_ids = {r.memory_id.split("/", 1)[1] for r in records}
+        questions = []
+        for index, qa in enumerate(sample.get("qa", ())):
+            evidence = clean_evidence(qa.get("evidence") or (), turn_ids)
+            if not evidence:
+                continue  # a few category-3 items name no evidence: nothing to find
+            questions.append(
+                LocomoQuestion(
+                    question_id=f"{sample_id}/q{index}",
+                    question=str(qa["question"]),
+                    category=int(qa["category"]),
+                    evidence=tuple(f"{sample_id}/{e}" for e in evidence),
+                )
+            )
+        conversations.append(
+            LocomoConversation(sample_id, scope, tuple(records), tuple(questions), last_date)
+        )
+    return tuple(conversations)
+
+
+def load_locomo(path: str | Path) -> tuple[LocomoConversation, ...]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise RemoteMemoryValidationError(f"LoCoMo data not found: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise RemoteMemoryValidationError(f"LoCoMo data is not JSON: {path}: {exc}") from None
+    return parse_locomo(data)
+
+
+def rank_question(
+    ranker: Ranker, conversation: LocomoConversation, question: LocomoQuestion, k: int
+) -> tuple[str, ...]:
+    """The memory ids of the top ``k`` records for one question, through memlib's stages."""
+    query = normalize_recall_query(
+        question.question,
+        user_scope=conversation.user_scope,
+        limit=min(k, LIMIT_MAX),
+        query_id=question.question_id,
+        issued_at=conversation.as_of,
+    )
+    scan = scan_recall_candidates(query, conversation.records)
+    breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
+    hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True), limit=k)
+    return tuple(hit.memory_id for hit in hits)
+
+
+def _metrics(rows: list[tuple[int, tuple[str, ...], tuple[str, ...]]], ks: Sequence[int]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in ks:
+        recall = hit = 0.0
+        for _, evidence, ranked in rows:
+            found = len(set(evidence) & set(ranked[:k]))
+            recall += found / len(evidence)
+            hit += 1.0 if found else 0.0
+        n = len(rows)
+        out[f"R@{k}"] = round(recall / n, 4) if n else 0.0
+        out[f"H@{k}"] = round(hit / n, 4) if n else 0.0
+    out["n"] = len(rows)
+    return out
+
+
+def evaluate_ranker(
+    conversations: Sequence[LocomoConversation],
+    ranker: str | Ranker,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """One ranker's report: ``{"overall", "by_category", "category_5", "questions"}``."""
+    ranker_obj = get_ranker(ranker)
+    depth = max(ks)
+    rows: list[tuple[int, tuple[str, ...], tuple[str, ...]]] = []
+    for conversation in conversations:
+        for question in conversation.questions:
+            ranked = rank_question(ranker_obj, conversation, question, depth)
+            rows.append((question.category, question.evidence, ranked))
+            if progress is not None:
+                progress(1)
+    headline = [r for r in rows if r[0] in HEADLINE_CATEGORIES]
+    return {
+        "overall": _metrics(headline, ks),
+        "by_category": {
+            str(c): _metrics([r for r in rows if r[0] == c], ks) for c in HEADLINE_CATEGORIES
+        },
+        "category_5": _metrics([r for r in rows if r[0] == 5], ks),
+        "questions": len(headline),
+    }
+
+
+def evaluate(
+    conversations: Sequence[LocomoConversation],
+    rankers: Sequence[str],
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    return {name: evaluate_ranker(conversations, name, ks=ks, progress=progress) for name in rankers}
+
+
+def format_table(report: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = DEFAULT_KS) -> str:
+    """Plain-text tables: overall (categories 1–4), per category, and category 5 apart."""
+    columns = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
+    width = max([len("ranker"), *(len(n) for n in report)])
+
+    def block(title: str, pick: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> list[str]:
+        lines = [title, f"{'ranker':<{width}}  {'n':>4}  " + "  ".join(f"{c:>6}" for c in columns)]
+        for name, rep in report.items():
+            m = pick(rep)
+            lines.append(
+                f"{name:<{width}}  {m['n']:>4}  " + "  ".join(f"{m[c]:>6.3f}" for c in columns)
+            )
+        return lines
+
+    lines = block("overall (categories 1-4)", lambda r: r["overall"])
+    for c in HEADLINE_CATEGORIES:
+        lines += [""] + block(
+            f"category {c} ({CATEGORY_NAMES[c]})", lambda r, c=c: r["by_category"][str(c)]
+        )
+    lines += [""] + block("category 5 (adversarial, not in overall)", lambda r: r["category_5"])
+    return "\n".join(lines)
