@@ -8,11 +8,12 @@ that still reaches a message is replaced by ``[redacted]``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..errors import RemoteMemoryError
 
-__all__ = ["AgentError", "ModelAPIError", "AgentTurnLimitError", "explain_api_error", "redact"]
+__all__ = ["AgentError", "AgentTurnLimitError", "ModelAPIError", "explain_api_error", "redact"]
 
 
 class AgentError(RemoteMemoryError):
