@@ -249,8 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name and module_name.startswith(exc.name):
                 continue
             raise
-        register: Callable[[Any], None] = getattr(module, "register")
-        register(sub)
+        module.register(sub)
     return parser
 
 

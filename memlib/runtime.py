@@ -90,7 +90,7 @@ def runtime_client(**client_options: Any) -> Any:
     if missing:
         raise MissingConfigurationError(
             f"set {' and '.join(missing)} to talk to a live model "
-            "(or use the offline scripted model)"
+            "(or run the offline scripted model: memlib chat --scripted)"
         )
     try:
         import anthropic
