@@ -15,7 +15,7 @@ import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 from .engine import RecallEngine
 from .errors import RemoteMemoryError, RemoteMemoryValidationError
