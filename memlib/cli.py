@@ -14,7 +14,6 @@ import os
 import sys
 import tempfile
 from datetime import datetime
-from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from .engine import RecallEngine
