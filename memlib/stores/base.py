@@ -140,15 +140,9 @@ class BaseMemoryStore:
         Called by the backend while it holds its lock or transaction, so the answer
         cannot go stale before the write.
         """
-        seen: dict[str, MemoryKind] = {}
-        duplicates: list[str] = []
-        for record in batch:
-            if record.memory_id in seen or state.kind_of(record.memory_id) is not None:
-                if record.memory_id not in duplicates:
-                    duplicates.append(record.memory_id)
-            seen[record.memory_id] = record.kind
-        if duplicates:
-            raise RemoteMemoryDuplicateError(duplicates)
+        seen = {record.memory_id: record.kind for record in batch}
+        # Retraction rules first: retracting the same record twice is "already
+        # retracted", not a clash of the default retraction ids.
         retracted_here: set[str] = set()
         for record in batch:
             if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
@@ -162,6 +156,15 @@ class BaseMemoryStore:
             if target in retracted_here or state.is_retracted(target):
                 raise RemoteMemoryValidationError(f"memory {target} is already retracted")
             retracted_here.add(target)
+        counted: set[str] = set()
+        duplicates: list[str] = []
+        for record in batch:
+            if record.memory_id in counted or state.kind_of(record.memory_id) is not None:
+                if record.memory_id not in duplicates:
+                    duplicates.append(record.memory_id)
+            counted.add(record.memory_id)
+        if duplicates:
+            raise RemoteMemoryDuplicateError(duplicates)
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
         raise NotImplementedError
