@@ -144,7 +144,10 @@ def as_utc(moment: datetime | None) -> datetime:
         raise RemoteMemoryValidationError("as_of must be a datetime")
     if moment.tzinfo is None or moment.utcoffset() is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise RemoteMemoryValidationError(f"as_of is out of range: {moment.isoformat()}") from None
 
 
 def new_query_id() -> str:
@@ -169,6 +172,8 @@ def normalize_recall_query(
         raise RemoteMemoryValidationError(
             f"recall query exceeds the {QUERY_MAX_CHARS:,}-character limit"
         )
+    if any("\ud800" <= ch <= "\udfff" for ch in readable):
+        raise RemoteMemoryValidationError("recall query must be valid Unicode (no lone surrogates)")
     normalized = normalize_text(readable)
     terms = tuple(sorted(set(_terms_of_normalized(normalized))))
     if not terms:
@@ -179,6 +184,8 @@ def normalize_recall_query(
         raise RemoteMemoryValidationError(f"limit must be between {LIMIT_MIN} and {LIMIT_MAX}")
     if query_id is not None and (not isinstance(query_id, str) or not query_id.strip()):
         raise RemoteMemoryValidationError("query_id must not be empty")
+    if query_id is not None and any("\ud800" <= ch <= "\udfff" for ch in query_id):
+        raise RemoteMemoryValidationError("query_id must be valid Unicode (no lone surrogates)")
     return RecallQuery(
         query_id=query_id if query_id is not None else new_query_id(),
         text=readable,

@@ -7,6 +7,7 @@ the same constructor checks what a store reads back from disk.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
@@ -35,6 +36,8 @@ LIMITS: Mapping[str, int] = {
     "title": 1_000,
 }
 MEMORY_ID_MAX = 200
+# Lone surrogates (e.g. from a "\ud800" JSON escape) cannot be written as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MemoryKind(str, Enum):
@@ -62,6 +65,8 @@ def _text(field_name: str, value: object) -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} exceeds the {limit:,}-character teaching limit"
         )
+    if _SURROGATE.search(text):
+        raise RemoteMemoryValidationError(f"{field_name} must be valid Unicode (no lone surrogates)")
     return text
 
 
@@ -79,6 +84,8 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} must not contain whitespace or control characters: {value!r}"
         )
+    if _SURROGATE.search(value):
+        raise RemoteMemoryValidationError(f"{field_name} must be valid Unicode (no lone surrogates)")
     return value
 
 
@@ -95,13 +102,17 @@ def parse_timestamp(value: object) -> datetime:
         raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
 
 
 def format_timestamp(moment: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds only when the instant has them."""
     moment = moment.astimezone(UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    # isoformat pads the year to four digits; strftime("%Y") does not below year 1000.
+    text = moment.replace(tzinfo=None, microsecond=0).isoformat()
     if moment.microsecond:
         text += "." + f"{moment.microsecond:06d}".rstrip("0")
     return text + "Z"
@@ -115,6 +126,8 @@ def user_scope_for(user_id: str) -> str:
     """The first 16 hex digits of sha256 of the stripped, casefolded user id."""
     if not isinstance(user_id, str) or not user_id.strip():
         raise RemoteMemoryValidationError("user_id must not be empty")
+    if _SURROGATE.search(user_id):
+        raise RemoteMemoryValidationError("user_id must be valid Unicode (no lone surrogates)")
     return hashlib.sha256(user_id.strip().casefold().encode("utf-8")).hexdigest()[:16]
 
 
