@@ -5,6 +5,8 @@ set -euo pipefail
 
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# Browser tests drive Debian's chromium through Playwright (never `playwright install`).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -1,0 +1,1 @@
+"""Browser tests: the course in JupyterLab under headless Chromium (issue 8)."""
