@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .normalize import as_utc, normalize_recall_query
+from .candidates import CandidateScan
+from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
+from .rankers.baseline import BaselineRanker
 from .result import RecallResult
 from .stores.base import MemoryStore
 
@@ -21,6 +23,16 @@ class RecallEngine:
     def __init__(self, store: MemoryStore, *, ranker: str | Ranker = DEFAULT_RANKER) -> None:
         self.store = store
         self.ranker = get_ranker(ranker)
+
+    def _scan(self, query: RecallQuery) -> CandidateScan:
+        # A store with an index may walk candidates best-first and stop early, but the
+        # bound it prunes by is the baseline's (total ≤ 0.85·coverage + 0.15): any other
+        # ranker must see every candidate.
+        top = getattr(self.store, "scan_top_candidates", None)
+        if top is not None and type(self.ranker) is BaselineRanker:
+            scan: CandidateScan = top(query)
+            return scan
+        return self.store.scan_candidates(query)
 
     def recall(
         self,
@@ -34,7 +46,7 @@ class RecallEngine:
             text, user_scope=self.store.user_scope, limit=limit, query_id=query_id,
             issued_at=moment,
         )
-        scan = self.store.scan_candidates(query)
+        scan = self._scan(query)
         breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
         hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True))
         return RecallResult(

@@ -15,11 +15,14 @@ from ..errors import RemoteMemoryValidationError
 from .base import BaseMemoryStore, MemoryStore
 from .jsonl import RemoteMemoryStore
 
-__all__ = ["MemoryStore", "BaseMemoryStore", "RemoteMemoryStore", "open_store", "register_backend"]
+__all__ = ["BaseMemoryStore", "MemoryStore", "RemoteMemoryStore", "open_store", "register_backend"]
 
 # scheme → "module:factory"; the factory takes (url, user_id=..., **options).
 _BACKENDS: dict[str, str] = {
     "jsonl": "memlib.stores.jsonl:RemoteMemoryStore",
+    "sqlite": "memlib.stores.sqlite:SqliteMemoryStore",
+    "postgresql": "memlib.stores.postgres:PostgresMemoryStore",
+    "postgres": "memlib.stores.postgres:PostgresMemoryStore",
 }
 
 

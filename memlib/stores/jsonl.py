@@ -9,6 +9,12 @@ was told it succeeded; readers skip it and the next writer cuts it off.
 Readers keep what they parsed and, while the file keeps its inode and does not shrink,
 read only the bytes appended since — the file is append-only, so that is all that can
 have changed.
+
+What a reader keeps is an index, not the records: the id set (for the duplicate rule),
+an inverted index ``term → records`` (``memlib.index``) and each record's byte offset.
+Both are brought up to date from the appended tail only, so neither an append nor a
+recall costs O(records). Full records are parsed again from their offsets when a recall
+needs them, and the whole list is kept only once someone asks for ``read_all()``.
 """
 
 from __future__ import annotations
@@ -18,17 +24,21 @@ import fcntl
 import json
 import os
 import stat
+from array import array
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from ..candidates import CandidateScan
 from ..errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryError,
     RemoteMemoryScopeError,
     RemoteMemoryValidationError,
 )
+from ..index import InvertedIndex, scan_from_index
+from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory
-from .base import BaseMemoryStore, Clock
+from .base import BaseMemoryStore, Clock, latest_profile_of
 
 __all__ = ["RemoteMemoryStore", "encode_record"]
 
@@ -45,28 +55,35 @@ def encode_record(record: StoredMemory) -> bytes:
 class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
 
-    __slots__ = ("identity", "offset", "lines", "records", "kinds", "retracted")
+    __slots__ = ("extras", "identity", "index", "lines", "offset", "records", "starts")
 
     def __init__(self) -> None:
         self.identity: tuple[int, int] | None = None
         self.offset = 0  # bytes of complete lines consumed
         self.lines = 0
-        self.records: list[StoredMemory] = []
-        self.kinds: dict[str, MemoryKind] = {}
-        self.retracted: set[str] = set()
+        self.index = InvertedIndex()  # ids, kinds, retractions, postings
+        self.starts = array("Q")  # byte offset of each record's line
+        self.records: list[StoredMemory] | None = None  # only once read_all() is asked
+        self.extras: list[StoredMemory] = []  # profiles and retractions, in order
 
-    def add(self, record: StoredMemory) -> None:
-        self.records.append(record)
-        self.kinds[record.memory_id] = record.kind
-        if record.retracts is not None:
-            self.retracted.add(record.retracts)
+    def add(self, record: StoredMemory, start: int) -> None:
+        self.index.add(record)
+        self.starts.append(start)
+        if record.kind is not MemoryKind.CONVERSATION:
+            self.extras.append(record)
+        if self.records is not None:
+            self.records.append(record)
 
     # StoreState, for the write rules
     def kind_of(self, memory_id: str) -> MemoryKind | None:
-        return self.kinds.get(memory_id)
+        return self.index.kind_of(memory_id)
 
     def is_retracted(self, memory_id: str) -> bool:
-        return memory_id in self.retracted
+        return self.index.is_retracted(memory_id)
+
+    def line_span(self, doc: int) -> tuple[int, int]:
+        end = self.starts[doc + 1] if doc + 1 < len(self.starts) else self.offset
+        return self.starts[doc], end
 
 
 class RemoteMemoryStore(BaseMemoryStore):
@@ -113,23 +130,42 @@ class RemoteMemoryStore(BaseMemoryStore):
         self._cache = cache
         return cache
 
+    # Bytes read and parsed per step: a big file is indexed chunk by chunk, so what a
+    # reader holds is the index, never every parsed record at once.
+    READ_CHUNK = 8 << 20
+
     def _read_tail(self, cache: _Cache, size: int) -> None:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(cache.offset)
-                data = handle.read(size - cache.offset)
+                while cache.offset < size:
+                    data = handle.read(min(self.READ_CHUNK, size - cache.offset))
+                    if not data:
+                        return
+                    end = data.rfind(b"\n")
+                    if end < 0:
+                        if cache.offset + len(data) >= size:
+                            return  # only a torn tail so far
+                        # One line longer than a chunk: read on until its end.
+                        more = handle.read(size - cache.offset - len(data))
+                        data += more
+                        end = data.rfind(b"\n")
+                        if end < 0:
+                            return
+                    self._take_lines(cache, data[: end + 1])
+                    handle.seek(cache.offset)
         except OSError as exc:
             raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
-        end = data.rfind(b"\n")
-        if end < 0:
-            return  # only a torn tail so far
+
+    def _take_lines(self, cache: _Cache, data: bytes) -> None:
         parsed: list[StoredMemory] = []
         seen: set[str] = set()
+        known = cache.index.doc_of
         line_number = cache.lines
-        for raw in data[: end + 1].split(b"\n")[:-1]:
+        for raw in data.split(b"\n")[:-1]:
             line_number += 1
             record = self._parse_line(raw, line_number)
-            if record.memory_id in cache.kinds or record.memory_id in seen:
+            if record.memory_id in known or record.memory_id in seen:
                 raise RemoteMemoryCorruptionError(
                     f"invalid JSON at line {line_number}: duplicate memory_id {record.memory_id}"
                 )
@@ -137,10 +173,12 @@ class RemoteMemoryStore(BaseMemoryStore):
             parsed.append(record)
         # Only now, with every new line valid, does the cache move on: a reader that
         # met a bad line raises again next time instead of skipping it.
-        for record in parsed:
-            cache.add(record)
+        start = cache.offset
+        for raw, record in zip(data.split(b"\n"), parsed):
+            cache.add(record, start)
+            start += len(raw) + 1
         cache.lines = line_number
-        cache.offset += end + 1
+        cache.offset += len(data)
 
     def _parse_line(self, raw: bytes, line_number: int) -> StoredMemory:
         try:
@@ -156,7 +194,75 @@ class RemoteMemoryStore(BaseMemoryStore):
         return record
 
     def read_all(self) -> tuple[StoredMemory, ...]:
-        return tuple(self._refresh().records)
+        cache = self._refresh()
+        if cache.records is None:
+            cache.records = self._load_docs(cache, range(len(cache.starts)))
+        return tuple(cache.records)
+
+    def _load_docs(self, cache: _Cache, docs: Sequence[int]) -> list[StoredMemory]:
+        """Parse the records of ``docs`` again from their lines (already validated once)."""
+        if cache.records is not None:
+            return [cache.records[d] for d in docs]
+        if not docs:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != cache.identity or st.st_size < cache.offset:
+                raise RemoteMemoryCorruptionError(
+                    f"records file {self.path} was replaced while it was being read"
+                )
+            docs = list(docs)
+            if len(docs) > 64 and docs == list(range(docs[0], docs[-1] + 1)):
+                first, _ = cache.line_span(docs[0])
+                _, last = cache.line_span(docs[-1])
+                raws = os.pread(fd, last - first, first).split(b"\n")[:-1]
+            else:
+                raws = []
+                for doc in docs:
+                    start, end = cache.line_span(doc)
+                    raws.append(os.pread(fd, end - start - 1, start))
+        finally:
+            os.close(fd)
+        return [self._parse_line(raw, doc + 1) for doc, raw in zip(docs, raws)]
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        if kind is not None and MemoryKind(kind) is not MemoryKind.CONVERSATION:
+            wanted = MemoryKind(kind)
+            return tuple(r for r in self._refresh().extras if r.kind is wanted)
+        return super().records(kind)
+
+    def latest_profile(self) -> StoredMemory | None:
+        # Profiles and retractions are kept as records: that is all the rule looks at.
+        return latest_profile_of(self._refresh().extras)
+
+    # -- recall through the index -----------------------------------------------------
+
+    def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
+        cache = self._refresh()
+        cache.index.check_scope(query, self.user_scope)
+        return scan_from_index(cache.index, query, lambda docs: self._load_docs(cache, docs), top=top)
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Every candidate, as the reference scan gives them, found through the index."""
+        return self._scan(query, top=False)
+
+    def scan_top_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Only the baseline ranker's top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=True)
+
+    def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of ``memory_ids`` this scope already holds (from the id set)."""
+        known = self._refresh().index.doc_of
+        return {memory_id for memory_id in memory_ids if memory_id in known}
+
+    @property
+    def index(self) -> InvertedIndex:
+        """The inverted index, up to date with the file (for teaching and tests)."""
+        return self._refresh().index
 
     # -- writing --------------------------------------------------------------------
 
@@ -169,7 +275,8 @@ class RemoteMemoryStore(BaseMemoryStore):
             raise RemoteMemoryError(f"cannot open {path}: {exc.strerror}") from None
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
-        payload = b"".join(encode_record(record) for record in batch)
+        lines = [encode_record(record) for record in batch]
+        payload = b"".join(lines)
         try:
             self.path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
         except OSError as exc:
@@ -191,8 +298,10 @@ class RemoteMemoryStore(BaseMemoryStore):
                         f"short write to {self.path}: {written} of {len(payload)} bytes"
                     )
                 os.fsync(fd)
-                for record in batch:
-                    cache.add(record)
+                start = cache.offset
+                for record, line in zip(batch, lines):
+                    cache.add(record, start)
+                    start += len(line)
                 cache.lines += len(batch)
                 cache.offset += len(payload)
             except OSError as exc:

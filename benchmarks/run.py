@@ -1,0 +1,511 @@
+"""Scale benchmarks: ``python benchmarks/run.py`` (printed tables, not timed tests).
+
+For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.py``:
+
+* recall latency (limit 10), median and p95 over the query set, for the reference scan,
+  the indexed JSONL store, SQLite and PostgreSQL (memlib's top-k path,
+  ``memlib.index.indexed_recall``), and — as peers on the same texts — bm25s retrieve and
+  SQLite FTS5 ``bm25()``; every figure also as a speed-up over the reference;
+* exact parity: every memlib backend's ``to_json()`` is compared with the others for every
+  query and with the reference scan for the queries the reference ran;
+* bulk import rate (``append_many`` in batches of 10,000) into JSONL, SQLite, PostgreSQL;
+* the indexed JSONL store opened in a fresh process: time to read and index the file,
+  recall latency there, and that process's peak memory;
+* append latency per record (one durable ``append``) at 1k, 100k (and 1M) records
+  against a raw ``write`` + ``fsync`` of the same bytes on the same disk.
+
+A JSON report is written to ``reports/bench-YYYYMMDD.json``. Options: ``--sizes``,
+``--queries``, ``--db-max`` (largest N for SQLite/PostgreSQL), ``--ref-max``,
+``--workdir``. PostgreSQL runs on a throwaway cluster started here (``tests/pgserver.py``,
+default durability settings) or on ``$MEMLIB_PG_DSN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
+
+import corpus
+
+from memlib import RecallEngine
+from memlib.candidates import CandidateScan, scan_recall_candidates
+from memlib.index import indexed_recall
+from memlib.stores import open_store
+from memlib.stores.jsonl import RemoteMemoryStore, encode_record
+
+LIMIT = 10
+USER = "bench-user"
+BATCH = 10_000
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def summary(seconds: Sequence[float]) -> dict[str, Any]:
+    ordered = sorted(seconds)
+    if not ordered:
+        return {}
+    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+    return {"p50_ms": statistics.median(ordered) * 1e3, "p95_ms": p95 * 1e3, "n": len(ordered)}
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def recall_series(recall: Callable[[str], Any], queries: Sequence[str], warmup: int = 2) -> tuple[dict[str, Any], list[str]]:
+    """Time ``recall`` per query; what it returns is serialised after the clock stops."""
+    for q in queries[:warmup]:
+        recall(q)
+    times, digests = [], []
+    for q in queries:
+        seconds, result = timed(lambda: recall(q))
+        times.append(seconds)
+        digests.append(digest(result.to_json() if hasattr(result, "to_json") else str(result)))
+    return summary(times), digests
+
+
+def memlib_recall(store: Any) -> Callable[[str], Any]:
+    def run(text: str) -> Any:
+        return indexed_recall(store, text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench")
+    return run
+
+
+class _ReferenceStore:
+    """The reference: every record tokenised for every query (``scan_recall_candidates``)."""
+
+    def __init__(self, records: tuple[Any, ...], user_scope: str) -> None:
+        self.records = records
+        self.user_scope = user_scope
+
+    def scan_candidates(self, query: Any) -> CandidateScan:
+        return scan_recall_candidates(query, self.records)
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    start = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i
+    loop_ns = (time.perf_counter() - start) / 2_000_000 * 1e9
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_mb": mem,
+        "python": platform.python_version(), "platform": platform.platform(),
+        "sqlite": sqlite3.sqlite_version,
+        "python_loop_ns_per_iteration": round(loop_ns, 1),
+    }
+
+
+# -- the child: the indexed JSONL store opened from its file ---------------------------
+
+def child_jsonl(path: str, queries: list[str]) -> None:
+    store = RemoteMemoryStore(path, user_id=USER)
+    open_seconds, index = timed(lambda: store.index)
+    stats, digests = recall_series(memlib_recall(store), queries)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"open_s": open_seconds, "records": len(index), "recall": stats,
+                      "digests": digests, "peak_rss_mb": peak_mb}))
+
+
+def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child-jsonl", str(path),
+         "--child-queries", json.dumps(queries)],
+        check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- peers -------------------------------------------------------------------------------
+
+def bm25s_peer(texts: list[str], queries: list[str]) -> dict[str, Any]:
+    import bm25s
+
+    index_s, retriever = timed(lambda: _bm25s_index(bm25s, texts))
+
+    def retrieve(text: str) -> str:
+        tokens = bm25s.tokenize([text], stopwords=None, show_progress=False, return_ids=False)
+        docs, scores = retriever.retrieve(tokens, k=LIMIT, show_progress=False)
+        return docs
+
+    stats, _ = recall_series(retrieve, queries)
+    return {"index_s": index_s, "recall": stats}
+
+
+def _bm25s_index(bm25s: Any, texts: list[str]) -> Any:
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords=None, show_progress=False), show_progress=False)
+    return retriever
+
+
+def fts5_peer(texts: list[str], queries: list[str], workdir: Path) -> dict[str, Any]:
+    path = workdir / "fts5.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+
+    def load() -> None:
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO docs (rowid, body) VALUES (?, ?)", enumerate(texts))
+        conn.execute("COMMIT")
+
+    index_s, _ = timed(load)
+
+    def search(text: str) -> str:
+        match = " OR ".join(f'"{w}"' for w in text.split())
+        return conn.execute(
+            "SELECT rowid, bm25(docs) AS s FROM docs WHERE docs MATCH ? ORDER BY s LIMIT ?",
+            (match, LIMIT),
+        ).fetchall()
+
+    stats, _ = recall_series(search, queries)
+    conn.close()
+    path.unlink()
+    return {"index_s": index_s, "recall": stats}
+
+
+# -- appends -----------------------------------------------------------------------------
+
+def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str, Any]:
+    """``count`` single durable appends, each paired with a raw write+fsync of its bytes."""
+    items = next(corpus.records(count, seed=5, batch=count, prefix=f"append-{tag}"))
+    raw_path = raw_dir / f"raw-{tag}.jsonl"
+    fd = os.open(raw_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    store_times, raw_times = [], []
+    try:
+        for item in items:
+            seconds, record = timed(lambda: store.append(**item))
+            store_times.append(seconds)
+            payload = encode_record(record)
+            start = time.perf_counter()
+            os.write(fd, payload)
+            os.fsync(fd)
+            raw_times.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        raw_path.unlink()
+    out = {"store": summary(store_times), "raw_write_fsync": summary(raw_times)}
+    out["ratio_p50"] = out["store"]["p50_ms"] / out["raw_write_fsync"]["p50_ms"]
+    return out
+
+
+def bulk(store: Any, items: list[dict[str, Any]]) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(items), BATCH):
+        store.append_many(items[i : i + BATCH])
+    return len(items) / (time.perf_counter() - start)
+
+
+# -- one size ----------------------------------------------------------------------------
+
+def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Callable[[str], None]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": n}
+    queries = corpus.queries(args.queries)
+    log(f"N={n:,}: generating the corpus")
+    items = [item for batch in corpus.records(n) for item in batch]
+    texts = [corpus.item_text(item) for item in items]
+    folder = workdir / f"n{n}"
+    folder.mkdir()
+    digests: dict[str, list[str]] = {}
+
+    # JSONL: bulk import, in-process recall, then a fresh process.
+    path = folder / "records.jsonl"
+    store = RemoteMemoryStore(path, user_id=USER)
+    log("  JSONL bulk import")
+    out["bulk_jsonl_rps"] = bulk(store, items)
+    log(f"    {out['bulk_jsonl_rps']:,.0f} records/s")
+    out["jsonl"], digests["jsonl"] = recall_series(memlib_recall(store), queries)
+    log(f"  indexed JSONL recall p50 {out['jsonl']['p50_ms']:.2f} ms")
+    log("  indexed JSONL opened in a fresh process")
+    child = run_child(path, queries)
+    out["jsonl_fresh_process"] = {k: v for k, v in child.items() if k != "digests"}
+    out["parity"] = {"jsonl_fresh_process": child["digests"][: len(queries)] == digests["jsonl"][: len(queries)]}
+    log(f"    open+index {child['open_s']:.1f} s, recall p50 {child['recall']['p50_ms']:.2f} ms, "
+        f"peak {child['peak_rss_mb']:.0f} MB")
+
+    # The reference scan, on the same records (already parsed: the scan alone is timed).
+    ref_queries = args.ref_queries if n <= args.ref_max else 0
+    if ref_queries:
+        log(f"  reference scan ({ref_queries} queries)")
+        records = RemoteMemoryStore(path, user_id=USER).read_all()
+        ref_store = _ReferenceStore(records, records[0].user_scope)
+
+        def reference(text: str) -> Any:
+            return RecallEngine(ref_store).recall(text, limit=LIMIT, as_of=corpus.AS_OF,
+                                                  query_id="bench")
+
+        out["reference"], ref_digests = recall_series(reference, queries[:ref_queries], warmup=0)
+        out["parity"]["reference"] = ref_digests == digests["jsonl"][:ref_queries]
+        log(f"    p50 {out['reference']['p50_ms']:.0f} ms; parity {out['parity']['reference']}")
+        del records, ref_store
+        gc.collect()
+    else:
+        out["reference"] = {"skipped": f"N > {args.ref_max:,}: one reference query would take minutes"}
+    if n in args.append_at:  # after every read of this corpus: appends change it
+        log("  append latency (JSONL)")
+        out["append_jsonl"] = append_latency(store, folder, args.appends, f"j{n}")
+        log(f"    store p50 {out['append_jsonl']['store']['p50_ms']:.2f} ms, raw "
+            f"{out['append_jsonl']['raw_write_fsync']['p50_ms']:.2f} ms")
+    del store
+    gc.collect()
+
+    # Database backends.
+    if n <= args.db_max:
+        log("  SQLite bulk import")
+        sqlite_store = open_store(f"sqlite:{folder / 'memory.db'}", user_id=USER)
+        out["bulk_sqlite_rps"] = bulk(sqlite_store, items)
+        log(f"    {out['bulk_sqlite_rps']:,.0f} records/s")
+        out["sqlite"], digests["sqlite"] = recall_series(memlib_recall(sqlite_store), queries)
+        out["parity"]["sqlite"] = digests["sqlite"] == digests["jsonl"]
+        log(f"    recall p50 {out['sqlite']['p50_ms']:.2f} ms; parity {out['parity']['sqlite']}")
+        if n in args.append_at:
+            out["append_sqlite"] = append_latency(sqlite_store, folder, args.appends, f"s{n}")
+        sqlite_store.close()
+        if pg is not None:
+            from memlib.stores.postgres import init_schema
+
+            schema = f"bench_{uuid.uuid4().hex[:8]}"
+            url = f"{pg.dsn}?schema={schema}"
+            init_schema(url)
+            log("  PostgreSQL bulk import")
+            pg_store = open_store(url, user_id=USER)
+            out["bulk_postgresql_rps"] = bulk(pg_store, items)
+            log(f"    {out['bulk_postgresql_rps']:,.0f} records/s")
+            pg_store._connection().execute(f"ANALYZE {schema}.postings")
+            pg_store._connection().execute(f"ANALYZE {schema}.records")
+            out["postgresql"], digests["postgresql"] = recall_series(memlib_recall(pg_store), queries)
+            out["parity"]["postgresql"] = digests["postgresql"] == digests["jsonl"]
+            log(f"    recall p50 {out['postgresql']['p50_ms']:.2f} ms; parity {out['parity']['postgresql']}")
+            if n in args.append_at:
+                out["append_postgresql"] = append_latency(pg_store, folder, args.appends, f"p{n}")
+            pg_store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
+            pg_store.close()
+    else:
+        out["sqlite"] = out["postgresql"] = {"skipped": f"N > {args.db_max:,} (time budget)"}
+
+    # Peers on the same texts.
+    del items
+    gc.collect()
+    log("  bm25s")
+    out["bm25s"] = bm25s_peer(texts, queries)
+    log(f"    retrieve p50 {out['bm25s']['recall']['p50_ms']:.2f} ms")
+    log("  SQLite FTS5 bm25()")
+    out["fts5"] = fts5_peer(texts, queries, folder)
+    log(f"    p50 {out['fts5']['recall']['p50_ms']:.2f} ms")
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+# -- the table ---------------------------------------------------------------------------
+
+def _cell(stats: dict[str, Any] | None, ref: float | None) -> tuple[str, str, str]:
+    if not stats or "p50_ms" not in stats:
+        return "—", "—", "—"
+    p50, p95 = stats["p50_ms"], stats["p95_ms"]
+    ratio = f"{ref / p50:,.0f}×" if ref else "—"
+    return f"{p50:,.2f}", f"{p95:,.2f}", ratio
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [
+        "| N | path | p50 ms | p95 ms | speed-up vs reference (p50) |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for size in report["sizes"]:
+        if size.get("append_only"):
+            continue
+        ref = (size.get("reference") or {}).get("p50_ms")
+        rows = [
+            ("reference scan", size.get("reference")),
+            ("indexed JSONL", size.get("jsonl")),
+            ("indexed JSONL, fresh process", size.get("jsonl_fresh_process", {}).get("recall")),
+            ("SQLite", size.get("sqlite")),
+            ("PostgreSQL", size.get("postgresql")),
+            ("bm25s retrieve (peer)", size.get("bm25s", {}).get("recall")),
+            ("SQLite FTS5 bm25() (peer)", size.get("fts5", {}).get("recall")),
+        ]
+        for name, stats in rows:
+            p50, p95, ratio = _cell(stats, ref)
+            if p50 == "—" and isinstance(stats, dict) and "skipped" in stats:
+                p50 = f"skipped: {stats['skipped']}"
+            lines.append(f"| {size['n']:,} | {name} | {p50} | {p95} | {ratio} |")
+    lines += ["", "| N | store | append p50 ms | p95 ms | raw write+fsync p50 ms | ratio |",
+              "|---:|---|---:|---:|---:|---:|"]
+    for size in report["sizes"]:
+        for key, name in (("append_jsonl", "JSONL"), ("append_sqlite", "SQLite"),
+                          ("append_postgresql", "PostgreSQL")):
+            a = size.get(key)
+            if a:
+                lines.append(
+                    f"| {size['n']:,} | {name} | {a['store']['p50_ms']:.2f} | {a['store']['p95_ms']:.2f} "
+                    f"| {a['raw_write_fsync']['p50_ms']:.2f} | {a['ratio_p50']:.2f}× |"
+                )
+    lines += ["", "| N | bulk import (append_many, 10k batches) | records/s |", "|---:|---|---:|"]
+    for size in report["sizes"]:
+        for key, name in (("bulk_jsonl_rps", "JSONL"), ("bulk_sqlite_rps", "SQLite"),
+                          ("bulk_postgresql_rps", "PostgreSQL")):
+            if key in size:
+                lines.append(f"| {size['n']:,} | {name} | {size[key]:,.0f} |")
+    lines += ["", "| N | indexed JSONL in a fresh process | open + index s | peak RSS MB |",
+              "|---:|---|---:|---:|"]
+    for size in report["sizes"]:
+        f = size.get("jsonl_fresh_process")
+        if f:
+            lines.append(f"| {size['n']:,} | read file, build index, 50 recalls | {f['open_s']:.1f} | {f['peak_rss_mb']:,.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--ref-queries", type=int, default=3)
+    parser.add_argument("--ref-max", type=int, default=100_000)
+    parser.add_argument("--db-max", type=int, default=100_000)
+    parser.add_argument("--appends", type=int, default=40)
+    parser.add_argument("--append-at", default="1000,100000,1000000")
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "reports"))
+    parser.add_argument("--child-jsonl", help=argparse.SUPPRESS)
+    parser.add_argument("--child-queries", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_jsonl:
+        child_jsonl(args.child_jsonl, json.loads(args.child_queries))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.append_at = {int(s) for s in args.append_at.split(",") if s}
+    began = time.monotonic()
+
+    def log(message: str) -> None:
+        print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    report: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "corpus": {"vocabulary": corpus.VOCABULARY_SIZE, "zipf_s": 1.0, "words_per_record": "20-60",
+                   "captured_at": "uniform over one year", "queries": args.queries,
+                   "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)", "limit": LIMIT},
+        "notes": [
+            "memlib paths use memlib.index.indexed_recall (the bounded top-k walk).",
+            "reference = RecallEngine over scan_recall_candidates on already-parsed records "
+            "(the file read is not timed, which favours the reference).",
+            "bm25s time includes tokenising the query; FTS5 uses the unicode61 tokenizer with the "
+            "3 terms OR-ed. Peers rank by BM25, not by memlib's score: their answers differ.",
+        ],
+        "sizes": [],
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="memlib-bench-", dir=args.workdir))
+    pg = None
+    try:
+        if not args.no_postgres:
+            if os.environ.get("MEMLIB_PG_DSN"):
+                pg = type("External", (), {"dsn": os.environ["MEMLIB_PG_DSN"], "stop": lambda self: None})()
+            else:
+                from pgserver import start_cluster
+
+                log("starting a throwaway PostgreSQL cluster (default durability)")
+                pg = start_cluster(durable=True)
+            report["machine"]["postgresql"] = _pg_version(pg.dsn)
+        if 1000 in args.append_at and 1000 not in sizes:
+            log("append latency at 1,000 records")
+            small = workdir / "n1000"
+            small.mkdir()
+            store = RemoteMemoryStore(small / "records.jsonl", user_id=USER)
+            for batch in corpus.records(1000):
+                store.append_many(batch)
+            entry: dict[str, Any] = {"n": 1000, "append_only": True,
+                                     "append_jsonl": append_latency(store, small, args.appends, "j1000")}
+            sqlite_store = open_store(f"sqlite:{small / 'memory.db'}", user_id=USER)
+            for batch in corpus.records(1000):
+                sqlite_store.append_many(batch)
+            entry["append_sqlite"] = append_latency(sqlite_store, small, args.appends, "s1000")
+            sqlite_store.close()
+            if pg is not None:
+                from memlib.stores.postgres import init_schema
+
+                url = f"{pg.dsn}?schema=bench_small"
+                init_schema(url)
+                pg_store = open_store(url, user_id=USER)
+                for batch in corpus.records(1000):
+                    pg_store.append_many(batch)
+                entry["append_postgresql"] = append_latency(pg_store, small, args.appends, "p1000")
+                pg_store._connection().execute("DROP SCHEMA bench_small CASCADE")
+                pg_store.close()
+            report["sizes"].append(entry)
+        for n in sizes:
+            report["sizes"].append(run_size(n, args, workdir, pg, log))
+            _write(report, args.out)  # keep what is measured even if a later size fails
+    finally:
+        if pg is not None:
+            pg.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    report["elapsed_s"] = round(time.monotonic() - began, 1)
+    path = _write(report, args.out)
+    print(f"# memlib scale benchmarks, {report['date']}")
+    m = report["machine"]
+    print(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
+          f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')}; "
+          f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n")
+    print(table(report))
+    print(f"\nreport: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return 0
+
+
+def _pg_version(dsn: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return str(conn.execute("SHOW server_version").fetchone()[0])
+
+
+def _write(report: dict[str, Any], folder: str) -> Path:
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-{report['date'].replace('-', '')}.json"
+    report["table_markdown"] = table(report)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

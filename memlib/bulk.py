@@ -1,0 +1,214 @@
+"""``memlib import FILE.jsonl``: many records at once, checked first, written in batches.
+
+Each line of the file is one JSON object with the keywords of ``store.append`` —
+``memory_id``, ``content``, ``summary``, ``source`` and optionally ``kind`` (default
+``conversation``; ``profile`` allowed). A line exported from a JSONL store (a whole
+record, with ``user_scope`` and ``stored_at``) is accepted too when its scope is the
+target's; its ``stored_at`` is replaced by the import time, as for any append.
+
+Nothing is half-written by bad input: every line is checked — valid JSON, a valid
+record, an id used once in the file and not yet in the store — before the first write,
+and any problem stops the import with the line number or the duplicate ids, with
+nothing written. Then the records go in through ``store.append_many`` in batches (one
+lock and one ``fsync``, or one transaction, per batch), under a tqdm progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import (
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryValidationError,
+)
+from .records import MemoryKind, MemorySource, StoredMemory
+from .stores.base import MemoryStore
+
+__all__ = ["DEFAULT_BATCH", "ImportReport", "import_jsonl", "read_import_items", "register"]
+
+DEFAULT_BATCH = 5_000
+_ITEM_KEYS = ("kind", "memory_id", "content", "summary", "source")
+_EXPORT_KEYS = ("user_scope", "stored_at")
+_CHECK_AT = "2000-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    records: int
+    batches: int
+
+
+def _item(data: Any, number: int, user_scope: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise RemoteMemoryValidationError(f"line {number}: not a JSON object")
+    if "user_scope" in data and data["user_scope"] != user_scope:
+        raise RemoteMemoryValidationError(
+            f"line {number}: memory {data.get('memory_id')} belongs to another user scope"
+        )
+    if "retracts" in data or data.get("kind") == MemoryKind.RETRACTION.value:
+        raise RemoteMemoryValidationError(
+            f"line {number}: retractions are not imported; use `memlib retract`"
+        )
+    item = {k: v for k, v in data.items() if k not in _EXPORT_KEYS}
+    item.setdefault("kind", MemoryKind.CONVERSATION.value)
+    unknown = sorted(set(item) - set(_ITEM_KEYS))
+    if unknown:
+        raise RemoteMemoryValidationError(f"line {number}: unknown record fields: {', '.join(unknown)}")
+    missing = [k for k in _ITEM_KEYS if k not in item]
+    if missing:
+        raise RemoteMemoryValidationError(f"line {number}: record is missing {', '.join(missing)}")
+    return item
+
+
+def read_import_items(
+    path: str | os.PathLike[str], user_scope: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, append item)`` for each non-blank line; JSON errors name the line."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise RemoteMemoryError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise RemoteMemoryValidationError(f"line {number}: invalid JSON: {exc}") from None
+            yield number, _item(data, number, user_scope)
+
+
+def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
+    """Validate one item exactly as an append would (the record is thrown away)."""
+    try:
+        source = item["source"]
+        record = StoredMemory(
+            memory_id=item["memory_id"],
+            user_scope=user_scope,
+            kind=item["kind"],
+            content=item["content"],
+            summary=item["summary"],
+            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            stored_at=_CHECK_AT,
+        )
+    except RemoteMemoryError as exc:
+        raise type(exc)(f"line {number}: {exc}") from None
+    return record.memory_id
+
+
+def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
+    """Which of ``memory_ids`` the store already holds."""
+    lookup = getattr(store, "existing_ids", None)
+    if lookup is not None:
+        return set(lookup(memory_ids))
+    wanted = set(memory_ids)
+    return {r.memory_id for r in store.read_all() if r.memory_id in wanted}
+
+
+def _batches(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _bar(total: int | None, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not enabled,
+                file=sys.stderr, mininterval=0.5)
+
+
+def import_jsonl(
+    store: MemoryStore, path: str | os.PathLike[str], *, batch_size: int = DEFAULT_BATCH,
+    progress: bool = False,
+) -> ImportReport:
+    """Check every line of ``path``, then append them all in batches of ``batch_size``."""
+    if batch_size < 1:
+        raise RemoteMemoryValidationError("batch size must be at least 1")
+    scope = store.user_scope
+    # Pass 1: every line valid, every id new. Only the ids are kept in memory.
+    seen: dict[str, int] = {}
+    repeated: list[str] = []
+    with _bar(None, "checking", progress) as bar:
+        for number, item in read_import_items(path, scope):
+            memory_id = _check(number, item, scope)
+            if memory_id in seen:
+                if memory_id not in repeated:
+                    repeated.append(memory_id)
+            else:
+                seen[memory_id] = number
+            bar.update()
+    if repeated:
+        raise RemoteMemoryDuplicateError(repeated)
+    ids = list(seen)
+    stored = existing_ids(store, ids)
+    if stored:
+        raise RemoteMemoryDuplicateError([i for i in ids if i in stored])
+    # Pass 2: the writes, one append_many per batch.
+    written = batches = 0
+    with _bar(len(ids), "importing", progress) as bar:
+        for batch in _batches((item for _, item in read_import_items(path, scope)), batch_size):
+            try:
+                store.append_many(batch)
+            except RemoteMemoryError as exc:
+                if written == 0:
+                    raise
+                raise RemoteMemoryError(
+                    f"{exc} — {written} records in {batches} batches were imported before "
+                    f"this one; the first record not imported is {batch[0]['memory_id']}"
+                ) from None
+            written += len(batch)
+            batches += 1
+            bar.update(len(batch))
+    return ImportReport(records=written, batches=batches)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .cli import open_cli_store
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise RemoteMemoryValidationError(f"no such file: {args.file}")
+    store = open_cli_store(args)
+    try:
+        progress = args.progress or (not args.no_progress and sys.stderr.isatty())
+        report = import_jsonl(store, path, batch_size=args.batch_size, progress=progress)
+    finally:
+        store.close()
+    sys.stdout.write(f"imported {report.records} records in {report.batches} batches\n")
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("batch size must be an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("batch size must be at least 1")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "import", help="import records from a JSONL file (checked first, then batched)"
+    )
+    parser.add_argument("file", help="one JSON object per line: memory_id, content, summary, source[, kind]")
+    parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH)
+    parser.add_argument("--progress", action="store_true", help="show the progress bar even when not a terminal")
+    parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    parser.set_defaults(func=cmd_import)

@@ -1,0 +1,455 @@
+"""The inverted index and the bounded top-k walk behind every indexed backend.
+
+The reference (``scan_recall_candidates``) tokenises every conversation record for
+every query. An index keeps ``term → records`` instead, so a recall only touches the
+records that share a term with the query — and, for the baseline ranker, not even all
+of those: a record that matches ``m`` of the query's ``q`` terms scores at most
+
+    total ≤ 0.85 · m/q + 0.15          (recency is never above 1)
+
+so records are visited by matched-term count, best group first, and the walk stops as
+soon as the ``limit``-th best total found so far beats that bound for every group left.
+Inside a group coverage is equal and the total only grows with ``captured_at``, so the
+group's best ``limit`` records are its ``limit`` most recent ones (all ties kept). The
+counts a result reports (``searched_records``, ``candidate_records``,
+``retracted_records``) are still exact: they come from the match counts, not from the
+records visited.
+
+Nothing here changes what a recall returns; the parity tests compare every path with
+the reference scan byte for byte. numpy is used for large posting lists and imported
+only when a query needs it, never by ``import memlib``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .candidates import CandidateScan, check_scope, make_candidate, searchable_text
+from .errors import RemoteMemoryScopeError
+from .normalize import RecallQuery, tokenize_all
+from .records import MemoryKind, StoredMemory, parse_timestamp
+from .score import DECIMALS, LEXICAL_WEIGHT, RECENCY_WEIGHT, recency_of
+
+__all__ = [
+    "NUMPY_MIN_POSTINGS",
+    "InvertedIndex",
+    "candidates_for",
+    "captured_micros",
+    "exact_total",
+    "index_terms",
+    "index_tokens",
+    "indexed_recall",
+    "query_as_of",
+    "record_stats",
+    "record_terms",
+    "scan_from_index",
+    "timestamp_of_micros",
+    "upper_bound",
+    "walk_groups",
+]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+# Below this many postings per query a dict count is faster than numpy (and keeps
+# small stores free of the import). Tests set it to 0 to drive the numpy path.
+NUMPY_MIN_POSTINGS = 512
+
+_ASCII_WORD = re.compile(r"[0-9a-z_]+")
+
+KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
+CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
+
+
+# -- terms and times ---------------------------------------------------------------
+
+def index_tokens(text: str) -> list[str] | tuple[str, ...]:
+    """``tokenize_all(text)`` (every term, repeats kept), with a fast path for ASCII.
+
+    For ASCII input NFKC changes nothing, casefold is ``lower``, there are no Han or
+    kana runs and no combining marks, so a term is exactly a run of ``[0-9a-z_]``.
+    Anything else goes through memlib's own tokenizer. (A property test checks the two
+    agree.)
+    """
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return tokenize_all(text)
+
+
+def index_terms(text: str) -> set[str]:
+    """The distinct terms of ``text``: ``set(tokenize(text))``."""
+    return set(index_tokens(text))
+
+
+def record_terms(record: StoredMemory) -> set[str]:
+    return index_terms(searchable_text(record))
+
+
+def _stopwords() -> frozenset[str]:
+    from .rankers.stopwords import english_stopwords
+
+    return english_stopwords()
+
+
+def record_stats(record: StoredMemory) -> tuple[set[str], int, int]:
+    """``(distinct terms, terms with repeats, of which not stopwords)`` of a record."""
+    tokens = index_tokens(searchable_text(record))
+    return set(tokens), len(tokens), len(tokens) - sum(map(_stopwords().__contains__, tokens))
+
+
+def captured_micros(record: StoredMemory) -> int:
+    """``captured_at`` as whole microseconds since the epoch (exact)."""
+    return (record.captured_datetime - EPOCH) // _MICRO
+
+
+def timestamp_of_micros(micros: int) -> datetime:
+    return EPOCH + timedelta(microseconds=micros)
+
+
+def query_as_of(query: RecallQuery) -> datetime:
+    """The engine puts ``as_of`` into ``query.issued_at`` (microseconds kept)."""
+    return parse_timestamp(query.issued_at)
+
+
+# -- exact scores and the bound ----------------------------------------------------
+
+def exact_total(matched: int, term_count: int, captured: datetime, as_of: datetime) -> float:
+    """The baseline ``total`` of SPEC §3.3, computed exactly as ``score_recall_candidate``."""
+    coverage = matched / term_count
+    lexical = LEXICAL_WEIGHT * coverage
+    recent = RECENCY_WEIGHT * recency_of(captured, as_of)
+    return round(lexical + recent, DECIMALS)
+
+
+def upper_bound(matched: int, term_count: int) -> float:
+    """The greatest total a record matching ``matched`` terms can reach (recency = 1)."""
+    return round(LEXICAL_WEIGHT * (matched / term_count) + RECENCY_WEIGHT * 1.0, DECIMALS)
+
+
+# An entry of a group: (captured timestamp as float, captured datetime, memory_id, payload)
+Entry = tuple[float, datetime, str, Any]
+
+
+def walk_groups(
+    groups: Iterable[tuple[int, Iterable[Entry]]], term_count: int, limit: int, as_of: datetime
+) -> list[Any]:
+    """The payloads of the top ``limit`` records, in rank order.
+
+    ``groups`` yields ``(matched, entries)`` with ``matched`` strictly decreasing; each
+    group's entries must contain at least its ``limit`` best records by ``captured_at``
+    (all records tied with the last one included). Groups are consumed lazily, so a
+    group after the stopping point is never computed.
+    """
+    kept: list[tuple[tuple[float, float, float, str], Any]] = []
+    for matched, entries in groups:
+        if len(kept) >= limit and -kept[limit - 1][0][0] > upper_bound(matched, term_count):
+            break
+        coverage = round(matched / term_count, DECIMALS)
+        for ts, captured, memory_id, payload in entries:
+            total = exact_total(matched, term_count, captured, as_of)
+            # The same key as rank.rank_key: total, coverage, captured_at desc, id asc.
+            kept.append(((-total, -coverage, -ts, memory_id), payload))
+        kept.sort(key=lambda item: item[0])
+        del kept[limit:]
+    return [payload for _, payload in kept]
+
+
+def candidates_for(
+    query: RecallQuery, records: Sequence[StoredMemory]
+) -> tuple[Any, ...]:
+    """Full candidates (with their searchable terms) for the records a walk kept."""
+    out = []
+    for record in records:
+        check_scope(query, record)
+        terms = tuple(sorted(index_terms(searchable_text(record))))  # == tokenize(...)
+        candidate = make_candidate(query, record, terms)
+        if candidate is not None:  # always, for records found through the index
+            out.append(candidate)
+    return tuple(out)
+
+
+# -- the in-process index ----------------------------------------------------------
+
+class InvertedIndex:
+    """``term → doc numbers`` plus what the walk needs per doc, all in compact arrays.
+
+    A doc number is a record's position in append order. Postings hold only searchable
+    conversation records; retraction clears a doc's ``live`` flag instead of touching
+    the postings, so the index is append-only like the file it mirrors.
+    """
+
+    def __init__(self) -> None:
+        self.postings: dict[str, array[int]] = {}
+        self.ids: list[str] = []
+        self.doc_of: dict[str, int] = {}
+        self.kinds = bytearray()
+        self.live = bytearray()  # 1 = a conversation record that is not retracted
+        self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
+        self.micros = array("q")  # captured_at in whole microseconds (exact)
+        self.retracted: set[str] = set()
+        self.searched = 0
+        self.retracted_conversations = 0
+        # Corpus statistics the reference reports for BM25-style rankers: terms with
+        # repeats over the searched records, all / without English stopwords.
+        self.tokens = array("I")
+        self.content_tokens = array("I")
+        self.token_count = 0
+        self.content_token_count = 0
+        self._stop: frozenset[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None:
+        doc = self.doc_of.get(memory_id)
+        return None if doc is None else CODE_KIND[self.kinds[doc]]
+
+    def is_retracted(self, memory_id: str) -> bool:
+        return memory_id in self.retracted
+
+    def add(self, record: StoredMemory) -> int:
+        """Index one record (in append order)."""
+        doc = len(self.ids)
+        memory_id = record.memory_id
+        kind = record.kind
+        self.ids.append(memory_id)
+        self.doc_of[memory_id] = doc
+        self.kinds.append(KIND_CODE[kind])
+        captured = record.captured_datetime
+        self.timestamps.append(captured.timestamp())
+        self.micros.append((captured - EPOCH) // _MICRO)
+        if kind is MemoryKind.CONVERSATION:
+            tokens = index_tokens(searchable_text(record))
+            if self._stop is None:
+                self._stop = _stopwords()
+            content = len(tokens) - sum(map(self._stop.__contains__, tokens))
+            self.tokens.append(len(tokens))
+            self.content_tokens.append(content)
+            if memory_id in self.retracted:
+                self.live.append(0)
+                self.retracted_conversations += 1
+            else:
+                self.live.append(1)
+                self.searched += 1
+                self.token_count += len(tokens)
+                self.content_token_count += content
+            postings = self.postings
+            for term in set(tokens):
+                posting = postings.get(term)
+                if posting is None:
+                    postings[term] = array("I", (doc,))
+                else:
+                    posting.append(doc)
+        else:
+            self.live.append(0)
+            self.tokens.append(0)
+            self.content_tokens.append(0)
+            if kind is MemoryKind.RETRACTION and record.retracts is not None:
+                self._retract(record.retracts)
+        return doc
+
+    def _retract(self, target: str) -> None:
+        if target in self.retracted:
+            return
+        self.retracted.add(target)
+        doc = self.doc_of.get(target)
+        if doc is not None and self.kinds[doc] == 0:
+            self.live[doc] = 0
+            self.searched -= 1
+            self.retracted_conversations += 1
+            self.token_count -= self.tokens[doc]
+            self.content_token_count -= self.content_tokens[doc]
+
+    # -- queries -------------------------------------------------------------------
+
+    def check_scope(self, query: RecallQuery, user_scope: str) -> None:
+        """The reference refuses a query of another scope as soon as it sees a record."""
+        if query.user_scope != user_scope and self.ids:
+            raise RemoteMemoryScopeError(f"memory {self.ids[0]} belongs to another user scope")
+
+    def _postings_of(self, terms: Sequence[str]) -> list[array[int]]:
+        return [p for p in (self.postings.get(t) for t in terms) if p is not None]
+
+    def candidate_docs(self, terms: Sequence[str]) -> list[int]:
+        """Every live doc sharing a term with ``terms``, in append order (the reference's)."""
+        docs: set[int] = set()
+        for posting in self._postings_of(terms):
+            docs.update(posting)
+        live = self.live
+        return sorted(d for d in docs if live[d])
+
+    def top_docs(
+        self, terms: Sequence[str], limit: int, as_of: datetime
+    ) -> tuple[list[int], int]:
+        """``(docs of the top `limit` in rank order, exact candidate count)``."""
+        postings = self._postings_of(terms)
+        if not postings:
+            return [], 0
+        if sum(len(p) for p in postings) >= NUMPY_MIN_POSTINGS:
+            return self._top_numpy(postings, len(terms), limit, as_of)
+        return self._top_python(postings, len(terms), limit, as_of)
+
+    def _entries(self, docs: Iterable[int]) -> list[Entry]:
+        ts, micros, ids = self.timestamps, self.micros, self.ids
+        return [(ts[d], timestamp_of_micros(micros[d]), ids[d], d) for d in docs]
+
+    def _top_python(
+        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime
+    ) -> tuple[list[int], int]:
+        counts: dict[int, int] = {}
+        for posting in postings:
+            for doc in posting:
+                counts[doc] = counts.get(doc, 0) + 1
+        live = self.live
+        by_group: dict[int, list[int]] = {}
+        for doc, matched in counts.items():
+            if live[doc]:
+                by_group.setdefault(matched, []).append(doc)
+        total = sum(len(docs) for docs in by_group.values())
+        ts = self.timestamps
+
+        def groups() -> Iterator[tuple[int, list[Entry]]]:
+            for matched in sorted(by_group, reverse=True):
+                docs = by_group[matched]
+                if len(docs) > limit:
+                    threshold = heapq.nlargest(limit, (ts[d] for d in docs))[-1]
+                    docs = [d for d in docs if ts[d] >= threshold]
+                yield matched, self._entries(docs)
+
+        return walk_groups(groups(), term_count, limit, as_of), total
+
+    def _top_numpy(
+        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime
+    ) -> tuple[list[int], int]:
+        import numpy as np
+
+        n = len(self.ids)
+        total = sum(len(p) for p in postings)
+        # Views, not copies; all are dropped before this method returns, so the arrays
+        # can grow again on the next append.
+        views = [np.frombuffer(p, dtype=np.uint32) for p in postings]
+        live = np.frombuffer(self.live, dtype=np.uint8)
+        # Held in a list so that ``finally`` can drop the view even while the
+        # generator below (which reads it) is still referenced.
+        held = [np.frombuffer(self.timestamps, dtype=np.float64)]
+        cand: Any
+        matched_of: Any
+        counts: Any
+        try:
+            if total * 8 < n:
+                # Few postings in a big index: sort them instead of touching all n docs.
+                cand, matched_of = np.unique(np.concatenate(views), return_counts=True)
+            else:
+                counts = np.zeros(n, dtype=np.uint8 if term_count < 255 else np.uint32)
+                for view in views:
+                    counts[view] += 1  # doc numbers are distinct within one posting list
+                cand = np.flatnonzero(counts)
+                matched_of = counts[cand]
+                del counts
+            keep = live[cand].astype(bool)
+            cand, matched_of = cand[keep], matched_of[keep]
+            present = np.flatnonzero(np.bincount(matched_of, minlength=term_count + 1))[::-1]
+
+            def select(matched: int) -> list[int]:
+                docs = cand[matched_of == matched]
+                if len(docs) > limit:
+                    ts = held[0][docs]
+                    cut = len(docs) - limit
+                    threshold = np.partition(ts, cut)[cut]
+                    docs = docs[ts >= threshold]
+                return docs.tolist()
+
+            def groups() -> Iterator[tuple[int, list[Entry]]]:
+                for matched in present.tolist():
+                    if matched:
+                        yield matched, self._entries(select(matched))
+
+            top = walk_groups(groups(), term_count, limit, as_of)
+            found = len(cand)
+        finally:
+            del views, live
+            held.clear()
+        return top, found
+
+    # -- for teaching --------------------------------------------------------------
+
+    def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """``[{"term", "records", "memory_ids"}]`` for a notebook table."""
+        wanted = sorted(self.postings) if terms is None else list(terms)
+        rows = []
+        for term in wanted:
+            posting = self.postings.get(term, array("I"))
+            rows.append({
+                "term": term,
+                "records": len(posting),
+                "memory_ids": [self.ids[d] for d in posting],
+            })
+        return rows
+
+
+def scan_from_index(
+    index: InvertedIndex,
+    query: RecallQuery,
+    load: Callable[[Sequence[int]], Sequence[StoredMemory]],
+    *,
+    top: bool,
+) -> CandidateScan:
+    """A ``CandidateScan`` answered from ``index``; ``load`` turns docs into records.
+
+    ``top=False`` gives every candidate, in append order, like the reference; ``top=True``
+    gives only the baseline ranker's top ``query.limit`` (exact counts either way).
+    """
+    if top:
+        docs, candidate_count = index.top_docs(query.terms, query.limit, query_as_of(query))
+    else:
+        docs = index.candidate_docs(query.terms)
+        candidate_count = len(docs)
+    candidates = candidates_for(query, load(docs))
+    return CandidateScan(
+        candidates=candidates,
+        searched_records=index.searched,
+        candidate_records=candidate_count,
+        retracted_records=index.retracted_conversations,
+        searched_token_count=index.token_count,
+        searched_content_token_count=index.content_token_count,
+    )
+
+
+def indexed_recall(
+    store: Any,
+    text: str,
+    limit: int = 5,
+    as_of: datetime | None = None,
+    query_id: str | None = None,
+) -> Any:
+    """``RecallEngine(store).recall(...)`` for the baseline ranker, through the top-k walk.
+
+    Exactly the engine's stages, except that the candidates come from
+    ``store.scan_top_candidates`` (when the store has it): only the records that can be
+    in the top ``limit`` are built and scored. The result is identical (parity tests).
+    """
+    from .normalize import as_utc, normalize_recall_query
+    from .rank import rank_scored_candidates
+    from .rankers.baseline import BaselineRanker
+    from .result import RecallResult
+
+    moment = as_utc(as_of)
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
+    )
+    top = getattr(store, "scan_top_candidates", None)
+    scan = top(query) if top is not None else store.scan_candidates(query)
+    breakdowns = BaselineRanker().score_candidates(query, scan, as_of=moment)
+    hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True))
+    return RecallResult(
+        query=query,
+        hits=hits,
+        searched_records=scan.searched_records,
+        candidate_records=scan.candidate_records,
+        retracted_records=scan.retracted_records,
+    )

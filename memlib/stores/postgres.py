@@ -1,0 +1,513 @@
+"""The PostgreSQL store [beyond]: a remote memory service shared by many agents (SPEC §2).
+
+``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)``. The schema
+is created and upgraded by ``memlib --store URL db init`` (versioned in ``meta``); a
+store refuses to work on a schema that was not initialised or is newer than it knows.
+``schema`` (default ``memlib``) is memlib's own URL parameter and is taken out of the
+URL before it reaches libpq.
+
+Every statement names the user scope in its ``WHERE`` clause: one database serves many
+users, and no query can see another scope's rows. A write is one transaction that locks
+the scope's ``scope_stats`` row (writers of one scope queue there, so the shared write
+rules see a state that cannot change under them), checks the batch, inserts the records
+with ``INSERT … ON CONFLICT DO NOTHING`` — a row that did not go in is a duplicate, and
+the whole batch is rolled back — and adds the records' terms to the term index.
+
+psycopg 3 is imported only when a PostgreSQL store is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..candidates import CandidateScan
+from ..errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryScopeError,
+    RemoteMemoryValidationError,
+)
+from ..index import (
+    candidates_for,
+    captured_micros,
+    query_as_of,
+    record_stats,
+    timestamp_of_micros,
+    walk_groups,
+)
+from ..normalize import RecallQuery
+from ..records import MemoryKind, StoredMemory
+from .base import BaseMemoryStore, Clock, latest_profile_of
+
+__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
+
+SCHEMA_VERSION = 1
+DEFAULT_SCHEMA = "memlib"
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_COPY_UNSAFE = re.compile(r"[\\\t\n\r]")
+_COPY_FROM = 20_000  # postings per batch above which COPY beats one INSERT
+
+# Each entry upgrades the schema from version i to i + 1; "{s}" is the schema name.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE {s}.records (
+            id          bigserial PRIMARY KEY,           -- append order
+            user_scope  text NOT NULL,
+            memory_id   text COLLATE "C" NOT NULL,
+            kind        text NOT NULL,
+            captured_ts double precision NOT NULL,       -- captured_at.timestamp(), as rank_key
+            captured_us bigint NOT NULL,                 -- captured_at in microseconds, exact
+            retracts    text COLLATE "C",
+            body        text NOT NULL,                   -- the record's JSON, as in JSONL
+            UNIQUE (user_scope, memory_id)
+        )""",
+        (
+            "CREATE INDEX records_scope_kind ON {s}.records (user_scope, kind) "
+            "WHERE kind <> 'conversation'"
+        ),
+        (
+            "CREATE INDEX records_retracts ON {s}.records (user_scope, retracts) "
+            "WHERE retracts IS NOT NULL"
+        ),
+        """CREATE TABLE {s}.postings (
+            user_scope text NOT NULL,
+            term       text COLLATE "C" NOT NULL,
+            record_id  bigint NOT NULL,
+            PRIMARY KEY (user_scope, term, record_id)
+        )""",
+        """CREATE TABLE {s}.scope_stats (
+            user_scope     text PRIMARY KEY,
+            searched       bigint NOT NULL DEFAULT 0,
+            retracted      bigint NOT NULL DEFAULT 0,
+            tokens         bigint NOT NULL DEFAULT 0,
+            content_tokens bigint NOT NULL DEFAULT 0
+        )""",
+    ),
+)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise RemoteMemoryError(
+            "the PostgreSQL backend needs psycopg: pip install 'memlib[postgres]'"
+        ) from None
+    return psycopg
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """``(libpq URL without memlib's parameters, schema or None)``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise RemoteMemoryValidationError(f"not a PostgreSQL URL: {url!r}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = None
+    kept = []
+    for key, value in query:
+        if key == "schema":
+            schema = value
+        else:
+            kept.append((key, value))
+    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+
+
+def _check_schema_name(name: str) -> str:
+    if not _SCHEMA_NAME.fullmatch(name):
+        raise RemoteMemoryValidationError(
+            f"schema name must be lower-case letters, digits and _: {name!r}"
+        )
+    return name
+
+
+def _connect(dsn: str, connect_timeout: float) -> Any:
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=int(connect_timeout))
+    except psycopg.Error as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RemoteMemoryError(f"cannot connect to PostgreSQL: {message}") from None
+
+
+def _version(conn: Any, schema: str) -> int:
+    row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
+    if row[0] is None:
+        return 0
+    row = conn.execute(f"SELECT value FROM {schema}.meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def init_schema(url: str, *, schema: str | None = None, connect_timeout: float = 10) -> tuple[int, int]:
+    """Create or upgrade memlib's schema; ``(version before, version after)``."""
+    dsn, from_url = split_url(url)
+    name = _check_schema_name(schema or from_url or DEFAULT_SCHEMA)
+    conn = _connect(dsn, connect_timeout)
+    try:
+        with conn.transaction():
+            # One initialiser at a time per database.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memlib:{name}",))
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {name}")
+            before = _version(conn, name)
+            if before > SCHEMA_VERSION:
+                raise RemoteMemoryError(
+                    f"PostgreSQL schema {name} has version {before}; this memlib knows up to "
+                    f"{SCHEMA_VERSION}: upgrade memlib"
+                )
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {name}.meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
+            for statements in _MIGRATIONS[before:]:
+                for statement in statements:
+                    conn.execute(statement.format(s=name))
+            conn.execute(
+                f"INSERT INTO {name}.meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+    finally:
+        conn.close()
+    return before, SCHEMA_VERSION
+
+
+class _State:
+    """The write rules' view of the store, read inside the writing transaction."""
+
+    def __init__(self, store: PostgresMemoryStore, conn: Any, batch: Sequence[StoredMemory]):
+        s = store.schema
+        ids = list({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
+        self.kinds: dict[str, MemoryKind] = {}
+        self.rows: dict[str, tuple[int, str]] = {}
+        self.retracted: set[str] = set()
+        for memory_id, kind, row_id, body, target in conn.execute(
+            f"SELECT memory_id, kind, id, body, NULL FROM {s}.records "
+            "WHERE user_scope = %s AND memory_id = ANY(%s) "
+            f"UNION ALL SELECT NULL, NULL, NULL, NULL, retracts FROM {s}.records "
+            "WHERE user_scope = %s AND retracts = ANY(%s)",
+            (store.user_scope, ids, store.user_scope, ids),
+        ):
+            if target is not None:
+                self.retracted.add(target)
+            else:
+                self.kinds[memory_id] = MemoryKind(kind)
+                self.rows[memory_id] = (row_id, body)
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None:
+        return self.kinds.get(memory_id)
+
+    def is_retracted(self, memory_id: str) -> bool:
+        return memory_id in self.retracted
+
+
+class PostgresMemoryStore(BaseMemoryStore):
+    """``PostgresMemoryStore("postgresql://…[?schema=NAME]", user_id="alice")``."""
+
+    backend = "postgresql"
+
+    def __init__(
+        self, url: str, *, user_id: str, clock: Clock | None = None, schema: str | None = None,
+        connect_timeout: float = 10, connection: Any = None,
+    ) -> None:
+        """``connection``: an open autocommit psycopg connection to share (not closed here)."""
+        super().__init__(user_id=user_id, clock=clock)
+        self._dsn, from_url = split_url(url)
+        self.schema = _check_schema_name(schema or from_url or DEFAULT_SCHEMA)
+        self._connect_timeout = connect_timeout
+        self._conn: Any = None
+        self._shared = connection
+
+    def __repr__(self) -> str:
+        return f"PostgresMemoryStore(user_scope={self.user_scope!r}, schema={self.schema!r})"
+
+    # -- connection -------------------------------------------------------------------
+
+    def _connection(self) -> Any:
+        if self._conn is not None and not self._conn.closed:
+            return self._conn
+        conn = self._shared if self._shared is not None else _connect(self._dsn, self._connect_timeout)
+        if not conn.autocommit:
+            raise RemoteMemoryValidationError("a shared PostgreSQL connection must be in autocommit mode")
+        version = _version(conn, self.schema)
+        if version != SCHEMA_VERSION:
+            if conn is not self._shared:
+                conn.close()
+            if version > SCHEMA_VERSION:
+                raise RemoteMemoryError(
+                    f"PostgreSQL schema {self.schema} has version {version}; this memlib "
+                    f"knows up to {SCHEMA_VERSION}: upgrade memlib"
+                )
+            raise RemoteMemoryError(
+                f"PostgreSQL schema {self.schema} is not initialised (version {version}, "
+                f"need {SCHEMA_VERSION}): run `memlib --store URL db init`"
+            )
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            if self._conn is not self._shared:
+                self._conn.close()
+            self._conn = None
+
+    def _db_error(self, exc: Exception) -> RemoteMemoryError:
+        text = str(exc).strip()
+        return RemoteMemoryError(f"PostgreSQL error: {text.splitlines()[0] if text else exc!r}")
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _parse(self, body: str) -> StoredMemory:
+        try:
+            record = StoredMemory.from_dict(json.loads(body))
+        except (json.JSONDecodeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
+            raise RemoteMemoryCorruptionError(f"invalid record in {self.schema}.records: {exc}") from None
+        if record.user_scope != self.user_scope:
+            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
+        return record
+
+    def _read(self, sql: str, params: Sequence[Any]) -> tuple[StoredMemory, ...]:
+        psycopg = _psycopg()
+        conn = self._connection()
+        try:
+            rows = conn.execute(sql.format(s=self.schema), params).fetchall()
+        except psycopg.Error as exc:
+            raise self._db_error(exc) from None
+        return tuple(self._parse(body) for (body,) in rows)
+
+    def read_all(self) -> tuple[StoredMemory, ...]:
+        return self._read(
+            "SELECT body FROM {s}.records WHERE user_scope = %s ORDER BY id", (self.user_scope,)
+        )
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        if kind is None:
+            return self.read_all()
+        return self._read(
+            "SELECT body FROM {s}.records WHERE user_scope = %s AND kind = %s ORDER BY id",
+            (self.user_scope, MemoryKind(kind).value),
+        )
+
+    def latest_profile(self) -> StoredMemory | None:
+        return latest_profile_of(self._read(
+            "SELECT body FROM {s}.records WHERE user_scope = %s AND kind <> 'conversation' "
+            "ORDER BY id", (self.user_scope,),
+        ))
+
+    def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
+        psycopg = _psycopg()
+        conn = self._connection()
+        s, scope = self.schema, self.user_scope
+        terms = list(query.terms)
+        # One statement, so one snapshot, gives the counts and the candidate rows.
+        matched = (
+            f"SELECT record_id, count(*) AS m FROM {s}.postings "
+            "WHERE user_scope = %(scope)s AND term = ANY(%(terms)s) GROUP BY record_id"
+        )
+        if top:
+            # Per matched-term group, its `limit` most recent records (ties kept by
+            # rank()); the exact walk then picks the top `limit` (index.walk_groups).
+            rows_sql = f"""
+                SELECT m, captured_ts, captured_us, memory_id, id, n FROM (
+                    SELECT c.m, r.captured_ts, r.captured_us, r.memory_id, r.id,
+                           rank() OVER (PARTITION BY c.m ORDER BY r.captured_ts DESC) AS rk,
+                           count(*) OVER () AS n
+                    FROM ({matched}) c JOIN {s}.records r ON r.id = c.record_id
+                    WHERE r.user_scope = %(scope)s
+                ) j WHERE rk <= %(limit)s"""
+        else:
+            rows_sql = (
+                f"SELECT r.id, r.body FROM ({matched}) c JOIN {s}.records r "
+                "ON r.id = c.record_id WHERE r.user_scope = %(scope)s"
+            )
+        sql = f"""
+            WITH st AS (
+                SELECT searched, retracted, tokens, content_tokens FROM {s}.scope_stats
+                WHERE user_scope = %(scope)s
+            )
+            SELECT st.searched, st.retracted, st.tokens, st.content_tokens, x.*
+            FROM (SELECT 1) AS one LEFT JOIN st ON true LEFT JOIN ({rows_sql}) AS x ON true
+        """
+        params = {"scope": scope, "terms": terms, "limit": query.limit}
+        try:
+            if query.user_scope != scope:
+                row = conn.execute(
+                    f"SELECT memory_id FROM {s}.records WHERE user_scope = %s ORDER BY id LIMIT 1",
+                    (scope,),
+                ).fetchone()
+                if row is not None:
+                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+            result = conn.execute(sql, params).fetchall()
+            searched, retracted, tokens, content_tokens = (v or 0 for v in result[0][:4])
+            rows = [row[4:] for row in result if row[4] is not None]
+            if top:
+                records, count = self._top(conn, query, rows)
+            else:
+                rows.sort()
+                records = tuple(self._parse(body) for _, body in rows)
+                count = len(records)
+        except psycopg.Error as exc:
+            raise self._db_error(exc) from None
+        return CandidateScan(
+            candidates=candidates_for(query, records),
+            searched_records=int(searched),
+            candidate_records=int(count),
+            retracted_records=int(retracted),
+            searched_token_count=int(tokens),
+            searched_content_token_count=int(content_tokens),
+        )
+
+    def _top(self, conn: Any, query: RecallQuery, rows: list[Any]) -> tuple[Sequence[StoredMemory], int]:
+        if not rows:
+            return (), 0
+        groups: dict[int, list[Any]] = {}
+        for m, ts, us, memory_id, row_id, _ in rows:
+            groups.setdefault(m, []).append((ts, timestamp_of_micros(us), memory_id, row_id))
+        kept = walk_groups(
+            ((m, groups[m]) for m in sorted(groups, reverse=True)),
+            len(query.terms), query.limit, query_as_of(query),
+        )
+        bodies = dict(conn.execute(
+            f"SELECT id, body FROM {self.schema}.records WHERE user_scope = %s AND id = ANY(%s)",
+            (self.user_scope, kept),
+        ).fetchall())
+        return tuple(self._parse(bodies[row_id]) for row_id in kept), rows[0][5]
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Every candidate, as the reference scan gives them, found through the term index."""
+        return self._scan(query, top=False)
+
+    def scan_top_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Only the baseline ranker's top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=True)
+
+    def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of ``memory_ids`` this scope already holds."""
+        psycopg = _psycopg()
+        conn = self._connection()
+        try:
+            rows = conn.execute(
+                f"SELECT memory_id FROM {self.schema}.records WHERE user_scope = %s "
+                "AND memory_id = ANY(%s)", (self.user_scope, list(memory_ids)),
+            ).fetchall()
+        except psycopg.Error as exc:
+            raise self._db_error(exc) from None
+        return {row[0] for row in rows}
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+        psycopg = _psycopg()
+        conn = self._connection()
+        try:
+            with conn.transaction():
+                self._write(conn, batch)
+        except psycopg.Error as exc:
+            raise self._db_error(exc) from None
+
+    def _write(self, conn: Any, batch: Sequence[StoredMemory]) -> None:
+        s, scope = self.schema, self.user_scope
+        # Creates the scope's row or locks it: writers of one scope queue here.
+        conn.execute(
+            f"INSERT INTO {s}.scope_stats (user_scope) VALUES (%s) "
+            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope", (scope,)
+        )
+        state = _State(self, conn, batch)
+        self.check_batch(batch, state)
+        columns: list[list[Any]] = [[], [], [], [], [], []]
+        for record in batch:
+            captured = record.captured_datetime
+            for column, value in zip(columns, (
+                record.memory_id, record.kind.value, captured.timestamp(),
+                captured_micros(record), record.retracts,
+                json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":")),
+            )):
+                column.append(value)
+        inserted = conn.execute(
+            f"""
+            INSERT INTO {s}.records (user_scope, memory_id, kind, captured_ts, captured_us, retracts, body)
+            SELECT %s, t.memory_id, t.kind, t.ts, t.us, t.retracts, t.body
+            FROM unnest(%s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], %s::text[])
+                 WITH ORDINALITY AS t(memory_id, kind, ts, us, retracts, body, ord)
+            ORDER BY t.ord
+            ON CONFLICT (user_scope, memory_id) DO NOTHING
+            RETURNING id, memory_id
+            """,
+            (scope, *columns),
+        ).fetchall()
+        row_of = {memory_id: row_id for row_id, memory_id in inserted}
+        if len(row_of) != len(batch):
+            # Another writer's row won the race for these ids; the transaction rolls back.
+            raise RemoteMemoryDuplicateError([r.memory_id for r in batch if r.memory_id not in row_of])
+        d_searched = d_retracted = d_tokens = d_content = 0
+        posting_terms: list[str] = []
+        posting_ids: list[int] = []
+        for record in batch:
+            if record.kind is not MemoryKind.CONVERSATION:
+                continue
+            terms, n_tokens, n_content = record_stats(record)
+            d_searched += 1
+            d_tokens += n_tokens
+            d_content += n_content
+            row_id = row_of[record.memory_id]
+            posting_terms.extend(terms)
+            posting_ids.extend([row_id] * len(terms))
+        if len(posting_terms) > _COPY_FROM:
+            with conn.cursor().copy(f"COPY {s}.postings (user_scope, term, record_id) FROM STDIN") as copy:
+                for chunk in _joined(
+                    f"{scope}\t{_copy_text(t)}\t{i}\n" for t, i in zip(posting_terms, posting_ids)
+                ):
+                    copy.write(chunk)
+        elif posting_terms:
+            conn.execute(
+                f"INSERT INTO {s}.postings (user_scope, term, record_id) "
+                "SELECT %s, t, i FROM unnest(%s::text[], %s::int8[]) AS u(t, i)",
+                (scope, posting_terms, posting_ids),
+            )
+        for record in batch:
+            if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
+                continue
+            target = state.rows.get(record.retracts)
+            if target is None:
+                continue
+            row_id, body = target
+            target_record = self._parse(body)
+            if target_record.kind is not MemoryKind.CONVERSATION:
+                continue
+            terms, n_tokens, n_content = record_stats(target_record)
+            conn.execute(
+                f"DELETE FROM {s}.postings WHERE user_scope = %s AND term = ANY(%s) AND record_id = %s",
+                (scope, list(terms), row_id),
+            )
+            d_searched -= 1
+            d_retracted += 1
+            d_tokens -= n_tokens
+            d_content -= n_content
+        conn.execute(
+            f"UPDATE {s}.scope_stats SET searched = searched + %s, retracted = retracted + %s, "
+            "tokens = tokens + %s, content_tokens = content_tokens + %s WHERE user_scope = %s",
+            (d_searched, d_retracted, d_tokens, d_content, scope),
+        )
+
+
+def _copy_text(value: str) -> str:
+    """Escape a value for COPY's text format (terms never need it, but be exact)."""
+    if _COPY_UNSAFE.search(value):
+        return (value.replace("\\", "\\\\").replace("\t", "\\t")
+                .replace("\n", "\\n").replace("\r", "\\r"))
+    return value
+
+
+def _joined(lines: Iterable[str], size: int = 1 << 20) -> Iterator[str]:
+    chunk: list[str] = []
+    length = 0
+    for line in lines:
+        chunk.append(line)
+        length += len(line)
+        if length >= size:
+            yield "".join(chunk)
+            chunk, length = [], 0
+    if chunk:
+        yield "".join(chunk)

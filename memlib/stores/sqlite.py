@@ -1,0 +1,497 @@
+"""The SQLite store [beyond]: one file, many readers, one writer at a time (SPEC §2).
+
+``open_store("sqlite:PATH", user_id=...)``. Standard library ``sqlite3`` only. The file
+is in WAL mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns.
+Every write is one ``BEGIN IMMEDIATE`` transaction that checks the shared write rules
+(``BaseMemoryStore.check_batch``), inserts the records and their terms, and commits —
+or leaves nothing behind. ``UNIQUE(user_scope, memory_id)`` backs the duplicate rule.
+
+Candidates come from a term table kept with memlib's own tokenizer in the same
+transaction as the record (FTS5 tokenizers cut CJK text differently, so their matches
+would not be the reference's). A retraction removes the target's postings in the
+transaction that records it; the record itself is never changed. Nothing is created
+until the first write: a missing file reads as an empty store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..candidates import CandidateScan
+from ..errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryScopeError,
+    RemoteMemoryValidationError,
+)
+from ..index import (
+    candidates_for,
+    captured_micros,
+    query_as_of,
+    record_stats,
+    timestamp_of_micros,
+    walk_groups,
+)
+from ..normalize import RecallQuery
+from ..records import MemoryKind, StoredMemory
+from .base import BaseMemoryStore, Clock, latest_profile_of
+
+__all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
+
+SCHEMA_VERSION = 1
+FILE_MODE = 0o600
+_CHUNK = 500  # host parameters per IN (...) list
+
+# Each entry upgrades the schema from version i to i + 1.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS records (
+        id          INTEGER PRIMARY KEY,          -- append order
+        user_scope  TEXT NOT NULL,
+        memory_id   TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        captured_ts REAL NOT NULL,                -- captured_at.timestamp(), as rank_key
+        captured_us INTEGER NOT NULL,             -- captured_at in microseconds, exact
+        retracts    TEXT,
+        body        TEXT NOT NULL,                -- the record's JSON, as in JSONL
+        UNIQUE (user_scope, memory_id)
+    );
+    CREATE INDEX IF NOT EXISTS records_scope_kind ON records (user_scope, kind)
+        WHERE kind <> 'conversation';
+    CREATE INDEX IF NOT EXISTS records_retracts ON records (user_scope, retracts)
+        WHERE retracts IS NOT NULL;
+    CREATE TABLE IF NOT EXISTS terms (
+        id         INTEGER PRIMARY KEY,
+        user_scope TEXT NOT NULL,
+        term       TEXT NOT NULL,
+        UNIQUE (user_scope, term)
+    );
+    CREATE TABLE IF NOT EXISTS postings (
+        term_id   INTEGER NOT NULL,
+        record_id INTEGER NOT NULL,
+        PRIMARY KEY (term_id, record_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS scope_stats (
+        user_scope     TEXT PRIMARY KEY,
+        searched       INTEGER NOT NULL DEFAULT 0,
+        retracted      INTEGER NOT NULL DEFAULT 0,
+        tokens         INTEGER NOT NULL DEFAULT 0,
+        content_tokens INTEGER NOT NULL DEFAULT 0
+    );
+    """,
+)
+
+
+def sqlite_path(url: str | os.PathLike[str]) -> Path:
+    """``sqlite:PATH`` or ``sqlite:///ABS/PATH`` → the file's path."""
+    text = os.fspath(url)
+    if text.startswith("sqlite:"):
+        text = text[len("sqlite:"):]
+        text = text.removeprefix("//")
+    if not text:
+        raise RemoteMemoryValidationError("sqlite store URL needs a path: sqlite:PATH")
+    return Path(text)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    row = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memlib_meta'"
+    ).fetchone()
+    if row is None:
+        return 0
+    row = conn.execute("SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def init_schema(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Create or upgrade the schema; ``(version before, version after)``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        before = _version(conn)
+        if before > SCHEMA_VERSION:
+            raise RemoteMemoryError(
+                f"the SQLite store has schema version {before}; this memlib knows up to "
+                f"{SCHEMA_VERSION}: upgrade memlib"
+            )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memlib_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        )
+        for script in _MIGRATIONS[before:]:
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        conn.execute(
+            "INSERT INTO memlib_meta (key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return before, SCHEMA_VERSION
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class _State:
+    """The write rules' view of the store, fetched once per batch inside the transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: str, batch: Sequence[StoredMemory]):
+        ids = list({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
+        self.kinds: dict[str, MemoryKind] = {}
+        self.rows: dict[str, tuple[int, str]] = {}  # target id → (row id, body)
+        self.retracted: set[str] = set()
+        for part in _chunks(ids):
+            marks = ",".join("?" * len(part))
+            for memory_id, kind, row_id, body in conn.execute(
+                f"SELECT memory_id, kind, id, body FROM records WHERE user_scope = ? "
+                f"AND memory_id IN ({marks})", (scope, *part),
+            ):
+                self.kinds[memory_id] = MemoryKind(kind)
+                self.rows[memory_id] = (row_id, body)
+            for (target,) in conn.execute(
+                f"SELECT retracts FROM records WHERE user_scope = ? AND retracts IN ({marks})",
+                (scope, *part),
+            ):
+                self.retracted.add(target)
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None:
+        return self.kinds.get(memory_id)
+
+    def is_retracted(self, memory_id: str) -> bool:
+        return memory_id in self.retracted
+
+
+class SqliteMemoryStore(BaseMemoryStore):
+    """``SqliteMemoryStore("sqlite:PATH" | PATH, user_id="alice")``."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self, url: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(user_id=user_id, clock=clock)
+        self.path = sqlite_path(url)
+        self._busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+        self._term_ids: dict[str, int] = {}  # committed term ids of this scope
+
+    def __repr__(self) -> str:
+        return f"SqliteMemoryStore(user_scope={self.user_scope!r})"
+
+    # -- connection -------------------------------------------------------------------
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        if create:
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+                os.close(fd)
+            except OSError as exc:
+                raise RemoteMemoryError(f"cannot create {self.path}: {exc.strerror}") from None
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA cache_size = -131072")  # 128 MiB: term inserts stay in memory
+            version = _version(conn)
+            if version == 0 and not create:
+                conn.close()  # a file that is not (yet) a memlib store reads as empty
+                return None
+            if version != SCHEMA_VERSION:
+                init_schema(conn)  # creates, upgrades an older one, refuses a newer one
+        except sqlite3.DatabaseError as exc:
+            raise RemoteMemoryCorruptionError(f"cannot open SQLite store {self.path}: {exc}") from None
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- reading ----------------------------------------------------------------------
+
+    def _parse(self, body: str) -> StoredMemory:
+        try:
+            record = StoredMemory.from_dict(json.loads(body))
+        except (json.JSONDecodeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
+            raise RemoteMemoryCorruptionError(f"invalid record in {self.path}: {exc}") from None
+        if record.user_scope != self.user_scope:
+            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
+        return record
+
+    def _bodies(self, sql: str, params: Sequence[Any]) -> tuple[StoredMemory, ...]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return ()
+        return tuple(self._parse(body) for (body,) in conn.execute(sql, params))
+
+    def read_all(self) -> tuple[StoredMemory, ...]:
+        return self._bodies(
+            "SELECT body FROM records WHERE user_scope = ? ORDER BY id", (self.user_scope,)
+        )
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        if kind is None:
+            return self.read_all()
+        return self._bodies(
+            "SELECT body FROM records WHERE user_scope = ? AND kind = ? ORDER BY id",
+            (self.user_scope, MemoryKind(kind).value),
+        )
+
+    def latest_profile(self) -> StoredMemory | None:
+        return latest_profile_of(self._bodies(
+            "SELECT body FROM records WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id",
+            (self.user_scope,),
+        ))
+
+    def _stats(self, conn: sqlite3.Connection) -> tuple[int, int, int, int]:
+        row = conn.execute(
+            "SELECT searched, retracted, tokens, content_tokens FROM scope_stats "
+            "WHERE user_scope = ?", (self.user_scope,),
+        ).fetchone()
+        return tuple(row) if row else (0, 0, 0, 0)  # type: ignore[return-value]
+
+    def _query_term_ids(self, conn: sqlite3.Connection, terms: Sequence[str]) -> list[int]:
+        ids: list[int] = []
+        for part in _chunks(list(terms)):
+            marks = ",".join("?" * len(part))
+            ids.extend(row[0] for row in conn.execute(
+                f"SELECT id FROM terms WHERE user_scope = ? AND term IN ({marks})",
+                (self.user_scope, *part),
+            ))
+        return ids
+
+    def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
+        conn = self._connect(create=False)
+        if conn is None:
+            return CandidateScan((), 0, 0, 0, 0, 0)
+        conn.execute("BEGIN")  # one snapshot for the counts and the candidates
+        try:
+            if query.user_scope != self.user_scope:
+                row = conn.execute(
+                    "SELECT memory_id FROM records WHERE user_scope = ? ORDER BY id LIMIT 1",
+                    (self.user_scope,),
+                ).fetchone()
+                if row is not None:
+                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+            searched, retracted, tokens, content_tokens = self._stats(conn)
+            term_ids = self._query_term_ids(conn, query.terms)
+            records: Sequence[StoredMemory] = ()
+            count = 0
+            if term_ids:
+                marks = ",".join("?" * len(term_ids))
+                matched = (
+                    f"SELECT record_id, count(*) AS m FROM postings "
+                    f"WHERE term_id IN ({marks}) GROUP BY record_id"
+                )
+                if top:
+                    records, count = self._top(conn, query, matched, term_ids)
+                else:
+                    records = tuple(self._parse(body) for (body,) in conn.execute(
+                        f"SELECT r.body FROM ({matched}) c JOIN records r ON r.id = c.record_id "
+                        f"WHERE r.user_scope = ? ORDER BY r.id", (*term_ids, self.user_scope),
+                    ))
+                    count = len(records)
+        finally:
+            conn.execute("COMMIT")
+        return CandidateScan(
+            candidates=candidates_for(query, records),
+            searched_records=searched,
+            candidate_records=count,
+            retracted_records=retracted,
+            searched_token_count=tokens,
+            searched_content_token_count=content_tokens,
+        )
+
+    def _top(
+        self, conn: sqlite3.Connection, query: RecallQuery, matched: str, term_ids: list[int]
+    ) -> tuple[Sequence[StoredMemory], int]:
+        # Per matched-term group, its `limit` most recent records (ties kept by rank());
+        # the exact walk then picks the top `limit` overall (memlib.index.walk_groups).
+        rows = conn.execute(
+            f"""
+            SELECT m, captured_ts, captured_us, memory_id, id, n FROM (
+                SELECT c.m, r.captured_ts, r.captured_us, r.memory_id, r.id,
+                       rank() OVER (PARTITION BY c.m ORDER BY r.captured_ts DESC) AS rk,
+                       count(*) OVER () AS n
+                FROM ({matched}) c JOIN records r ON r.id = c.record_id
+                WHERE r.user_scope = ?
+            ) WHERE rk <= ? ORDER BY m DESC
+            """,
+            (*term_ids, self.user_scope, query.limit),
+        ).fetchall()
+        if not rows:
+            return (), 0
+        groups: dict[int, list[Any]] = {}
+        for m, ts, us, memory_id, row_id, _ in rows:
+            groups.setdefault(m, []).append((ts, timestamp_of_micros(us), memory_id, row_id))
+        kept = walk_groups(
+            ((m, groups[m]) for m in sorted(groups, reverse=True)),
+            len(query.terms), query.limit, query_as_of(query),
+        )
+        marks = ",".join("?" * len(kept))
+        bodies = dict(conn.execute(f"SELECT id, body FROM records WHERE id IN ({marks})", kept))
+        return tuple(self._parse(bodies[row_id]) for row_id in kept), rows[0][5]
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Every candidate, as the reference scan gives them, found through the term table."""
+        return self._scan(query, top=False)
+
+    def scan_top_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Only the baseline ranker's top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=True)
+
+    def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of ``memory_ids`` this scope already holds."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return set()
+        found: set[str] = set()
+        for part in _chunks(list(memory_ids)):
+            marks = ",".join("?" * len(part))
+            found.update(row[0] for row in conn.execute(
+                f"SELECT memory_id FROM records WHERE user_scope = ? AND memory_id IN ({marks})",
+                (self.user_scope, *part),
+            ))
+        return found
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+        conn = self._connect(create=True)
+        assert conn is not None
+        scope = self.user_scope
+        new_terms: dict[str, int] = {}
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise RemoteMemoryError(f"cannot write {self.path}: {exc}") from None
+        try:
+            state = _State(conn, scope, batch)
+            self.check_batch(batch, state)
+            (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM records").fetchone()
+            rows = []
+            postings: list[tuple[int, int]] = []
+            d_searched = d_retracted = d_tokens = d_content = 0
+            pending: list[tuple[int, set[str]]] = []
+            for offset, record in enumerate(batch):
+                row_id = next_id + offset
+                captured = record.captured_datetime
+                rows.append((
+                    row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
+                    captured_micros(record), record.retracts,
+                    json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":")),
+                ))
+                if record.kind is MemoryKind.CONVERSATION:
+                    terms, n_tokens, n_content = record_stats(record)
+                    pending.append((row_id, terms))
+                    d_searched += 1
+                    d_tokens += n_tokens
+                    d_content += n_content
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            term_id = self._term_resolver(conn, {t for _, terms in pending for t in terms}, new_terms)
+            for row_id, terms in pending:
+                postings.extend([(term_id[t], row_id) for t in terms])
+            postings.sort()  # B-tree order: each page is visited once
+            conn.executemany("INSERT INTO postings VALUES (?, ?)", postings)
+            # Retractions: the target leaves the postings (and the counts) in this same
+            # transaction. Its own record row stays as it was written.
+            batch_rows = {r.memory_id: (next_id + i, r) for i, r in enumerate(batch)}
+            for record in batch:
+                if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
+                    continue
+                target = record.retracts
+                if target in batch_rows:
+                    row_id, target_record = batch_rows[target]
+                elif target in state.rows:
+                    row_id, body = state.rows[target]
+                    target_record = self._parse(body)
+                else:
+                    continue
+                if target_record.kind is not MemoryKind.CONVERSATION:
+                    continue
+                terms, n_tokens, n_content = record_stats(target_record)
+                ids = self._term_resolver(conn, terms, new_terms)
+                conn.executemany(
+                    "DELETE FROM postings WHERE term_id = ? AND record_id = ?",
+                    [(ids[t], row_id) for t in terms],
+                )
+                d_searched -= 1
+                d_retracted += 1
+                d_tokens -= n_tokens
+                d_content -= n_content
+            conn.execute(
+                "INSERT INTO scope_stats VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_scope) DO UPDATE "
+                "SET searched = searched + excluded.searched, retracted = retracted + excluded.retracted, "
+                "tokens = tokens + excluded.tokens, content_tokens = content_tokens + excluded.content_tokens",
+                (scope, d_searched, d_retracted, d_tokens, d_content),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            conn.execute("ROLLBACK")
+            # Another writer's row won the race for an id (not possible under BEGIN
+            # IMMEDIATE, but the constraint is the last word).
+            raise RemoteMemoryDuplicateError([r.memory_id for r in batch]) from None
+        except sqlite3.DatabaseError as exc:
+            conn.execute("ROLLBACK")
+            raise RemoteMemoryError(f"cannot write {self.path}: {exc}") from None
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        # Only committed term ids are remembered: a rolled-back id may be reused.
+        self._term_ids.update(new_terms)
+
+    def _term_resolver(
+        self, conn: sqlite3.Connection, terms: set[str], new_terms: dict[str, int]
+    ) -> dict[str, int]:
+        """Term ids for ``terms`` in this scope, creating the missing ones (in the transaction)."""
+        known = self._term_ids
+        out: dict[str, int] = {}
+        missing = []
+        for term in terms:
+            tid = known.get(term)
+            if tid is None:
+                tid = new_terms.get(term)
+            if tid is None:
+                missing.append(term)
+            else:
+                out[term] = tid
+        if missing:
+            for part in _chunks(missing):
+                marks = ",".join("?" * len(part))
+                for term, tid in conn.execute(
+                    f"SELECT term, id FROM terms WHERE user_scope = ? AND term IN ({marks})",
+                    (self.user_scope, *part),
+                ):
+                    out[term] = tid
+                    new_terms[term] = tid
+            create = [t for t in missing if t not in out]
+            if create:
+                (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM terms").fetchone()
+                rows = [(next_id + i, self.user_scope, t) for i, t in enumerate(create)]
+                conn.executemany("INSERT INTO terms VALUES (?, ?, ?)", rows)
+                for tid, _, term in rows:
+                    out[term] = tid
+                    new_terms[term] = tid
+        return out

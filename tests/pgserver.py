@@ -1,0 +1,207 @@
+"""A throwaway PostgreSQL cluster for the tests (or ``$MEMLIB_PG_DSN`` when set).
+
+``initdb`` refuses to run as root, so as root the cluster belongs to the ``postgres``
+user and is run through ``runuser -u postgres --``. It listens on 127.0.0.1 and a free
+port, with its socket in its own folder, and is stopped by its process id when the
+session ends. One cluster serves the whole session; each test gets a fresh schema.
+
+Import the fixtures in a test module: ``from pgserver import pg_dsn, pg_url``. These
+tests never skip: when neither a DSN nor the PostgreSQL binaries are available they
+fail, and ``scripts/system-deps.sh`` (run by ``make test``) installs the binaries.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["PgServer", "fresh_schema", "pg_dsn", "pg_url", "shared_dsn", "start_cluster"]
+
+
+def _bin_dir() -> Path:
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+    )
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).parent
+    raise RuntimeError(
+        "PostgreSQL is not installed: run `bash scripts/system-deps.sh` "
+        "(Debian package postgresql) or set MEMLIB_PG_DSN"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class PgServer:
+    dsn: str
+    pid: int | None = None
+    folder: Path | None = None
+
+    def stop(self) -> None:
+        """Stop the postmaster by its pid (fast shutdown), then remove its folder."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            else:
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    try:
+                        os.kill(self.pid, 0)
+                    except ProcessLookupError:
+                        break
+                    time.sleep(0.05)
+                else:
+                    try:
+                        os.kill(self.pid, signal.SIGQUIT)
+                    except ProcessLookupError:
+                        pass
+            self.pid = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+def start_cluster(*, durable: bool = False) -> PgServer:
+    """initdb + pg_ctl start in a fresh temporary folder; about a second.
+
+    Tests run with ``fsync=off`` (the cluster is thrown away); the benchmarks ask for a
+    ``durable`` one, with PostgreSQL's default durability settings.
+    """
+    bindir = _bin_dir()
+    folder = Path(tempfile.mkdtemp(prefix="memlib-pg-"))
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam("postgres")
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+        os.chmod(folder, 0o700)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    data, log = folder / "data", folder / "log"
+    server = PgServer(dsn="", folder=folder)
+    try:
+        subprocess.run(
+            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+             "-E", "UTF8", "--locale=C.UTF-8"],
+            check=True, capture_output=True, text=True,
+        )
+        for attempt in range(5):
+            port = _free_port()
+            options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=40"
+            if not durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            result = subprocess.run(
+                [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w",
+                 "-t", "60", "-o", options, "start"],
+                capture_output=True, text=True, check=False,
+            )
+            if result.returncode == 0:
+                break
+        else:
+            raise RuntimeError(f"pg_ctl start failed: {result.stderr}\n{log.read_text()}")
+        server.pid = int((data / "postmaster.pid").read_text().split("\n", 1)[0])
+        server.dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        return server
+    except BaseException:
+        server.stop()
+        raise
+
+
+_lock = threading.Lock()
+_server: PgServer | None = None
+_users = 0
+
+
+def _acquire() -> str:
+    global _server, _users
+    with _lock:
+        dsn = os.environ.get("MEMLIB_PG_DSN")
+        if dsn:
+            return dsn
+        if _server is None:
+            _server = start_cluster()
+        _users += 1
+        return _server.dsn
+
+
+def _release() -> None:
+    global _server, _users
+    with _lock:
+        if _server is None:
+            return
+        _users -= 1
+        if _users <= 0:
+            _server.stop()
+            _server = None
+            _users = 0
+
+
+def shared_dsn() -> str:
+    """The DSN of the process's one cluster (started on first use, stopped at exit)."""
+    import atexit
+
+    dsn = _acquire()
+    if not os.environ.get("MEMLIB_PG_DSN"):
+        atexit.register(_release)
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """libpq URL of the session's PostgreSQL server."""
+    dsn = _acquire()
+    try:
+        yield dsn
+    finally:
+        if not os.environ.get("MEMLIB_PG_DSN"):
+            _release()
+
+
+def fresh_schema(dsn: str) -> str:
+    """A new, initialised memlib schema name in ``dsn``'s database."""
+    from memlib.stores.postgres import init_schema
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    init_schema(dsn, schema=name)
+    return name
+
+
+def drop_schema(dsn: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+def pg_url(pg_dsn: str) -> Iterator[str]:
+    """A store URL with its own fresh schema: ``postgresql://…?schema=t_…``."""
+    name = fresh_schema(pg_dsn)
+    sep = "&" if "?" in pg_dsn else "?"
+    try:
+        yield f"{pg_dsn}{sep}schema={name}"
+    finally:
+        drop_schema(pg_dsn, name)
