@@ -1,0 +1,5 @@
+"""Evaluation harnesses for memlib's rankers (LoCoMo: ``memlib eval locomo``)."""
+
+from __future__ import annotations
+
+__all__ = ["locomo"]

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from ..candidates import scan_recall_candidates
+from ..candidates import CandidateScan, RecallCandidate, make_candidate, searchable_text
 from ..errors import RemoteMemoryValidationError
-from ..normalize import LIMIT_MAX, normalize_recall_query
+from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize_all
 from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
+from ..rankers.stopwords import english_stopwords
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "parse_locomo",
     "clean_evidence",
     "evaluate_ranker",
+    "ConversationIndex",
     "evaluate",
     "format_table",
     "CATEGORY_NAMES",
@@ -46,7 +49,9 @@ __all__ = [
 ]
 
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {
+    1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial",
+}
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 DEFAULT_KS = (1, 5, 10)
 SUMMARY_MAX = 2_000
@@ -175,8 +180,43 @@ def load_locomo(path: str | Path) -> tuple[LocomoConversation, ...]:
     return parse_locomo(data)
 
 
+class ConversationIndex:
+    """One conversation's records, each tokenized once: ``scan(query)`` answers exactly
+    what ``scan_recall_candidates(query, records)`` answers (a test checks it), without
+    tokenizing every record again for every question."""
+
+    def __init__(self, records: Sequence[StoredMemory]) -> None:
+        stopwords = english_stopwords()
+        self.records = tuple(records)
+        self._terms: list[tuple[str, ...]] = []
+        self.token_count = self.content_token_count = 0
+        for record in self.records:
+            tokens = tokenize_all(searchable_text(record))
+            self.token_count += len(tokens)
+            self.content_token_count += sum(1 for t in tokens if t not in stopwords)
+            self._terms.append(tuple(sorted(set(tokens))))
+
+    def scan(self, query: RecallQuery) -> CandidateScan:
+        candidates: list[RecallCandidate] = []
+        for record, terms in zip(self.records, self._terms, strict=True):
+            if record.user_scope != query.user_scope:
+                raise RemoteMemoryValidationError("record of another scope in a LoCoMo index")
+            candidate = make_candidate(query, record, terms)
+            if candidate is not None:
+                candidates.append(candidate)
+        return CandidateScan(
+            candidates=tuple(candidates),
+            searched_records=len(self.records),
+            candidate_records=len(candidates),
+            retracted_records=0,
+            searched_token_count=self.token_count,
+            searched_content_token_count=self.content_token_count,
+        )
+
+
 def rank_question(
-    ranker: Ranker, conversation: LocomoConversation, question: LocomoQuestion, k: int
+    ranker: Ranker, index: ConversationIndex, conversation: LocomoConversation,
+    question: LocomoQuestion, k: int,
 ) -> tuple[str, ...]:
     """The memory ids of the top ``k`` records for one question, through memlib's stages."""
     query = normalize_recall_query(
@@ -186,13 +226,16 @@ def rank_question(
         query_id=question.question_id,
         issued_at=conversation.as_of,
     )
-    scan = scan_recall_candidates(query, conversation.records)
+    scan = index.scan(query)
     breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
     hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True), limit=k)
     return tuple(hit.memory_id for hit in hits)
 
 
-def _metrics(rows: list[tuple[int, tuple[str, ...], tuple[str, ...]]], ks: Sequence[int]) -> dict[str, float]:
+Row = tuple[int, tuple[str, ...], tuple[str, ...]]  # category, evidence, ranked ids
+
+
+def _metrics(rows: list[Row], ks: Sequence[int]) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in ks:
         recall = hit = 0.0
@@ -217,10 +260,11 @@ def evaluate_ranker(
     """One ranker's report: ``{"overall", "by_category", "category_5", "questions"}``."""
     ranker_obj = get_ranker(ranker)
     depth = max(ks)
-    rows: list[tuple[int, tuple[str, ...], tuple[str, ...]]] = []
+    rows: list[Row] = []
     for conversation in conversations:
+        index = ConversationIndex(conversation.records)
         for question in conversation.questions:
-            ranked = rank_question(ranker_obj, conversation, question, depth)
+            ranked = rank_question(ranker_obj, index, conversation, question, depth)
             rows.append((question.category, question.evidence, ranked))
             if progress is not None:
                 progress(1)
@@ -242,7 +286,9 @@ def evaluate(
     ks: Sequence[int] = DEFAULT_KS,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    return {name: evaluate_ranker(conversations, name, ks=ks, progress=progress) for name in rankers}
+    return {
+        name: evaluate_ranker(conversations, name, ks=ks, progress=progress) for name in rankers
+    }
 
 
 def format_table(report: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = DEFAULT_KS) -> str:
@@ -261,8 +307,10 @@ def format_table(report: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = DE
 
     lines = block("overall (categories 1-4)", lambda r: r["overall"])
     for c in HEADLINE_CATEGORIES:
-        lines += [""] + block(
-            f"category {c} ({CATEGORY_NAMES[c]})", lambda r, c=c: r["by_category"][str(c)]
-        )
+
+        def pick(r: Mapping[str, Any], c: int = c) -> Mapping[str, Any]:
+            return r["by_category"][str(c)]  # type: ignore[no-any-return]
+
+        lines += [""] + block(f"category {c} ({CATEGORY_NAMES[c]})", pick)
     lines += [""] + block("category 5 (adversarial, not in overall)", lambda r: r["category_5"])
     return "\n".join(lines)

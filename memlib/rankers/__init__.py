@@ -14,6 +14,9 @@ DEFAULT_RANKER = "baseline"
 # name → "module:class"; imported on first use so optional dependencies stay optional.
 _RANKERS: dict[str, str] = {
     "baseline": "memlib.rankers.baseline:BaselineRanker",
+    "bm25": "memlib.rankers.bm25:Bm25Ranker",
+    "bm25+stopwords": "memlib.rankers.bm25:Bm25StopwordsRanker",
+    "hybrid": "memlib.rankers.hybrid:HybridRanker",
 }
 
 

