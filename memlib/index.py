@@ -427,29 +427,8 @@ def indexed_recall(
     as_of: datetime | None = None,
     query_id: str | None = None,
 ) -> Any:
-    """``RecallEngine(store).recall(...)`` for the baseline ranker, through the top-k walk.
+    """``RecallEngine(store).recall(...)``: the engine takes the top-k walk itself for the
+    baseline ranker whenever the store has ``scan_top_candidates``."""
+    from .engine import RecallEngine
 
-    Exactly the engine's stages, except that the candidates come from
-    ``store.scan_top_candidates`` (when the store has it): only the records that can be
-    in the top ``limit`` are built and scored. The result is identical (parity tests).
-    """
-    from .normalize import as_utc, normalize_recall_query
-    from .rank import rank_scored_candidates
-    from .rankers.baseline import BaselineRanker
-    from .result import RecallResult
-
-    moment = as_utc(as_of)
-    query = normalize_recall_query(
-        text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
-    )
-    top = getattr(store, "scan_top_candidates", None)
-    scan = top(query) if top is not None else store.scan_candidates(query)
-    breakdowns = BaselineRanker().score_candidates(query, scan, as_of=moment)
-    hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True))
-    return RecallResult(
-        query=query,
-        hits=hits,
-        searched_records=scan.searched_records,
-        candidate_records=scan.candidate_records,
-        retracted_records=scan.retracted_records,
-    )
+    return RecallEngine(store).recall(text, limit=limit, as_of=as_of, query_id=query_id)
