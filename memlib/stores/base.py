@@ -9,6 +9,7 @@ refuses exactly the same things with exactly the same messages.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -17,7 +18,10 @@ from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
 
-__all__ = ["MemoryStore", "BaseMemoryStore", "StoreState", "Clock", "latest_profile_of"]
+__all__ = [
+    "MemoryStore", "BaseMemoryStore", "StoreState", "Clock", "latest_profile_of",
+    "make_private_folders",
+]
 
 Clock = Callable[[], datetime]
 
@@ -62,6 +66,23 @@ class StoreState(Protocol):
     def kind_of(self, memory_id: str) -> MemoryKind | None: ...
 
     def is_retracted(self, memory_id: str) -> bool: ...
+
+
+def make_private_folders(folder: Path, mode: int = 0o700) -> None:
+    """Create ``folder`` and every missing parent with ``mode``.
+
+    ``Path.mkdir(parents=True, mode=…)`` gives the mode to the last folder only; the
+    parents it creates get the umask's default and would list every user's scope.
+    """
+    missing: list[Path] = []
+    current = folder
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for path in reversed(missing):
+        path.mkdir(mode=mode, exist_ok=True)
 
 
 def latest_profile_of(records: Iterable[StoredMemory]) -> StoredMemory | None:

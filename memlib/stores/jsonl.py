@@ -38,12 +38,24 @@ from ..errors import (
 from ..index import InvertedIndex, scan_from_index
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory
-from .base import BaseMemoryStore, Clock, latest_profile_of
+from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
 
-__all__ = ["RemoteMemoryStore", "encode_record"]
+__all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
 FILE_MODE = 0o600
+# The lock file holds this note while a multi-record batch is being written.
+_PENDING = b"pending "
 DIR_MODE = 0o700
+
+
+def pending_batch_offset(data: bytes) -> int | None:
+    """Where an unacknowledged multi-record batch begins, from a lock file's content."""
+    if not data.startswith(_PENDING):
+        return None
+    try:
+        return int(data[len(_PENDING):].split()[0])
+    except (ValueError, IndexError):
+        return None
 
 
 def encode_record(record: StoredMemory) -> bytes:
@@ -122,13 +134,41 @@ class RemoteMemoryStore(BaseMemoryStore):
             raise RemoteMemoryCorruptionError(f"records path is not a regular file: {self.path}")
         identity = (st.st_dev, st.st_ino)
         cache = self._cache
-        if cache.identity != identity or st.st_size < cache.offset:
+        size = st.st_size
+        if size > cache.offset or cache.identity != identity:
+            # Bytes past the start of a batch still being written (or whose writer
+            # died) are not records yet: the batch is all or nothing.
+            pending = self._pending_batch()
+            if pending is not None:
+                size = min(size, pending)
+        if cache.identity != identity or size < cache.offset:
             cache = _Cache()
             cache.identity = identity
-        if st.st_size > cache.offset:
-            self._read_tail(cache, st.st_size)
+        if size > cache.offset:
+            self._read_tail(cache, size)
         self._cache = cache
         return cache
+
+    def _pending_batch(self, lock_fd: int | None = None) -> int | None:
+        """Where an unacknowledged multi-record batch begins, as its writer noted it."""
+        try:
+            if lock_fd is not None:
+                data = os.pread(lock_fd, 64, 0)
+            else:
+                with open(self.lock_path, "rb") as handle:
+                    data = handle.read(64)
+        except OSError:
+            return None  # no lock file, or not ours to read: no batch was ever noted
+        return pending_batch_offset(data)
+
+    @staticmethod
+    def _note_pending(lock_fd: int, offset: int | None) -> None:
+        # Durable before the batch's first byte and until its fsync returned, so that
+        # neither a crash nor a power cut can leave part of the batch looking written.
+        os.ftruncate(lock_fd, 0)
+        if offset is not None:
+            os.pwrite(lock_fd, _PENDING + str(offset).encode() + b"\n", 0)
+        os.fsync(lock_fd)
 
     # Bytes read and parsed per step: a big file is indexed chunk by chunk, so what a
     # reader holds is the index, never every parsed record at once.
@@ -278,7 +318,7 @@ class RemoteMemoryStore(BaseMemoryStore):
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
         try:
-            self.path.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            make_private_folders(self.path.parent)
         except OSError as exc:
             raise RemoteMemoryError(f"cannot create folder {self.path.parent}: {exc.strerror}") from None
         lock_fd = self._open(self.lock_path, os.O_RDWR | os.O_CREAT)
@@ -286,20 +326,21 @@ class RemoteMemoryStore(BaseMemoryStore):
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             fd = self._open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
+                pending = self._pending_batch(lock_fd)
+                if pending is not None:
+                    # A batch whose writer died before its fsync returned: never
+                    # acknowledged, so it goes whole.
+                    if os.fstat(fd).st_size > pending:
+                        os.ftruncate(fd, pending)
+                    self._note_pending(lock_fd, None)
                 cache = self._refresh()
                 if os.fstat(fd).st_size > cache.offset:
                     # A torn tail from a writer that died before fsync returned.
                     os.ftruncate(fd, cache.offset)
                 self.check_batch(batch, cache)
-                written = os.write(fd, payload)
-                if written != len(payload):
-                    # The partial line has no "\n": readers ignore it, the next writer cuts it.
-                    raise RemoteMemoryError(
-                        f"short write to {self.path}: {written} of {len(payload)} bytes"
-                    )
-                os.fsync(fd)
+                self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
                 start = cache.offset
-                for record, line in zip(batch, lines):
+                for record, line in zip(batch, lines, strict=True):
                     cache.add(record, start)
                     start += len(line)
                 cache.lines += len(batch)
@@ -312,3 +353,32 @@ class RemoteMemoryStore(BaseMemoryStore):
                 os.close(fd)
         finally:
             os.close(lock_fd)  # closing the descriptor releases the flock
+
+    def _write_all_or_nothing(
+        self, fd: int, lock_fd: int, payload: bytes, start: int, several: bool
+    ) -> None:
+        """One write and one fsync; on any failure the file is cut back to ``start``.
+
+        A single line needs nothing more: cut short, it has no final newline and
+        readers skip it. Several lines could be cut between two of them, so the lock
+        file notes where the batch began until the fsync has returned.
+        """
+        if several:
+            self._note_pending(lock_fd, start)
+        try:
+            written = os.write(fd, payload)
+            if written != len(payload):
+                raise RemoteMemoryError(
+                    f"short write to {self.path}: {written} of {len(payload)} bytes"
+                )
+            os.fsync(fd)
+        except BaseException:
+            try:
+                os.ftruncate(fd, start)
+                if several:
+                    self._note_pending(lock_fd, None)
+            except OSError:
+                pass  # the note stays, and the next writer cuts the batch
+            raise
+        if several:
+            self._note_pending(lock_fd, None)

@@ -40,7 +40,7 @@ from ..index import (
 )
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory
-from .base import BaseMemoryStore, Clock, latest_profile_of
+from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 
@@ -199,7 +199,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             return None
         if create:
             try:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private_folders(self.path.parent)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
                 os.close(fd)
             except OSError as exc:
@@ -351,7 +351,10 @@ class SqliteMemoryStore(BaseMemoryStore):
             len(query.terms), query.limit, query_as_of(query),
         )
         marks = ",".join("?" * len(kept))
-        bodies = dict(conn.execute(f"SELECT id, body FROM records WHERE id IN ({marks})", kept))
+        bodies = dict(conn.execute(
+            f"SELECT id, body FROM records WHERE user_scope = ? AND id IN ({marks})",
+            (self.user_scope, *kept),
+        ))
         return tuple(self._parse(bodies[row_id]) for row_id in kept), rows[0][5]
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:

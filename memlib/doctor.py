@@ -1,0 +1,425 @@
+"""``memlib doctor PATH [--repair]``: check a JSONL store file, change nothing.
+
+    memlib doctor ~/.learn_workbuddy/remote-memory/users/<scope>/records.jsonl
+    memlib --user alice doctor PATH        also check that every record is alice's
+    memlib doctor PATH --repair            cut a torn tail, after writing a backup
+
+The check reads the file as the store would and reports every problem it finds, not
+only the first: a line that is not JSON or not a valid record (bad timestamp, unknown
+kind, missing field), records of more than one user scope (or of another scope than the
+folder name or ``--user`` says), a memory_id stored twice, a retraction that names an
+unknown, a retracted or a retraction record, a torn tail (a last line without ``\\n``:
+a write whose ``fsync`` never returned), and file modes (store and lock file 0600,
+folder 0700). Exit status 0 when the store is healthy, 1 when it is not; one line per
+problem, never a traceback.
+
+Only ``--repair`` writes, and only when the file ends in a torn tail. Holding the
+store's own lock (so no writer is appending), it copies the whole file to
+``records.jsonl.torn-<UTC time>.bak`` (mode 0600, fsynced) and then truncates the file
+at the end of its last complete line — exactly what the next writer would have done.
+Nothing else is ever changed: a damaged middle line is reported, not "fixed".
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import fcntl
+import json
+import os
+import stat
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
+from .records import MemoryKind, StoredMemory, user_scope_for
+from .stores.jsonl import pending_batch_offset
+
+__all__ = ["register", "check_store", "repair_torn_tail", "DoctorReport", "Problem"]
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+LOCK_WAIT_SECONDS = 10.0
+MAX_SHOWN = 50  # problems printed; the count is always exact
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # parse, scope, duplicate, retraction, torn_tail, permissions, path
+    message: str
+    line: int | None = None
+
+    def format(self) -> str:
+        return f"problem: {self.message}"
+
+
+@dataclass
+class DoctorReport:
+    path: Path
+    lines: int = 0  # complete lines
+    records: int = 0  # complete lines that are valid records
+    scopes: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+    torn_bytes: int = 0
+    good_size: int = 0  # bytes up to the end of the last complete line
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def add(self, kind: str, message: str, line: int | None = None) -> None:
+        self.problems.append(Problem(kind, message, line))
+
+
+def _mode_problem(report: DoctorReport, path: Path, what: str, expected: int) -> None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        report.add("permissions", f"cannot stat {what} {path}: {exc.strerror}")
+        return
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & ~expected:
+        report.add(
+            "permissions",
+            f"{what} {path} has mode {mode:04o}; expected {expected:04o} "
+            f"(fix: chmod {expected:o} {path})",
+        )
+
+
+def _describe(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> DoctorReport:
+    """Read ``path`` (never write it) and list everything wrong with it."""
+    path = Path(path)
+    report = DoctorReport(path=path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        report.add("path", f"no such file: {path}")
+        return report
+    except OSError as exc:
+        report.add("path", f"cannot open {path}: {exc.strerror}")
+        return report
+    if stat.S_ISDIR(st.st_mode):
+        report.add("path", f"path is a folder, not a records file: {path}")
+        return report
+    if not stat.S_ISREG(st.st_mode):
+        report.add("path", f"path is not a regular file: {path}")
+        return report
+
+    lock_path = path.with_name(path.name + ".lock")
+    _mode_problem(report, path, "records file", FILE_MODE)
+    _mode_problem(report, path.parent, "folder", DIR_MODE)
+    if os.path.lexists(lock_path):
+        try:
+            lock_st = os.stat(lock_path)
+        except OSError as exc:
+            report.add("permissions", f"cannot stat lock file {lock_path}: {exc.strerror}")
+        else:
+            if not stat.S_ISREG(lock_st.st_mode):
+                report.add("path", f"lock file is not a regular file: {lock_path}")
+            else:
+                _mode_problem(report, lock_path, "lock file", FILE_MODE)
+
+    # A multi-record batch whose writer died before its fsync returned: the store
+    # ignores everything from its first byte on, so the doctor does too.
+    pending: int | None = None
+    try:
+        with open(lock_path, "rb") as lock_handle:
+            pending = pending_batch_offset(lock_handle.read(64))
+    except OSError:
+        pass
+
+    expected_scope: str | None = None
+    expected_why = ""
+    if user_id is not None:
+        expected_scope = user_scope_for(user_id)
+        expected_why = f"user {user_id!r}"
+    elif len(path.parent.name) == 16 and all(c in "0123456789abcdef" for c in path.parent.name):
+        expected_scope = path.parent.name
+        expected_why = "its folder name"
+
+    first_line: dict[str, int] = {}
+    kinds: dict[str, MemoryKind] = {}
+    retracted: dict[str, int] = {}
+    retractions: list[tuple[int, StoredMemory]] = []
+    first_scope: tuple[str, int] | None = None
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        report.add("path", f"cannot read {path}: {exc.strerror}")
+        return report
+    with handle:
+        offset = 0
+        number = 0
+        for raw in handle:
+            if pending is not None and offset >= pending:
+                report.torn_bytes = st.st_size - offset
+                break
+            if not raw.endswith(b"\n"):
+                report.torn_bytes = len(raw)
+                break
+            number += 1
+            offset += len(raw)
+            report.lines = number
+            report.good_size = offset
+            try:
+                data = json.loads(raw[:-1].decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                report.add("parse", f"line {number}: invalid JSON: {_describe(exc)}", number)
+                continue
+            try:
+                record = StoredMemory.from_dict(data)
+            except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
+                report.add("parse", f"line {number}: invalid record: {_describe(exc)}", number)
+                continue
+            report.records += 1
+            report.kinds[record.kind.value] = report.kinds.get(record.kind.value, 0) + 1
+            report.scopes[record.user_scope] = report.scopes.get(record.user_scope, 0) + 1
+            if expected_scope is not None:
+                if record.user_scope != expected_scope:
+                    report.add(
+                        "scope",
+                        f"line {number}: memory {record.memory_id} belongs to user scope "
+                        f"{record.user_scope}, not {expected_scope} ({expected_why})",
+                        number,
+                    )
+            elif first_scope is None:
+                first_scope = (record.user_scope, number)
+            elif record.user_scope != first_scope[0]:
+                report.add(
+                    "scope",
+                    f"line {number}: memory {record.memory_id} belongs to user scope "
+                    f"{record.user_scope}, but line {first_scope[1]} to {first_scope[0]}",
+                    number,
+                )
+            if record.memory_id in first_line:
+                report.add(
+                    "duplicate",
+                    f"line {number}: duplicate memory_id {record.memory_id} "
+                    f"(first at line {first_line[record.memory_id]})",
+                    number,
+                )
+                continue
+            first_line[record.memory_id] = number
+            kinds[record.memory_id] = record.kind
+            if record.kind is MemoryKind.RETRACTION:
+                retractions.append((number, record))
+
+    for number, record in retractions:
+        target = record.retracts or ""
+        if target not in kinds or first_line[target] > number:
+            report.add("retraction", f"line {number}: retraction {record.memory_id} names "
+                       f"unknown memory_id {target}", number)
+        elif kinds[target] is MemoryKind.RETRACTION:
+            report.add("retraction", f"line {number}: retraction {record.memory_id} retracts "
+                       f"a retraction ({target})", number)
+        elif target in retracted:
+            report.add("retraction", f"line {number}: {target} is already retracted at line "
+                       f"{retracted[target]}", number)
+        else:
+            retracted[target] = number
+
+    if report.torn_bytes:
+        report.add(
+            "torn_tail",
+            f"torn tail: {report.torn_bytes} bytes after line {report.lines} have no "
+            "trailing newline (a write that never finished; `memlib doctor PATH --repair` "
+            "removes it after writing a backup)",
+        )
+    return report
+
+
+class RepairError(Exception):
+    """--repair could not run; nothing was changed."""
+
+
+def _lock(lock_path: Path) -> int:
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(lock_path, flags, FILE_MODE)
+    except OSError as exc:
+        raise RepairError(f"cannot open lock file {lock_path}: {exc.strerror}") from None
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise RepairError(f"cannot lock {lock_path}: {exc.strerror}") from None
+        if time.monotonic() > deadline:
+            os.close(fd)
+            raise RepairError(
+                f"the store is busy: a writer held {lock_path} for {LOCK_WAIT_SECONDS:.0f} s"
+            )
+        time.sleep(0.05)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
+    """Cut a torn tail under the store's lock, after a backup; ``(backup, bytes cut)``.
+
+    None when there is no torn tail (then nothing was written, not even a backup).
+    """
+    path = Path(path)
+    lock_fd = _lock(path.with_name(path.name + ".lock"))
+    try:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise RepairError(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            # Where does the last complete line end? Read backwards from the end.
+            end = size
+            good = 0
+            while end > 0:
+                start = max(0, end - (1 << 16))
+                chunk = os.pread(fd, end - start, start)
+                at = chunk.rfind(b"\n")
+                if at >= 0:
+                    good = start + at + 1
+                    break
+                end = start
+            pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+            if pending is not None:
+                good = min(good, pending)
+            if good == size:
+                return None
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            backup = path.with_name(f"{path.name}.torn-{stamp}.bak")
+            try:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                out = os.open(backup, flags, FILE_MODE)
+            except OSError as exc:
+                raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
+            try:
+                copied = 0
+                while copied < size:
+                    data = os.pread(fd, min(1 << 20, size - copied), copied)
+                    if not data:
+                        break
+                    view = memoryview(data)
+                    while view:
+                        written = os.write(out, view)
+                        view = view[written:]
+                    copied += len(data)
+                os.fsync(out)
+            except OSError as exc:
+                os.close(out)
+                os.unlink(backup)
+                raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
+            os.close(out)
+            if copied != size:
+                os.unlink(backup)
+                raise RepairError(f"{path} changed while it was being backed up")
+            _fsync_dir(path.parent)
+            try:
+                os.ftruncate(fd, good)
+                os.fsync(fd)
+                if pending is not None:
+                    os.ftruncate(lock_fd, 0)
+                    os.fsync(lock_fd)
+            except OSError as exc:
+                raise RepairError(f"cannot truncate {path}: {exc.strerror}") from None
+            return backup, size - good
+        finally:
+            os.close(fd)
+    finally:
+        os.close(lock_fd)
+
+
+def _path_of(text: str) -> Path:
+    scheme, sep, rest = text.partition(":")
+    if sep and scheme.lower() == "jsonl":
+        return Path(rest)
+    if sep and scheme.lower() in ("sqlite", "postgresql", "postgres"):
+        raise RepairError(f"doctor checks JSONL store files only, not {scheme}: stores")
+    return Path(text)
+
+
+def _print_report(report: DoctorReport) -> None:
+    out = sys.stdout
+    out.write(f"checked {report.path}\n")
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.kinds.items())) or "none"
+    out.write(f"lines: {report.lines} complete, {report.records} valid records ({kinds})\n")
+    if report.scopes:
+        scopes = ", ".join(f"{s} ({n})" for s, n in sorted(report.scopes.items()))
+        out.write(f"user scopes: {scopes}\n")
+    for problem in report.problems[:MAX_SHOWN]:
+        out.write(problem.format() + "\n")
+    if len(report.problems) > MAX_SHOWN:
+        out.write(f"… and {len(report.problems) - MAX_SHOWN} more problems\n")
+    if report.healthy:
+        out.write("status: healthy\n")
+    else:
+        n = len(report.problems)
+        out.write(f"status: {n} problem{'s' if n != 1 else ''}\n")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    try:
+        path = _path_of(args.path)
+        user_id = getattr(args, "user", None)
+        if user_id is not None and not user_id.strip():
+            raise RepairError("--user must not be empty")
+        report = check_store(path, user_id=user_id)
+        if args.repair and report.torn_bytes:
+            repaired = repair_torn_tail(path)
+            if repaired is not None:
+                backup, cut = repaired
+                sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
+                                 f"first copied to {backup}\n")
+            report = check_store(path, user_id=user_id)
+        elif args.repair:
+            sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")
+        _print_report(report)
+    except RepairError as exc:
+        print(f"memlib doctor: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, UnicodeError, ValueError, RemoteMemoryValidationError) as exc:
+        # Never a traceback: one line that says what went wrong.
+        print(f"memlib doctor: error: {_describe(exc)}", file=sys.stderr)
+        return 1
+    return 0 if report.healthy else 1
+
+
+def register(subparsers: Any) -> None:
+    doctor = subparsers.add_parser(
+        "doctor",
+        help="check a JSONL store file (parse, scope, duplicates, torn tail, permissions)",
+        description=(
+            "Check a JSONL records file and report every problem without changing "
+            "anything. Exit 0 when healthy, 1 when not. With --repair, a torn tail (a "
+            "last line without a newline) is cut after the whole file is copied to a "
+            "backup next to it; nothing else is ever changed. The global --user also "
+            "checks that every record belongs to that user's scope."
+        ),
+    )
+    doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")
+    doctor.add_argument("--repair", action="store_true",
+                        help="remove a torn tail, after writing a backup copy")
+    doctor.set_defaults(func=cmd_doctor)
