@@ -79,8 +79,14 @@ def _word_run() -> re.Pattern[str]:
 
 
 def normalize_text(text: str) -> str:
-    """NFKC, then casefold, then whitespace collapsed: the form terms are cut from."""
-    return collapse_whitespace(unicodedata.normalize("NFKC", text).casefold())
+    """NFKC, then casefold, then whitespace collapsed: the form terms are cut from.
+
+    NFKC runs once more after casefold: casefold can leave a sequence that NFKC would
+    compose (``ß\u0301`` → ``ss\u0301``, which NFKC makes ``sś``), and without the second
+    pass normalizing the output again would change it. With it, this is idempotent.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return collapse_whitespace(unicodedata.normalize("NFKC", folded))
 
 
 def _terms_of_normalized(normalized: str) -> list[str]:

@@ -25,8 +25,15 @@ def escape_xml(value: object) -> str:
     return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
 
 
+# A parser turns a literal tab, newline or CR inside an attribute into a space; as
+# character references they come back as written (only query_id can hold them).
+_ATTR_WHITESPACE = str.maketrans({"\t": "&#9;", "\n": "&#10;", "\r": "&#13;"})
+
+
 def _attrs(pairs: dict[str, object]) -> str:
-    return " ".join(f'{name}="{escape_xml(value)}"' for name, value in pairs.items())
+    return " ".join(
+        f'{name}="{escape_xml(value).translate(_ATTR_WHITESPACE)}"' for name, value in pairs.items()
+    )
 
 
 def render_recall_context(result: RecallResult) -> str:
