@@ -41,7 +41,7 @@ from .stopwords import english_stopwords
 
 __all__ = ["Bm25Ranker", "Bm25StopwordsRanker", "Bm25Scores", "bm25_scores", "scoring_terms"]
 
-# Chosen on the LoCoMo development split (reports/locomo-dev.json; the textbook 1.2 /
+# Chosen on the LoCoMo development split (reports/rankers-dev-split.json; the textbook 1.2 /
 # 0.75 gives R@10 0.549 for bm25 and 0.596 with stopwords left out, these 0.568 and
 # 0.607). memlib's LoCoMo records repeat their text in summary and content, which for
 # BM25 is the same ranking as text counted once with k1 halved.

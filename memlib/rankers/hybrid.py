@@ -49,7 +49,7 @@ __all__ = [
     "neighbour_best",
 ]
 
-# Chosen on the LoCoMo development split (reports/locomo-dev.json), in the middle of a
+# Chosen on the LoCoMo development split (reports/rankers-dev-split.json), in the middle of a
 # plateau: R@10 stays within 0.70–0.72 for BM25 weights 0.3–0.5 and context 0.2–0.5.
 BM25_WEIGHT = 0.4
 DENSE_WEIGHT = 0.6
