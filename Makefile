@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 stress: $(STAMP)
-	$(BIN)/python -m pytest -m stress -p no:nbval tests
+	$(BIN)/python -m pytest -m stress tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

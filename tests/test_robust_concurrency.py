@@ -254,7 +254,13 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl":
         return f"jsonl:{tmp_path / 'users' / 'scope' / 'records.jsonl'}"
     if request.param == "sqlite":
-        return f"sqlite:{tmp_path / 'db' / 'memlib.sqlite'}"
+        url = f"sqlite:{tmp_path / 'db' / 'memlib.sqlite'}"
+        # Created (schema, WAL) before the writers start; the race of several first
+        # writers on a brand-new file has its own stress test below.
+        from memlib.stores.admin import init_store_schema
+
+        init_store_schema(url)
+        return url
     return request.getfixturevalue("pg_url")
 
 
@@ -291,3 +297,32 @@ def test_the_verifier_rejects_torn_and_repeated_lines(tmp_path: Path) -> None:
     path.write_bytes(line + line)
     with pytest.raises(AssertionError, match="stored twice"):
         unique_rows(url)
+
+
+def _open_and_append(path: str, who: int, barrier: Any, out: str) -> None:
+    try:
+        store = open_store(f"sqlite:{path}", user_id=USER)
+        barrier.wait(TIMEOUT)
+        store.append(**_item(f"first-{who}", who, "first write"))
+        store.close()
+        Path(out).write_text("ok", encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        Path(out).write_text(repr(exc), encoding="utf-8")
+
+
+@pytest.mark.stress
+def test_sqlite_first_writers_of_a_new_store_never_see_database_is_locked(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    for attempt in range(1000):  # stops at the first failure (1-5 rounds in 100 failed before the fix)
+        path = tmp_path / f"new-{attempt}" / "memlib.sqlite"
+        barrier = context.Barrier(PROCESSES)
+        outs = [tmp_path / f"first-{attempt}-{who}.txt" for who in range(PROCESSES)]
+        processes = [context.Process(target=_open_and_append,
+                                     args=(str(path), who, barrier, str(out)))
+                     for who, out in enumerate(outs)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(TIMEOUT)
+        results = [out.read_text(encoding="utf-8") for out in outs]
+        assert results == ["ok"] * PROCESSES, f"round {attempt}: {sorted(set(results))}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,10 @@ def sqlite_path(url: str | os.PathLike[str]) -> Path:
     if not text:
         raise RemoteMemoryValidationError("sqlite store URL needs a path: sqlite:PATH")
     return Path(text)
+
+
+def _is_locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _version(conn: sqlite3.Connection) -> int:
@@ -209,7 +214,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 self.path, timeout=self._busy_timeout, isolation_level=None,
                 check_same_thread=False,
             )
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA cache_size = -131072")  # 128 MiB: term inserts stay in memory
@@ -219,10 +224,28 @@ class SqliteMemoryStore(BaseMemoryStore):
                 return None
             if version != SCHEMA_VERSION:
                 init_schema(conn)  # creates, upgrades an older one, refuses a newer one
+        except sqlite3.OperationalError as exc:
+            if _is_locked(exc):
+                raise RemoteMemoryError(f"SQLite store {self.path} is busy: {exc}") from None
+            raise RemoteMemoryCorruptionError(f"cannot open SQLite store {self.path}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise RemoteMemoryCorruptionError(f"cannot open SQLite store {self.path}: {exc}") from None
         self._conn = conn
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching a new file to WAL needs an exclusive lock, and SQLite answers
+        # "database is locked" at once instead of waiting out busy_timeout when several
+        # first writers race for it: wait here, within the same timeout.
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     def close(self) -> None:
         if self._conn is not None:
