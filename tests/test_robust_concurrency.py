@@ -11,7 +11,7 @@ in the same order so the processes really collide on them. Afterwards:
 - the raw storage holds no torn, interleaved or repeated record (JSONL bytes, SQL rows);
 - a fresh store opens the result cleanly and reads back exactly the winners.
 
-Default size per backend: 8 × 200 single appends and 8 × 500 appends in batches of
+Default size per backend: 8 × 500 single appends and 8 × 500 appends in batches of
 10; ``-m stress`` runs 8 × 5,000 of each.
 """
 
@@ -30,10 +30,8 @@ from pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 from memlib import RemoteMemoryDuplicateError, open_store
 
 PROCESSES = 8
-# Appends per process. One append is one fsync (JSONL, SQLite) or one transaction
-# (PostgreSQL), all serialised on one lock, so single appends are sized for CI time;
-# batches give the full 8 × 500. The stress run is 10 × the issue's 8 × 500 for both.
-APPENDS = {"append": 200, "append_many": 500}
+# Appends per process: the issue's 8 × 500, single and batched. The stress run is 10 ×.
+APPENDS = {"append": 500, "append_many": 500}
 STRESS_APPENDS = 5_000
 BATCH = 10  # append_many: 5 private + 5 shared ids per batch
 USER = "alice"
