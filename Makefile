@@ -17,8 +17,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Root (a container, a CI box) needs --allow-root; everyone else gets the plain command.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 course: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(ALLOW_ROOT)
 
 system-deps:
 	@bash scripts/system-deps.sh
