@@ -23,9 +23,10 @@ only when a query needs it, never by ``import memlib``.
 from __future__ import annotations
 
 import heapq
-import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
+from operator import itemgetter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -60,7 +61,12 @@ _MICRO = timedelta(microseconds=1)
 # small stores free of the import). Tests set it to 0 to drive the numpy path.
 NUMPY_MIN_POSTINGS = 512
 
-_ASCII_WORD = re.compile(r"[0-9a-z_]+")
+# ASCII text, lowered: every character that cannot be in a term becomes a space, and
+# ``split`` cuts the runs left — the same terms as ``[0-9a-z_]+``, three times faster.
+_ASCII_TERM_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_")
+_ASCII_GAPS = str.maketrans({
+    chr(code): " " for code in range(128) if chr(code) not in _ASCII_TERM_CHARS
+})
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
@@ -77,7 +83,7 @@ def index_tokens(text: str) -> list[str] | tuple[str, ...]:
     agree.)
     """
     if text.isascii():
-        return _ASCII_WORD.findall(text.lower())
+        return text.lower().translate(_ASCII_GAPS).split()
     return tokenize_all(text)
 
 
@@ -214,44 +220,101 @@ class InvertedIndex:
 
     def add(self, record: StoredMemory) -> int:
         """Index one record (in append order)."""
-        doc = len(self.ids)
-        memory_id = record.memory_id
-        kind = record.kind
-        self.ids.append(memory_id)
-        self.doc_of[memory_id] = doc
-        self.kinds.append(KIND_CODE[kind])
-        captured = record.captured_datetime
-        self.timestamps.append(captured.timestamp())
-        self.micros.append((captured - EPOCH) // _MICRO)
-        if kind is MemoryKind.CONVERSATION:
-            tokens = index_tokens(searchable_text(record))
-            if self._stop is None:
-                self._stop = _stopwords()
-            content = len(tokens) - sum(map(self._stop.__contains__, tokens))
-            self.tokens.append(len(tokens))
-            self.content_tokens.append(content)
-            if memory_id in self.retracted:
-                self.live.append(0)
-                self.retracted_conversations += 1
-            else:
-                self.live.append(1)
-                self.searched += 1
-                self.token_count += len(tokens)
-                self.content_token_count += content
-            postings = self.postings
-            for term in set(tokens):
-                posting = postings.get(term)
-                if posting is None:
-                    postings[term] = array("I", (doc,))
+        return self.add_many((record,))
+
+    # From this many records on, postings are built with numpy for the whole batch:
+    # one sorted pass instead of a dict look-up and an array append per term.
+    NUMPY_MIN_BATCH = 256
+
+    def add_many(self, records: Sequence[StoredMemory]) -> int:
+        """Index ``records`` in append order; returns the doc number of the first."""
+        first = len(self.ids)
+        if self._stop is None:
+            self._stop = _stopwords()
+        stop = self._stop.__contains__
+        ids, doc_of, kinds, live = self.ids, self.doc_of, self.kinds, self.live
+        timestamps, micros = self.timestamps, self.micros
+        counts, content_counts = self.tokens, self.content_tokens
+        fromisoformat = datetime.fromisoformat
+        # (doc, its terms) of the searchable records, for the postings below.
+        texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
+        for doc, record in enumerate(records, first):
+            memory_id = record.memory_id
+            kind = record.kind
+            ids.append(memory_id)
+            doc_of[memory_id] = doc
+            kinds.append(KIND_CODE[kind])
+            # A stored captured_at is already canonical UTC: no need to normalize again.
+            captured = fromisoformat(record.source.captured_at)
+            timestamps.append(captured.timestamp())
+            micros.append((captured - EPOCH) // _MICRO)
+            if kind is MemoryKind.CONVERSATION:
+                tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
+                content = len(tokens) - sum(map(stop, tokens))
+                counts.append(len(tokens))
+                content_counts.append(content)
+                if memory_id in self.retracted:
+                    live.append(0)
+                    self.retracted_conversations += 1
                 else:
-                    posting.append(doc)
+                    live.append(1)
+                    self.searched += 1
+                    self.token_count += len(tokens)
+                    self.content_token_count += content
+                texts.append((doc, tokens))
+            else:
+                live.append(0)
+                counts.append(0)
+                content_counts.append(0)
+                if kind is MemoryKind.RETRACTION and record.retracts is not None:
+                    self._retract(record.retracts)
+        if len(texts) >= self.NUMPY_MIN_BATCH:
+            self._post_numpy(texts)
         else:
-            self.live.append(0)
-            self.tokens.append(0)
-            self.content_tokens.append(0)
-            if kind is MemoryKind.RETRACTION and record.retracts is not None:
-                self._retract(record.retracts)
-        return doc
+            postings = self.postings
+            for doc, tokens in texts:
+                for term in set(tokens):
+                    posting = postings.get(term)
+                    if posting is None:
+                        postings[term] = array("I", (doc,))
+                    else:
+                        posting.append(doc)
+        return first
+
+    def _post_numpy(self, texts: list[tuple[int, list[str] | tuple[str, ...]]]) -> None:
+        """Append every (term, doc) of ``texts`` to the postings, docs ascending."""
+        import numpy as np
+
+        token_lists = [tokens for _, tokens in texts]
+        flat = list(chain.from_iterable(token_lists))
+        if not flat:
+            return  # records of punctuation only: no term, no posting
+        terms = list(set(flat))
+        local = {term: i for i, term in enumerate(terms)}
+        # itemgetter looks every token up in one C loop (a map() calls per token).
+        numbers = itemgetter(*flat)(local) if len(flat) > 1 else [local[t] for t in flat]
+        term_of = np.array(numbers, dtype=np.int64).reshape(-1)
+        row_of = np.repeat(
+            np.arange(len(texts), dtype=np.int64),
+            np.fromiter((len(tokens) for _, tokens in texts), dtype=np.int64, count=len(texts)),
+        )
+        # One key per (term, record), sorted: by term, then record (= append order);
+        # a term repeated in a record collapses to one posting.
+        keys = np.sort(term_of * len(texts) + row_of)
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+        term_of, row_of = np.divmod(keys, len(texts))
+        docs = np.fromiter((doc for doc, _ in texts), dtype=np.uint32, count=len(texts))[row_of]
+        cuts = np.flatnonzero(np.diff(term_of)) + 1
+        starts = np.concatenate(([0], cuts)).tolist()
+        ends = np.concatenate((cuts, [len(keys)])).tolist()
+        postings = self.postings
+        for term_number, start, end in zip(term_of[starts].tolist(), starts, ends):
+            term = terms[term_number]
+            chunk = docs[start:end].tobytes()
+            posting = postings.get(term)
+            if posting is None:
+                posting = postings[term] = array("I")
+            posting.frombytes(chunk)
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 
@@ -24,6 +25,7 @@ __all__ = [
     "format_timestamp",
     "collapse_whitespace",
     "LIMITS",
+    "record_from_item",
 ]
 
 # Characters per field. The numbers are a teaching limit, not a storage one: they keep
@@ -38,6 +40,14 @@ LIMITS: Mapping[str, int] = {
 MEMORY_ID_MAX = 200
 # Lone surrogates (e.g. from a "\ud800" JSON escape) cannot be written as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Any character an id may not hold. ``\s`` in a str pattern is ``str.isspace``, so one
+# search answers for the whole rule; only a refused id takes the slow path that words
+# the error.
+_ID_REFUSED = re.compile("[\\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_HEX16 = re.compile("[0-9a-f]{16}")
+# The form ``format_timestamp`` writes. A string already in it (the usual case: records
+# read back, ``captured_at`` made by memlib) is its own normal form once it parses.
+_CANONICAL_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,5}[1-9])?Z")
 
 
 class MemoryKind(str, Enum):
@@ -57,7 +67,7 @@ def collapse_whitespace(value: str) -> str:
 def _text(field_name: str, value: object) -> str:
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
-    text = collapse_whitespace(value)
+    text = " ".join(value.split())  # collapse_whitespace, inlined: every record pays it
     if not text:
         raise RemoteMemoryValidationError(f"{field_name} must not be empty")
     limit = LIMITS.get(field_name)
@@ -65,7 +75,7 @@ def _text(field_name: str, value: object) -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} exceeds the {limit:,}-character teaching limit"
         )
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         raise RemoteMemoryValidationError(f"{field_name} must be valid Unicode (no lone surrogates)")
     return text
 
@@ -79,6 +89,8 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} exceeds the {MEMORY_ID_MAX}-character limit"
         )
+    if _ID_REFUSED.search(value) is None:
+        return value
     # An id ends up in file names, SQL keys and XML attributes: keep it one visible token.
     if any(ch.isspace() or ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in value):
         raise RemoteMemoryValidationError(
@@ -119,6 +131,12 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def normalize_timestamp(value: object) -> str:
+    if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
+        try:
+            datetime.fromisoformat(value)  # still a real date: no 30 February
+        except ValueError:
+            raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
+        return value
     return format_timestamp(parse_timestamp(value))
 
 
@@ -132,16 +150,14 @@ def user_scope_for(user_id: str) -> str:
 
 
 def _scope(value: object) -> str:
-    if (
-        not isinstance(value, str)
-        or len(value) != 16
-        or any(ch not in "0123456789abcdef" for ch in value)
-    ):
+    if not isinstance(value, str) or not _HEX16.fullmatch(value):
         raise RemoteMemoryValidationError(f"user_scope must be 16 hex digits: {value!r}")
     return value
 
 
 def _kind(value: object) -> MemoryKind:
+    if value.__class__ is MemoryKind:
+        return value  # type: ignore[return-value]
     try:
         return MemoryKind(value)
     except ValueError:
@@ -269,3 +285,74 @@ class StoredMemory:
             stored_at=data["stored_at"],
             retracts=data.get("retracts"),
         )
+
+
+_FAST_KINDS = {
+    "conversation": MemoryKind.CONVERSATION, MemoryKind.CONVERSATION: MemoryKind.CONVERSATION,
+    "profile": MemoryKind.PROFILE, MemoryKind.PROFILE: MemoryKind.PROFILE,
+}
+_SOURCE_KEYS = frozenset(("source_id", "source_type", "title", "captured_at"))
+_FAST_FIELDS = (
+    ("source_id", LIMITS["source_id"]), ("source_type", LIMITS["source_type"]),
+    ("title", LIMITS["title"]), ("content", LIMITS["content"]), ("summary", LIMITS["summary"]),
+)
+
+
+def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory:
+    """``StoredMemory(...)`` of an append item, for a store's own scope and clock.
+
+    The same checks as the constructor, inlined for the usual item (a plain dict of
+    strings, a conversation or profile): a bulk import pays them per record, and a
+    call per field is most of that. Anything unusual, or anything the checks refuse,
+    goes to the constructor, which words the error. ``user_scope`` and ``stored_at``
+    come from the store (already valid). A property test holds the two paths equal.
+    """
+    source = item["source"]
+    kind = _FAST_KINDS.get(item["kind"]) if type(item["kind"]) in (str, MemoryKind) else None
+    memory_id = item["memory_id"]
+    if (
+        kind is not None
+        and type(source) is dict
+        and source.keys() == _SOURCE_KEYS
+        and type(memory_id) is str
+        and 0 < len(memory_id) <= MEMORY_ID_MAX
+        and _ID_REFUSED.search(memory_id) is None
+    ):
+        values: dict[str, Any] = {}
+        for name, limit in _FAST_FIELDS:
+            value = source[name] if name in _SOURCE_KEYS else item[name]
+            if type(value) is not str:
+                break
+            text = " ".join(value.split())
+            if not text or len(text) > limit or (not text.isascii() and _SURROGATE.search(text)):
+                break
+            values[name] = text
+        else:
+            captured = source["captured_at"]
+            if type(captured) is str and _CANONICAL_TIMESTAMP.fullmatch(captured):
+                try:
+                    datetime.fromisoformat(captured)
+                except ValueError:
+                    pass  # the constructor says "invalid timestamp"
+                else:
+                    made_source = object.__new__(MemorySource)
+                    made_source.__dict__.update(
+                        source_id=values["source_id"], source_type=values["source_type"],
+                        title=values["title"], captured_at=captured,
+                    )
+                    record = object.__new__(StoredMemory)
+                    record.__dict__.update(
+                        memory_id=memory_id, user_scope=user_scope, kind=kind,
+                        content=values["content"], summary=values["summary"],
+                        source=made_source, stored_at=stored_at, retracts=None,
+                    )
+                    return record
+    return StoredMemory(
+        memory_id=memory_id,
+        user_scope=user_scope,
+        kind=item["kind"],
+        content=item["content"],
+        summary=item["summary"],
+        source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+        stored_at=stored_at,
+    )

@@ -9,14 +9,22 @@ refuses exactly the same things with exactly the same messages.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from ..candidates import CandidateScan, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
-from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+from ..records import (
+    MemoryKind,
+    MemorySource,
+    StoredMemory,
+    format_timestamp,
+    record_from_item,
+    user_scope_for,
+)
 
 __all__ = [
     "MemoryStore", "BaseMemoryStore", "StoreState", "Clock", "latest_profile_of",
@@ -26,6 +34,7 @@ __all__ = [
 Clock = Callable[[], datetime]
 
 _APPEND_KEYS = ("kind", "memory_id", "content", "summary", "source")
+_APPEND_KEY_SET = frozenset(_APPEND_KEYS)
 
 
 @runtime_checkable
@@ -130,27 +139,21 @@ class BaseMemoryStore:
         return format_timestamp(moment)
 
     def _record(self, item: Mapping[str, Any], stored_at: str) -> StoredMemory:
-        if not isinstance(item, Mapping):
-            raise RemoteMemoryValidationError("each record to append must be a mapping")
-        missing = [k for k in _APPEND_KEYS if k not in item]
-        if missing:
-            raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
-        unknown = sorted(set(item) - set(_APPEND_KEYS))
-        if unknown:
-            raise RemoteMemoryValidationError(f"unknown record fields: {', '.join(unknown)}")
+        # A plain dict with exactly the five keys is the common case (a bulk import
+        # pays this per record); anything else takes the checks that word the error.
+        if type(item) is not dict or item.keys() != _APPEND_KEY_SET:
+            if not isinstance(item, Mapping):
+                raise RemoteMemoryValidationError("each record to append must be a mapping")
+            missing = [k for k in _APPEND_KEYS if k not in item]
+            if missing:
+                raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
+            unknown = sorted(set(item) - _APPEND_KEY_SET)
+            if unknown:
+                raise RemoteMemoryValidationError(f"unknown record fields: {', '.join(unknown)}")
         kind = item["kind"]
         if kind in (MemoryKind.RETRACTION, MemoryKind.RETRACTION.value):
             raise RemoteMemoryValidationError("use retract() to write a retraction")
-        source = item["source"]
-        return StoredMemory(
-            memory_id=item["memory_id"],
-            user_scope=self._user_scope,
-            kind=kind,
-            content=item["content"],
-            summary=item["summary"],
-            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
-            stored_at=stored_at,
-        )
+        return record_from_item(item, self._user_scope, stored_at)
 
     # -- the rules of a write -----------------------------------------------------
 
