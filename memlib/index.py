@@ -187,10 +187,24 @@ class InvertedIndex:
     A doc number is a record's position in append order. Postings hold only searchable
     conversation records; retraction clears a doc's ``live`` flag instead of touching
     the postings, so the index is append-only like the file it mirrors.
+
+    What the write rules need (ids, kinds, retractions, the live flags and counts) is
+    kept up to date by ``add_many`` at once. The terms of new records (tokens, their
+    counts and the postings) are worked out on the first read after it: a durable
+    append does not wait for them, a bulk import cuts every record of a batch in one
+    pass, and a writer that never recalls never pays for them. Every read of the terms
+    goes through ``settle()`` first, so nobody sees an index behind its records.
     """
 
+    # From this many records on, postings are built with numpy for the whole batch:
+    # one sorted pass instead of a dict look-up and an array append per term.
+    NUMPY_MIN_BATCH = 256
+    # Records held unsettled at most: a long import settles as it goes, so what waits
+    # is bounded (the records themselves are not kept once their terms are known).
+    SETTLE_AT = 16_384
+
     def __init__(self) -> None:
-        self.postings: dict[str, array[int]] = {}
+        self._postings: dict[str, array[int]] = {}
         self.ids: list[str] = []
         self.doc_of: dict[str, int] = {}
         self.kinds = bytearray()
@@ -202,14 +216,42 @@ class InvertedIndex:
         self.retracted_conversations = 0
         # Corpus statistics the reference reports for BM25-style rankers: terms with
         # repeats over the searched records, all / without English stopwords.
-        self.tokens = array("I")
-        self.content_tokens = array("I")
-        self.token_count = 0
-        self.content_token_count = 0
+        self._tokens = array("I")
+        self._content_tokens = array("I")
+        self._token_count = 0
+        self._content_token_count = 0
         self._stop: frozenset[str] | None = None
+        # Conversation records whose terms are not worked out yet, in append order.
+        self._unsettled: list[tuple[int, StoredMemory]] = []
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    # Terms and their statistics: settled on first read.
+    @property
+    def postings(self) -> dict[str, array[int]]:
+        self.settle()
+        return self._postings
+
+    @property
+    def tokens(self) -> array[int]:
+        self.settle()
+        return self._tokens
+
+    @property
+    def content_tokens(self) -> array[int]:
+        self.settle()
+        return self._content_tokens
+
+    @property
+    def token_count(self) -> int:
+        self.settle()
+        return self._token_count
+
+    @property
+    def content_token_count(self) -> int:
+        self.settle()
+        return self._content_token_count
 
     def kind_of(self, memory_id: str) -> MemoryKind | None:
         doc = self.doc_of.get(memory_id)
@@ -222,22 +264,12 @@ class InvertedIndex:
         """Index one record (in append order)."""
         return self.add_many((record,))
 
-    # From this many records on, postings are built with numpy for the whole batch:
-    # one sorted pass instead of a dict look-up and an array append per term.
-    NUMPY_MIN_BATCH = 256
-
     def add_many(self, records: Sequence[StoredMemory]) -> int:
         """Index ``records`` in append order; returns the doc number of the first."""
         first = len(self.ids)
-        if self._stop is None:
-            self._stop = _stopwords()
-        stop = self._stop.__contains__
         ids, doc_of, kinds, live = self.ids, self.doc_of, self.kinds, self.live
         timestamps, micros = self.timestamps, self.micros
-        counts, content_counts = self.tokens, self.content_tokens
         fromisoformat = datetime.fromisoformat
-        # (doc, its terms) of the searchable records, for the postings below.
-        texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
         for doc, record in enumerate(records, first):
             memory_id = record.memory_id
             kind = record.kind
@@ -248,30 +280,47 @@ class InvertedIndex:
             captured = fromisoformat(record.source.captured_at)
             timestamps.append(captured.timestamp())
             micros.append((captured - EPOCH) // _MICRO)
+            self._tokens.append(0)  # until settled
+            self._content_tokens.append(0)
             if kind is MemoryKind.CONVERSATION:
-                tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
-                content = len(tokens) - sum(map(stop, tokens))
-                counts.append(len(tokens))
-                content_counts.append(content)
                 if memory_id in self.retracted:
                     live.append(0)
                     self.retracted_conversations += 1
                 else:
                     live.append(1)
                     self.searched += 1
-                    self.token_count += len(tokens)
-                    self.content_token_count += content
-                texts.append((doc, tokens))
+                self._unsettled.append((doc, record))
             else:
                 live.append(0)
-                counts.append(0)
-                content_counts.append(0)
                 if kind is MemoryKind.RETRACTION and record.retracts is not None:
                     self._retract(record.retracts)
+        if len(self._unsettled) >= self.SETTLE_AT:
+            self.settle()
+        return first
+
+    def settle(self) -> None:
+        """Work out the terms of every record added since the last read."""
+        if not self._unsettled:
+            return
+        pending, self._unsettled = self._unsettled, []
+        if self._stop is None:
+            self._stop = _stopwords()
+        stop = self._stop.__contains__
+        counts, content_counts, live = self._tokens, self._content_tokens, self.live
+        texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
+        for doc, record in pending:
+            tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
+            content = len(tokens) - sum(map(stop, tokens))
+            counts[doc] = len(tokens)
+            content_counts[doc] = content
+            if live[doc]:
+                self._token_count += len(tokens)
+                self._content_token_count += content
+            texts.append((doc, tokens))
         if len(texts) >= self.NUMPY_MIN_BATCH:
             self._post_numpy(texts)
         else:
-            postings = self.postings
+            postings = self._postings
             for doc, tokens in texts:
                 for term in set(tokens):
                     posting = postings.get(term)
@@ -279,7 +328,6 @@ class InvertedIndex:
                         postings[term] = array("I", (doc,))
                     else:
                         posting.append(doc)
-        return first
 
     def _post_numpy(self, texts: list[tuple[int, list[str] | tuple[str, ...]]]) -> None:
         """Append every (term, doc) of ``texts`` to the postings, docs ascending."""
@@ -307,7 +355,7 @@ class InvertedIndex:
         cuts = np.flatnonzero(np.diff(term_of)) + 1
         starts = np.concatenate(([0], cuts)).tolist()
         ends = np.concatenate((cuts, [len(keys)])).tolist()
-        postings = self.postings
+        postings = self._postings
         for term_number, start, end in zip(term_of[starts].tolist(), starts, ends):
             term = terms[term_number]
             chunk = docs[start:end].tobytes()
@@ -322,11 +370,12 @@ class InvertedIndex:
         self.retracted.add(target)
         doc = self.doc_of.get(target)
         if doc is not None and self.kinds[doc] == 0:
+            self.settle()  # the target's counts leave the totals: they must be known
             self.live[doc] = 0
             self.searched -= 1
             self.retracted_conversations += 1
-            self.token_count -= self.tokens[doc]
-            self.content_token_count -= self.content_tokens[doc]
+            self._token_count -= self._tokens[doc]
+            self._content_token_count -= self._content_tokens[doc]
 
     # -- queries -------------------------------------------------------------------
 

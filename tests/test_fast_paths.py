@@ -191,6 +191,7 @@ def test_batched_index_equals_one_record_at_a_time(
     batched = InvertedIndex()
     batched.NUMPY_MIN_BATCH = 0  # every batch through numpy, however small
     batched.add_many(records[:split])
+    batched.settle()
     batched.add_many(records[split:])
     assert _snapshot(batched) == _snapshot(one)
     assert all(list(p) == sorted(set(p)) for p in batched.postings.values())

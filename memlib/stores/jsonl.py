@@ -104,7 +104,9 @@ class _Cache:
         for size in sizes:
             self.starts.append(start)
             start += size
-        self.extras.extend(r for r in records if r.kind is not MemoryKind.CONVERSATION)
+        for record in records:
+            if record.kind is not MemoryKind.CONVERSATION:
+                self.extras.append(record)
         if self.records is not None:
             self.records.extend(records)
         self.lines += len(records)
@@ -325,22 +327,29 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     # -- writing --------------------------------------------------------------------
 
-    def _open(self, path: Path, flags: int) -> int:
+    def _open(self, path: Path, flags: int, *, make_folders: bool = False) -> int:
         try:
             return os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
+        except FileNotFoundError:
+            if not make_folders:
+                raise RemoteMemoryError(f"cannot open {path}: no such folder") from None
         except IsADirectoryError:
             raise RemoteMemoryCorruptionError(f"path is a folder, not a file: {path}") from None
         except OSError as exc:
             raise RemoteMemoryError(f"cannot open {path}: {exc.strerror}") from None
+        # The first write (or the folder was removed since): make the folders, private
+        # all the way up, and try once more. Checking them before every append would
+        # cost a stat per level for nothing.
+        try:
+            make_private_folders(path.parent)
+        except OSError as exc:
+            raise RemoteMemoryError(f"cannot create folder {path.parent}: {exc.strerror}") from None
+        return self._open(path, flags)
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
-        try:
-            make_private_folders(self.path.parent)
-        except OSError as exc:
-            raise RemoteMemoryError(f"cannot create folder {self.path.parent}: {exc.strerror}") from None
-        lock_fd = self._open(self.lock_path, os.O_RDWR | os.O_CREAT)
+        lock_fd = self._open(self.lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             fd = self._open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
