@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from operator import itemgetter
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 from .candidates import CandidateScan, check_scope, make_candidate, searchable_text
@@ -38,6 +39,7 @@ from .score import DECIMALS, LEXICAL_WEIGHT, RECENCY_WEIGHT, recency_of
 
 __all__ = [
     "NUMPY_MIN_POSTINGS",
+    "count_matches",
     "InvertedIndex",
     "candidates_for",
     "captured_micros",
@@ -70,6 +72,77 @@ _ASCII_GAPS = str.maketrans({
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
+
+
+@cache
+def _numpy() -> Any | None:
+    """numpy when installed (the ``scale`` extra), else None: every use has a fallback."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def count_matches(
+    runs: Sequence[bytes], unpack: Callable[[bytes], Sequence[int]]
+) -> tuple[Sequence[int], Sequence[int]]:
+    """``(doc ids ascending, how many of the runs hold each)`` for packed posting runs.
+
+    Each run lists distinct ids of one term, so a doc's count is its matched terms.
+    """
+    total = sum(len(run) for run in runs) // 8
+    np = _numpy() if total >= NUMPY_MIN_POSTINGS else None
+    if np is not None:
+        if not runs:
+            return [], []
+        ids, counts = np.unique(
+            np.concatenate([np.frombuffer(run, dtype="<i8") for run in runs]), return_counts=True
+        )
+        return ids.tolist(), counts.tolist()
+    tally: dict[int, int] = {}
+    for run in runs:
+        for doc in unpack(run):
+            tally[doc] = tally.get(doc, 0) + 1
+    ordered = sorted(tally)
+    return ordered, [tally[doc] for doc in ordered]
+
+
+def runs_by_term(
+    texts: Sequence[tuple[int, Sequence[str] | set[str]]], number_of: dict[str, int], dtype: str
+) -> list[tuple[int, bytes]]:
+    """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
+
+    Term numbers ascending, each term's docs ascending in the order of ``texts`` (which
+    must be ascending) and distinct (a term repeated in a doc counts once). numpy does
+    the sorting: a bulk write inverts hundreds of thousands of pairs at once.
+    """
+    import numpy as np
+
+    flat = list(chain.from_iterable(terms for _, terms in texts))
+    if not flat:
+        return []  # records of punctuation only: no term, no posting
+    # itemgetter looks every term up in one C loop (map() would call once per term).
+    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
+    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
+    rows = len(texts)
+    row_of = np.repeat(
+        np.arange(rows, dtype=np.int64),
+        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
+    )
+    # One key per (term, doc), sorted by term then doc; repeats collapse.
+    keys = np.sort(term_of * rows + row_of)
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    term_of, row_of = np.divmod(keys, rows)
+    docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
+    docs = docs.astype(dtype)
+    cuts = np.flatnonzero(np.diff(term_of)) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    ends = np.concatenate((cuts, [len(keys)])).tolist()
+    return [
+        (number, docs[start:end].tobytes())
+        for number, start, end in zip(term_of[starts].tolist(), starts, ends)
+    ]
 
 
 # -- terms and times ---------------------------------------------------------------
@@ -317,7 +390,7 @@ class InvertedIndex:
                 self._token_count += len(tokens)
                 self._content_token_count += content
             texts.append((doc, tokens))
-        if len(texts) >= self.NUMPY_MIN_BATCH:
+        if len(texts) >= self.NUMPY_MIN_BATCH and _numpy() is not None:
             self._post_numpy(texts)
         else:
             postings = self._postings
@@ -331,38 +404,16 @@ class InvertedIndex:
 
     def _post_numpy(self, texts: list[tuple[int, list[str] | tuple[str, ...]]]) -> None:
         """Append every (term, doc) of ``texts`` to the postings, docs ascending."""
-        import numpy as np
-
-        token_lists = [tokens for _, tokens in texts]
-        flat = list(chain.from_iterable(token_lists))
-        if not flat:
-            return  # records of punctuation only: no term, no posting
-        terms = list(set(flat))
+        terms = list({term for _, tokens in texts for term in tokens})
         local = {term: i for i, term in enumerate(terms)}
-        # itemgetter looks every token up in one C loop (a map() calls per token).
-        numbers = itemgetter(*flat)(local) if len(flat) > 1 else [local[t] for t in flat]
-        term_of = np.array(numbers, dtype=np.int64).reshape(-1)
-        row_of = np.repeat(
-            np.arange(len(texts), dtype=np.int64),
-            np.fromiter((len(tokens) for _, tokens in texts), dtype=np.int64, count=len(texts)),
-        )
-        # One key per (term, record), sorted: by term, then record (= append order);
-        # a term repeated in a record collapses to one posting.
-        keys = np.sort(term_of * len(texts) + row_of)
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-        term_of, row_of = np.divmod(keys, len(texts))
-        docs = np.fromiter((doc for doc, _ in texts), dtype=np.uint32, count=len(texts))[row_of]
-        cuts = np.flatnonzero(np.diff(term_of)) + 1
-        starts = np.concatenate(([0], cuts)).tolist()
-        ends = np.concatenate((cuts, [len(keys)])).tolist()
         postings = self._postings
-        for term_number, start, end in zip(term_of[starts].tolist(), starts, ends):
-            term = terms[term_number]
-            chunk = docs[start:end].tobytes()
+        for number, docs in runs_by_term(texts, local, "<u4"):
+            term = terms[number]
             posting = postings.get(term)
             if posting is None:
                 posting = postings[term] = array("I")
-            posting.frombytes(chunk)
+            posting.frombytes(docs)
+
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:
@@ -402,7 +453,7 @@ class InvertedIndex:
         postings = self._postings_of(terms)
         if not postings:
             return [], 0
-        if sum(len(p) for p in postings) >= NUMPY_MIN_POSTINGS:
+        if sum(len(p) for p in postings) >= NUMPY_MIN_POSTINGS and _numpy() is not None:
             return self._top_numpy(postings, len(terms), limit, as_of)
         return self._top_python(postings, len(terms), limit, as_of)
 

@@ -325,6 +325,67 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["--store", db, "db", "init"]) == 0
     assert main(["--store", db, "db", "init"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SQLite store: created schema version 1",
-        "SQLite store: schema version 1, nothing to do",
+        "SQLite store: created schema version 2",
+        "SQLite store: schema version 2, nothing to do",
     ]
+
+
+def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
+    """Version 1 kept one postings row per (term, record); version 2 packs runs."""
+    import sqlite3
+
+    from memlib.stores.sqlite import unpack_ids
+
+    path = tmp_path / "old.db"
+    store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
+    store.append_many(sample_records())
+    store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
+    engine = RecallEngine(store)
+    before = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+              for q in ("layered memory", "sqlite persistence", "分层")]
+    store.close()
+    # Turn the file back into version 1, as an older memlib wrote it.
+    conn = sqlite3.connect(path, isolation_level=None)
+    pairs = [(term_id, doc) for term_id, blob in conn.execute("SELECT term_id, docs FROM postings")
+             for doc in unpack_ids(blob)]
+    assert pairs
+    conn.executescript(
+        "DROP TABLE postings; CREATE TABLE postings (term_id INTEGER NOT NULL, "
+        "record_id INTEGER NOT NULL, PRIMARY KEY (term_id, record_id)) WITHOUT ROWID;"
+        "UPDATE memlib_meta SET value = '1' WHERE key = 'schema_version';"
+    )
+    conn.executemany("INSERT INTO postings VALUES (?, ?)", pairs)
+    conn.close()
+    reopened = open_store(f"sqlite:{path}", user_id="alice")
+    engine = RecallEngine(reopened)
+    after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+             for q in ("layered memory", "sqlite persistence", "分层")]
+    assert after == before
+    version = sqlite3.connect(path).execute(
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("2",)
+    reopened.close()
+
+
+def test_sqlite_posting_rows_are_the_jsonl_index(tmp_path: Path) -> None:
+    jsonl = open_store(f"jsonl:{tmp_path / 'a.jsonl'}", user_id="alice", clock=fixed_clock())
+    sqlite = open_store(f"sqlite:{tmp_path / 'a.db'}", user_id="alice", clock=fixed_clock())
+    for store in (jsonl, sqlite):
+        store.append_many(sample_records())
+        store.retract("conversation-003", reason="wrong", source=sample_records()[0]["source"])
+    # The JSONL index keeps a retracted record's postings and clears its live flag;
+    # SQLite takes it out of its runs. Without it, the two are the same sets.
+    def live(rows: list[dict[str, Any]], keep_empty: bool) -> list[dict[str, Any]]:
+        out = []
+        for row in rows:
+            ids = [i for i in row["memory_ids"] if i != "conversation-003"]
+            if ids or keep_empty:
+                out.append({"term": row["term"], "records": len(ids), "memory_ids": ids})
+        return out
+
+    rows = sqlite.posting_rows()
+    assert len(rows) > 50 and rows == live(jsonl.index.posting_rows(), keep_empty=False)
+    assert all("conversation-003" not in row["memory_ids"] for row in rows)
+    asked = ["layered", "memory", "nope"]
+    assert sqlite.posting_rows(asked) == live(jsonl.index.posting_rows(asked), keep_empty=True)
+    sqlite.close()

@@ -26,7 +26,6 @@ import os
 import stat
 from array import array
 from collections.abc import Iterable, Sequence
-from json.encoder import encode_basestring as _quote
 from pathlib import Path
 
 from ..candidates import CandidateScan
@@ -38,7 +37,7 @@ from ..errors import (
 )
 from ..index import InvertedIndex, scan_from_index
 from ..normalize import RecallQuery
-from ..records import MemoryKind, StoredMemory
+from ..records import MemoryKind, StoredMemory, record_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
@@ -59,28 +58,8 @@ def pending_batch_offset(data: bytes) -> int | None:
         return None
 
 
-# The line ``json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":"))``
-# writes, field by field: the same C string escaper, without building a dict and an
-# encoder per record (a bulk import writes one line per record; a property test checks
-# the two agree byte for byte).
-_LINE = (
-    '{"memory_id":%s,"user_scope":%s,"kind":%s,"content":%s,"summary":%s,'
-    '"source":{"source_id":%s,"source_type":%s,"title":%s,"captured_at":%s},'
-    '"stored_at":%s'
-)
-
-
 def encode_record(record: StoredMemory) -> bytes:
-    source = record.source
-    line = _LINE % (
-        _quote(record.memory_id), _quote(record.user_scope), _quote(record.kind.value),
-        _quote(record.content), _quote(record.summary), _quote(source.source_id),
-        _quote(source.source_type), _quote(source.title), _quote(source.captured_at),
-        _quote(record.stored_at),
-    )
-    if record.retracts is not None:
-        line += ',"retracts":' + _quote(record.retracts)
-    return (line + "}\n").encode("utf-8")
+    return (record_json(record) + "\n").encode("utf-8")
 
 
 class _Cache:

@@ -8,8 +8,11 @@ or leaves nothing behind. ``UNIQUE(user_scope, memory_id)`` backs the duplicate 
 
 Candidates come from a term table kept with memlib's own tokenizer in the same
 transaction as the record (FTS5 tokenizers cut CJK text differently, so their matches
-would not be the reference's). A retraction removes the target's postings in the
-transaction that records it; the record itself is never changed. Nothing is created
+would not be the reference's). A term's postings are stored as packed runs of record
+ids, one row per term per written batch: a bulk import writes a row per distinct term
+instead of a row per (term, record), which is what made it slow (schema version 2;
+version 1 stores are converted on open). A retraction removes the target from its
+terms' runs in the transaction that records it; the record itself is never changed. Nothing is created
 until the first write: a missing file reads as an empty store.
 """
 
@@ -18,8 +21,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import time
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,26 +37,30 @@ from ..errors import (
     RemoteMemoryScopeError,
     RemoteMemoryValidationError,
 )
+from ..index import _numpy as _numpy_module
 from ..index import (
     candidates_for,
-    captured_micros,
+    EPOCH,
+    count_matches,
     query_as_of,
     record_stats,
+    runs_by_term,
     timestamp_of_micros,
     walk_groups,
 )
 from ..normalize import RecallQuery
-from ..records import MemoryKind, StoredMemory
+from ..records import MemoryKind, StoredMemory, record_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MICROSECOND = timedelta(microseconds=1)
 FILE_MODE = 0o600
 _CHUNK = 500  # host parameters per IN (...) list
 
-# Each entry upgrades the schema from version i to i + 1.
-_MIGRATIONS: tuple[str, ...] = (
+# Each entry upgrades the schema from version i to i + 1: a script, or a function.
+_MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     CREATE TABLE IF NOT EXISTS records (
         id          INTEGER PRIMARY KEY,          -- append order
@@ -86,7 +96,53 @@ _MIGRATIONS: tuple[str, ...] = (
         content_tokens INTEGER NOT NULL DEFAULT 0
     );
     """,
+    # 2: postings as packed runs of record ids, one row per term per batch.
+    lambda conn: _postings_as_runs(conn),
 )
+
+
+def _numpy_available() -> bool:
+    return _numpy_module() is not None
+
+
+def pack_ids(ids: Iterable[int]) -> bytes:
+    """Record ids (ascending) as little-endian int64: the ``postings.docs`` format."""
+    packed = array("q", ids)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_ids(blob: bytes) -> array[int]:
+    ids = array("q")
+    ids.frombytes(blob)
+    if sys.byteorder != "little":
+        ids.byteswap()
+    return ids
+
+
+def _postings_as_runs(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE postings_runs (term_id INTEGER NOT NULL, first_id INTEGER NOT NULL, "
+        "docs BLOB NOT NULL, PRIMARY KEY (term_id, first_id)) WITHOUT ROWID"
+    )
+    runs: list[tuple[int, int, bytes]] = []
+    current: int | None = None
+    ids: list[int] = []
+    for term_id, record_id in conn.execute(
+        "SELECT term_id, record_id FROM postings ORDER BY term_id, record_id"
+    ):
+        if term_id != current:
+            if ids:
+                runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
+            current, ids = term_id, []
+        ids.append(record_id)
+    if ids:
+        runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
+    conn.executemany("INSERT INTO postings_runs VALUES (?, ?, ?)", runs)
+    conn.execute("DROP TABLE postings")
+    conn.execute("ALTER TABLE postings_runs RENAME TO postings")
+
 
 
 def sqlite_path(url: str | os.PathLike[str]) -> Path:
@@ -127,8 +183,11 @@ def init_schema(conn: sqlite3.Connection) -> tuple[int, int]:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS memlib_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
         )
-        for script in _MIGRATIONS[before:]:
-            for statement in script.split(";"):
+        for step in _MIGRATIONS[before:]:
+            if callable(step):
+                step(conn)
+                continue
+            for statement in step.split(";"):
                 if statement.strip():
                     conn.execute(statement)
         conn.execute(
@@ -295,15 +354,17 @@ class SqliteMemoryStore(BaseMemoryStore):
         ).fetchone()
         return tuple(row) if row else (0, 0, 0, 0)  # type: ignore[return-value]
 
-    def _query_term_ids(self, conn: sqlite3.Connection, terms: Sequence[str]) -> list[int]:
-        ids: list[int] = []
+    def _matches(self, conn: sqlite3.Connection, terms: Sequence[str]) -> tuple[Any, Any]:
+        """``(record ids, matched-term counts)`` of every record sharing a term with ``terms``."""
+        runs: list[bytes] = []
         for part in _chunks(list(terms)):
             marks = ",".join("?" * len(part))
-            ids.extend(row[0] for row in conn.execute(
-                f"SELECT id FROM terms WHERE user_scope = ? AND term IN ({marks})",
+            runs.extend(row[0] for row in conn.execute(
+                f"SELECT p.docs FROM terms t JOIN postings p ON p.term_id = t.id "
+                f"WHERE t.user_scope = ? AND t.term IN ({marks})",
                 (self.user_scope, *part),
             ))
-        return ids
+        return count_matches(runs, unpack_ids)
 
     def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
         conn = self._connect(create=False)
@@ -319,23 +380,12 @@ class SqliteMemoryStore(BaseMemoryStore):
                 if row is not None:
                     raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
             searched, retracted, tokens, content_tokens = self._stats(conn)
-            term_ids = self._query_term_ids(conn, query.terms)
-            records: Sequence[StoredMemory] = ()
-            count = 0
-            if term_ids:
-                marks = ",".join("?" * len(term_ids))
-                matched = (
-                    f"SELECT record_id, count(*) AS m FROM postings "
-                    f"WHERE term_id IN ({marks}) GROUP BY record_id"
-                )
-                if top:
-                    records, count = self._top(conn, query, matched, term_ids)
-                else:
-                    records = tuple(self._parse(body) for (body,) in conn.execute(
-                        f"SELECT r.body FROM ({matched}) c JOIN records r ON r.id = c.record_id "
-                        f"WHERE r.user_scope = ? ORDER BY r.id", (*term_ids, self.user_scope),
-                    ))
-                    count = len(records)
+            ids, matched = self._matches(conn, query.terms)
+            if top:
+                records, count = self._top(conn, query, ids, matched)
+            else:
+                records = self._bodies_of(conn, ids)
+                count = len(records)
         finally:
             conn.execute("COMMIT")
         return CandidateScan(
@@ -347,38 +397,79 @@ class SqliteMemoryStore(BaseMemoryStore):
             searched_content_token_count=content_tokens,
         )
 
+    def _bodies_of(self, conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[StoredMemory, ...]:
+        """The records of ``ids`` (this scope's only), in append order."""
+        if not len(ids):
+            return ()
+        return tuple(self._parse(body) for (body,) in conn.execute(
+            "SELECT body FROM records WHERE user_scope = ? "
+            "AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (self.user_scope, json.dumps([int(i) for i in ids])),
+        ))
+
     def _top(
-        self, conn: sqlite3.Connection, query: RecallQuery, matched: str, term_ids: list[int]
+        self, conn: sqlite3.Connection, query: RecallQuery, ids: Any, matched: Any
     ) -> tuple[Sequence[StoredMemory], int]:
-        # Per matched-term group, its `limit` most recent records (ties kept by rank());
-        # the exact walk then picks the top `limit` overall (memlib.index.walk_groups).
-        rows = conn.execute(
-            f"""
-            SELECT m, captured_ts, captured_us, memory_id, id, n FROM (
-                SELECT c.m, r.captured_ts, r.captured_us, r.memory_id, r.id,
-                       rank() OVER (PARTITION BY c.m ORDER BY r.captured_ts DESC) AS rk,
-                       count(*) OVER () AS n
-                FROM ({matched}) c JOIN records r ON r.id = c.record_id
-                WHERE r.user_scope = ?
-            ) WHERE rk <= ? ORDER BY m DESC
-            """,
-            (*term_ids, self.user_scope, query.limit),
-        ).fetchall()
-        if not rows:
-            return (), 0
-        groups: dict[int, list[Any]] = {}
-        for m, ts, us, memory_id, row_id, _ in rows:
-            groups.setdefault(m, []).append((ts, timestamp_of_micros(us), memory_id, row_id))
+        # Per matched-term group, its `limit` most recent records (all ties with the
+        # last kept); the exact walk then picks the top `limit` overall
+        # (memlib.index.walk_groups) and stops before groups that cannot enter it.
+        groups: dict[int, list[int]] = {}
+        for record_id, m in zip(ids, matched):
+            groups.setdefault(int(m), []).append(int(record_id))
+        columns = (
+            "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE user_scope = ? "
+            "AND id IN (SELECT value FROM json_each(?))"
+        )
+
+        def entries(members: list[int]) -> list[Any]:
+            packed = json.dumps(members)
+            rows = conn.execute(
+                columns + " ORDER BY captured_ts DESC LIMIT ?",
+                (self.user_scope, packed, query.limit),
+            ).fetchall()
+            if len(rows) == query.limit and len(members) > query.limit:
+                rows = conn.execute(
+                    columns + " AND captured_ts >= ?", (self.user_scope, packed, rows[-1][1]),
+                ).fetchall()
+            return [(ts, timestamp_of_micros(us), memory_id, row_id)
+                    for row_id, ts, us, memory_id in rows]
+
         kept = walk_groups(
-            ((m, groups[m]) for m in sorted(groups, reverse=True)),
+            ((m, entries(groups[m])) for m in sorted(groups, reverse=True)),
             len(query.terms), query.limit, query_as_of(query),
         )
-        marks = ",".join("?" * len(kept))
         bodies = dict(conn.execute(
-            f"SELECT id, body FROM records WHERE user_scope = ? AND id IN ({marks})",
-            (self.user_scope, *kept),
-        ))
-        return tuple(self._parse(bodies[row_id]) for row_id in kept), rows[0][5]
+            "SELECT id, body FROM records WHERE user_scope = ? "
+            "AND id IN (SELECT value FROM json_each(?))",
+            (self.user_scope, json.dumps(kept)),
+        )) if kept else {}
+        return tuple(self._parse(bodies[row_id]) for row_id in kept), len(ids)
+
+    def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """``[{"term", "records", "memory_ids"}]`` from the term table, for a notebook.
+
+        The same shape as ``InvertedIndex.posting_rows``: every term of the scope
+        (sorted) or the ``terms`` asked for, in that order.
+        """
+        conn = self._connect(create=False)
+        found: dict[str, list[int]] = {}
+        if conn is not None:
+            for term, blob in conn.execute(
+                "SELECT t.term, p.docs FROM terms t JOIN postings p ON p.term_id = t.id "
+                "WHERE t.user_scope = ? ORDER BY t.term, p.first_id", (self.user_scope,),
+            ):
+                found.setdefault(term, []).extend(unpack_ids(blob))
+        every = sorted({i for ids in found.values() for i in ids})
+        names = dict(conn.execute(
+            "SELECT id, memory_id FROM records WHERE user_scope = ? "
+            "AND id IN (SELECT value FROM json_each(?))", (self.user_scope, json.dumps(every)),
+        )) if conn is not None and every else {}
+        wanted = sorted(found) if terms is None else list(terms)
+        return [
+            {"term": term, "records": len(found.get(term, ())),
+             "memory_ids": [names[i] for i in found.get(term, ())]}
+            for term in wanted
+        ]
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """Every candidate, as the reference scan gives them, found through the term table."""
@@ -418,16 +509,15 @@ class SqliteMemoryStore(BaseMemoryStore):
             self.check_batch(batch, state)
             (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM records").fetchone()
             rows = []
-            postings: list[tuple[int, int]] = []
             d_searched = d_retracted = d_tokens = d_content = 0
             pending: list[tuple[int, set[str]]] = []
             for offset, record in enumerate(batch):
                 row_id = next_id + offset
-                captured = record.captured_datetime
+                # A stored captured_at is canonical UTC already: parse it once, plainly.
+                captured = datetime.fromisoformat(record.source.captured_at)
                 rows.append((
                     row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
-                    captured_micros(record), record.retracts,
-                    json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":")),
+                    (captured - EPOCH) // MICROSECOND, record.retracts, record_json(record),
                 ))
                 if record.kind is MemoryKind.CONVERSATION:
                     terms, n_tokens, n_content = record_stats(record)
@@ -437,10 +527,19 @@ class SqliteMemoryStore(BaseMemoryStore):
                     d_content += n_content
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             term_id = self._term_resolver(conn, {t for _, terms in pending for t in terms}, new_terms)
-            for row_id, terms in pending:
-                postings.extend([(term_id[t], row_id) for t in terms])
-            postings.sort()  # B-tree order: each page is visited once
-            conn.executemany("INSERT INTO postings VALUES (?, ?)", postings)
+            # One run per term for the whole batch, its ids ascending (append order).
+            if len(pending) >= 64 and _numpy_available():
+                runs = [
+                    (tid, int.from_bytes(docs[:8], "little"), docs)
+                    for tid, docs in runs_by_term(pending, term_id, "<i8")
+                ]
+            else:
+                by_term: dict[int, list[int]] = {}
+                for row_id, terms in pending:
+                    for term in terms:
+                        by_term.setdefault(term_id[term], []).append(row_id)
+                runs = sorted((tid, ids[0], pack_ids(ids)) for tid, ids in by_term.items())
+            conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", runs)
             # Retractions: the target leaves the postings (and the counts) in this same
             # transaction. Its own record row stays as it was written.
             batch_rows = {r.memory_id: (next_id + i, r) for i, r in enumerate(batch)}
@@ -459,10 +558,8 @@ class SqliteMemoryStore(BaseMemoryStore):
                     continue
                 terms, n_tokens, n_content = record_stats(target_record)
                 ids = self._term_resolver(conn, terms, new_terms)
-                conn.executemany(
-                    "DELETE FROM postings WHERE term_id = ? AND record_id = ?",
-                    [(ids[t], row_id) for t in terms],
-                )
+                for term in terms:
+                    self._drop_posting(conn, ids[term], row_id)
                 d_searched -= 1
                 d_retracted += 1
                 d_tokens -= n_tokens
@@ -487,6 +584,31 @@ class SqliteMemoryStore(BaseMemoryStore):
             raise
         # Only committed term ids are remembered: a rolled-back id may be reused.
         self._term_ids.update(new_terms)
+
+    def _drop_posting(self, conn: sqlite3.Connection, term_id: int, row_id: int) -> None:
+        """Take ``row_id`` out of the run of ``term_id`` that holds it."""
+        found = conn.execute(
+            "SELECT p.first_id, p.docs FROM postings p JOIN terms t ON t.id = p.term_id "
+            "WHERE t.user_scope = ? AND p.term_id = ? AND p.first_id <= ? "
+            "ORDER BY p.first_id DESC LIMIT 1",
+            (self.user_scope, term_id, row_id),
+        ).fetchone()
+        if found is None:
+            return
+        first_id, blob = found
+        ids = unpack_ids(blob)
+        if row_id not in ids:
+            return
+        ids.remove(row_id)
+        if ids:
+            conn.execute(
+                "UPDATE postings SET docs = ? WHERE term_id = ? AND first_id = ?",
+                (pack_ids(ids), term_id, first_id),
+            )
+        else:
+            conn.execute(
+                "DELETE FROM postings WHERE term_id = ? AND first_id = ?", (term_id, first_id)
+            )
 
     def _term_resolver(
         self, conn: sqlite3.Connection, terms: set[str], new_terms: dict[str, int]
