@@ -25,10 +25,10 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain
-from operator import itemgetter
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from .candidates import CandidateScan, check_scope, make_candidate, searchable_text

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 from json.encoder import encode_basestring as _quote
-from collections.abc import Mapping
 from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError

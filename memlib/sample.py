@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from .records import MemoryKind, MemorySource, StoredMemory
+from .records import MemoryKind, MemorySource, StoredMemory, user_scope_for
 from .stores.base import MemoryStore
 from .stores.jsonl import RemoteMemoryStore
-from .records import user_scope_for
 
 __all__ = [
     "SAMPLE_USER_ID",

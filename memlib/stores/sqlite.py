@@ -37,10 +37,9 @@ from ..errors import (
     RemoteMemoryScopeError,
     RemoteMemoryValidationError,
 )
-from ..index import _numpy as _numpy_module
 from ..index import (
-    candidates_for,
     EPOCH,
+    candidates_for,
     count_matches,
     query_as_of,
     record_stats,
@@ -48,6 +47,7 @@ from ..index import (
     timestamp_of_micros,
     walk_groups,
 )
+from ..index import _numpy as _numpy_module
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
