@@ -47,8 +47,15 @@ class RecallEngine:
             issued_at=moment,
         )
         scan = self._scan(query)
-        breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
-        hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True))
+        score_top = getattr(self.ranker, "score_top", None)
+        if score_top is not None:
+            # Only the hits get their signals built (rankers/base.py explains why).
+            chosen = score_top(query, scan, as_of=moment, limit=query.limit)
+            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+        else:
+            breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
+            scored = list(zip(scan.candidates, breakdowns, strict=True))
+        hits = rank_scored_candidates(query, scored)
         return RecallResult(
             query=query,
             hits=hits,

@@ -26,7 +26,7 @@ import heapq
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import Any
@@ -165,6 +165,12 @@ def index_terms(text: str) -> set[str]:
     return set(index_tokens(text))
 
 
+@lru_cache(maxsize=65_536)
+def searchable_terms(text: str) -> tuple[str, ...]:
+    """``tokenize(text)``, remembered: the same records come back query after query."""
+    return tuple(sorted(index_terms(text)))
+
+
 def record_terms(record: StoredMemory) -> set[str]:
     return index_terms(searchable_text(record))
 
@@ -245,7 +251,7 @@ def candidates_for(
     out = []
     for record in records:
         check_scope(query, record)
-        terms = tuple(sorted(index_terms(searchable_text(record))))  # == tokenize(...)
+        terms = searchable_terms(searchable_text(record))
         candidate = make_candidate(query, record, terms)
         if candidate is not None:  # always, for records found through the index
             out.append(candidate)

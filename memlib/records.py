@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
+from functools import lru_cache
 from json.encoder import encode_basestring as _quote
 from typing import Any
 
@@ -103,8 +104,19 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
     return value
 
 
+@lru_cache(maxsize=65_536)
+def _parse_canonical(value: str) -> datetime:
+    return datetime.fromisoformat(value)  # "…Z" parses straight to UTC
+
+
 def parse_timestamp(value: object) -> datetime:
     """An aware ISO-8601 instant, converted to UTC; anything else is corruption."""
+    if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
+        # What stores hold: read back for every candidate of every recall.
+        try:
+            return _parse_canonical(value)
+        except ValueError:
+            raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):

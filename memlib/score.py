@@ -23,6 +23,8 @@ __all__ = [
     "RECENCY_WEIGHT",
     "RECENCY_HALF_LIFE_DAYS",
     "recency_of",
+    "ranker_breakdown",
+    "signal",
 ]
 
 LEXICAL_WEIGHT = 0.85
@@ -89,6 +91,54 @@ class RecallScoreBreakdown:
             data["ranker"] = self.ranker
             data["signals"] = [s.to_dict() for s in self.signals]
         return data
+
+
+def signal(name: str, value: float, weight: float, contribution: float) -> RecallSignal:
+    """``RecallSignal(...)`` with its numbers rounded to DECIMALS, built directly.
+
+    A ranker beyond the baseline makes several per candidate and every candidate is
+    scored, so the frozen dataclass's per-field ``__setattr__`` showed up in latency.
+    """
+    made = object.__new__(RecallSignal)
+    made.__dict__.update(
+        name=name, value=round(value, DECIMALS), weight=round(weight, DECIMALS),
+        contribution=round(contribution, DECIMALS),
+    )
+    return made
+
+
+def ranker_breakdown(
+    ranker: str,
+    *,
+    matched_terms: tuple[str, ...],
+    query_term_count: int,
+    recency: float,
+    total: float,
+    signals: tuple[RecallSignal, ...],
+) -> RecallScoreBreakdown:
+    """The breakdown of a ranker beyond the baseline (SPEC §7).
+
+    Its ``total`` is the sum of the signals' contributions and sits in the lexical
+    fields with weight 1 (recency weight 0, listed among the signals when used), so
+    ``total = lexical + recency`` holds as in §3.3; coverage counts ``matched_terms``
+    so that the stable tie-breakers work as for the baseline.
+    """
+    made = object.__new__(RecallScoreBreakdown)
+    rounded = round(total, DECIMALS)
+    made.__dict__.update(
+        matched_terms=matched_terms,
+        query_term_count=query_term_count,
+        lexical_coverage=round(len(matched_terms) / query_term_count, DECIMALS),
+        recency=round(recency, DECIMALS),
+        lexical_contribution=rounded,
+        recency_contribution=0.0,
+        total=rounded,
+        lexical_weight=1.0,
+        recency_weight=0.0,
+        ranker=ranker,
+        signals=signals,
+    )
+    return made
 
 
 def recency_of(captured_at: datetime, as_of: datetime) -> float:

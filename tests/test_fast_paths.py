@@ -195,3 +195,66 @@ def test_batched_index_equals_one_record_at_a_time(
     batched.add_many(records[split:])
     assert _snapshot(batched) == _snapshot(one)
     assert all(list(p) == sorted(set(p)) for p in batched.postings.values())
+
+
+# -- rankers: only the hits get their signals built ------------------------------------
+
+class _FakeModel:
+    """Deterministic 8-d unit vectors from a text's bytes (no torch needed)."""
+
+    def encode(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        rows = []
+        for text in texts:
+            seed = sum(text.encode("utf-8")) % 7  # few distinct vectors: ties on purpose
+            vector = np.arange(1, 9, dtype=np.float32) ** (seed % 3 + 1) + seed
+            rows.append(vector / np.linalg.norm(vector))
+        return np.stack(rows) if rows else np.zeros((0, 8), dtype=np.float32)
+
+
+class _EveryCandidate:
+    """A ranker that offers only ``score_candidates``: the engine's other path."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def score_candidates(self, query: Any, scan: Any, *, as_of: Any) -> Any:
+        return self.inner.score_candidates(query, scan, as_of=as_of)
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(words, min_size=1, max_size=6), st.integers(0, 3),
+                          st.integers(0, 2)), min_size=1, max_size=25),
+       st.lists(words, min_size=1, max_size=4), st.integers(1, 10))
+def test_score_top_gives_the_result_of_scoring_every_candidate(
+    rows: list[tuple[list[str], int, int]], query_words: list[str], limit: int
+) -> None:
+    import tempfile
+    from datetime import UTC, datetime
+
+    from memlib import RecallEngine
+    from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker
+    from memlib.rankers.hybrid import HybridRanker
+    from memlib.stores.jsonl import RemoteMemoryStore
+
+    with tempfile.TemporaryDirectory() as root:
+        store = RemoteMemoryStore(f"{root}/r.jsonl", user_id="alice")
+        store.append_many([
+            {"kind": "conversation", "memory_id": f"m-{n}", "content": " ".join(ws),
+             "summary": "turn", "source": {"source_id": f"s-{session}", "source_type": "t",
+                                           "title": "t",
+                                           "captured_at": f"2026-08-0{1 + day}T12:00:00Z"}}
+            for n, (ws, day, session) in enumerate(rows)
+        ])
+        text = " ".join(query_words)
+        if not any(ch.isalnum() for ch in text):
+            return
+        as_of = datetime(2026, 8, 10, tzinfo=UTC)
+        for ranker in (Bm25Ranker(), Bm25StopwordsRanker(), HybridRanker(model=_FakeModel())):
+            fast = RecallEngine(store, ranker=ranker).recall(text, limit=limit, as_of=as_of,
+                                                             query_id="q")
+            full = RecallEngine(store, ranker=_EveryCandidate(ranker)).recall(
+                text, limit=limit, as_of=as_of, query_id="q")
+            assert fast.to_json() == full.to_json()

@@ -2,18 +2,26 @@
 
 A ranker turns the candidates of one recall into one explained breakdown each. It
 never sorts: the stable tie-breakers of stage 4 are the same for every ranker.
+
+A ranker may also offer ``score_top``: the breakdowns of only the candidates that
+stage 4 would keep. A recall shows ``limit`` hits, and building every signal of every
+candidate (hundreds on a conversation) cost more than the scoring itself. The
+selection uses stage 4's own key on the same rounded numbers, so the result is the
+one ``score_candidates`` + stage 4 give (a test holds them equal).
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from ..candidates import CandidateScan
 from ..normalize import RecallQuery
-from ..score import RecallScoreBreakdown
+from ..score import DECIMALS, RecallScoreBreakdown
 
-__all__ = ["Ranker"]
+__all__ = ["Ranker", "TopScoring", "top_positions"]
 
 
 @runtime_checkable
@@ -25,3 +33,35 @@ class Ranker(Protocol):
     ) -> tuple[RecallScoreBreakdown, ...]:
         """One breakdown per ``scan.candidates``, in the same order."""
         ...
+
+
+@runtime_checkable
+class TopScoring(Protocol):
+    def score_top(
+        self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
+    ) -> list[tuple[int, RecallScoreBreakdown]]:
+        """``(position in scan.candidates, breakdown)`` of the top ``limit`` (any order)."""
+        ...
+
+
+def top_positions(
+    scan: CandidateScan, totals: Sequence[float], matched: Sequence[int], term_count: int,
+    limit: int,
+) -> list[int]:
+    """Positions of the top ``limit`` candidates by stage 4's key (``rank.rank_key``).
+
+    ``totals`` unrounded and ``matched`` counted as the breakdowns will be: each is
+    rounded here exactly as ``score.ranker_breakdown`` rounds it.
+    """
+    candidates = scan.candidates
+
+    def key(i: int) -> tuple[float, float, float, str]:
+        candidate = candidates[i]
+        return (
+            -round(totals[i], DECIMALS),
+            -round(matched[i] / term_count, DECIMALS),
+            -candidate.captured_at.timestamp(),
+            candidate.record.memory_id,
+        )
+
+    return heapq.nsmallest(limit, range(len(candidates)), key=key)

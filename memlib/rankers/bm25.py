@@ -36,7 +36,8 @@ from functools import lru_cache
 from ..candidates import CandidateScan, RecallCandidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery, tokenize_all
-from ..score import DECIMALS, RecallScoreBreakdown, RecallSignal, recency_of
+from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
+from .base import top_positions
 from .stopwords import english_stopwords
 
 __all__ = ["Bm25Ranker", "Bm25StopwordsRanker", "Bm25Scores", "bm25_scores", "scoring_terms"]
@@ -131,10 +132,6 @@ def _only_stopwords(query: RecallQuery) -> bool:
     return all(t in stop for t in query.terms)
 
 
-def _r(value: float) -> float:
-    return round(value, DECIMALS)
-
-
 class Bm25Ranker:
     """Okapi BM25 (Lucene's non-negative idf) over memlib's terms."""
 
@@ -146,38 +143,32 @@ class Bm25Ranker:
             raise RemoteMemoryValidationError("bm25 needs k1 >= 0 and 0 <= b <= 1")
         self.k1, self.b = k1, b
 
+    def _breakdown(
+        self, scores: Bm25Scores, scan: CandidateScan, i: int, as_of: datetime
+    ) -> RecallScoreBreakdown:
+        sats, idf = scores.per_term[i], scores.idf
+        matched = tuple(t for t in scores.terms if t in sats)
+        recency = recency_of(scan.candidates[i].captured_at, as_of)
+        signals = [signal(f"bm25[{t}]", sats[t], idf[t], idf[t] * sats[t]) for t in matched]
+        signals.append(signal("recency", recency, 0.0, 0.0))
+        return ranker_breakdown(
+            self.name, matched_terms=matched, query_term_count=len(scores.terms),
+            recency=recency, total=scores.totals[i], signals=tuple(signals),
+        )
+
     def score_candidates(
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
     ) -> tuple[RecallScoreBreakdown, ...]:
         scores = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=self.stopwords)
-        out = []
-        rows = zip(scan.candidates, scores.per_term, scores.totals, strict=True)
-        for candidate, sats, total in rows:
-            idf = scores.idf
-            signals = [
-                RecallSignal(f"bm25[{t}]", _r(sats[t]), _r(idf[t]), _r(idf[t] * sats[t]))
-                for t in scores.terms
-                if t in sats
-            ]
-            recency = recency_of(candidate.captured_at, as_of)
-            signals.append(RecallSignal("recency", _r(recency), 0.0, 0.0))
-            matched = tuple(t for t in scores.terms if t in sats)
-            out.append(
-                RecallScoreBreakdown(
-                    matched_terms=matched,
-                    query_term_count=len(scores.terms),
-                    lexical_coverage=_r(len(matched) / len(scores.terms)),
-                    recency=_r(recency),
-                    lexical_contribution=_r(total),
-                    recency_contribution=0.0,
-                    total=_r(total),
-                    lexical_weight=1.0,
-                    recency_weight=0.0,
-                    ranker=self.name,
-                    signals=tuple(signals),
-                )
-            )
-        return tuple(out)
+        return tuple(self._breakdown(scores, scan, i, as_of) for i in range(len(scan.candidates)))
+
+    def score_top(
+        self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
+    ) -> list[tuple[int, RecallScoreBreakdown]]:
+        scores = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=self.stopwords)
+        matched = [sum(t in sats for t in scores.terms) for sats in scores.per_term]
+        top = top_positions(scan, scores.totals, matched, len(scores.terms), limit)
+        return [(i, self._breakdown(scores, scan, i, as_of)) for i in top]
 
 
 class Bm25StopwordsRanker(Bm25Ranker):

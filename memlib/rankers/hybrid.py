@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
 from ..candidates import CandidateScan, RecallCandidate
 from ..normalize import RecallQuery
-from ..score import DECIMALS, RecallScoreBreakdown, RecallSignal, recency_of
-from .bm25 import DEFAULT_B, DEFAULT_K1, bm25_scores
+from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
+from .base import top_positions
+from .bm25 import DEFAULT_B, DEFAULT_K1, Bm25Scores, bm25_scores
 
 __all__ = [
     "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "natural_key",
@@ -81,8 +83,15 @@ def neighbour_best(candidates: Sequence[RecallCandidate], own: Sequence[float]) 
     return best
 
 
-def _r(value: float) -> float:
-    return round(value, DECIMALS)
+@dataclass(frozen=True)
+class _Fused:
+    """Every signal of one recall, before any breakdown is built."""
+
+    lexical: Bm25Scores
+    dense: list[float]
+    scaled: list[float]
+    context: list[float]
+    totals: list[float]
 
 
 class HybridRanker:
@@ -119,9 +128,7 @@ class HybridRanker:
         question = model.encode([query.text])[0]  # type: ignore[attr-defined]
         return [float(x) for x in records @ question]
 
-    def score_candidates(
-        self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
-    ) -> tuple[RecallScoreBreakdown, ...]:
+    def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
         lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
         dense = self.dense_similarities(query, scan)
         best = max(lexical.totals, default=0.0)
@@ -131,36 +138,45 @@ class HybridRanker:
             for x, c in zip(scaled, dense, strict=True)
         ]
         context = neighbour_best(scan.candidates, own)
-        out = []
-        rows = zip(scan.candidates, lexical.per_term, strict=True)
-        for i, (candidate, sats) in enumerate(rows):
-            bm25_part = self.bm25_weight * scaled[i]
-            dense_part = self.dense_weight * dense[i]
-            context_part = self.context_weight * context[i]
-            total = bm25_part + dense_part + context_part
-            recency = recency_of(candidate.captured_at, as_of)
-            matched = tuple(t for t in lexical.terms if t in sats)
-            out.append(
-                RecallScoreBreakdown(
-                    matched_terms=matched,
-                    query_term_count=len(lexical.terms),
-                    lexical_coverage=_r(len(matched) / len(lexical.terms)),
-                    recency=_r(recency),
-                    lexical_contribution=_r(total),
-                    recency_contribution=0.0,
-                    total=_r(total),
-                    lexical_weight=1.0,
-                    recency_weight=0.0,
-                    ranker=self.name,
-                    signals=(
-                        RecallSignal("bm25", _r(scaled[i]), self.bm25_weight, _r(bm25_part)),
-                        RecallSignal("dense", _r(dense[i]), self.dense_weight, _r(dense_part)),
-                        RecallSignal(
-                            "context", _r(context[i]), self.context_weight, _r(context_part)
-                        ),
-                        RecallSignal("bm25_raw", _r(lexical.totals[i]), 0.0, 0.0),
-                        RecallSignal("recency", _r(recency), 0.0, 0.0),
-                    ),
-                )
-            )
-        return tuple(out)
+        totals = [
+            self.bm25_weight * scaled[i] + self.dense_weight * dense[i]
+            + self.context_weight * context[i]
+            for i in range(len(scan.candidates))
+        ]
+        return _Fused(lexical, dense, scaled, context, totals)
+
+    def _breakdown(
+        self, fused: _Fused, scan: CandidateScan, i: int, as_of: datetime
+    ) -> RecallScoreBreakdown:
+        lexical, sats = fused.lexical, fused.lexical.per_term[i]
+        recency = recency_of(scan.candidates[i].captured_at, as_of)
+        bm25_w, dense_w, context_w = self.bm25_weight, self.dense_weight, self.context_weight
+        return ranker_breakdown(
+            self.name,
+            matched_terms=tuple(t for t in lexical.terms if t in sats),
+            query_term_count=len(lexical.terms),
+            recency=recency,
+            total=fused.totals[i],
+            signals=(
+                signal("bm25", fused.scaled[i], bm25_w, bm25_w * fused.scaled[i]),
+                signal("dense", fused.dense[i], dense_w, dense_w * fused.dense[i]),
+                signal("context", fused.context[i], context_w, context_w * fused.context[i]),
+                signal("bm25_raw", lexical.totals[i], 0.0, 0.0),
+                signal("recency", recency, 0.0, 0.0),
+            ),
+        )
+
+    def score_candidates(
+        self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
+    ) -> tuple[RecallScoreBreakdown, ...]:
+        fused = self._fuse(query, scan)
+        return tuple(self._breakdown(fused, scan, i, as_of) for i in range(len(scan.candidates)))
+
+    def score_top(
+        self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
+    ) -> list[tuple[int, RecallScoreBreakdown]]:
+        fused = self._fuse(query, scan)
+        terms = fused.lexical.terms
+        matched = [sum(t in sats for t in terms) for sats in fused.lexical.per_term]
+        top = top_positions(scan, fused.totals, matched, len(terms), limit)
+        return [(i, self._breakdown(fused, scan, i, as_of)) for i in top]

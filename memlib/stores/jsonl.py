@@ -65,7 +65,12 @@ def encode_record(record: StoredMemory) -> bytes:
 class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
 
-    __slots__ = ("extras", "identity", "index", "lines", "offset", "records", "starts")
+    __slots__ = ("extras", "identity", "index", "lines", "offset", "parsed", "records", "starts")
+
+    # Records parsed for recalls are kept for the next one, up to this many: a
+    # conversation's worth stays parsed between questions, a million-record file does
+    # not grow a copy of itself (at the limit the cache starts over).
+    PARSED_MAX = 50_000
 
     def __init__(self) -> None:
         self.identity: tuple[int, int] | None = None
@@ -75,6 +80,7 @@ class _Cache:
         self.starts = array("Q")  # byte offset of each record's line
         self.records: list[StoredMemory] | None = None  # only once read_all() is asked
         self.extras: list[StoredMemory] = []  # profiles and retractions, in order
+        self.parsed: dict[int, StoredMemory] = {}  # doc → record, see PARSED_MAX
 
     def add_many(self, records: Sequence[StoredMemory], sizes: Iterable[int]) -> None:
         """Take ``records``, whose lines of ``sizes`` bytes (``\\n`` included) follow."""
@@ -245,6 +251,19 @@ class RemoteMemoryStore(BaseMemoryStore):
             return [cache.records[d] for d in docs]
         if not docs:
             return []
+        if len(docs) > cache.PARSED_MAX:
+            return self._read_docs(cache, docs)  # too many to keep: read, keep nothing
+        parsed = cache.parsed
+        missing = [d for d in docs if d not in parsed]
+        if missing:
+            if len(parsed) + len(missing) > cache.PARSED_MAX:
+                parsed.clear()
+                missing = list(dict.fromkeys(docs))
+            for doc, record in zip(missing, self._read_docs(cache, missing), strict=True):
+                parsed[doc] = record
+        return [parsed[d] for d in docs]
+
+    def _read_docs(self, cache: _Cache, docs: Sequence[int]) -> list[StoredMemory]:
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as exc:
