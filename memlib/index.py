@@ -99,7 +99,7 @@ def count_matches(
         ids, counts = np.unique(
             np.concatenate([np.frombuffer(run, dtype="<i8") for run in runs]), return_counts=True
         )
-        return ids.tolist(), counts.tolist()
+        return ids, counts  # numpy arrays: a caller groups them without a Python loop
     tally: dict[int, int] = {}
     for run in runs:
         for doc in unpack(run):

@@ -142,6 +142,8 @@ def _postings_as_runs(conn: sqlite3.Connection) -> None:
     conn.executemany("INSERT INTO postings_runs VALUES (?, ?, ?)", runs)
     conn.execute("DROP TABLE postings")
     conn.execute("ALTER TABLE postings_runs RENAME TO postings")
+    # The top-k walk reads a large group newest first.
+    conn.execute("CREATE INDEX IF NOT EXISTS records_recent ON records (user_scope, captured_ts)")
 
 
 
@@ -382,7 +384,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             searched, retracted, tokens, content_tokens = self._stats(conn)
             ids, matched = self._matches(conn, query.terms)
             if top:
-                records, count = self._top(conn, query, ids, matched)
+                records, count = self._top(conn, query, ids, matched, searched)
             else:
                 records = self._bodies_of(conn, ids)
                 count = len(records)
@@ -402,35 +404,71 @@ class SqliteMemoryStore(BaseMemoryStore):
         if not len(ids):
             return ()
         return tuple(self._parse(body) for (body,) in conn.execute(
-            "SELECT body FROM records WHERE user_scope = ? "
+            "SELECT body FROM records WHERE +user_scope = ? "
             "AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (self.user_scope, json.dumps([int(i) for i in ids])),
         ))
 
     def _top(
-        self, conn: sqlite3.Connection, query: RecallQuery, ids: Any, matched: Any
+        self, conn: sqlite3.Connection, query: RecallQuery, ids: Any, matched: Any,
+        searched: int,
     ) -> tuple[Sequence[StoredMemory], int]:
         # Per matched-term group, its `limit` most recent records (all ties with the
         # last kept); the exact walk then picks the top `limit` overall
         # (memlib.index.walk_groups) and stops before groups that cannot enter it.
-        groups: dict[int, list[int]] = {}
-        for record_id, m in zip(ids, matched):
-            groups.setdefault(int(m), []).append(int(record_id))
-        columns = (
-            "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE user_scope = ? "
+        groups: dict[int, Any] = {}
+        if hasattr(matched, "dtype"):  # numpy arrays from count_matches
+            # Kept as arrays: the walk usually stops before the big low groups.
+            for m in set(matched.tolist()):
+                groups[m] = ids[matched == m]
+        else:
+            for record_id, m in zip(ids, matched, strict=True):
+                groups.setdefault(m, []).append(record_id)
+        columns = "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE user_scope = ? "
+        # "+user_scope": look the ids up by rowid; with the plain column SQLite would
+        # rather walk the scope's whole index and test every row against the list.
+        by_id = (
+            "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE +user_scope = ? "
             "AND id IN (SELECT value FROM json_each(?))"
         )
+        limit = query.limit
 
-        def entries(members: list[int]) -> list[Any]:
-            packed = json.dumps(members)
+        def by_lookup(members: Any) -> list[Any]:
+            packed = json.dumps([int(i) for i in members])
             rows = conn.execute(
-                columns + " ORDER BY captured_ts DESC LIMIT ?",
-                (self.user_scope, packed, query.limit),
+                by_id + " ORDER BY captured_ts DESC LIMIT ?", (self.user_scope, packed, limit),
             ).fetchall()
-            if len(rows) == query.limit and len(members) > query.limit:
+            if len(rows) == limit and len(members) > limit:
                 rows = conn.execute(
-                    columns + " AND captured_ts >= ?", (self.user_scope, packed, rows[-1][1]),
+                    by_id + " AND captured_ts >= ?", (self.user_scope, packed, rows[-1][1]),
                 ).fetchall()
+            return rows
+
+        def by_recency(members: Any) -> list[Any] | None:
+            # A big group: walk the scope newest first (index records_recent) and stop
+            # after `limit` members and their ties — about limit·N/|group| rows —
+            # instead of looking every member up and sorting them. If the members turn
+            # out to be old ones, give up and look them up after all.
+            wanted = set(members.tolist() if hasattr(members, "tolist") else members)
+            budget = 4 * limit * max(searched, 1) // len(wanted) + 1_000
+            rows: list[Any] = []
+            for visited, row in enumerate(conn.execute(
+                columns + "ORDER BY captured_ts DESC", (self.user_scope,)
+            )):
+                if len(rows) >= limit and row[1] < rows[-1][1]:
+                    return rows
+                if visited > budget:
+                    return None
+                if row[0] in wanted:
+                    rows.append(row)
+            return rows
+
+        def entries(members: Any) -> list[Any]:
+            rows = None
+            if len(members) > limit and len(members) ** 2 > limit * searched:
+                rows = by_recency(members)
+            if rows is None:
+                rows = by_lookup(members)
             return [(ts, timestamp_of_micros(us), memory_id, row_id)
                     for row_id, ts, us, memory_id in rows]
 
@@ -439,7 +477,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             len(query.terms), query.limit, query_as_of(query),
         )
         bodies = dict(conn.execute(
-            "SELECT id, body FROM records WHERE user_scope = ? "
+            "SELECT id, body FROM records WHERE +user_scope = ? "
             "AND id IN (SELECT value FROM json_each(?))",
             (self.user_scope, json.dumps(kept)),
         )) if kept else {}
@@ -461,7 +499,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 found.setdefault(term, []).extend(unpack_ids(blob))
         every = sorted({i for ids in found.values() for i in ids})
         names = dict(conn.execute(
-            "SELECT id, memory_id FROM records WHERE user_scope = ? "
+            "SELECT id, memory_id FROM records WHERE +user_scope = ? "
             "AND id IN (SELECT value FROM json_each(?))", (self.user_scope, json.dumps(every)),
         )) if conn is not None and every else {}
         wanted = sorted(found) if terms is None else list(terms)
