@@ -29,7 +29,7 @@ from .errors import (
     RemoteMemoryError,
     RemoteMemoryValidationError,
 )
-from .records import MemoryKind, MemorySource, StoredMemory
+from .records import MemoryKind, record_from_item
 from .stores.base import MemoryStore
 
 __all__ = ["DEFAULT_BATCH", "ImportReport", "import_jsonl", "read_import_items", "register"]
@@ -90,16 +90,7 @@ def read_import_items(
 def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
     """Validate one item exactly as an append would (the record is thrown away)."""
     try:
-        source = item["source"]
-        record = StoredMemory(
-            memory_id=item["memory_id"],
-            user_scope=user_scope,
-            kind=item["kind"],
-            content=item["content"],
-            summary=item["summary"],
-            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
-            stored_at=_CHECK_AT,
-        )
+        record = record_from_item(item, user_scope, _CHECK_AT)
     except RemoteMemoryError as exc:
         raise type(exc)(f"line {number}: {exc}") from None
     return record.memory_id

@@ -280,7 +280,7 @@ class InvertedIndex:
     NUMPY_MIN_BATCH = 256
     # Records held unsettled at most: a long import settles as it goes, so what waits
     # is bounded (the records themselves are not kept once their terms are known).
-    SETTLE_AT = 16_384
+    SETTLE_AT = 8_192
 
     def __init__(self) -> None:
         self._postings: dict[str, array[int]] = {}
@@ -410,7 +410,7 @@ class InvertedIndex:
 
     def _post_numpy(self, texts: list[tuple[int, list[str] | tuple[str, ...]]]) -> None:
         """Append every (term, doc) of ``texts`` to the postings, docs ascending."""
-        terms = list({term for _, tokens in texts for term in tokens})
+        terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
         local = {term: i for i, term in enumerate(terms)}
         postings = self._postings
         for number, docs in runs_by_term(texts, local, "<u4"):

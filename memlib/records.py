@@ -280,6 +280,17 @@ class StoredMemory:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StoredMemory:
+        if type(data) is dict and data.keys() == _RECORD_KEYS:
+            # Every record a store reads back: checked inline (see _fast_record).
+            scope, stored = data["user_scope"], data["stored_at"]
+            if (
+                type(scope) is str and _HEX16.fullmatch(scope)
+                and type(stored) is str and _CANONICAL_TIMESTAMP.fullmatch(stored)
+                and _is_date(stored)
+            ):
+                record = _fast_record(data, scope, stored)
+                if record is not None:
+                    return record
         if not isinstance(data, Mapping):
             raise RemoteMemoryValidationError("a record must be a JSON object")
         required = ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
@@ -301,6 +312,19 @@ class StoredMemory:
         )
 
 
+_RECORD_KEYS = frozenset(
+    ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
+)
+
+
+def _is_date(canonical: str) -> bool:
+    try:
+        datetime.fromisoformat(canonical)
+    except ValueError:
+        return False
+    return True
+
+
 _FAST_KINDS = {
     "conversation": MemoryKind.CONVERSATION, MemoryKind.CONVERSATION: MemoryKind.CONVERSATION,
     "profile": MemoryKind.PROFILE, MemoryKind.PROFILE: MemoryKind.PROFILE,
@@ -312,19 +336,18 @@ _FAST_FIELDS = (
 )
 
 
-def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory:
-    """``StoredMemory(...)`` of an append item, for a store's own scope and clock.
+def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory | None:
+    """The constructor's checks inlined for the usual record, or None for the slow path.
 
-    The same checks as the constructor, inlined for the usual item (a plain dict of
-    strings, a conversation or profile): a bulk import pays them per record, and a
-    call per field is most of that. Anything unusual, or anything the checks refuse,
-    goes to the constructor, which words the error. ``user_scope`` and ``stored_at``
-    come from the store (already valid). A property test holds the two paths equal.
+    The usual record: a conversation or profile whose fields and source are plain
+    strings in a plain dict. ``user_scope`` and ``stored_at`` must already be valid.
+    None means "not the usual case, or refused": the constructor then decides, and
+    words any error. A property test holds both paths equal.
     """
     source = item["source"]
     kind = _FAST_KINDS.get(item["kind"]) if type(item["kind"]) in (str, MemoryKind) else None
     memory_id = item["memory_id"]
-    if (
+    if not (
         kind is not None
         and type(source) is dict
         and source.keys() == _SOURCE_KEYS
@@ -332,37 +355,48 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
         and 0 < len(memory_id) <= MEMORY_ID_MAX
         and _ID_REFUSED.search(memory_id) is None
     ):
-        values: dict[str, Any] = {}
-        for name, limit in _FAST_FIELDS:
-            value = source[name] if name in _SOURCE_KEYS else item[name]
-            if type(value) is not str:
-                break
-            text = " ".join(value.split())
-            if not text or len(text) > limit or (not text.isascii() and _SURROGATE.search(text)):
-                break
-            values[name] = text
-        else:
-            captured = source["captured_at"]
-            if type(captured) is str and _CANONICAL_TIMESTAMP.fullmatch(captured):
-                try:
-                    datetime.fromisoformat(captured)
-                except ValueError:
-                    pass  # the constructor says "invalid timestamp"
-                else:
-                    made_source = object.__new__(MemorySource)
-                    made_source.__dict__.update(
-                        source_id=values["source_id"], source_type=values["source_type"],
-                        title=values["title"], captured_at=captured,
-                    )
-                    record = object.__new__(StoredMemory)
-                    record.__dict__.update(
-                        memory_id=memory_id, user_scope=user_scope, kind=kind,
-                        content=values["content"], summary=values["summary"],
-                        source=made_source, stored_at=stored_at, retracts=None,
-                    )
-                    return record
+        return None
+    values: dict[str, Any] = {}
+    for name, limit in _FAST_FIELDS:
+        value = source[name] if name in _SOURCE_KEYS else item[name]
+        if type(value) is not str:
+            return None
+        text = " ".join(value.split())
+        if not text or len(text) > limit or (not text.isascii() and _SURROGATE.search(text)):
+            return None
+        values[name] = text
+    captured = source["captured_at"]
+    if type(captured) is not str or not _CANONICAL_TIMESTAMP.fullmatch(captured):
+        return None
+    try:
+        datetime.fromisoformat(captured)
+    except ValueError:
+        return None  # the constructor says "invalid timestamp"
+    made_source = object.__new__(MemorySource)
+    made_source.__dict__.update(
+        source_id=values["source_id"], source_type=values["source_type"],
+        title=values["title"], captured_at=captured,
+    )
+    record = object.__new__(StoredMemory)
+    record.__dict__.update(
+        memory_id=memory_id, user_scope=user_scope, kind=kind, content=values["content"],
+        summary=values["summary"], source=made_source, stored_at=stored_at, retracts=None,
+    )
+    return record
+
+
+def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory:
+    """``StoredMemory(...)`` of an append item, for a store's own scope and clock.
+
+    The same checks as the constructor, inlined for the usual item: a bulk import pays
+    them per record, and a call per field is most of that (see ``_fast_record``).
+    """
+    record = _fast_record(item, user_scope, stored_at)
+    if record is not None:
+        return record
+    source = item["source"]
     return StoredMemory(
-        memory_id=memory_id,
+        memory_id=item["memory_id"],
         user_scope=user_scope,
         kind=item["kind"],
         content=item["content"],

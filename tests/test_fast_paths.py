@@ -258,3 +258,28 @@ def test_score_top_gives_the_result_of_scoring_every_candidate(
             full = RecallEngine(store, ranker=_EveryCandidate(ranker)).recall(
                 text, limit=limit, as_of=as_of, query_id="q")
             assert fast.to_json() == full.to_json()
+
+
+@PROPERTY
+@given(ids, st.sampled_from(["conversation", "profile", "retraction", "x"]), texts, texts, texts,
+       timestamps, st.sampled_from([SCOPE, "ABCDEF0123456789", "abc", 7]),
+       st.sampled_from([STORED_AT, "2026-02-30T00:00:00Z", "2026-08-10T12:00:00+02:00", None]),
+       st.booleans())
+def test_from_dict_fast_path_is_the_checked_path(
+    memory_id: Any, kind: Any, content: Any, summary: Any, title: Any, captured_at: Any,
+    scope: Any, stored_at: Any, retracts: bool,
+) -> None:
+    from types import MappingProxyType
+
+    data: dict[str, Any] = {
+        "memory_id": memory_id, "user_scope": scope, "kind": kind, "content": content,
+        "summary": summary, "stored_at": stored_at,
+        "source": {"source_id": "s-1", "source_type": "t", "title": title,
+                   "captured_at": captured_at},
+    }
+    if retracts:
+        data["retracts"] = "m-0"
+    # A read-only mapping is not a plain dict: it always takes the checked path.
+    fast = _outcome(StoredMemory.from_dict, data)
+    slow = _outcome(lambda d: StoredMemory.from_dict(MappingProxyType(d)), data)
+    assert fast == slow

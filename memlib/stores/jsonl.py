@@ -183,7 +183,7 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     # Bytes read and parsed per step: a big file is indexed chunk by chunk, so what a
     # reader holds is the index, never every parsed record at once.
-    READ_CHUNK = 8 << 20
+    READ_CHUNK = 4 << 20
 
     def _read_tail(self, cache: _Cache, size: int) -> None:
         try:
