@@ -12,6 +12,7 @@ from .candidates import CandidateScan
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
+from .rankers.base import TopScoring
 from .rankers.baseline import BaselineRanker
 from .result import RecallResult
 from .stores.base import MemoryStore
@@ -47,10 +48,9 @@ class RecallEngine:
             issued_at=moment,
         )
         scan = self._scan(query)
-        score_top = getattr(self.ranker, "score_top", None)
-        if score_top is not None:
+        if isinstance(self.ranker, TopScoring):
             # Only the hits get their signals built (rankers/base.py explains why).
-            chosen = score_top(query, scan, as_of=moment, limit=query.limit)
+            chosen = self.ranker.score_top(query, scan, as_of=moment, limit=query.limit)
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
         else:
             breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)

@@ -23,6 +23,7 @@ only when a query needs it, never by ``import memlib``.
 from __future__ import annotations
 
 import heapq
+import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,8 @@ from .score import DECIMALS, LEXICAL_WEIGHT, RECENCY_WEIGHT, recency_of
 __all__ = [
     "NUMPY_MIN_POSTINGS",
     "count_matches",
+    "pack_docs",
+    "runs_by_term",
     "InvertedIndex",
     "candidates_for",
     "captured_micros",
@@ -62,6 +65,9 @@ _MICRO = timedelta(microseconds=1)
 # Below this many postings per query a dict count is faster than numpy (and keeps
 # small stores free of the import). Tests set it to 0 to drive the numpy path.
 NUMPY_MIN_POSTINGS = 512
+# From this many records on, postings are inverted with numpy for the whole batch: one
+# sorted pass instead of a dict look-up and an append per (term, record).
+NUMPY_MIN_BATCH = 256
 
 # ASCII text, lowered: every character that cannot be in a term becomes a space, and
 # ``split`` cuts the runs left — the same terms as ``[0-9a-z_]+``, three times faster.
@@ -92,10 +98,8 @@ def count_matches(
     Each run lists distinct ids of one term, so a doc's count is its matched terms.
     """
     total = sum(len(run) for run in runs) // 8
-    np = _numpy() if total >= NUMPY_MIN_POSTINGS else None
+    np = _numpy() if runs and total >= NUMPY_MIN_POSTINGS else None
     if np is not None:
-        if not runs:
-            return [], []
         ids, counts = np.unique(
             np.concatenate([np.frombuffer(run, dtype="<i8") for run in runs]), return_counts=True
         )
@@ -109,16 +113,22 @@ def count_matches(
 
 
 def runs_by_term(
-    texts: Sequence[tuple[int, Sequence[str] | set[str]]], number_of: dict[str, int], dtype: str
+    texts: Sequence[tuple[int, Iterable[str]]], number_of: dict[str, int], dtype: str
 ) -> list[tuple[int, bytes]]:
     """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
 
-    Term numbers ascending, each term's docs ascending in the order of ``texts`` (which
-    must be ascending) and distinct (a term repeated in a doc counts once). numpy does
-    the sorting: a bulk write inverts hundreds of thousands of pairs at once.
+    Term numbers ascending; each term's docs ascending (``texts`` must be in doc order)
+    and distinct (a term repeated in a doc counts once). ``dtype`` is ``"u4"`` (native
+    uint32, the in-process postings) or ``"<i8"`` (little-endian int64, SQLite's runs).
+    numpy sorts a big batch in one pass; without numpy, or for a few docs, a dict does.
     """
-    import numpy as np
-
+    np = _numpy() if len(texts) >= NUMPY_MIN_BATCH else None
+    if np is None:
+        by_term: dict[int, list[int]] = {}
+        for doc, terms in texts:
+            for term in set(terms):
+                by_term.setdefault(number_of[term], []).append(doc)
+        return [(number, pack_docs(docs, dtype)) for number, docs in sorted(by_term.items())]
     flat = list(chain.from_iterable(terms for _, terms in texts))
     if not flat:
         return []  # records of punctuation only: no term, no posting
@@ -141,8 +151,16 @@ def runs_by_term(
     ends = np.concatenate((cuts, [len(keys)])).tolist()
     return [
         (number, docs[start:end].tobytes())
-        for number, start, end in zip(term_of[starts].tolist(), starts, ends)
+        for number, start, end in zip(term_of[starts].tolist(), starts, ends, strict=True)
     ]
+
+
+def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
+    """Doc numbers as ``runs_by_term`` packs them (``"u4"`` native, ``"<i8"`` little-endian)."""
+    packed = array({"u4": "I", "<i8": "q"}[dtype], docs)
+    if dtype.startswith("<") and sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
 
 
 # -- terms and times ---------------------------------------------------------------
@@ -275,9 +293,6 @@ class InvertedIndex:
     goes through ``settle()`` first, so nobody sees an index behind its records.
     """
 
-    # From this many records on, postings are built with numpy for the whole batch:
-    # one sorted pass instead of a dict look-up and an array append per term.
-    NUMPY_MIN_BATCH = 256
     # Records held unsettled at most: a long import settles as it goes, so what waits
     # is bounded (the records themselves are not kept once their terms are known).
     SETTLE_AT = 8_192
@@ -348,15 +363,13 @@ class InvertedIndex:
         first = len(self.ids)
         ids, doc_of, kinds, live = self.ids, self.doc_of, self.kinds, self.live
         timestamps, micros = self.timestamps, self.micros
-        fromisoformat = datetime.fromisoformat
         for doc, record in enumerate(records, first):
             memory_id = record.memory_id
             kind = record.kind
             ids.append(memory_id)
             doc_of[memory_id] = doc
             kinds.append(KIND_CODE[kind])
-            # A stored captured_at is already canonical UTC: no need to normalize again.
-            captured = fromisoformat(record.source.captured_at)
+            captured = record.captured_datetime
             timestamps.append(captured.timestamp())
             micros.append((captured - EPOCH) // _MICRO)
             self._tokens.append(0)  # until settled
@@ -388,7 +401,7 @@ class InvertedIndex:
         counts, content_counts, live = self._tokens, self._content_tokens, self.live
         texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
         for doc, record in pending:
-            tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
+            tokens = index_tokens(searchable_text(record))
             content = len(tokens) - sum(map(stop, tokens))
             counts[doc] = len(tokens)
             content_counts[doc] = content
@@ -396,30 +409,13 @@ class InvertedIndex:
                 self._token_count += len(tokens)
                 self._content_token_count += content
             texts.append((doc, tokens))
-        if len(texts) >= self.NUMPY_MIN_BATCH and _numpy() is not None:
-            self._post_numpy(texts)
-        else:
-            postings = self._postings
-            for doc, tokens in texts:
-                for term in set(tokens):
-                    posting = postings.get(term)
-                    if posting is None:
-                        postings[term] = array("I", (doc,))
-                    else:
-                        posting.append(doc)
-
-    def _post_numpy(self, texts: list[tuple[int, list[str] | tuple[str, ...]]]) -> None:
-        """Append every (term, doc) of ``texts`` to the postings, docs ascending."""
         terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
-        local = {term: i for i, term in enumerate(terms)}
         postings = self._postings
-        for number, docs in runs_by_term(texts, local, "<u4"):
-            term = terms[number]
-            posting = postings.get(term)
+        for number, docs in runs_by_term(texts, {t: i for i, t in enumerate(terms)}, "u4"):
+            posting = postings.get(terms[number])
             if posting is None:
-                posting = postings[term] = array("I")
+                posting = postings[terms[number]] = array("I")
             posting.frombytes(docs)
-
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:

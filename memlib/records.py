@@ -50,7 +50,9 @@ _ID_REFUSED = re.compile("[\\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _HEX16 = re.compile("[0-9a-f]{16}")
 # The form ``format_timestamp`` writes. A string already in it (the usual case: records
 # read back, ``captured_at`` made by memlib) is its own normal form once it parses.
-_CANONICAL_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,5}[1-9])?Z")
+_CANONICAL_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,5}[1-9])?Z"
+)
 
 
 class MemoryKind(str, Enum):
@@ -105,18 +107,29 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
 
 
 @lru_cache(maxsize=65_536)
-def _parse_canonical(value: str) -> datetime:
-    return datetime.fromisoformat(value)  # "…Z" parses straight to UTC
+def _parse_canonical(value: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value)  # "…Z" parses straight to UTC
+    except ValueError:
+        return None  # the right form, not a real instant (30 February)
+
+
+def _canonical(value: object) -> datetime | None:
+    """The instant of a timestamp already in ``format_timestamp``'s form, else None.
+
+    What stores hold and read back for every candidate of every recall: such a string
+    is its own normal form, so it needs parsing (and that only once), not normalizing.
+    """
+    if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
+        return _parse_canonical(value)
+    return None
 
 
 def parse_timestamp(value: object) -> datetime:
     """An aware ISO-8601 instant, converted to UTC; anything else is corruption."""
-    if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
-        # What stores hold: read back for every candidate of every recall.
-        try:
-            return _parse_canonical(value)
-        except ValueError:
-            raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
+    moment = _canonical(value)
+    if moment is not None:
+        return moment
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
@@ -145,12 +158,8 @@ def format_timestamp(moment: datetime) -> str:
 
 
 def normalize_timestamp(value: object) -> str:
-    if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
-        try:
-            datetime.fromisoformat(value)  # still a real date: no 30 February
-        except ValueError:
-            raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
-        return value
+    if _canonical(value) is not None:
+        return value  # type: ignore[return-value]  # a str, checked by _canonical
     return format_timestamp(parse_timestamp(value))
 
 
@@ -283,11 +292,7 @@ class StoredMemory:
         if type(data) is dict and data.keys() == _RECORD_KEYS:
             # Every record a store reads back: checked inline (see _fast_record).
             scope, stored = data["user_scope"], data["stored_at"]
-            if (
-                type(scope) is str and _HEX16.fullmatch(scope)
-                and type(stored) is str and _CANONICAL_TIMESTAMP.fullmatch(stored)
-                and _is_date(stored)
-            ):
+            if type(scope) is str and _HEX16.fullmatch(scope) and _canonical(stored):
                 record = _fast_record(data, scope, stored)
                 if record is not None:
                     return record
@@ -315,14 +320,6 @@ class StoredMemory:
 _RECORD_KEYS = frozenset(
     ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
 )
-
-
-def _is_date(canonical: str) -> bool:
-    try:
-        datetime.fromisoformat(canonical)
-    except ValueError:
-        return False
-    return True
 
 
 _FAST_KINDS = {
@@ -366,12 +363,8 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
             return None
         values[name] = text
     captured = source["captured_at"]
-    if type(captured) is not str or not _CANONICAL_TIMESTAMP.fullmatch(captured):
-        return None
-    try:
-        datetime.fromisoformat(captured)
-    except ValueError:
-        return None  # the constructor says "invalid timestamp"
+    if _canonical(captured) is None:
+        return None  # the constructor normalizes it, or says "invalid timestamp"
     made_source = object.__new__(MemorySource)
     made_source.__dict__.update(
         source_id=values["source_id"], source_type=values["source_type"],

@@ -94,17 +94,10 @@ class RecallScoreBreakdown:
 
 
 def signal(name: str, value: float, weight: float, contribution: float) -> RecallSignal:
-    """``RecallSignal(...)`` with its numbers rounded to DECIMALS, built directly.
-
-    A ranker beyond the baseline makes several per candidate and every candidate is
-    scored, so the frozen dataclass's per-field ``__setattr__`` showed up in latency.
-    """
-    made = object.__new__(RecallSignal)
-    made.__dict__.update(
-        name=name, value=round(value, DECIMALS), weight=round(weight, DECIMALS),
-        contribution=round(contribution, DECIMALS),
+    """``RecallSignal`` with its numbers rounded to DECIMALS, as every ranker shows them."""
+    return RecallSignal(
+        name, round(value, DECIMALS), round(weight, DECIMALS), round(contribution, DECIMALS)
     )
-    return made
 
 
 def ranker_breakdown(
@@ -123,9 +116,8 @@ def ranker_breakdown(
     ``total = lexical + recency`` holds as in §3.3; coverage counts ``matched_terms``
     so that the stable tie-breakers work as for the baseline.
     """
-    made = object.__new__(RecallScoreBreakdown)
     rounded = round(total, DECIMALS)
-    made.__dict__.update(
+    return RecallScoreBreakdown(
         matched_terms=matched_terms,
         query_term_count=query_term_count,
         lexical_coverage=round(len(matched_terms) / query_term_count, DECIMALS),
@@ -138,7 +130,6 @@ def ranker_breakdown(
         ranker=ranker,
         signals=signals,
     )
-    return made
 
 
 def recency_of(captured_at: datetime, as_of: datetime) -> float:

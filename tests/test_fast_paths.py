@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import memlib.index
 from memlib import MemoryKind, MemorySource, StoredMemory, user_scope_for
 from memlib.errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from memlib.index import InvertedIndex, index_tokens
@@ -188,13 +190,25 @@ def test_batched_index_equals_one_record_at_a_time(
     one = InvertedIndex()
     for record in records:
         one.add(record)
+        one.settle()  # one record at a time: the dict path
     batched = InvertedIndex()
-    batched.NUMPY_MIN_BATCH = 0  # every batch through numpy, however small
-    batched.add_many(records[:split])
-    batched.settle()
-    batched.add_many(records[split:])
-    assert _snapshot(batched) == _snapshot(one)
+    with patch.object(memlib.index, "NUMPY_MIN_BATCH", 0):  # numpy, however small
+        batched.add_many(records[:split])
+        batched.settle()
+        batched.add_many(records[split:])
+        assert _snapshot(batched) == _snapshot(one)
     assert all(list(p) == sorted(set(p)) for p in batched.postings.values())
+
+
+@PROPERTY
+@given(st.lists(st.lists(words, max_size=8), max_size=30))
+def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
+    texts = [(3 * n + 1, [w.lower() for w in ws]) for n, ws in enumerate(docs)]
+    number_of = {t: i for i, t in enumerate(sorted({t for _, ts in texts for t in ts}))}
+    for dtype in ("u4", "<i8"):
+        plain = memlib.index.runs_by_term(texts, number_of, dtype)
+        with patch.object(memlib.index, "NUMPY_MIN_BATCH", 0):
+            assert memlib.index.runs_by_term(texts, number_of, dtype) == plain
 
 
 # -- rankers: only the hits get their signals built ------------------------------------

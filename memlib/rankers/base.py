@@ -13,7 +13,7 @@ one ``score_candidates`` + stage 4 give (a test holds them equal).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -45,21 +45,22 @@ class TopScoring(Protocol):
 
 
 def top_positions(
-    scan: CandidateScan, totals: Sequence[float], matched: Sequence[int], term_count: int,
-    limit: int,
+    scan: CandidateScan, totals: Sequence[float], per_term: Sequence[Collection[str]],
+    terms: Sequence[str], limit: int,
 ) -> list[int]:
     """Positions of the top ``limit`` candidates by stage 4's key (``rank.rank_key``).
 
-    ``totals`` unrounded and ``matched`` counted as the breakdowns will be: each is
-    rounded here exactly as ``score.ranker_breakdown`` rounds it.
+    ``totals`` unrounded and ``per_term[i]`` the scoring terms candidate ``i`` holds:
+    both are rounded here exactly as ``score.ranker_breakdown`` rounds them.
     """
     candidates = scan.candidates
 
     def key(i: int) -> tuple[float, float, float, str]:
         candidate = candidates[i]
+        matched = sum(t in per_term[i] for t in terms)
         return (
             -round(totals[i], DECIMALS),
-            -round(matched[i] / term_count, DECIMALS),
+            -round(matched / len(terms), DECIMALS),
             -candidate.captured_at.timestamp(),
             candidate.record.memory_id,
         )

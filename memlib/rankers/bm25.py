@@ -166,8 +166,7 @@ class Bm25Ranker:
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
     ) -> list[tuple[int, RecallScoreBreakdown]]:
         scores = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=self.stopwords)
-        matched = [sum(t in sats for t in scores.terms) for sats in scores.per_term]
-        top = top_positions(scan, scores.totals, matched, len(scores.terms), limit)
+        top = top_positions(scan, scores.totals, scores.per_term, scores.terms, limit)
         return [(i, self._breakdown(scores, scan, i, as_of)) for i in top]
 
 

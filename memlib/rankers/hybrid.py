@@ -176,7 +176,6 @@ class HybridRanker:
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
     ) -> list[tuple[int, RecallScoreBreakdown]]:
         fused = self._fuse(query, scan)
-        terms = fused.lexical.terms
-        matched = [sum(t in sats for t in terms) for sats in fused.lexical.per_term]
-        top = top_positions(scan, fused.totals, matched, len(terms), limit)
+        lexical = fused.lexical
+        top = top_positions(scan, fused.totals, lexical.per_term, lexical.terms, limit)
         return [(i, self._breakdown(fused, scan, i, as_of)) for i in top]

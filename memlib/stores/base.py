@@ -164,11 +164,6 @@ class BaseMemoryStore:
         Called by the backend while it holds its lock or transaction, so the answer
         cannot go stale before the write.
         """
-        if len(batch) == 1 and batch[0].kind is not MemoryKind.RETRACTION:
-            # One record, no retraction (every single append): only the id can clash.
-            if state.kind_of(batch[0].memory_id) is not None:
-                raise RemoteMemoryDuplicateError([batch[0].memory_id])
-            return
         seen = {record.memory_id: record.kind for record in batch}
         # Retraction rules first: retracting the same record twice is "already
         # retracted", not a clash of the default retraction ids.

@@ -12,8 +12,8 @@ would not be the reference's). A term's postings are stored as packed runs of re
 ids, one row per term per written batch: a bulk import writes a row per distinct term
 instead of a row per (term, record), which is what made it slow (schema version 2;
 version 1 stores are converted on open). A retraction removes the target from its
-terms' runs in the transaction that records it; the record itself is never changed. Nothing is created
-until the first write: a missing file reads as an empty store.
+terms' runs in the transaction that records it; the record itself is never changed.
+Nothing is created until the first write: a missing file reads as an empty store.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,16 @@ from ..errors import (
     RemoteMemoryValidationError,
 )
 from ..index import (
-    EPOCH,
     candidates_for,
+    captured_micros,
     count_matches,
+    pack_docs,
     query_as_of,
     record_stats,
     runs_by_term,
     timestamp_of_micros,
     walk_groups,
 )
-from ..index import _numpy as _numpy_module
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
@@ -55,9 +54,47 @@ from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folder
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 
 SCHEMA_VERSION = 2
-MICROSECOND = timedelta(microseconds=1)
 FILE_MODE = 0o600
 _CHUNK = 500  # host parameters per IN (...) list
+
+
+def pack_ids(ids: Iterable[int]) -> bytes:
+    """Record ids (ascending) as little-endian int64: the ``postings.docs`` format."""
+    return pack_docs(ids, "<i8")
+
+
+def unpack_ids(blob: bytes) -> array[int]:
+    ids = array("q")
+    ids.frombytes(blob)
+    if sys.byteorder != "little":
+        ids.byteswap()
+    return ids
+
+
+def _postings_as_runs(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE postings_runs (term_id INTEGER NOT NULL, first_id INTEGER NOT NULL, "
+        "docs BLOB NOT NULL, PRIMARY KEY (term_id, first_id)) WITHOUT ROWID"
+    )
+    runs: list[tuple[int, int, bytes]] = []
+    current: int | None = None
+    ids: list[int] = []
+    for term_id, record_id in conn.execute(
+        "SELECT term_id, record_id FROM postings ORDER BY term_id, record_id"
+    ):
+        if term_id != current:
+            if ids:
+                runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
+            current, ids = term_id, []
+        ids.append(record_id)
+    if ids:
+        runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
+    conn.executemany("INSERT INTO postings_runs VALUES (?, ?, ?)", runs)
+    conn.execute("DROP TABLE postings")
+    conn.execute("ALTER TABLE postings_runs RENAME TO postings")
+    # The top-k walk reads a large group newest first.
+    conn.execute("CREATE INDEX IF NOT EXISTS records_recent ON records (user_scope, captured_ts)")
+
 
 # Each entry upgrades the schema from version i to i + 1: a script, or a function.
 _MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -97,54 +134,8 @@ _MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     );
     """,
     # 2: postings as packed runs of record ids, one row per term per batch.
-    lambda conn: _postings_as_runs(conn),
+    _postings_as_runs,
 )
-
-
-def _numpy_available() -> bool:
-    return _numpy_module() is not None
-
-
-def pack_ids(ids: Iterable[int]) -> bytes:
-    """Record ids (ascending) as little-endian int64: the ``postings.docs`` format."""
-    packed = array("q", ids)
-    if sys.byteorder != "little":
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def unpack_ids(blob: bytes) -> array[int]:
-    ids = array("q")
-    ids.frombytes(blob)
-    if sys.byteorder != "little":
-        ids.byteswap()
-    return ids
-
-
-def _postings_as_runs(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE postings_runs (term_id INTEGER NOT NULL, first_id INTEGER NOT NULL, "
-        "docs BLOB NOT NULL, PRIMARY KEY (term_id, first_id)) WITHOUT ROWID"
-    )
-    runs: list[tuple[int, int, bytes]] = []
-    current: int | None = None
-    ids: list[int] = []
-    for term_id, record_id in conn.execute(
-        "SELECT term_id, record_id FROM postings ORDER BY term_id, record_id"
-    ):
-        if term_id != current:
-            if ids:
-                runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
-            current, ids = term_id, []
-        ids.append(record_id)
-    if ids:
-        runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
-    conn.executemany("INSERT INTO postings_runs VALUES (?, ?, ?)", runs)
-    conn.execute("DROP TABLE postings")
-    conn.execute("ALTER TABLE postings_runs RENAME TO postings")
-    # The top-k walk reads a large group newest first.
-    conn.execute("CREATE INDEX IF NOT EXISTS records_recent ON records (user_scope, captured_ts)")
-
 
 
 def sqlite_path(url: str | os.PathLike[str]) -> Path:
@@ -424,13 +415,10 @@ class SqliteMemoryStore(BaseMemoryStore):
         else:
             for record_id, m in zip(ids, matched, strict=True):
                 groups.setdefault(m, []).append(record_id)
-        columns = "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE user_scope = ? "
+        columns = "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE "
         # "+user_scope": look the ids up by rowid; with the plain column SQLite would
         # rather walk the scope's whole index and test every row against the list.
-        by_id = (
-            "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE +user_scope = ? "
-            "AND id IN (SELECT value FROM json_each(?))"
-        )
+        by_id = columns + "+user_scope = ? AND id IN (SELECT value FROM json_each(?))"
         limit = query.limit
 
         def by_lookup(members: Any) -> list[Any]:
@@ -453,7 +441,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             budget = 4 * limit * max(searched, 1) // len(wanted) + 1_000
             rows: list[Any] = []
             for visited, row in enumerate(conn.execute(
-                columns + "ORDER BY captured_ts DESC", (self.user_scope,)
+                columns + "user_scope = ? ORDER BY captured_ts DESC", (self.user_scope,)
             )):
                 if len(rows) >= limit and row[1] < rows[-1][1]:
                     return rows
@@ -551,11 +539,10 @@ class SqliteMemoryStore(BaseMemoryStore):
             pending: list[tuple[int, set[str]]] = []
             for offset, record in enumerate(batch):
                 row_id = next_id + offset
-                # A stored captured_at is canonical UTC already: parse it once, plainly.
-                captured = datetime.fromisoformat(record.source.captured_at)
                 rows.append((
-                    row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
-                    (captured - EPOCH) // MICROSECOND, record.retracts, record_json(record),
+                    row_id, scope, record.memory_id, record.kind.value,
+                    record.captured_datetime.timestamp(), captured_micros(record),
+                    record.retracts, record_json(record),
                 ))
                 if record.kind is MemoryKind.CONVERSATION:
                     terms, n_tokens, n_content = record_stats(record)
@@ -566,18 +553,10 @@ class SqliteMemoryStore(BaseMemoryStore):
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             term_id = self._term_resolver(conn, {t for _, terms in pending for t in terms}, new_terms)
             # One run per term for the whole batch, its ids ascending (append order).
-            if len(pending) >= 64 and _numpy_available():
-                runs = [
-                    (tid, int.from_bytes(docs[:8], "little"), docs)
-                    for tid, docs in runs_by_term(pending, term_id, "<i8")
-                ]
-            else:
-                by_term: dict[int, list[int]] = {}
-                for row_id, terms in pending:
-                    for term in terms:
-                        by_term.setdefault(term_id[term], []).append(row_id)
-                runs = sorted((tid, ids[0], pack_ids(ids)) for tid, ids in by_term.items())
-            conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", runs)
+            conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", [
+                (tid, int.from_bytes(docs[:8], "little"), docs)  # first_id: its first id
+                for tid, docs in runs_by_term(pending, term_id, "<i8")
+            ])
             # Retractions: the target leaves the postings (and the counts) in this same
             # transaction. Its own record row stays as it was written.
             batch_rows = {r.memory_id: (next_id + i, r) for i, r in enumerate(batch)}
