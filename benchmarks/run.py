@@ -12,7 +12,10 @@ For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.p
 * the indexed JSONL store opened in a fresh process: time to read and index the file,
   recall latency there, and that process's peak memory;
 * append latency per record (one durable ``append``) at 1k, 100k (and 1M) records
-  against a raw ``write`` + ``fsync`` of the same bytes on the same disk.
+  against a raw ``write`` + ``fsync`` of the same bytes on the same disk;
+* floors, once per run: the least a validated append can do (timed the same way), and
+  the records/s of the per-record work no import can skip — what the targets leave room
+  for on the machine at hand.
 
 A JSON report is written to ``reports/bench-YYYYMMDD.json``. Options: ``--sizes``,
 ``--queries``, ``--db-max`` (largest N for SQLite/PostgreSQL), ``--ref-max``,
@@ -23,6 +26,7 @@ default durability settings) or on ``$MEMLIB_PG_DSN``.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gc
 import hashlib
 import json
@@ -52,6 +56,7 @@ from memlib import RecallEngine
 from memlib.candidates import CandidateScan, scan_recall_candidates
 from memlib.index import indexed_recall
 from memlib.stores import open_store
+from memlib.records import format_timestamp
 from memlib.stores.jsonl import RemoteMemoryStore, encode_record
 
 LIMIT = 10
@@ -266,6 +271,75 @@ def bulk_jsonl(store: RemoteMemoryStore, items: list[dict[str, Any]]) -> float:
     return len(items) / (time.perf_counter() - start)
 
 
+# -- floors: what the targets leave room for ---------------------------------------------
+
+def append_floor(raw_dir: Path, count: int) -> dict[str, Any]:
+    """The least a validated durable append can do, timed like ``append_latency``.
+
+    Build the record with memlib's checks, encode its line, take the lock, open the file,
+    write, fsync, close: no index, no duplicate check, no torn-tail repair. No store that
+    keeps the contract can do less, so this ratio is the floor of the append target on
+    the machine the benchmark runs on.
+    """
+    from memlib.records import record_from_item
+
+    items = next(corpus.records(count, seed=6, batch=count, prefix="floor"))
+    data, lock = raw_dir / "floor.jsonl", raw_dir / "floor.jsonl.lock"
+    raw_path = raw_dir / "floor-raw.jsonl"
+    fd = os.open(raw_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    scope = "0123456789abcdef"
+    floor_times, raw_times = [], []
+    try:
+        for item in items:
+            start = time.perf_counter()
+            record = record_from_item(item, scope, format_timestamp(datetime.now(UTC)))
+            line = encode_record(record)
+            lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            data_fd = os.open(data, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            os.write(data_fd, line)
+            os.fsync(data_fd)
+            os.close(data_fd)
+            os.close(lock_fd)
+            floor_times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            os.write(fd, line)
+            os.fsync(fd)
+            raw_times.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        for path in (data, lock, raw_path):
+            path.unlink(missing_ok=True)
+    out = {"floor": summary(floor_times), "raw_write_fsync": summary(raw_times)}
+    out["ratio_p50"] = out["floor"]["p50_ms"] / out["raw_write_fsync"]["p50_ms"]
+    return out
+
+
+def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
+    """Records/s of the per-record work no import can skip (best of ``rounds``).
+
+    ``checks_and_line``: memlib's checks and the JSON line, nothing written, no index.
+    ``terms_only``: cutting the searchable text into terms, which every index needs.
+    """
+    from memlib.index import index_tokens
+    from memlib.records import record_from_item
+
+    items = [item for batch in corpus.records(count, seed=8, prefix="floor") for item in batch]
+    texts = [corpus.item_text(item) for item in items]
+    scope, stored_at = "0123456789abcdef", "2026-08-10T12:00:00Z"
+    best = {"checks_and_line": 0.0, "terms_only": 0.0}
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for item in items:
+            encode_record(record_from_item(item, scope, stored_at))
+        best["checks_and_line"] = max(best["checks_and_line"], count / (time.perf_counter() - start))
+        start = time.perf_counter()
+        for text in texts:
+            set(index_tokens(text))
+        best["terms_only"] = max(best["terms_only"], count / (time.perf_counter() - start))
+    return {key: round(value) for key, value in best.items()}
+
+
 # -- one size ----------------------------------------------------------------------------
 
 def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Callable[[str], None]) -> dict[str, Any]:
@@ -416,6 +490,18 @@ def table(report: dict[str, Any]) -> str:
                           ("bulk_sqlite_rps", "SQLite"), ("bulk_postgresql_rps", "PostgreSQL")):
             if key in size:
                 lines.append(f"| {size['n']:,} | {name} | {size[key]:,.0f} |")
+    floors = report.get("floors")
+    if floors:
+        a = floors["append"]
+        lines += ["", "| floor (the least the contract allows, same machine, same run) | figure |",
+                  "|---|---:|",
+                  f"| one validated append: checks, JSON line, lock, write, fsync (no index, no "
+                  f"duplicate check) | {a['floor']['p50_ms']:.2f} ms p50 = "
+                  f"{a['ratio_p50']:.2f}× raw write+fsync ({a['raw_write_fsync']['p50_ms']:.2f} ms) |",
+                  f"| memlib's checks + the JSON line per record, nothing written | "
+                  f"{floors['records']['checks_and_line']:,} records/s |",
+                  f"| cutting each record's text into terms, nothing else | "
+                  f"{floors['records']['terms_only']:,} records/s |"]
     lines += ["", "| N | indexed JSONL in a fresh process | open + index s | peak RSS MB |",
               "|---:|---|---:|---:|"]
     for size in report["sizes"]:
@@ -503,6 +589,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pg_store._connection().execute("DROP SCHEMA bench_small CASCADE")
                 pg_store.close()
             report["sizes"].append(entry)
+        log("floors: a minimal validated append, and the per-record work of an import")
+        report["floors"] = {"append": append_floor(workdir, max(args.appends, 200)),
+                            "records": record_floor()}
+        log(f"    minimal append {report['floors']['append']['ratio_p50']:.2f}× raw write+fsync; "
+            f"checks+line {report['floors']['records']['checks_and_line']:,}/s, "
+            f"terms {report['floors']['records']['terms_only']:,}/s")
         for n in sizes:
             report["sizes"].append(run_size(n, args, workdir, pg, log))
             _write(report, args.out)  # keep what is measured even if a later size fails

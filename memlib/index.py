@@ -52,6 +52,7 @@ __all__ = [
     "indexed_recall",
     "query_as_of",
     "record_stats",
+    "term_stats",
     "record_terms",
     "scan_from_index",
     "timestamp_of_micros",
@@ -145,14 +146,17 @@ def runs_by_term(
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     term_of, row_of = np.divmod(keys, rows)
     docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
-    docs = docs.astype(dtype)
+    packed = docs.astype(dtype).tobytes()
     cuts = np.flatnonzero(np.diff(term_of)) + 1
-    starts = np.concatenate(([0], cuts)).tolist()
-    ends = np.concatenate((cuts, [len(keys)])).tolist()
-    return [
-        (number, docs[start:end].tobytes())
-        for number, start, end in zip(term_of[starts].tolist(), starts, ends, strict=True)
-    ]
+    starts = np.concatenate(([0], cuts))
+    # Slices of one bytes object: a numpy slice per term costs several times more.
+    size = np.dtype(dtype).itemsize
+    return list(zip(
+        term_of[starts].tolist(),
+        map(packed.__getitem__, map(slice, (starts * size).tolist(),
+                                    (np.append(cuts, len(keys)) * size).tolist())),
+        strict=True,
+    ))
 
 
 def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
@@ -201,8 +205,24 @@ def _stopwords() -> frozenset[str]:
 
 def record_stats(record: StoredMemory) -> tuple[set[str], int, int]:
     """``(distinct terms, terms with repeats, of which not stopwords)`` of a record."""
-    tokens = index_tokens(searchable_text(record))
-    return set(tokens), len(tokens), len(tokens) - sum(map(_stopwords().__contains__, tokens))
+    tokens, content = term_stats((record,))[0]
+    return set(tokens), len(tokens), content
+
+
+def term_stats(
+    records: Iterable[StoredMemory],
+) -> list[tuple[list[str] | tuple[str, ...], int]]:
+    """Per record: its terms in order (repeats kept), and how many are not stopwords.
+
+    What an index keeps of a record's text: its postings and the two token counts
+    the BM25-style rankers read. One pass for a whole batch.
+    """
+    stop = _stopwords().__contains__
+    out = []
+    for record in records:
+        tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
+        out.append((tokens, len(tokens) - sum(map(stop, tokens))))
+    return out
 
 
 def captured_micros(record: StoredMemory) -> int:
@@ -314,7 +334,6 @@ class InvertedIndex:
         self._content_tokens = array("I")
         self._token_count = 0
         self._content_token_count = 0
-        self._stop: frozenset[str] | None = None
         # Conversation records whose terms are not worked out yet, in append order.
         self._unsettled: list[tuple[int, StoredMemory]] = []
 
@@ -372,8 +391,6 @@ class InvertedIndex:
             captured = record.captured_datetime
             timestamps.append(captured.timestamp())
             micros.append((captured - EPOCH) // _MICRO)
-            self._tokens.append(0)  # until settled
-            self._content_tokens.append(0)
             if kind is MemoryKind.CONVERSATION:
                 if memory_id in self.retracted:
                     live.append(0)
@@ -381,6 +398,8 @@ class InvertedIndex:
                 else:
                     live.append(1)
                     self.searched += 1
+                # Not held in a local: a retraction in this batch settles (and so
+                # replaces) the list.
                 self._unsettled.append((doc, record))
             else:
                 live.append(0)
@@ -392,17 +411,21 @@ class InvertedIndex:
 
     def settle(self) -> None:
         """Work out the terms of every record added since the last read."""
+        counts, content_counts = self._tokens, self._content_tokens
+        if len(counts) < len(self.ids):
+            # Records added since: 0 until their terms are known (and for ever for
+            # profiles and retractions, which are never searched).
+            grow = array("I", bytes(4 * (len(self.ids) - len(counts))))
+            counts.extend(grow)
+            content_counts.extend(grow)
         if not self._unsettled:
             return
         pending, self._unsettled = self._unsettled, []
-        if self._stop is None:
-            self._stop = _stopwords()
-        stop = self._stop.__contains__
-        counts, content_counts, live = self._tokens, self._content_tokens, self.live
+        live = self.live
         texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
-        for doc, record in pending:
-            tokens = index_tokens(searchable_text(record))
-            content = len(tokens) - sum(map(stop, tokens))
+        for (doc, _), (tokens, content) in zip(
+            pending, term_stats(record for _, record in pending), strict=True
+        ):
             counts[doc] = len(tokens)
             content_counts[doc] = content
             if live[doc]:

@@ -149,11 +149,11 @@ def parse_timestamp(value: object) -> datetime:
 
 def format_timestamp(moment: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds only when the instant has them."""
-    moment = moment.astimezone(UTC)
-    # isoformat pads the year to four digits; strftime("%Y") does not below year 1000.
-    text = moment.replace(tzinfo=None, microsecond=0).isoformat()
-    if moment.microsecond:
-        text += "." + f"{moment.microsecond:06d}".rstrip("0")
+    # isoformat pads the year to four digits (strftime("%Y") does not below year 1000)
+    # and leaves the fraction out when it is zero; every append pays this once.
+    text = moment.astimezone(UTC).isoformat()[:-6]  # without "+00:00"
+    if len(text) > 19:
+        text = text.rstrip("0")
     return text + "Z"
 
 
@@ -327,10 +327,11 @@ _FAST_KINDS = {
     "profile": MemoryKind.PROFILE, MemoryKind.PROFILE: MemoryKind.PROFILE,
 }
 _SOURCE_KEYS = frozenset(("source_id", "source_type", "title", "captured_at"))
-_FAST_FIELDS = (
-    ("source_id", LIMITS["source_id"]), ("source_type", LIMITS["source_type"]),
-    ("title", LIMITS["title"]), ("content", LIMITS["content"]), ("summary", LIMITS["summary"]),
+_LIMIT_SOURCE_ID, _LIMIT_SOURCE_TYPE, _LIMIT_TITLE = (
+    LIMITS["source_id"], LIMITS["source_type"], LIMITS["title"]
 )
+_LIMIT_CONTENT, _LIMIT_SUMMARY = LIMITS["content"], LIMITS["summary"]
+_new = object.__new__
 
 
 def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory | None:
@@ -353,27 +354,45 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
         and _ID_REFUSED.search(memory_id) is None
     ):
         return None
-    values: dict[str, Any] = {}
-    for name, limit in _FAST_FIELDS:
-        value = source[name] if name in _SOURCE_KEYS else item[name]
-        if type(value) is not str:
-            return None
-        text = " ".join(value.split())
-        if not text or len(text) > limit or (not text.isascii() and _SURROGATE.search(text)):
-            return None
-        values[name] = text
+    # Unrolled (one durable append pays this): each field as _text would return it.
+    try:
+        source_id = " ".join(source["source_id"].split())
+        source_type = " ".join(source["source_type"].split())
+        title = " ".join(source["title"].split())
+        content = item["content"]
+        # The long field: a printable text holds no whitespace but " ", so it is
+        # already collapsed unless a space doubles or ends it (no split needed).
+        if not (
+            content.isprintable() and "  " not in content
+            and content[:1] != " " != content[-1:]
+        ):
+            content = " ".join(content.split())
+        summary = " ".join(item["summary"].split())
+    except (AttributeError, TypeError):
+        return None  # not a string: the constructor words it
+    if not (
+        type(source["source_id"]) is type(source["source_type"]) is type(source["title"])
+        is type(item["content"]) is type(item["summary"]) is str
+        and 0 < len(source_id) <= _LIMIT_SOURCE_ID and 0 < len(source_type) <= _LIMIT_SOURCE_TYPE
+        and 0 < len(title) <= _LIMIT_TITLE and 0 < len(content) <= _LIMIT_CONTENT
+        and 0 < len(summary) <= _LIMIT_SUMMARY
+    ):
+        return None
+    if not (source_id + source_type + title + content + summary).isascii() and _SURROGATE.search(
+        source_id + source_type + title + content + summary
+    ):
+        return None
     captured = source["captured_at"]
     if _canonical(captured) is None:
         return None  # the constructor normalizes it, or says "invalid timestamp"
-    made_source = object.__new__(MemorySource)
+    made_source = _new(MemorySource)
     made_source.__dict__.update(
-        source_id=values["source_id"], source_type=values["source_type"],
-        title=values["title"], captured_at=captured,
+        source_id=source_id, source_type=source_type, title=title, captured_at=captured
     )
-    record = object.__new__(StoredMemory)
+    record = _new(StoredMemory)
     record.__dict__.update(
-        memory_id=memory_id, user_scope=user_scope, kind=kind, content=values["content"],
-        summary=values["summary"], source=made_source, stored_at=stored_at, retracts=None,
+        memory_id=memory_id, user_scope=user_scope, kind=kind, content=content,
+        summary=summary, source=made_source, stored_at=stored_at, retracts=None,
     )
     return record
 
@@ -422,3 +441,4 @@ def record_json(record: StoredMemory) -> str:
     if record.retracts is not None:
         text += ',"retracts":' + _quote(record.retracts)
     return text + "}"
+

@@ -85,6 +85,10 @@ def _outcome(build: Any, item: dict[str, Any]) -> tuple[str, Any]:
 @example("m-1", "conversation", "a  b", "s", "id", "type", "t", "2026-02-30T00:00:00Z")
 @example("m 1", "conversation", "a", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
 @example("m-1", "profile", "a", "s\ud800", "id", "type", "t", "2026-08-01T12:00:00Z")
+@example("m-1", "profile", 5, "s", "id", "type", "t", "2026-08-01T12:00:00Z")
+@example("m-1", "profile", b"a b", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
+@example("m-1", "profile", "a\u3000b", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
+@example("m-1", "profile", " a", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
 def test_record_from_item_is_the_constructor(
     memory_id: Any, kind: Any, content: Any, summary: Any, source_id: Any, source_type: Any,
     title: Any, captured_at: Any,
@@ -97,6 +101,23 @@ def test_record_from_item_is_the_constructor(
     assert fast == slow
     if fast[0] == "ok":
         assert type(fast[1].kind) is MemoryKind and fast[1].to_dict() == slow[1].to_dict()
+
+
+@PROPERTY
+@given(st.datetimes(
+    min_value=__import__("datetime").datetime(2, 1, 1),
+    max_value=__import__("datetime").datetime(9998, 12, 31),
+    timezones=st.one_of(st.just(__import__("datetime").UTC), st.timezones()),
+))
+@example(__import__("datetime").datetime(999, 1, 2, 3, 4, 5, 100_000, __import__("datetime").UTC))
+def test_format_timestamp_is_the_written_form(moment: Any) -> None:
+    # The form spelled out field by field: what isoformat-and-strip must give.
+    utc = moment.astimezone(__import__("datetime").UTC)
+    text = (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+            f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}")
+    if utc.microsecond:
+        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+    assert format_timestamp(moment) == text + "Z"
 
 
 @PROPERTY

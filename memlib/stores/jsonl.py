@@ -122,6 +122,9 @@ class RemoteMemoryStore(BaseMemoryStore):
         super().__init__(user_id=user_id, clock=clock)
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
+        # The strings the system calls take (a Path converts itself on every call).
+        self._path = os.fspath(self.path)
+        self._lock_path = os.fspath(self.lock_path)
         self._cache = _Cache()
 
     def __repr__(self) -> str:
@@ -129,9 +132,11 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     # -- reading --------------------------------------------------------------------
 
-    def _refresh(self) -> _Cache:
+    def _refresh(self, st: os.stat_result | None = None) -> _Cache:
+        """The cache, brought up to date with the file (``st``: its stat, if known)."""
         try:
-            st = os.stat(self.path)
+            if st is None:
+                st = os.stat(self._path)
         except FileNotFoundError:
             self._cache = _Cache()
             return self._cache
@@ -325,7 +330,7 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     # -- writing --------------------------------------------------------------------
 
-    def _open(self, path: Path, flags: int, *, make_folders: bool = False) -> int:
+    def _open(self, path: str, flags: int, *, make_folders: bool = False) -> int:
         try:
             return os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
         except FileNotFoundError:
@@ -339,18 +344,18 @@ class RemoteMemoryStore(BaseMemoryStore):
         # all the way up, and try once more. Checking them before every append would
         # cost a stat per level for nothing.
         try:
-            make_private_folders(path.parent)
+            make_private_folders(self.path.parent)
         except OSError as exc:
-            raise RemoteMemoryError(f"cannot create folder {path.parent}: {exc.strerror}") from None
+            raise RemoteMemoryError(f"cannot create folder {self.path.parent}: {exc.strerror}") from None
         return self._open(path, flags)
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
-        lock_fd = self._open(self.lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
+        lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            fd = self._open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            fd = self._open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 pending = self._pending_batch(lock_fd)
                 if pending is not None:
@@ -359,8 +364,11 @@ class RemoteMemoryStore(BaseMemoryStore):
                     if os.fstat(fd).st_size > pending:
                         os.ftruncate(fd, pending)
                     self._note_pending(lock_fd, None)
-                cache = self._refresh()
-                if os.fstat(fd).st_size > cache.offset:
+                # The file just opened under the lock is the one to append to: its
+                # fstat serves the cache as well as a stat of the path would.
+                st = os.fstat(fd)
+                cache = self._refresh(st)
+                if st.st_size > cache.offset:
                     # A torn tail from a writer that died before fsync returned.
                     os.ftruncate(fd, cache.offset)
                 self.check_batch(batch, cache)

@@ -25,6 +25,8 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +39,14 @@ from ..errors import (
     RemoteMemoryValidationError,
 )
 from ..index import (
+    EPOCH,
     candidates_for,
-    captured_micros,
     count_matches,
     pack_docs,
     query_as_of,
     record_stats,
     runs_by_term,
+    term_stats,
     timestamp_of_micros,
     walk_groups,
 )
@@ -56,6 +59,7 @@ __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 SCHEMA_VERSION = 2
 FILE_MODE = 0o600
 _CHUNK = 500  # host parameters per IN (...) list
+_MICRO = timedelta(microseconds=1)
 
 
 def pack_ids(ids: Iterable[int]) -> bytes:
@@ -535,23 +539,25 @@ class SqliteMemoryStore(BaseMemoryStore):
             self.check_batch(batch, state)
             (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM records").fetchone()
             rows = []
-            d_searched = d_retracted = d_tokens = d_content = 0
-            pending: list[tuple[int, set[str]]] = []
-            for offset, record in enumerate(batch):
-                row_id = next_id + offset
+            d_retracted = 0
+            conversations: list[tuple[int, StoredMemory]] = []
+            for row_id, record in enumerate(batch, next_id):
+                captured = record.captured_datetime
                 rows.append((
-                    row_id, scope, record.memory_id, record.kind.value,
-                    record.captured_datetime.timestamp(), captured_micros(record),
-                    record.retracts, record_json(record),
+                    row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
+                    (captured - EPOCH) // _MICRO, record.retracts, record_json(record),
                 ))
                 if record.kind is MemoryKind.CONVERSATION:
-                    terms, n_tokens, n_content = record_stats(record)
-                    pending.append((row_id, terms))
-                    d_searched += 1
-                    d_tokens += n_tokens
-                    d_content += n_content
+                    conversations.append((row_id, record))
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            term_id = self._term_resolver(conn, {t for _, terms in pending for t in terms}, new_terms)
+            stats = term_stats(record for _, record in conversations)
+            pending = [(row_id, tokens) for (row_id, _), (tokens, _) in zip(conversations, stats)]
+            d_searched = len(pending)
+            d_tokens = sum(len(tokens) for tokens, _ in stats)
+            d_content = sum(content for _, content in stats)
+            term_id = self._term_resolver(
+                conn, set(chain.from_iterable(tokens for tokens, _ in stats)), new_terms
+            )
             # One run per term for the whole batch, its ids ascending (append order).
             conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", [
                 (tid, int.from_bytes(docs[:8], "little"), docs)  # first_id: its first id
