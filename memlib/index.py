@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cache, lru_cache
 from itertools import chain
@@ -42,6 +42,7 @@ __all__ = [
     "NUMPY_MIN_POSTINGS",
     "count_matches",
     "pack_docs",
+    "unpack_docs",
     "runs_by_term",
     "InvertedIndex",
     "candidates_for",
@@ -114,7 +115,7 @@ def count_matches(
 
 
 def runs_by_term(
-    texts: Sequence[tuple[int, Iterable[str]]], number_of: dict[str, int], dtype: str
+    texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int], dtype: str
 ) -> list[tuple[int, bytes]]:
     """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
 
@@ -165,6 +166,15 @@ def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
     if dtype.startswith("<") and sys.byteorder != "little":
         packed.byteswap()
     return packed.tobytes()
+
+
+def unpack_docs(blob: bytes, dtype: str) -> array[int]:
+    """The doc numbers ``pack_docs(docs, dtype)`` packed."""
+    docs = array({"u4": "I", "<i8": "q"}[dtype])
+    docs.frombytes(blob)
+    if dtype.startswith("<") and sys.byteorder != "little":
+        docs.byteswap()
+    return docs
 
 
 # -- terms and times ---------------------------------------------------------------

@@ -22,6 +22,7 @@ from memlib import (
     RecallEngine,
     RemoteMemoryCorruptionError,
     RemoteMemoryDuplicateError,
+    RemoteMemoryError,
     RemoteMemoryScopeError,
     RemoteMemoryValidationError,
     open_store,
@@ -293,8 +294,6 @@ def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
 
 
 def test_postgres_schema_must_be_initialised(pg_dsn: str) -> None:  # noqa: F811
-    from memlib.errors import RemoteMemoryError
-
     store = open_store(f"{pg_dsn}?schema=never_initialised", user_id="a")
     with pytest.raises(RemoteMemoryError, match="not initialised.*memlib --store URL db init"):
         store.read_all()
@@ -311,9 +310,9 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert main(["--store", url, "db", "init"]) == 0
         assert main(["--store", url, "db", "status"]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "PostgreSQL schema cli_init_test: created schema version 1",
-            "PostgreSQL schema cli_init_test: schema version 1, nothing to do",
-            "PostgreSQL schema cli_init_test: schema version 1",
+            "PostgreSQL schema cli_init_test: created schema version 2",
+            "PostgreSQL schema cli_init_test: schema version 2, nothing to do",
+            "PostgreSQL schema cli_init_test: schema version 2",
         ]
         store = open_store(url, user_id="alice", clock=fixed_clock())
         store.append_many(sample_records())
@@ -328,6 +327,51 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
         "SQLite store: created schema version 2",
         "SQLite store: schema version 2, nothing to do",
     ]
+
+
+def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  # noqa: F811
+    """Version 1 kept one postings row per (term, record); version 2 one run per batch."""
+    from pgserver import drop_schema
+
+    from memlib.stores.admin import init_store_schema
+
+    url = f"{pg_dsn}?schema=upgrade_test"
+    try:
+        init_store_schema(url)
+        store = open_store(url, user_id="alice", clock=fixed_clock())
+        store.append_many(sample_records())
+        store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
+        engine = RecallEngine(store)
+        queries = ("layered memory", "sqlite persistence", "分层")
+        before = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+                  for q in queries]
+        conn = store._connection()
+        runs = conn.execute("SELECT count(*) FROM upgrade_test.postings").fetchone()[0]
+        # Back to version 1, as an older memlib wrote it.
+        conn.execute(
+            "CREATE TABLE upgrade_test.postings_v1 AS SELECT user_scope, term, "
+            "unnest(record_ids) AS record_id FROM upgrade_test.postings"
+        )
+        pairs = conn.execute("SELECT count(*) FROM upgrade_test.postings_v1").fetchone()[0]
+        assert pairs > runs > 0
+        conn.execute("DROP TABLE upgrade_test.postings")
+        conn.execute("ALTER TABLE upgrade_test.postings_v1 RENAME TO postings")
+        conn.execute("ALTER TABLE upgrade_test.postings ADD PRIMARY KEY (user_scope, term, record_id)")
+        conn.execute("UPDATE upgrade_test.meta SET value = '1' WHERE key = 'schema_version'")
+        store.close()
+        with pytest.raises(RemoteMemoryError, match="version 1, need 2"):
+            open_store(url, user_id="alice").read_all()
+        assert init_store_schema(url)[1:] == (1, 2)
+        reopened = open_store(url, user_id="alice")
+        engine = RecallEngine(reopened)
+        after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+                 for q in queries]
+        assert after == before
+        assert reopened._connection().execute(
+            "SELECT count(*) FROM upgrade_test.postings").fetchone()[0] <= runs
+        reopened.close()
+    finally:
+        drop_schema(pg_dsn, "upgrade_test")
 
 
 def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:

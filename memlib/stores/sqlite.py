@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import sys
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +47,7 @@ from ..index import (
     runs_by_term,
     term_stats,
     timestamp_of_micros,
+    unpack_docs,
     walk_groups,
 )
 from ..normalize import RecallQuery
@@ -68,11 +68,7 @@ def pack_ids(ids: Iterable[int]) -> bytes:
 
 
 def unpack_ids(blob: bytes) -> array[int]:
-    ids = array("q")
-    ids.frombytes(blob)
-    if sys.byteorder != "little":
-        ids.byteswap()
-    return ids
+    return unpack_docs(blob, "<i8")
 
 
 def _postings_as_runs(conn: sqlite3.Connection) -> None:
