@@ -57,6 +57,7 @@ __all__ = [
     "record_terms",
     "scan_from_index",
     "timestamp_of_micros",
+    "top_of_matches",
     "upper_bound",
     "walk_groups",
 ]
@@ -92,10 +93,8 @@ def _numpy() -> Any | None:
     return numpy
 
 
-def count_matches(
-    runs: Sequence[bytes], unpack: Callable[[bytes], Sequence[int]]
-) -> tuple[Sequence[int], Sequence[int]]:
-    """``(doc ids ascending, how many of the runs hold each)`` for packed posting runs.
+def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:
+    """``(doc ids ascending, how many of the runs hold each)`` for runs packed as ``dtype``.
 
     Each run lists distinct ids of one term, so a doc's count is its matched terms.
     """
@@ -103,12 +102,12 @@ def count_matches(
     np = _numpy() if runs and total >= NUMPY_MIN_POSTINGS else None
     if np is not None:
         ids, counts = np.unique(
-            np.concatenate([np.frombuffer(run, dtype="<i8") for run in runs]), return_counts=True
+            np.concatenate([np.frombuffer(run, dtype=dtype) for run in runs]), return_counts=True
         )
         return ids, counts  # numpy arrays: a caller groups them without a Python loop
     tally: dict[int, int] = {}
     for run in runs:
-        for doc in unpack(run):
+        for doc in unpack_docs(run, dtype):
             tally[doc] = tally.get(doc, 0) + 1
     ordered = sorted(tally)
     return ordered, [tally[doc] for doc in ordered]
@@ -120,8 +119,7 @@ def runs_by_term(
     """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
 
     Term numbers ascending; each term's docs ascending (``texts`` must be in doc order)
-    and distinct (a term repeated in a doc counts once). ``dtype`` is ``"u4"`` (native
-    uint32, the in-process postings) or ``"<i8"`` (little-endian int64, SQLite's runs).
+    and distinct (a term repeated in a doc counts once); ``dtype`` as in ``pack_docs``.
     numpy sorts a big batch in one pass; without numpy, or for a few docs, a dict does.
     """
     np = _numpy() if len(texts) >= NUMPY_MIN_BATCH else None
@@ -160,19 +158,31 @@ def runs_by_term(
     ))
 
 
+# How posting runs are packed: "u4" native uint32 (the in-process index), "<i8"
+# little-endian int64 (SQLite), ">i8" big-endian int64 (PostgreSQL, whose int8send
+# writes that order, so a migration can pack runs in SQL).
+_ARRAY_CODE = {"u4": "I", "<i8": "q", ">i8": "q"}
+
+
+def _swapped(dtype: str) -> bool:
+    return (dtype[0] == "<" and sys.byteorder != "little") or (
+        dtype[0] == ">" and sys.byteorder != "big"
+    )
+
+
 def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
-    """Doc numbers as ``runs_by_term`` packs them (``"u4"`` native, ``"<i8"`` little-endian)."""
-    packed = array({"u4": "I", "<i8": "q"}[dtype], docs)
-    if dtype.startswith("<") and sys.byteorder != "little":
+    """Doc numbers as ``runs_by_term`` packs them (see ``_ARRAY_CODE``)."""
+    packed = array(_ARRAY_CODE[dtype], docs)
+    if _swapped(dtype):
         packed.byteswap()
     return packed.tobytes()
 
 
 def unpack_docs(blob: bytes, dtype: str) -> array[int]:
     """The doc numbers ``pack_docs(docs, dtype)`` packed."""
-    docs = array({"u4": "I", "<i8": "q"}[dtype])
+    docs = array(_ARRAY_CODE[dtype])
     docs.frombytes(blob)
-    if dtype.startswith("<") and sys.byteorder != "little":
+    if _swapped(dtype):
         docs.byteswap()
     return docs
 
@@ -290,6 +300,66 @@ def walk_groups(
         kept.sort(key=lambda item: item[0])
         del kept[limit:]
     return [payload for _, payload in kept]
+
+
+# A SQL store's row for the walk: (id, captured_ts, captured_us, memory_id).
+RecentRow = tuple[int, float, int, str]
+
+
+def top_of_matches(
+    ids: Any, matched: Any, query: RecallQuery, searched: int,
+    lookup: Callable[[Sequence[int]], list[RecentRow]],
+    newest_first: Callable[[int], Iterable[RecentRow]],
+) -> list[int]:
+    """The ids of the baseline's top ``query.limit``, from ``count_matches``' output.
+
+    For a store that keeps records in SQL. Per matched-term group it needs the group's
+    ``limit`` most recent records, all ties with the last one included; ``walk_groups``
+    then picks the top ``limit`` and stops before groups that cannot enter it.
+
+    ``lookup(members)`` gives exactly those rows for a group. A big group is instead
+    found by walking ``newest_first(budget)`` (the scope's rows, newest first, at least
+    ``budget + 1`` of them if there are that many) and stopping after ``limit`` members
+    and their ties: about ``limit·N/|group|`` rows rather than every member looked up
+    and sorted. If the members turn out to be old ones, the walk gives up at the
+    budget and the group is looked up after all.
+    """
+    limit = query.limit
+    groups: dict[int, Any] = {}
+    if hasattr(matched, "dtype"):  # numpy arrays from count_matches
+        # Kept as arrays: the walk usually stops before the big low groups.
+        for m in set(matched.tolist()):
+            groups[m] = ids[matched == m]
+    else:
+        for record_id, m in zip(ids, matched, strict=True):
+            groups.setdefault(m, []).append(record_id)
+
+    def by_recency(members: Any) -> list[RecentRow] | None:
+        wanted = set(members.tolist() if hasattr(members, "tolist") else members)
+        budget = 4 * limit * max(searched, 1) // len(wanted) + 1_000
+        rows: list[RecentRow] = []
+        for visited, row in enumerate(newest_first(budget)):
+            if len(rows) >= limit and row[1] < rows[-1][1]:
+                return rows
+            if visited > budget:
+                return None
+            if row[0] in wanted:
+                rows.append(row)
+        return rows
+
+    def entries(members: Any) -> list[Entry]:
+        rows = None
+        if len(members) > limit and len(members) ** 2 > limit * searched:
+            rows = by_recency(members)
+        if rows is None:
+            rows = lookup([int(i) for i in members])
+        return [(ts, timestamp_of_micros(us), memory_id, row_id)
+                for row_id, ts, us, memory_id in rows]
+
+    return walk_groups(
+        ((m, entries(groups[m])) for m in sorted(groups, reverse=True)),
+        len(query.terms), limit, query_as_of(query),
+    )
 
 
 def candidates_for(

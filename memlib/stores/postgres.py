@@ -37,13 +37,13 @@ from ..errors import (
 from ..index import (
     EPOCH,
     candidates_for,
-    query_as_of,
+    count_matches,
+    pack_docs,
     record_stats,
     runs_by_term,
     term_stats,
-    timestamp_of_micros,
+    top_of_matches,
     unpack_docs,
-    walk_groups,
 )
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
@@ -93,23 +93,29 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     # Version 2: one postings row per (term, batch) holding the batch's record ids, not
-    # one per (term, record). A 10k-record batch writes about 15× fewer rows, and a
-    # recall reads a common term's ids from a few arrays instead of one row per record.
+    # one per (term, record). A 10k-record batch writes about 15× fewer rows; a recall
+    # reads a common term's ids from a few runs and counts matches itself, and finds a
+    # big group's most recent records through records_recent instead of joining every
+    # candidate (the SQLite store's layout and walk).
     (
         """CREATE TABLE {s}.posting_runs (
             user_scope text NOT NULL,
             term       text COLLATE "C" NOT NULL,
-            first_id   bigint NOT NULL,                 -- the smallest id the run was written with
-            record_ids bigint[] NOT NULL,               -- ascending, distinct
+            first_id   bigint NOT NULL,      -- the smallest id the run was written with
+            record_ids bytea NOT NULL,       -- ascending ids, 8 bytes each, big-endian
             PRIMARY KEY (user_scope, term, first_id)
         )""",
         """INSERT INTO {s}.posting_runs
-            SELECT user_scope, term, min(record_id), array_agg(record_id ORDER BY record_id)
+            SELECT user_scope, term, min(record_id),
+                   string_agg(int8send(record_id), ''::bytea ORDER BY record_id)
             FROM {s}.postings GROUP BY user_scope, term""",
         "DROP TABLE {s}.postings",
         "ALTER TABLE {s}.posting_runs RENAME TO postings",
+        "CREATE INDEX records_recent ON {s}.records (user_scope, captured_ts)",
     ),
 )
+# How a run's ids are packed (``memlib.index.pack_docs``): int8send's byte order.
+_RUN = ">i8"
 
 
 def _psycopg() -> Any:
@@ -321,81 +327,76 @@ class PostgresMemoryStore(BaseMemoryStore):
         psycopg = _psycopg()
         conn = self._connection()
         s, scope = self.schema, self.user_scope
-        terms = list(query.terms)
-        # One statement, so one snapshot, gives the counts and the candidate rows.
-        # A term's runs hold distinct ids, so an id's count is its matched terms.
-        matched = (
-            f"SELECT record_id, count(*) AS m FROM {s}.postings p, unnest(p.record_ids) AS record_id "
-            "WHERE p.user_scope = %(scope)s AND p.term = ANY(%(terms)s) GROUP BY record_id"
-        )
-        if top:
-            # Per matched-term group, its `limit` most recent records (ties kept by
-            # rank()); the exact walk then picks the top `limit` (index.walk_groups).
-            rows_sql = f"""
-                SELECT m, captured_ts, captured_us, memory_id, id, n FROM (
-                    SELECT c.m, r.captured_ts, r.captured_us, r.memory_id, r.id,
-                           rank() OVER (PARTITION BY c.m ORDER BY r.captured_ts DESC) AS rk,
-                           count(*) OVER () AS n
-                    FROM ({matched}) c JOIN {s}.records r ON r.id = c.record_id
-                    WHERE r.user_scope = %(scope)s
-                ) j WHERE rk <= %(limit)s"""
-        else:
-            rows_sql = (
-                f"SELECT r.id, r.body FROM ({matched}) c JOIN {s}.records r "
-                "ON r.id = c.record_id WHERE r.user_scope = %(scope)s"
-            )
-        sql = f"""
-            WITH st AS (
-                SELECT searched, retracted, tokens, content_tokens FROM {s}.scope_stats
-                WHERE user_scope = %(scope)s
-            )
-            SELECT st.searched, st.retracted, st.tokens, st.content_tokens, x.*
-            FROM (SELECT 1) AS one LEFT JOIN st ON true LEFT JOIN ({rows_sql}) AS x ON true
-        """
-        params = {"scope": scope, "terms": terms, "limit": query.limit}
         try:
-            if query.user_scope != scope:
-                row = conn.execute(
-                    f"SELECT memory_id FROM {s}.records WHERE user_scope = %s ORDER BY id LIMIT 1",
-                    (scope,),
+            with conn.transaction():
+                # One snapshot for the counts and the candidates.
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                if query.user_scope != scope:
+                    row = conn.execute(
+                        f"SELECT memory_id FROM {s}.records WHERE user_scope = %s "
+                        "ORDER BY id LIMIT 1", (scope,),
+                    ).fetchone()
+                    if row is not None:
+                        raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+                stats = conn.execute(
+                    f"SELECT searched, retracted, tokens, content_tokens FROM {s}.scope_stats "
+                    "WHERE user_scope = %s", (scope,),
                 ).fetchone()
-                if row is not None:
-                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
-            result = conn.execute(sql, params).fetchall()
-            searched, retracted, tokens, content_tokens = (v or 0 for v in result[0][:4])
-            rows = [row[4:] for row in result if row[4] is not None]
-            if top:
-                records, count = self._top(conn, query, rows)
-            else:
-                rows.sort()
-                records = tuple(self._parse(body) for _, body in rows)
-                count = len(records)
+                searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
+                runs = [bytes(blob) for (blob,) in conn.cursor(binary=True).execute(
+                    f"SELECT record_ids FROM {s}.postings WHERE user_scope = %s AND term = ANY(%s)",
+                    (scope, list(query.terms)),
+                )]
+                ids, matched = count_matches(runs, _RUN)
+                if top:
+                    records = self._top(conn, query, ids, matched, searched)
+                else:
+                    records = self._bodies(conn, [int(i) for i in ids])
         except psycopg.Error as exc:
             raise self._db_error(exc) from None
         return CandidateScan(
             candidates=candidates_for(query, records),
-            searched_records=int(searched),
-            candidate_records=int(count),
-            retracted_records=int(retracted),
-            searched_token_count=int(tokens),
-            searched_content_token_count=int(content_tokens),
+            searched_records=searched,
+            candidate_records=len(ids),
+            retracted_records=retracted,
+            searched_token_count=tokens,
+            searched_content_token_count=content_tokens,
         )
 
-    def _top(self, conn: Any, query: RecallQuery, rows: list[Any]) -> tuple[Sequence[StoredMemory], int]:
-        if not rows:
-            return (), 0
-        groups: dict[int, list[Any]] = {}
-        for m, ts, us, memory_id, row_id, _ in rows:
-            groups.setdefault(m, []).append((ts, timestamp_of_micros(us), memory_id, row_id))
-        kept = walk_groups(
-            ((m, groups[m]) for m in sorted(groups, reverse=True)),
-            len(query.terms), query.limit, query_as_of(query),
-        )
+    def _bodies(self, conn: Any, ids: Sequence[int]) -> tuple[StoredMemory, ...]:
+        """The records of ``ids`` (this scope's only), in the order of ``ids``."""
+        if not ids:
+            return ()
         bodies = dict(conn.execute(
             f"SELECT id, body FROM {self.schema}.records WHERE user_scope = %s AND id = ANY(%s)",
-            (self.user_scope, kept),
+            (self.user_scope, list(ids)),
         ).fetchall())
-        return tuple(self._parse(bodies[row_id]) for row_id in kept), rows[0][5]
+        return tuple(self._parse(bodies[row_id]) for row_id in ids)
+
+    def _top(
+        self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int
+    ) -> tuple[StoredMemory, ...]:
+        columns = f"SELECT id, captured_ts, captured_us, memory_id FROM {self.schema}.records "
+        scope, limit = self.user_scope, query.limit
+
+        def lookup(members: Sequence[int]) -> list[Any]:
+            by_id = columns + "WHERE user_scope = %s AND id = ANY(%s)"
+            rows = conn.execute(
+                by_id + " ORDER BY captured_ts DESC LIMIT %s", (scope, list(members), limit),
+            ).fetchall()
+            if len(rows) == limit and len(members) > limit:
+                rows = conn.execute(  # every tie with the last one kept
+                    by_id + " AND captured_ts >= %s", (scope, list(members), rows[-1][1]),
+                ).fetchall()
+            return rows
+
+        def newest_first(budget: int) -> list[Any]:
+            return conn.execute(  # index records_recent
+                columns + "WHERE user_scope = %s ORDER BY captured_ts DESC LIMIT %s",
+                (scope, budget + 2),
+            ).fetchall()
+
+        return self._bodies(conn, top_of_matches(ids, matched, query, searched, lookup, newest_first))
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """Every candidate, as the reference scan gives them, found through the term index."""
@@ -474,11 +475,10 @@ class PostgresMemoryStore(BaseMemoryStore):
         with conn.cursor().copy(
             f"COPY {s}.postings (user_scope, term, first_id, record_ids) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "text", "int8", "int8[]"])
+            copy.set_types(["text", "text", "int8", "bytea"])
             # One run per term for the batch.
-            for number, packed in runs_by_term(pending, {t: i for i, t in enumerate(terms)}, "<i8"):
-                ids = unpack_docs(packed, "<i8").tolist()
-                copy.write_row((scope, terms[number], ids[0], ids))
+            for number, run in runs_by_term(pending, {t: i for i, t in enumerate(terms)}, _RUN):
+                copy.write_row((scope, terms[number], int.from_bytes(run[:8], "big", signed=True), run))
         for record in batch:
             if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
                 continue
@@ -490,11 +490,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             if target_record.kind is not MemoryKind.CONVERSATION:
                 continue
             target_terms, n_tokens, n_content = record_stats(target_record)
-            conn.execute(
-                f"UPDATE {s}.postings SET record_ids = array_remove(record_ids, %s) "
-                "WHERE user_scope = %s AND term = ANY(%s) AND first_id <= %s AND %s = ANY(record_ids)",
-                (row_id, scope, list(target_terms), row_id, row_id),
-            )
+            self._drop_postings(conn, target_terms, row_id)
             d_searched -= 1
             d_retracted += 1
             d_tokens -= n_tokens
@@ -505,3 +501,29 @@ class PostgresMemoryStore(BaseMemoryStore):
             (d_searched, d_retracted, d_tokens, d_content, scope),
         )
 
+    def _drop_postings(self, conn: Any, terms: set[str], row_id: int) -> None:
+        """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
+        s = self.schema
+        # A term's runs cover ascending, disjoint id ranges: the one that can hold
+        # row_id is the last to start at or before it.
+        for term, first_id, blob in conn.cursor(binary=True).execute(
+            f"SELECT DISTINCT ON (term) term, first_id, record_ids FROM {s}.postings "
+            "WHERE user_scope = %s AND term = ANY(%s) AND first_id <= %s "
+            "ORDER BY term, first_id DESC", (self.user_scope, list(terms), row_id),
+        ).fetchall():
+            ids = unpack_docs(bytes(blob), _RUN)
+            if row_id not in ids:
+                continue
+            ids.remove(row_id)
+            key = (self.user_scope, term, first_id)
+            if ids:
+                conn.execute(
+                    f"UPDATE {s}.postings SET record_ids = %s "
+                    "WHERE user_scope = %s AND term = %s AND first_id = %s",
+                    (pack_docs(ids, _RUN), *key),
+                )
+            else:
+                conn.execute(
+                    f"DELETE FROM {s}.postings WHERE user_scope = %s AND term = %s AND first_id = %s",
+                    key,
+                )

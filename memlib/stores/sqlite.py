@@ -42,13 +42,11 @@ from ..index import (
     candidates_for,
     count_matches,
     pack_docs,
-    query_as_of,
     record_stats,
     runs_by_term,
     term_stats,
-    timestamp_of_micros,
+    top_of_matches,
     unpack_docs,
-    walk_groups,
 )
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
@@ -357,7 +355,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 f"WHERE t.user_scope = ? AND t.term IN ({marks})",
                 (self.user_scope, *part),
             ))
-        return count_matches(runs, unpack_ids)
+        return count_matches(runs, "<i8")
 
     def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
         conn = self._connect(create=False)
@@ -404,66 +402,29 @@ class SqliteMemoryStore(BaseMemoryStore):
         self, conn: sqlite3.Connection, query: RecallQuery, ids: Any, matched: Any,
         searched: int,
     ) -> tuple[Sequence[StoredMemory], int]:
-        # Per matched-term group, its `limit` most recent records (all ties with the
-        # last kept); the exact walk then picks the top `limit` overall
-        # (memlib.index.walk_groups) and stops before groups that cannot enter it.
-        groups: dict[int, Any] = {}
-        if hasattr(matched, "dtype"):  # numpy arrays from count_matches
-            # Kept as arrays: the walk usually stops before the big low groups.
-            for m in set(matched.tolist()):
-                groups[m] = ids[matched == m]
-        else:
-            for record_id, m in zip(ids, matched, strict=True):
-                groups.setdefault(m, []).append(record_id)
         columns = "SELECT id, captured_ts, captured_us, memory_id FROM records WHERE "
         # "+user_scope": look the ids up by rowid; with the plain column SQLite would
         # rather walk the scope's whole index and test every row against the list.
         by_id = columns + "+user_scope = ? AND id IN (SELECT value FROM json_each(?))"
         limit = query.limit
 
-        def by_lookup(members: Any) -> list[Any]:
-            packed = json.dumps([int(i) for i in members])
+        def lookup(members: Sequence[int]) -> list[Any]:
+            packed = json.dumps(members)
             rows = conn.execute(
                 by_id + " ORDER BY captured_ts DESC LIMIT ?", (self.user_scope, packed, limit),
             ).fetchall()
             if len(rows) == limit and len(members) > limit:
-                rows = conn.execute(
+                rows = conn.execute(  # every tie with the last one kept
                     by_id + " AND captured_ts >= ?", (self.user_scope, packed, rows[-1][1]),
                 ).fetchall()
             return rows
 
-        def by_recency(members: Any) -> list[Any] | None:
-            # A big group: walk the scope newest first (index records_recent) and stop
-            # after `limit` members and their ties — about limit·N/|group| rows —
-            # instead of looking every member up and sorting them. If the members turn
-            # out to be old ones, give up and look them up after all.
-            wanted = set(members.tolist() if hasattr(members, "tolist") else members)
-            budget = 4 * limit * max(searched, 1) // len(wanted) + 1_000
-            rows: list[Any] = []
-            for visited, row in enumerate(conn.execute(
-                columns + "user_scope = ? ORDER BY captured_ts DESC", (self.user_scope,)
-            )):
-                if len(rows) >= limit and row[1] < rows[-1][1]:
-                    return rows
-                if visited > budget:
-                    return None
-                if row[0] in wanted:
-                    rows.append(row)
-            return rows
+        def newest_first(budget: int) -> Iterable[Any]:
+            # Index records_recent; the cursor is read only as far as the walk goes.
+            return conn.execute(columns + "user_scope = ? ORDER BY captured_ts DESC",
+                                (self.user_scope,))
 
-        def entries(members: Any) -> list[Any]:
-            rows = None
-            if len(members) > limit and len(members) ** 2 > limit * searched:
-                rows = by_recency(members)
-            if rows is None:
-                rows = by_lookup(members)
-            return [(ts, timestamp_of_micros(us), memory_id, row_id)
-                    for row_id, ts, us, memory_id in rows]
-
-        kept = walk_groups(
-            ((m, entries(groups[m])) for m in sorted(groups, reverse=True)),
-            len(query.terms), query.limit, query_as_of(query),
-        )
+        kept = top_of_matches(ids, matched, query, searched, lookup, newest_first)
         bodies = dict(conn.execute(
             "SELECT id, body FROM records WHERE +user_scope = ? "
             "AND id IN (SELECT value FROM json_each(?))",
