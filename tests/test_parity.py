@@ -171,16 +171,25 @@ def _open_all(workdir: Path, backends: dict[str, Any], user: str, **options: Any
 
 
 @SETTINGS
-@given(corpus=corpora(), numpy_path=st.booleans())
+@given(corpus=corpora(), numpy_path=st.booleans(), staged=st.booleans())
 def test_parity_every_backend(
-    workdir: Path, backends: dict[str, Any], corpus: dict[str, Any], numpy_path: bool
+    workdir: Path, backends: dict[str, Any], corpus: dict[str, Any], numpy_path: bool,
+    staged: bool,
 ) -> None:
-    """Each example runs on all three backends: 300 examples per backend."""
+    """Each example runs on all three backends: 300 examples per backend.
+
+    ``numpy_path`` and ``staged`` take the paths meant for big inputs on small ones:
+    numpy counting, and PostgreSQL's batches staged by COPY.
+    """
+    import memlib.stores.postgres as postgres_module
+
     user = f"user-{uuid.uuid4().hex}"
     writers = _open_all(workdir, backends, user, clock=fixed_clock())
     readers = _open_all(workdir, backends, user)  # a second client, as after a restart
     saved = index_module.NUMPY_MIN_POSTINGS
+    saved_stage = postgres_module._STAGE_FROM
     index_module.NUMPY_MIN_POSTINGS = 0 if numpy_path else saved
+    postgres_module._STAGE_FROM = 0 if staged else saved_stage
     try:
         for store in writers.values():
             load(store, corpus)
@@ -198,6 +207,7 @@ def test_parity_every_backend(
                 assert top.to_json() == expected, name
     finally:
         index_module.NUMPY_MIN_POSTINGS = saved
+        postgres_module._STAGE_FROM = saved_stage
         for store in (*writers.values(), *readers.values()):
             store.close()
 

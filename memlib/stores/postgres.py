@@ -11,7 +11,11 @@ users, and no query can see another scope's rows. A write is one transaction tha
 the scope's ``scope_stats`` row (writers of one scope queue there, so the shared write
 rules see a state that cannot change under them), checks the batch, inserts the records
 with ``INSERT … ON CONFLICT DO NOTHING`` — a row that did not go in is a duplicate, and
-the whole batch is rolled back — and adds the records' terms to the term index.
+the whole batch is rolled back — and adds the records' terms to the term index: one
+packed run of record ids per term per batch (a big batch's rows reach the INSERT by
+binary ``COPY`` into a table of the transaction). A recall reads the runs of its terms,
+counts matches itself and looks up only the records the bounded top-k walk needs, as
+the SQLite store does.
 
 psycopg 3 is imported only when a PostgreSQL store is opened.
 """
@@ -55,6 +59,8 @@ SCHEMA_VERSION = 2
 DEFAULT_SCHEMA = "memlib"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _MICRO = timedelta(microseconds=1)
+# Records per batch above which they are staged by COPY (tests lower it).
+_STAGE_FROM = 64
 
 # Each entry upgrades the schema from version i to i + 1; "{s}" is the schema name.
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -427,12 +433,6 @@ class PostgresMemoryStore(BaseMemoryStore):
         try:
             with conn.transaction():
                 self._write(conn, batch)
-        except psycopg.errors.UniqueViolation:
-            # Another writer's row won the race for an id (it did not go through
-            # memlib's scope lock): the whole batch was rolled back.
-            ids = [r.memory_id for r in batch]
-            taken = self.existing_ids(ids)
-            raise RemoteMemoryDuplicateError([i for i in ids if i in taken] or ids) from None
         except psycopg.Error as exc:
             raise self._db_error(exc) from None
 
@@ -445,26 +445,47 @@ class PostgresMemoryStore(BaseMemoryStore):
         )
         state = _State(self, conn, batch)
         self.check_batch(batch, state)
-        # Ids taken from the sequence (ascending: the scope's append order) so that the
-        # rows can go in by binary COPY, which is several times faster than an INSERT
-        # of unnested arrays. Two rows with one id cannot pass the write rules above
-        # (writers of a scope queue on its stats row); UNIQUE is the last word.
-        row_ids = sorted(row_id for (row_id,) in conn.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            (f"{s}.records", len(batch)),
-        ))
-        with conn.cursor().copy(
-            f"COPY {s}.records (id, user_scope, memory_id, kind, captured_ts, captured_us, "
-            "retracts, body) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["int8", "text", "text", "text", "float8", "int8", "text", "text"])
-            for row_id, record in zip(row_ids, batch, strict=True):
-                captured = record.captured_datetime
-                copy.write_row((
-                    row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
-                    (captured - EPOCH) // _MICRO, record.retracts, record_json(record),
-                ))
-        row_of = {record.memory_id: row_id for row_id, record in zip(row_ids, batch)}
+        rows = []
+        for record in batch:
+            captured = record.captured_datetime
+            rows.append((
+                record.memory_id, record.kind.value, captured.timestamp(),
+                (captured - EPOCH) // _MICRO, record.retracts, record_json(record),
+            ))
+        if len(rows) > _STAGE_FROM:
+            # A big batch goes in by binary COPY (several times faster than unnesting
+            # arrays) into a table of this transaction, and on from there.
+            conn.execute(
+                "CREATE TEMP TABLE memlib_incoming (memory_id text, kind text, ts float8, "
+                "us int8, retracts text, body text, ord bigserial) ON COMMIT DROP"
+            )
+            with conn.cursor().copy(
+                "COPY memlib_incoming (memory_id, kind, ts, us, retracts, body) "
+                "FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "text", "float8", "int8", "text", "text"])
+                for row in rows:
+                    copy.write_row(row)
+            source = "memlib_incoming AS t"
+            params: tuple[Any, ...] = (scope,)
+        else:
+            source = (
+                "unnest(%s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], %s::text[]) "
+                "WITH ORDINALITY AS t(memory_id, kind, ts, us, retracts, body, ord)"
+            )
+            params = (scope, *(list(column) for column in zip(*rows, strict=True)))
+        inserted = conn.cursor(binary=True).execute(
+            f"INSERT INTO {s}.records (user_scope, memory_id, kind, captured_ts, captured_us, "
+            f"retracts, body) SELECT %s, t.memory_id, t.kind, t.ts, t.us, t.retracts, t.body "
+            f"FROM {source} ORDER BY t.ord "
+            "ON CONFLICT (user_scope, memory_id) DO NOTHING RETURNING id, memory_id",
+            params,
+        ).fetchall()
+        if len(inserted) != len(batch):
+            # Another writer's row won the race for these ids; the transaction rolls back.
+            taken = {memory_id for _, memory_id in inserted}
+            raise RemoteMemoryDuplicateError([r.memory_id for r in batch if r.memory_id not in taken])
+        row_of = {memory_id: row_id for row_id, memory_id in inserted}
         conversations = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
         stats = term_stats(conversations)
         d_searched, d_retracted = len(conversations), 0
