@@ -226,10 +226,24 @@ def test_batched_index_equals_one_record_at_a_time(
 def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
     texts = [(3 * n + 1, [w.lower() for w in ws]) for n, ws in enumerate(docs)]
     number_of = {t: i for i, t in enumerate(sorted({t for _, ts in texts for t in ts}))}
-    for dtype in ("u4", "<i8"):
+    expected: dict[int, list[int]] = {}
+    for doc, terms in texts:
+        for term in sorted(set(terms)):
+            expected.setdefault(number_of[term], []).append(doc)
+    for dtype in ("u4", "<i8", ">i8"):
         plain = memlib.index.runs_by_term(texts, number_of, dtype)
+        assert [(n, list(memlib.index.unpack_docs(run, dtype))) for n, run in plain] == sorted(
+            expected.items())
         with patch.object(memlib.index, "NUMPY_MIN_BATCH", 0):
             assert memlib.index.runs_by_term(texts, number_of, dtype) == plain
+        # Matches counted from the runs: each doc's number of distinct terms.
+        runs = [run for _, run in plain]
+        docs, counts = memlib.index.count_matches(runs, dtype)
+        with patch.object(memlib.index, "NUMPY_MIN_POSTINGS", 0):
+            np_docs, np_counts = memlib.index.count_matches(runs, dtype)
+        want = {doc: len(set(terms)) for doc, terms in texts if terms}
+        assert dict(zip(list(docs), list(counts), strict=True)) == want
+        assert [int(d) for d in np_docs] == list(docs) and [int(c) for c in np_counts] == list(counts)
 
 
 # -- rankers: only the hits get their signals built ------------------------------------
