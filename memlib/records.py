@@ -359,14 +359,7 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
         source_id = " ".join(source["source_id"].split())
         source_type = " ".join(source["source_type"].split())
         title = " ".join(source["title"].split())
-        content = item["content"]
-        # The long field: a printable text holds no whitespace but " ", so it is
-        # already collapsed unless a space doubles or ends it (no split needed).
-        if not (
-            content.isprintable() and "  " not in content
-            and content[:1] != " " != content[-1:]
-        ):
-            content = " ".join(content.split())
+        content = " ".join(item["content"].split())
         summary = " ".join(item["summary"].split())
     except (AttributeError, TypeError):
         return None  # not a string: the constructor words it
@@ -378,9 +371,8 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
         and 0 < len(summary) <= _LIMIT_SUMMARY
     ):
         return None
-    if not (source_id + source_type + title + content + summary).isascii() and _SURROGATE.search(
-        source_id + source_type + title + content + summary
-    ):
+    every = source_id + source_type + title + content + summary
+    if not every.isascii() and _SURROGATE.search(every):
         return None
     captured = source["captured_at"]
     if _canonical(captured) is None:
@@ -441,4 +433,3 @@ def record_json(record: StoredMemory) -> str:
     if record.retracts is not None:
         text += ',"retracts":' + _quote(record.retracts)
     return text + "}"
-
