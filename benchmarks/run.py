@@ -227,16 +227,17 @@ def fts5_peer(texts: list[str], queries: list[str], workdir: Path) -> dict[str, 
 
 # -- appends -----------------------------------------------------------------------------
 
-def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str, Any]:
-    """``count`` single durable appends, each paired with a raw write+fsync of its bytes."""
-    items = next(corpus.records(count, seed=5, batch=count, prefix=f"append-{tag}"))
-    raw_path = raw_dir / f"raw-{tag}.jsonl"
+def against_raw(
+    append: Callable[[dict[str, Any]], Any], items: list[dict[str, Any]], raw_path: Path, name: str
+) -> dict[str, Any]:
+    """Time ``append(item)`` (it returns the record written) for each item, each paired
+    with a raw write+fsync of the record's line to ``raw_path`` on the same disk."""
     fd = os.open(raw_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    store_times, raw_times = [], []
+    times, raw_times = [], []
     try:
         for item in items:
-            seconds, record = timed(lambda: store.append(**item))
-            store_times.append(seconds)
+            seconds, record = timed(lambda: append(item))
+            times.append(seconds)
             payload = encode_record(record)
             start = time.perf_counter()
             os.write(fd, payload)
@@ -245,9 +246,16 @@ def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str,
     finally:
         os.close(fd)
         raw_path.unlink()
-    out = {"store": summary(store_times), "raw_write_fsync": summary(raw_times)}
-    out["ratio_p50"] = out["store"]["p50_ms"] / out["raw_write_fsync"]["p50_ms"]
+    out = {name: summary(times), "raw_write_fsync": summary(raw_times)}
+    out["ratio_p50"] = out[name]["p50_ms"] / out["raw_write_fsync"]["p50_ms"]
     return out
+
+
+def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str, Any]:
+    """``count`` single durable appends, each paired with a raw write+fsync of its bytes."""
+    items = next(corpus.records(count, seed=5, batch=count, prefix=f"append-{tag}"))
+    return against_raw(lambda item: store.append(**item), items, raw_dir / f"raw-{tag}.jsonl",
+                       "store")
 
 
 def bulk(store: Any, items: list[dict[str, Any]]) -> float:
@@ -285,34 +293,25 @@ def append_floor(raw_dir: Path, count: int) -> dict[str, Any]:
 
     items = next(corpus.records(count, seed=6, batch=count, prefix="floor"))
     data, lock = raw_dir / "floor.jsonl", raw_dir / "floor.jsonl.lock"
-    raw_path = raw_dir / "floor-raw.jsonl"
-    fd = os.open(raw_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     scope = "0123456789abcdef"
-    floor_times, raw_times = [], []
+
+    def minimal(item: dict[str, Any]) -> Any:
+        record = record_from_item(item, scope, format_timestamp(datetime.now(UTC)))
+        line = encode_record(record)
+        lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        data_fd = os.open(data, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.write(data_fd, line)
+        os.fsync(data_fd)
+        os.close(data_fd)
+        os.close(lock_fd)
+        return record
+
     try:
-        for item in items:
-            start = time.perf_counter()
-            record = record_from_item(item, scope, format_timestamp(datetime.now(UTC)))
-            line = encode_record(record)
-            lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            data_fd = os.open(data, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            os.write(data_fd, line)
-            os.fsync(data_fd)
-            os.close(data_fd)
-            os.close(lock_fd)
-            floor_times.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            os.write(fd, line)
-            os.fsync(fd)
-            raw_times.append(time.perf_counter() - start)
+        return against_raw(minimal, items, raw_dir / "floor-raw.jsonl", "floor")
     finally:
-        os.close(fd)
-        for path in (data, lock, raw_path):
-            path.unlink(missing_ok=True)
-    out = {"floor": summary(floor_times), "raw_write_fsync": summary(raw_times)}
-    out["ratio_p50"] = out["floor"]["p50_ms"] / out["raw_write_fsync"]["p50_ms"]
-    return out
+        data.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
 
 
 def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
