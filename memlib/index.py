@@ -44,9 +44,11 @@ __all__ = [
     "pack_docs",
     "unpack_docs",
     "runs_by_term",
+    "run_without",
     "InvertedIndex",
     "candidates_for",
     "captured_micros",
+    "micros_of",
     "exact_total",
     "index_terms",
     "index_tokens",
@@ -187,6 +189,18 @@ def unpack_docs(blob: bytes, dtype: str) -> array[int]:
     return docs
 
 
+def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
+    """``run`` with ``doc`` taken out (``b""`` if it was the only one); None if absent.
+
+    How a SQL store retracts a record from one of its terms' runs.
+    """
+    docs = unpack_docs(run, dtype)
+    if doc not in docs:
+        return None
+    docs.remove(doc)
+    return pack_docs(docs, dtype)
+
+
 # -- terms and times ---------------------------------------------------------------
 
 def index_tokens(text: str) -> list[str] | tuple[str, ...]:
@@ -240,14 +254,19 @@ def term_stats(
     stop = _stopwords().__contains__
     out = []
     for record in records:
-        tokens = index_tokens(f"{record.summary} {record.content}")  # searchable_text
+        tokens = index_tokens(searchable_text(record))
         out.append((tokens, len(tokens) - sum(map(stop, tokens))))
     return out
 
 
 def captured_micros(record: StoredMemory) -> int:
     """``captured_at`` as whole microseconds since the epoch (exact)."""
-    return (record.captured_datetime - EPOCH) // _MICRO
+    return micros_of(record.captured_datetime)
+
+
+def micros_of(moment: datetime) -> int:
+    """An aware instant as whole microseconds since the epoch (exact)."""
+    return (moment - EPOCH) // _MICRO
 
 
 def timestamp_of_micros(micros: int) -> datetime:
@@ -470,7 +489,7 @@ class InvertedIndex:
             kinds.append(KIND_CODE[kind])
             captured = record.captured_datetime
             timestamps.append(captured.timestamp())
-            micros.append((captured - EPOCH) // _MICRO)
+            micros.append(micros_of(captured))
             if kind is MemoryKind.CONVERSATION:
                 if memory_id in self.retracted:
                     live.append(0)

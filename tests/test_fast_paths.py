@@ -234,6 +234,11 @@ def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
         plain = memlib.index.runs_by_term(texts, number_of, dtype)
         assert [(n, list(memlib.index.unpack_docs(run, dtype))) for n, run in plain] == sorted(
             expected.items())
+        for number, run in plain:  # a retraction takes one doc out of a run
+            docs = expected[number]
+            assert memlib.index.run_without(run, docs[0], dtype) == memlib.index.pack_docs(
+                docs[1:], dtype)
+            assert memlib.index.run_without(run, -1 if dtype != "u4" else 2**31, dtype) is None
         with patch.object(memlib.index, "NUMPY_MIN_BATCH", 0):
             assert memlib.index.runs_by_term(texts, number_of, dtype) == plain
         # Matches counted from the runs: each doc's number of distinct terms.

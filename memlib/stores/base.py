@@ -164,11 +164,6 @@ class BaseMemoryStore:
         Called by the backend while it holds its lock or transaction, so the answer
         cannot go stale before the write.
         """
-        if len(batch) == 1 and batch[0].kind is not MemoryKind.RETRACTION:
-            # One durable append (an agent's usual write): only the duplicate rule.
-            if state.kind_of(batch[0].memory_id) is not None:
-                raise RemoteMemoryDuplicateError([batch[0].memory_id])
-            return
         seen = {record.memory_id: record.kind for record in batch}
         # Retraction rules first: retracting the same record twice is "already
         # retracted", not a clash of the default retraction ids.
@@ -207,10 +202,8 @@ class BaseMemoryStore:
         item = {"kind": kind, "memory_id": memory_id, "content": content,
                 "summary": summary, "source": source}
         # append_many((item,))[0], without the batch plumbing: an agent's durable
-        # append is timed against a bare write+fsync (the item has exactly the keys).
-        if kind in (MemoryKind.RETRACTION, MemoryKind.RETRACTION.value):
-            raise RemoteMemoryValidationError("use retract() to write a retraction")
-        record = record_from_item(item, self._user_scope, self._now())
+        # append is timed against a bare write+fsync.
+        record = self._record(item, self._now())
         self._append_batch((record,))
         return record
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from datetime import timedelta
 from itertools import chain
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -39,11 +38,11 @@ from ..errors import (
     RemoteMemoryValidationError,
 )
 from ..index import (
-    EPOCH,
     candidates_for,
     count_matches,
-    pack_docs,
+    micros_of,
     record_stats,
+    run_without,
     runs_by_term,
     term_stats,
     top_of_matches,
@@ -58,7 +57,6 @@ __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_sche
 SCHEMA_VERSION = 2
 DEFAULT_SCHEMA = "memlib"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_MICRO = timedelta(microseconds=1)
 # Records per batch above which they are staged by COPY (tests lower it).
 _STAGE_FROM = 64
 
@@ -450,7 +448,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             captured = record.captured_datetime
             rows.append((
                 record.memory_id, record.kind.value, captured.timestamp(),
-                (captured - EPOCH) // _MICRO, record.retracts, record_json(record),
+                micros_of(captured), record.retracts, record_json(record),
             ))
         if len(rows) > _STAGE_FROM:
             # A big batch goes in by binary COPY (several times faster than unnesting
@@ -499,7 +497,7 @@ class PostgresMemoryStore(BaseMemoryStore):
             copy.set_types(["text", "text", "int8", "bytea"])
             # One run per term for the batch.
             for number, run in runs_by_term(pending, {t: i for i, t in enumerate(terms)}, _RUN):
-                copy.write_row((scope, terms[number], int.from_bytes(run[:8], "big", signed=True), run))
+                copy.write_row((scope, terms[number], unpack_docs(run[:8], _RUN)[0], run))
         for record in batch:
             if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
                 continue
@@ -532,16 +530,15 @@ class PostgresMemoryStore(BaseMemoryStore):
             "WHERE user_scope = %s AND term = ANY(%s) AND first_id <= %s "
             "ORDER BY term, first_id DESC", (self.user_scope, list(terms), row_id),
         ).fetchall():
-            ids = unpack_docs(bytes(blob), _RUN)
-            if row_id not in ids:
+            rest = run_without(bytes(blob), row_id, _RUN)
+            if rest is None:
                 continue
-            ids.remove(row_id)
             key = (self.user_scope, term, first_id)
-            if ids:
+            if rest:
                 conn.execute(
                     f"UPDATE {s}.postings SET record_ids = %s "
                     "WHERE user_scope = %s AND term = %s AND first_id = %s",
-                    (pack_docs(ids, _RUN), *key),
+                    (rest, *key),
                 )
             else:
                 conn.execute(

@@ -24,7 +24,6 @@ import sqlite3
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from datetime import timedelta
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -38,11 +37,12 @@ from ..errors import (
     RemoteMemoryValidationError,
 )
 from ..index import (
-    EPOCH,
     candidates_for,
     count_matches,
+    micros_of,
     pack_docs,
     record_stats,
+    run_without,
     runs_by_term,
     term_stats,
     top_of_matches,
@@ -57,7 +57,6 @@ __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 SCHEMA_VERSION = 2
 FILE_MODE = 0o600
 _CHUNK = 500  # host parameters per IN (...) list
-_MICRO = timedelta(microseconds=1)
 
 
 def pack_ids(ids: Iterable[int]) -> bytes:
@@ -502,7 +501,7 @@ class SqliteMemoryStore(BaseMemoryStore):
                 captured = record.captured_datetime
                 rows.append((
                     row_id, scope, record.memory_id, record.kind.value, captured.timestamp(),
-                    (captured - EPOCH) // _MICRO, record.retracts, record_json(record),
+                    micros_of(captured), record.retracts, record_json(record),
                 ))
                 if record.kind is MemoryKind.CONVERSATION:
                     conversations.append((row_id, record))
@@ -517,7 +516,7 @@ class SqliteMemoryStore(BaseMemoryStore):
             )
             # One run per term for the whole batch, its ids ascending (append order).
             conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", [
-                (tid, int.from_bytes(docs[:8], "little"), docs)  # first_id: its first id
+                (tid, unpack_ids(docs[:8])[0], docs)  # first_id: its first id
                 for tid, docs in runs_by_term(pending, term_id, "<i8")
             ])
             # Retractions: the target leaves the postings (and the counts) in this same
@@ -576,14 +575,13 @@ class SqliteMemoryStore(BaseMemoryStore):
         if found is None:
             return
         first_id, blob = found
-        ids = unpack_ids(blob)
-        if row_id not in ids:
+        rest = run_without(blob, row_id, "<i8")
+        if rest is None:
             return
-        ids.remove(row_id)
-        if ids:
+        if rest:
             conn.execute(
                 "UPDATE postings SET docs = ? WHERE term_id = ? AND first_id = ?",
-                (pack_ids(ids), term_id, first_id),
+                (rest, term_id, first_id),
             )
         else:
             conn.execute(
