@@ -13,6 +13,8 @@ from .errors import (
     RemoteMemoryDuplicateError,
     RemoteMemoryError,
     RemoteMemoryScopeError,
+    RemoteMemoryStorageError,
+    RemoteMemoryUnsafePathError,
     RemoteMemoryValidationError,
 )
 from .normalize import RecallQuery, normalize_recall_query
@@ -54,4 +56,6 @@ __all__ = [
     "RemoteMemoryDuplicateError",
     "RemoteMemoryScopeError",
     "RemoteMemoryCorruptionError",
+    "RemoteMemoryUnsafePathError",
+    "RemoteMemoryStorageError",
 ]

@@ -12,6 +12,8 @@ __all__ = [
     "RemoteMemoryDuplicateError",
     "RemoteMemoryScopeError",
     "RemoteMemoryCorruptionError",
+    "RemoteMemoryUnsafePathError",
+    "RemoteMemoryStorageError",
 ]
 
 
@@ -38,3 +40,15 @@ class RemoteMemoryScopeError(RemoteMemoryError):
 
 class RemoteMemoryCorruptionError(RemoteMemoryError):
     """Stored data that cannot be trusted: bad JSON, a bad record, a bad timestamp."""
+
+
+class RemoteMemoryUnsafePathError(RemoteMemoryCorruptionError):
+    """A store file or folder that memlib will not trust: a link, a FIFO, another
+    account's file, or one other users may write. Nothing was read or changed."""
+
+
+class RemoteMemoryStorageError(RemoteMemoryError):
+    """The storage under a store failed (disk full, read-only, locked, I/O error).
+
+    The store is left as it was before the failed write; the message names the cause.
+    """

@@ -415,6 +415,10 @@ class InvertedIndex:
     # Records held unsettled at most: a long import settles as it goes, so what waits
     # is bounded (the records themselves are not kept once their terms are known).
     SETTLE_AT = 8_192
+    # …and at most this many characters of text at once: what a settle holds is every
+    # pending record's terms, repeats included, so it is bounded by text, not by count
+    # (8,192 records of 20,000 characters each would be gigabytes of terms).
+    SETTLE_CHARS = 1 << 22
 
     def __init__(self) -> None:
         self._postings: dict[str, array[int]] = {}
@@ -435,6 +439,7 @@ class InvertedIndex:
         self._content_token_count = 0
         # Conversation records whose terms are not worked out yet, in append order.
         self._unsettled: list[tuple[int, StoredMemory]] = []
+        self._unsettled_chars = 0
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -500,11 +505,12 @@ class InvertedIndex:
                 # Not held in a local: a retraction in this batch settles (and so
                 # replaces) the list.
                 self._unsettled.append((doc, record))
+                self._unsettled_chars += len(record.content) + len(record.summary)
             else:
                 live.append(0)
                 if kind is MemoryKind.RETRACTION and record.retracts is not None:
                     self._retract(record.retracts)
-        if len(self._unsettled) >= self.SETTLE_AT:
+        if len(self._unsettled) >= self.SETTLE_AT or self._unsettled_chars >= self.SETTLE_CHARS:
             self.settle()
         return first
 
@@ -519,7 +525,19 @@ class InvertedIndex:
             content_counts.extend(grow)
         if not self._unsettled:
             return
-        pending, self._unsettled = self._unsettled, []
+        pending, self._unsettled, self._unsettled_chars = self._unsettled, [], 0
+        start = 0
+        while start < len(pending):
+            end, chars = start, 0
+            while end < len(pending) and (end == start or chars < self.SETTLE_CHARS):
+                record = pending[end][1]
+                chars += len(record.content) + len(record.summary)
+                end += 1
+            self._settle_part(pending[start:end])
+            start = end
+
+    def _settle_part(self, pending: Sequence[tuple[int, StoredMemory]]) -> None:
+        counts, content_counts = self._tokens, self._content_tokens
         live = self.live
         texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
         for (doc, _), (tokens, content) in zip(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import memlib.stores.jsonl as jsonl_module
+import memlib.stores.files as files_module
 from memlib import (
     MemoryKind,
     RecallEngine,
@@ -166,7 +167,9 @@ class _Spy:
 @pytest.fixture
 def syscalls(monkeypatch):
     log: list[tuple] = []
-    monkeypatch.setattr(jsonl_module, "os", _Spy(os, log, {"open", "write", "fsync", "ftruncate", "close"}))
+    spy = _Spy(os, log, {"open", "write", "fsync", "ftruncate", "close"})
+    monkeypatch.setattr(jsonl_module, "os", spy)
+    monkeypatch.setattr(files_module, "os", spy)  # where the store's files are opened
     monkeypatch.setattr(jsonl_module, "fcntl", _Spy(fcntl, log, {"flock"}))
     return log
 
@@ -178,9 +181,10 @@ def test_one_write_of_whole_lines_on_an_o_append_descriptor_under_the_lock(store
     syscalls.clear()
     items = [make_item(f"m-{i}") for i in range(1, count + 1)]
     written = store.append_many(items) if count > 1 else (store.append(**items[0]),)
-    opened = {call[2]: (str(call[1][0]), call[1][1]) for call in syscalls if call[0] == "open"}
+    # Files are opened by name inside their (already opened) folder.
+    opened = {call[2]: (os.path.basename(call[1][0]), call[1][1]) for call in syscalls if call[0] == "open"}
     fd_of = {path: fd for fd, (path, _) in opened.items()}
-    records_fd, lock_fd = fd_of[str(store_path)], fd_of[str(store_path) + ".lock"]
+    records_fd, lock_fd = fd_of[store_path.name], fd_of[store_path.name + ".lock"]
     assert opened[records_fd][1] & os.O_APPEND
     names = [(c[0], c[1][0]) for c in syscalls]
     writes = [c for c in syscalls if c[0] == "write"]

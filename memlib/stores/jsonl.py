@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
-import stat
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,14 +36,14 @@ from ..errors import (
 from ..index import InvertedIndex, scan_from_index
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
+from ..safejson import loads as load_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
+from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
-FILE_MODE = 0o600
 # The lock file holds this note while a multi-record batch is being written.
 _PENDING = b"pending "
-DIR_MODE = 0o700
 
 
 def pending_batch_offset(data: bytes) -> int | None:
@@ -125,6 +123,7 @@ class RemoteMemoryStore(BaseMemoryStore):
         # The strings the system calls take (a Path converts itself on every call).
         self._path = os.fspath(self.path)
         self._lock_path = os.fspath(self.lock_path)
+        self._folder = os.path.dirname(self._path)
         self._cache = _Cache()
 
     def __repr__(self) -> str:
@@ -134,9 +133,12 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     def _refresh(self, st: os.stat_result | None = None) -> _Cache:
         """The cache, brought up to date with the file (``st``: its stat, if known)."""
+        opened = st is not None  # a writer's fstat: open_private checked file and folder
         try:
             if st is None:
-                st = os.stat(self._path)
+                # lstat, not stat: a link planted at the records path is refused below,
+                # never followed. The folder is checked only when there is a file to read.
+                st = os.lstat(self._path)
         except FileNotFoundError:
             self._cache = _Cache()
             return self._cache
@@ -146,8 +148,11 @@ class RemoteMemoryStore(BaseMemoryStore):
             ) from None
         except PermissionError as exc:
             raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise RemoteMemoryCorruptionError(f"records path is not a regular file: {self.path}")
+        problem = problem_with(st)
+        if problem is not None:
+            raise unsafe(self.path, problem)
+        if not opened:
+            check_folder(self._folder)
         identity = (st.st_dev, st.st_ino)
         cache = self._cache
         size = st.st_size
@@ -167,14 +172,21 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     def _pending_batch(self, lock_fd: int | None = None) -> int | None:
         """Where an unacknowledged multi-record batch begins, as its writer noted it."""
+        if lock_fd is not None:
+            return pending_batch_offset(os.pread(lock_fd, 64, 0))
         try:
-            if lock_fd is not None:
-                data = os.pread(lock_fd, 64, 0)
-            else:
-                with open(self.lock_path, "rb") as handle:
-                    data = handle.read(64)
-        except OSError:
-            return None  # no lock file, or not ours to read: no batch was ever noted
+            fd = open_private(self._lock_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None  # no lock file: no batch was ever noted
+        except RemoteMemoryError:
+            # A lock that is a link, a FIFO, a folder or somebody else's file holds no
+            # note of ours. Readers take no lock, so they read on; the next writer
+            # refuses it by name.
+            return None
+        try:
+            data = os.pread(fd, 64, 0)
+        finally:
+            os.close(fd)
         return pending_batch_offset(data)
 
     @staticmethod
@@ -192,7 +204,18 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     def _read_tail(self, cache: _Cache, size: int) -> None:
         try:
-            with open(self.path, "rb") as handle:
+            fd = open_private(self._path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise RemoteMemoryCorruptionError(
+                f"records file {self.path} was removed while it was being read"
+            ) from None
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != cache.identity:
+                raise RemoteMemoryCorruptionError(
+                    f"records file {self.path} was replaced while it was being read"
+                )
+            with os.fdopen(fd, "rb", closefd=False) as handle:
                 handle.seek(cache.offset)
                 while cache.offset < size:
                     data = handle.read(min(self.READ_CHUNK, size - cache.offset))
@@ -212,6 +235,8 @@ class RemoteMemoryStore(BaseMemoryStore):
                     handle.seek(cache.offset)
         except OSError as exc:
             raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
 
     def _take_lines(self, cache: _Cache, data: bytes) -> None:
         parsed: list[StoredMemory] = []
@@ -233,8 +258,8 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     def _parse_line(self, raw: bytes, line_number: int) -> StoredMemory:
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = load_json(raw)
+        except ValueError as exc:  # invalid UTF-8 or JSON, or past safejson's limits
             raise RemoteMemoryCorruptionError(f"invalid JSON at line {line_number}: {exc}") from None
         try:
             record = StoredMemory.from_dict(data)
@@ -270,9 +295,11 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     def _read_docs(self, cache: _Cache, docs: Sequence[int]) -> list[StoredMemory]:
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
+            fd = open_private(self._path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise RemoteMemoryCorruptionError(
+                f"records file {self.path} was removed while it was being read"
+            ) from None
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != cache.identity or st.st_size < cache.offset:
@@ -331,20 +358,18 @@ class RemoteMemoryStore(BaseMemoryStore):
     # -- writing --------------------------------------------------------------------
 
     def _open(self, path: str, flags: int, *, make_folders: bool = False) -> int:
+        # Every file this store writes is opened here: no link followed, no FIFO waited
+        # on, nobody else's file or folder used (see ``files``).
         try:
-            return os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
+            return open_private(path, flags)
         except FileNotFoundError:
             if not make_folders:
                 raise RemoteMemoryError(f"cannot open {path}: no such folder") from None
-        except IsADirectoryError:
-            raise RemoteMemoryCorruptionError(f"path is a folder, not a file: {path}") from None
-        except OSError as exc:
-            raise RemoteMemoryError(f"cannot open {path}: {exc.strerror}") from None
         # The first write (or the folder was removed since): make the folders, private
         # all the way up, and try once more. Checking them before every append would
         # cost a stat per level for nothing.
         try:
-            make_private_folders(self.path.parent)
+            make_private_folders(self.path.parent, DIR_MODE)
         except OSError as exc:
             raise RemoteMemoryError(f"cannot create folder {self.path.parent}: {exc.strerror}") from None
         return self._open(path, flags)
@@ -352,6 +377,14 @@ class RemoteMemoryStore(BaseMemoryStore):
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
+        # The records file is looked at before the lock is made, so that a write
+        # refused for an unsafe records file leaves no new lock file behind either.
+        try:
+            problem = problem_with(os.lstat(self._path))
+        except OSError:
+            problem = None  # absent (or unreadable): the opens below word the error
+        if problem is not None:
+            raise unsafe(self.path, problem)
         lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
@@ -375,9 +408,8 @@ class RemoteMemoryStore(BaseMemoryStore):
                 self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
                 cache.add_many(batch, map(len, lines))
             except OSError as exc:
-                if exc.errno == errno.ENOSPC:
-                    raise RemoteMemoryError(f"no space left to write {self.path}") from None
-                raise RemoteMemoryError(f"cannot write {self.path}: {exc.strerror}") from None
+                error = failure(f"cannot write {self.path}", exc)
+                raise type(error)(f"{error}; nothing of this write was kept") from None
             finally:
                 os.close(fd)
         finally:
@@ -397,9 +429,14 @@ class RemoteMemoryStore(BaseMemoryStore):
         try:
             written = os.write(fd, payload)
             if written != len(payload):
-                raise RemoteMemoryError(
-                    f"short write to {self.path}: {written} of {len(payload)} bytes"
-                )
+                # A short write is the kernel's way of saying "no more for now": the
+                # next write of the rest raises the reason (ENOSPC, EFBIG, …).
+                view = memoryview(payload)
+                while written < len(payload):
+                    more = os.write(fd, view[written:])
+                    if more == 0:
+                        raise OSError(errno.EIO, "write made no progress")
+                    written += more
             os.fsync(fd)
         except BaseException:
             try:

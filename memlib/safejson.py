@@ -1,0 +1,113 @@
+"""JSON parsing with limits, for every line memlib reads (store, import, stdin, doctor).
+
+Python's ``json`` raises ``RecursionError`` on deep nesting and ``ValueError`` on an
+integer of more than 4,300 digits, both as tracebacks far from the line that caused
+them. A record is an object of strings two levels deep, so anything much deeper or any
+long number is not a record: ``loads`` refuses it with a ``JSONLimitError`` (a
+``ValueError``, as ``json.JSONDecodeError`` is) that the caller words with its line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .errors import RemoteMemoryValidationError
+
+__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONLimitError", "loads", "loads_input_line"]
+
+MAX_DEPTH = 32
+MAX_NUMBER_CHARS = 64
+UTF8_BOM = b"\xef\xbb\xbf"
+
+# A JSON string, escapes included; what is left once strings are cut out is structure.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+class JSONLimitError(ValueError):
+    """Valid or not, this JSON is beyond what memlib parses."""
+
+
+def _number(text: str) -> str:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise JSONLimitError(f"a number of {len(text):,} characters (at most {MAX_NUMBER_CHARS})")
+    return text
+
+
+def _int(text: str) -> int:
+    return int(_number(text))
+
+
+def _float(text: str) -> float:
+    return float(_number(text))
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JSONLimitError(f"duplicate key {key!r}")
+            seen.add(key)
+    return data
+
+
+# The hooks run only for numbers (and, strict, for objects): a record line of strings
+# pays nothing for them.
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float)
+_STRICT = json.JSONDecoder(parse_int=_int, parse_float=_float, object_pairs_hook=_unique)
+
+
+def _depth(text: str) -> int:
+    deepest = depth = 0
+    for char in _STRING.sub("", text):
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
+    """``json.loads`` bounded in depth and number size; ``unique_keys`` refuses repeats.
+
+    Raises ``JSONLimitError`` past a limit, ``json.JSONDecodeError`` for invalid JSON and
+    ``UnicodeDecodeError`` for bytes that are not UTF-8 — all ``ValueError``.
+    """
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("utf-8")
+    # Counting brackets is a C loop; only a line with many of them is measured exactly.
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        depth = _depth(text)
+        if depth > MAX_DEPTH:
+            raise JSONLimitError(f"nested {depth:,} levels deep (at most {MAX_DEPTH})")
+    try:
+        return (_STRICT if unique_keys else _DECODER).decode(text)
+    except RecursionError:  # only reachable by a lower recursion limit than ours
+        raise JSONLimitError(f"nested deeper than {MAX_DEPTH} levels") from None
+
+
+def loads_input_line(raw: bytes, where: str) -> Any:
+    """One line of user input (stdin, an import file) as JSON, refused as a store would.
+
+    Bounded in depth and number size, no key given twice (the last one would win
+    silently), UTF-8 without a byte order mark (a store refuses a BOM, so input that
+    has one is refused too, not written without it). ``where`` names the line.
+    """
+    if raw.startswith(UTF8_BOM):
+        raise RemoteMemoryValidationError(
+            f"{where}: invalid JSON: it starts with a UTF-8 byte order mark (BOM); "
+            "save the input as UTF-8 without one"
+        )
+    try:
+        return loads(raw, unique_keys=True)
+    except UnicodeDecodeError as exc:
+        raise RemoteMemoryValidationError(
+            f"{where}: invalid JSON: not UTF-8 (byte {exc.start + 1} of the line is "
+            f"{raw[exc.start]:#04x})"
+        ) from None
+    except ValueError as exc:  # json.JSONDecodeError, safejson.JSONLimitError
+        raise RemoteMemoryValidationError(f"{where}: invalid JSON: {exc}") from None
