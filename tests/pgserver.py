@@ -12,6 +12,7 @@ fail, and ``scripts/system-deps.sh`` (run by ``make test``) installs the binarie
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -35,7 +36,9 @@ __all__ = ["PgServer", "fresh_schema", "pg_dsn", "pg_url", "shared_dsn", "start_
 def _bin_dir() -> Path:
     found = sorted(
         glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+        key=lambda p: (
+            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
+        ),
     )
     if found:
         return Path(found[-1]).parent
@@ -76,10 +79,8 @@ class PgServer:
                         break
                     time.sleep(0.05)
                 else:
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(self.pid, signal.SIGQUIT)
-                    except ProcessLookupError:
-                        pass
             self.pid = None
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -108,7 +109,7 @@ def start_cluster(*, durable: bool = False) -> PgServer:
              "-E", "UTF8", "--locale=C.UTF-8"],
             check=True, capture_output=True, text=True,
         )
-        for attempt in range(5):
+        for _attempt in range(5):
             port = _free_port()
             options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=40"
             if not durable:

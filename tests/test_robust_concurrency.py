@@ -311,7 +311,8 @@ def _open_and_append(path: str, who: int, barrier: Any, out: str) -> None:
 @pytest.mark.stress
 def test_sqlite_first_writers_of_a_new_store_never_see_database_is_locked(tmp_path: Path) -> None:
     context = multiprocessing.get_context("fork")
-    for attempt in range(1000):  # stops at the first failure (1-5 rounds in 100 failed before the fix)
+    # Stops at the first failure (1-5 rounds in 100 failed before the fix).
+    for attempt in range(1000):
         path = tmp_path / f"new-{attempt}" / "memlib.sqlite"
         barrier = context.Barrier(PROCESSES)
         outs = [tmp_path / f"first-{attempt}-{who}.txt" for who in range(PROCESSES)]

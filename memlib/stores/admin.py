@@ -60,13 +60,15 @@ def init_store_schema(url: str) -> tuple[str, int, int]:
 def store_schema_version(url: str) -> tuple[str, int]:
     scheme = _scheme(url)
     if scheme in ("postgresql", "postgres"):
-        from .postgres import DEFAULT_SCHEMA, _connect, _version, split_url
+        from .postgres import DEFAULT_SCHEMA, _connect, _pg_error, _psycopg, _version, split_url
 
         dsn, schema = split_url(url)
         name = schema or DEFAULT_SCHEMA
         conn = _connect(dsn, 10)
         try:
             return f"PostgreSQL schema {name}", _version(conn, name)
+        except _psycopg().Error as exc:
+            raise _pg_error(exc, f"cannot read PostgreSQL schema {name}") from None
         finally:
             conn.close()
     if scheme == "sqlite":

@@ -17,17 +17,22 @@ binary ``COPY`` into a table of the transaction). A recall reads the runs of its
 counts matches itself and looks up only the records the bounded top-k walk needs, as
 the SQLite store does.
 
-psycopg 3 is imported only when a PostgreSQL store is opened.
+psycopg 3 is imported only when a PostgreSQL store is opened. Its errors never reach
+the caller as they are: each comes back as one line naming the cause (``_pg_error``) —
+disk full, read-only, a lock or statement timeout, a lost connection, an I/O error as
+``RemoteMemoryStorageError``, damaged data as ``RemoteMemoryCorruptionError``. A failed
+write has been rolled back by the server; a lost connection is dropped, and the next
+call opens a new one.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..candidates import CandidateScan
 from ..errors import (
@@ -35,6 +40,7 @@ from ..errors import (
     RemoteMemoryDuplicateError,
     RemoteMemoryError,
     RemoteMemoryScopeError,
+    RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
 from ..index import (
@@ -50,6 +56,7 @@ from ..index import (
 )
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
+from ..safejson import loads
 from .base import BaseMemoryStore, Clock, latest_profile_of
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
@@ -122,6 +129,48 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 _RUN = ">i8"
 
 
+# SQLSTATE (exact, then its two-character class) → the cause named. Classes 08 and 57P
+# (connection failure, server shutdown, pg_terminate_backend) mean the connection is gone.
+_CAUSES = {
+    "53100": "disk full",
+    "53200": "out of memory",
+    "53300": "too many connections",
+    "53": "out of resources",
+    "25006": "read-only",
+    "55P03": "locked: lock timeout",
+    "57014": "statement cancelled or timed out",
+    "40001": "conflict with a concurrent transaction",
+    "40P01": "deadlock",
+    "57P01": "connection lost",
+    "57P02": "connection lost",
+    "57P03": "server not accepting connections",
+    "08": "connection lost",
+    "58": "I/O error",
+    "HV": "I/O error",
+}
+_CORRUPTION = {"XX001": "data corrupted", "XX002": "index corrupted"}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _pg_error(exc: Exception, where: str) -> RemoteMemoryError:
+    """A psycopg error as memlib's: ``WHERE: CAUSE (server's first line)``."""
+    psycopg = _psycopg()
+    state = getattr(exc, "sqlstate", None) or ""
+    detail = _first_line(exc)
+    if state in _CORRUPTION:
+        return RemoteMemoryCorruptionError(f"{where}: {_CORRUPTION[state]} ({detail})")
+    cause = _CAUSES.get(state) or _CAUSES.get(state[:2])
+    if cause is None and not state and isinstance(exc, psycopg.OperationalError):
+        cause = "connection lost"  # raised by libpq itself: no SQLSTATE
+    if cause is not None:
+        return RemoteMemoryStorageError(f"{where}: {cause} ({detail})")
+    return RemoteMemoryError(f"{where}: PostgreSQL error: {detail}")
+
+
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -145,7 +194,8 @@ def split_url(url: str) -> tuple[str, str | None]:
             schema = value
         else:
             kept.append((key, value))
-    return urlunsplit(parts._replace(query=urlencode(kept))), schema
+    # libpq decodes %XX only: a space must stay %20, never the "+" of a form.
+    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote))), schema
 
 
 def _check_schema_name(name: str) -> str:
@@ -161,8 +211,8 @@ def _connect(dsn: str, connect_timeout: float) -> Any:
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=int(connect_timeout))
     except psycopg.Error as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RemoteMemoryError(f"cannot connect to PostgreSQL: {message}") from None
+        message = f"cannot connect to PostgreSQL: {_first_line(exc)}"
+        raise RemoteMemoryStorageError(message) from None
 
 
 def _version(conn: Any, schema: str) -> int:
@@ -173,10 +223,13 @@ def _version(conn: Any, schema: str) -> int:
     return int(row[0]) if row else 0
 
 
-def init_schema(url: str, *, schema: str | None = None, connect_timeout: float = 10) -> tuple[int, int]:
+def init_schema(
+    url: str, *, schema: str | None = None, connect_timeout: float = 10
+) -> tuple[int, int]:
     """Create or upgrade memlib's schema; ``(version before, version after)``."""
     dsn, from_url = split_url(url)
     name = _check_schema_name(schema or from_url or DEFAULT_SCHEMA)
+    psycopg = _psycopg()
     conn = _connect(dsn, connect_timeout)
     try:
         with conn.transaction():
@@ -190,7 +243,8 @@ def init_schema(url: str, *, schema: str | None = None, connect_timeout: float =
                     f"{SCHEMA_VERSION}: upgrade memlib"
                 )
             conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {name}.meta (key text PRIMARY KEY, value text NOT NULL)"
+                f"CREATE TABLE IF NOT EXISTS {name}.meta "
+                "(key text PRIMARY KEY, value text NOT NULL)"
             )
             for statements in _MIGRATIONS[before:]:
                 for statement in statements:
@@ -200,6 +254,8 @@ def init_schema(url: str, *, schema: str | None = None, connect_timeout: float =
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
             )
+    except psycopg.Error as exc:
+        raise _pg_error(exc, f"cannot initialise PostgreSQL schema {name}") from None
     finally:
         conn.close()
     return before, SCHEMA_VERSION
@@ -259,10 +315,19 @@ class PostgresMemoryStore(BaseMemoryStore):
     def _connection(self) -> Any:
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        conn = self._shared if self._shared is not None else _connect(self._dsn, self._connect_timeout)
+        psycopg = _psycopg()
+        shared = self._shared is not None
+        conn = self._shared if shared else _connect(self._dsn, self._connect_timeout)
         if not conn.autocommit:
-            raise RemoteMemoryValidationError("a shared PostgreSQL connection must be in autocommit mode")
-        version = _version(conn, self.schema)
+            raise RemoteMemoryValidationError(
+                "a shared PostgreSQL connection must be in autocommit mode"
+            )
+        try:
+            version = _version(conn, self.schema)
+        except psycopg.Error as exc:
+            if not shared:
+                conn.close()
+            raise _pg_error(exc, f"cannot open PostgreSQL schema {self.schema}") from None
         if version != SCHEMA_VERSION:
             if conn is not self._shared:
                 conn.close()
@@ -284,28 +349,42 @@ class PostgresMemoryStore(BaseMemoryStore):
                 self._conn.close()
             self._conn = None
 
-    def _db_error(self, exc: Exception) -> RemoteMemoryError:
-        text = str(exc).strip()
-        return RemoteMemoryError(f"PostgreSQL error: {text.splitlines()[0] if text else exc!r}")
+    @contextmanager
+    def _failures(self, action: str) -> Iterator[None]:
+        """psycopg's errors inside the block as memlib's, naming the cause.
+
+        A connection the error left closed or broken is dropped here, so that the next
+        call connects again instead of failing the same way forever. Nothing is retried:
+        a write whose COMMIT got no answer may or may not have landed.
+        """
+        psycopg = _psycopg()
+        try:
+            yield
+        except psycopg.Error as exc:
+            conn = self._conn
+            if conn is not None and (conn.closed or getattr(conn, "broken", False)):
+                self.close()
+            raise _pg_error(exc, f"cannot {action} PostgreSQL schema {self.schema}") from None
 
     # -- reading ----------------------------------------------------------------------
 
     def _parse(self, body: str) -> StoredMemory:
         try:
-            record = StoredMemory.from_dict(json.loads(body))
-        except (json.JSONDecodeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
-            raise RemoteMemoryCorruptionError(f"invalid record in {self.schema}.records: {exc}") from None
+            record = StoredMemory.from_dict(loads(body))
+        except (ValueError, TypeError, RemoteMemoryValidationError,
+                RemoteMemoryCorruptionError) as exc:
+            # ValueError: invalid JSON, or JSON past safejson's depth and number limits.
+            raise RemoteMemoryCorruptionError(
+                f"invalid record in {self.schema}.records: {exc}"
+            ) from None
         if record.user_scope != self.user_scope:
             raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
         return record
 
     def _read(self, sql: str, params: Sequence[Any]) -> tuple[StoredMemory, ...]:
-        psycopg = _psycopg()
         conn = self._connection()
-        try:
+        with self._failures("read"):
             rows = conn.execute(sql.format(s=self.schema), params).fetchall()
-        except psycopg.Error as exc:
-            raise self._db_error(exc) from None
         return tuple(self._parse(body) for (body,) in rows)
 
     def read_all(self) -> tuple[StoredMemory, ...]:
@@ -328,36 +407,32 @@ class PostgresMemoryStore(BaseMemoryStore):
         ))
 
     def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
-        psycopg = _psycopg()
         conn = self._connection()
         s, scope = self.schema, self.user_scope
-        try:
-            with conn.transaction():
-                # One snapshot for the counts and the candidates.
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                if query.user_scope != scope:
-                    row = conn.execute(
-                        f"SELECT memory_id FROM {s}.records WHERE user_scope = %s "
-                        "ORDER BY id LIMIT 1", (scope,),
-                    ).fetchone()
-                    if row is not None:
-                        raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
-                stats = conn.execute(
-                    f"SELECT searched, retracted, tokens, content_tokens FROM {s}.scope_stats "
-                    "WHERE user_scope = %s", (scope,),
+        with self._failures("read"), conn.transaction():
+            # One snapshot for the counts and the candidates.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if query.user_scope != scope:
+                row = conn.execute(
+                    f"SELECT memory_id FROM {s}.records WHERE user_scope = %s "
+                    "ORDER BY id LIMIT 1", (scope,),
                 ).fetchone()
-                searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
-                runs = [bytes(blob) for (blob,) in conn.cursor(binary=True).execute(
-                    f"SELECT record_ids FROM {s}.postings WHERE user_scope = %s AND term = ANY(%s)",
-                    (scope, list(query.terms)),
-                )]
-                ids, matched = count_matches(runs, _RUN)
-                if top:
-                    records = self._top(conn, query, ids, matched, searched)
-                else:
-                    records = self._bodies(conn, [int(i) for i in ids])
-        except psycopg.Error as exc:
-            raise self._db_error(exc) from None
+                if row is not None:
+                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+            stats = conn.execute(
+                f"SELECT searched, retracted, tokens, content_tokens FROM {s}.scope_stats "
+                "WHERE user_scope = %s", (scope,),
+            ).fetchone()
+            searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
+            runs = [bytes(blob) for (blob,) in conn.cursor(binary=True).execute(
+                f"SELECT record_ids FROM {s}.postings WHERE user_scope = %s AND term = ANY(%s)",
+                (scope, list(query.terms)),
+            )]
+            ids, matched = count_matches(runs, _RUN)
+            if top:
+                records = self._top(conn, query, ids, matched, searched)
+            else:
+                records = self._bodies(conn, [int(i) for i in ids])
         return CandidateScan(
             candidates=candidates_for(query, records),
             searched_records=searched,
@@ -400,7 +475,8 @@ class PostgresMemoryStore(BaseMemoryStore):
                 (scope, budget + 2),
             ).fetchall()
 
-        return self._bodies(conn, top_of_matches(ids, matched, query, searched, lookup, newest_first))
+        kept = top_of_matches(ids, matched, query, searched, lookup, newest_first)
+        return self._bodies(conn, kept)
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """Every candidate, as the reference scan gives them, found through the term index."""
@@ -412,27 +488,20 @@ class PostgresMemoryStore(BaseMemoryStore):
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds."""
-        psycopg = _psycopg()
         conn = self._connection()
-        try:
+        with self._failures("read"):
             rows = conn.execute(
                 f"SELECT memory_id FROM {self.schema}.records WHERE user_scope = %s "
                 "AND memory_id = ANY(%s)", (self.user_scope, list(memory_ids)),
             ).fetchall()
-        except psycopg.Error as exc:
-            raise self._db_error(exc) from None
         return {row[0] for row in rows}
 
     # -- writing ----------------------------------------------------------------------
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
-        psycopg = _psycopg()
         conn = self._connection()
-        try:
-            with conn.transaction():
-                self._write(conn, batch)
-        except psycopg.Error as exc:
-            raise self._db_error(exc) from None
+        with self._failures("write"), conn.transaction():
+            self._write(conn, batch)
 
     def _write(self, conn: Any, batch: Sequence[StoredMemory]) -> None:
         s, scope = self.schema, self.user_scope
@@ -482,14 +551,19 @@ class PostgresMemoryStore(BaseMemoryStore):
         if len(inserted) != len(batch):
             # Another writer's row won the race for these ids; the transaction rolls back.
             taken = {memory_id for _, memory_id in inserted}
-            raise RemoteMemoryDuplicateError([r.memory_id for r in batch if r.memory_id not in taken])
+            raise RemoteMemoryDuplicateError(
+                [r.memory_id for r in batch if r.memory_id not in taken]
+            )
         row_of = {memory_id: row_id for row_id, memory_id in inserted}
         conversations = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
         stats = term_stats(conversations)
         d_searched, d_retracted = len(conversations), 0
         d_tokens = sum(len(tokens) for tokens, _ in stats)
         d_content = sum(content for _, content in stats)
-        pending = [(row_of[r.memory_id], tokens) for r, (tokens, _) in zip(conversations, stats)]
+        pending = [
+            (row_of[r.memory_id], tokens)
+            for r, (tokens, _) in zip(conversations, stats, strict=True)
+        ]
         terms = list(set(chain.from_iterable(tokens for _, tokens in pending)))
         with conn.cursor().copy(
             f"COPY {s}.postings (user_scope, term, first_id, record_ids) FROM STDIN (FORMAT BINARY)"
@@ -542,6 +616,7 @@ class PostgresMemoryStore(BaseMemoryStore):
                 )
             else:
                 conn.execute(
-                    f"DELETE FROM {s}.postings WHERE user_scope = %s AND term = %s AND first_id = %s",
+                    f"DELETE FROM {s}.postings "
+                    "WHERE user_scope = %s AND term = %s AND first_id = %s",
                     key,
                 )

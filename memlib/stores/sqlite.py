@@ -14,6 +14,15 @@ instead of a row per (term, record), which is what made it slow (schema version 
 version 1 stores are converted on open). A retraction removes the target from its
 terms' runs in the transaction that records it; the record itself is never changed.
 Nothing is created until the first write: a missing file reads as an empty store.
+
+The file is named by the caller and opened by SQLite, which follows links: before
+SQLite opens it, the database, its ``-wal``, ``-shm`` and ``-journal`` siblings and
+their folder pass ``files.check_path`` (no link, no FIFO, nobody else's, nobody else may
+write), and the file is created through ``files.open_private``. Every failure of SQLite
+itself comes back as a memlib error naming its cause (``_sqlite_error``): disk full,
+read-only, locked, I/O error as ``RemoteMemoryStorageError``, a damaged file as
+``RemoteMemoryCorruptionError``. SQLite rolls a transaction back by itself after some
+of these (a full disk, an I/O error), so a rollback is issued only while one is open.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ import os
 import sqlite3
 import time
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -34,6 +44,7 @@ from ..errors import (
     RemoteMemoryDuplicateError,
     RemoteMemoryError,
     RemoteMemoryScopeError,
+    RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
 from ..index import (
@@ -50,13 +61,35 @@ from ..index import (
 )
 from ..normalize import RecallQuery
 from ..records import MemoryKind, StoredMemory, record_json
+from ..safejson import loads
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
+from .files import DIR_MODE, check_folder, check_path, open_private
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "init_schema", "sqlite_path"]
 
 SCHEMA_VERSION = 2
 FILE_MODE = 0o600
 _CHUNK = 500  # host parameters per IN (...) list
+# The files SQLite opens by name next to the database (WAL mode, or a rollback journal
+# left by an older writer).
+_SIBLINGS = ("-wal", "-shm", "-journal")
+
+# SQLite's primary result codes (the low byte of an extended code) → the cause named.
+_STORAGE_CAUSES = {
+    sqlite3.SQLITE_FULL: "disk full",
+    sqlite3.SQLITE_READONLY: "read-only",
+    sqlite3.SQLITE_BUSY: "locked by another connection",
+    sqlite3.SQLITE_LOCKED: "locked by another connection",
+    sqlite3.SQLITE_IOERR: "I/O error",
+    sqlite3.SQLITE_CANTOPEN: "cannot open the file",
+    sqlite3.SQLITE_PERM: "permission denied",
+    sqlite3.SQLITE_AUTH: "permission denied",
+    sqlite3.SQLITE_NOMEM: "out of memory",
+    sqlite3.SQLITE_NOLFS: "file too large",
+    sqlite3.SQLITE_TOOBIG: "too big for SQLite",
+    sqlite3.SQLITE_PROTOCOL: "locking protocol error",
+}
+_CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT)
 
 
 def pack_ids(ids: Iterable[int]) -> bytes:
@@ -146,8 +179,57 @@ def sqlite_path(url: str | os.PathLike[str]) -> Path:
     return Path(text)
 
 
-def _is_locked(exc: sqlite3.OperationalError) -> bool:
+def _is_locked(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _sqlite_error(path: Path, action: str, exc: sqlite3.Error) -> RemoteMemoryError:
+    """``exc`` as memlib's error: one line, ``cannot ACTION SQLite store PATH: CAUSE (…)``."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    where = f"cannot {action} SQLite store {path}"
+    if primary in _CORRUPT or (primary is None and isinstance(exc, sqlite3.DatabaseError)
+                               and not isinstance(exc, sqlite3.OperationalError)):
+        return RemoteMemoryCorruptionError(f"{where}: {exc}")
+    cause = _STORAGE_CAUSES.get(primary) if primary is not None else None
+    detail = str(exc)
+    if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN):
+        # A full disk met while growing the -shm or -wal file is reported as an I/O
+        # error (SQLITE_IOERR_SHMSIZE …), a read-only one as "unable to open": SQLite
+        # keeps errno to itself, so ask the file system.
+        detail = f"{exc}, {getattr(exc, 'sqlite_errorname', code)}"
+        cause = _disk_problem(path.parent) or cause
+    if cause is None and _is_locked(exc):
+        cause = "locked by another connection"
+    if cause is not None:
+        return RemoteMemoryStorageError(f"{where}: {cause} ({detail})")
+    return RemoteMemoryError(f"{where}: {exc}")
+
+
+def _disk_problem(folder: Path) -> str | None:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return "read-only file system"
+    if st.f_bavail == 0 or (st.f_files > 0 and st.f_favail == 0):
+        return "disk full"
+    return None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """End the open transaction, if SQLite has not already rolled it back itself.
+
+    Called while another error is on its way up: a rollback that fails too (the disk
+    went away) must not hide it. The caller drops a connection still in a transaction.
+    """
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _version(conn: sqlite3.Connection) -> int:
@@ -187,7 +269,7 @@ def init_schema(conn: sqlite3.Connection) -> tuple[int, int]:
         )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     return before, SCHEMA_VERSION
 
@@ -249,20 +331,19 @@ class SqliteMemoryStore(BaseMemoryStore):
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None:
             return self._conn
+        self._check_files()
         if not create and not self.path.exists():
             return None
         if create:
-            try:
-                make_private_folders(self.path.parent)
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-                os.close(fd)
-            except OSError as exc:
-                raise RemoteMemoryError(f"cannot create {self.path}: {exc.strerror}") from None
+            self._create_file()
         try:
             conn = sqlite3.connect(
                 self.path, timeout=self._busy_timeout, isolation_level=None,
                 check_same_thread=False,
             )
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self.path, "open", exc) from None
+        try:
             self._enable_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -273,14 +354,36 @@ class SqliteMemoryStore(BaseMemoryStore):
                 return None
             if version != SCHEMA_VERSION:
                 init_schema(conn)  # creates, upgrades an older one, refuses a newer one
-        except sqlite3.OperationalError as exc:
-            if _is_locked(exc):
-                raise RemoteMemoryError(f"SQLite store {self.path} is busy: {exc}") from None
-            raise RemoteMemoryCorruptionError(f"cannot open SQLite store {self.path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            raise RemoteMemoryCorruptionError(f"cannot open SQLite store {self.path}: {exc}") from None
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _sqlite_error(self.path, "open", exc) from None
+            raise
         self._conn = conn
         return conn
+
+    def _check_files(self) -> None:
+        """Refuse a planted link, FIFO or foreign file before SQLite opens any by name."""
+        path = str(self.path)
+        check_path(path)
+        for suffix in _SIBLINGS:
+            check_path(path + suffix, folder_too=False)
+
+    def _create_file(self) -> None:
+        """The database file, created private; its folders too, through the same rules."""
+        folder = self.path.parent
+        try:
+            try:
+                fd = open_private(str(self.path), os.O_RDWR | os.O_CREAT)
+            except FileNotFoundError:
+                make_private_folders(folder, DIR_MODE)
+                check_folder(str(folder))
+                fd = open_private(str(self.path), os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:
+            raise RemoteMemoryError(f"cannot create {self.path}: no such folder") from None
+        except OSError as exc:  # the folders: a full or read-only disk, no permission
+            raise RemoteMemoryStorageError(f"cannot create {self.path}: {exc.strerror}") from None
+        os.close(fd)
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         # Switching a new file to WAL needs an exclusive lock, and SQLite answers
@@ -301,12 +404,28 @@ class SqliteMemoryStore(BaseMemoryStore):
             self._conn.close()
             self._conn = None
 
+    @contextmanager
+    def _failures(self, action: str) -> Iterator[None]:
+        """SQLite's errors inside the block as memlib's, naming the cause."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self.path, action, exc) from None
+
+    def _end(self, conn: sqlite3.Connection) -> None:
+        """Close a transaction that failed; a connection left inside one is dropped."""
+        _rollback(conn)
+        if conn.in_transaction:
+            self.close()
+
     # -- reading ----------------------------------------------------------------------
 
     def _parse(self, body: str) -> StoredMemory:
         try:
-            record = StoredMemory.from_dict(json.loads(body))
-        except (json.JSONDecodeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
+            record = StoredMemory.from_dict(loads(body))
+        except (ValueError, TypeError, RemoteMemoryValidationError,
+                RemoteMemoryCorruptionError) as exc:
+            # ValueError: invalid JSON, or JSON past safejson's depth and number limits.
             raise RemoteMemoryCorruptionError(f"invalid record in {self.path}: {exc}") from None
         if record.user_scope != self.user_scope:
             raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
@@ -316,7 +435,9 @@ class SqliteMemoryStore(BaseMemoryStore):
         conn = self._connect(create=False)
         if conn is None:
             return ()
-        return tuple(self._parse(body) for (body,) in conn.execute(sql, params))
+        with self._failures("read"):
+            rows = conn.execute(sql, params).fetchall()
+        return tuple(self._parse(body) for (body,) in rows)
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         return self._bodies(
@@ -360,7 +481,8 @@ class SqliteMemoryStore(BaseMemoryStore):
         conn = self._connect(create=False)
         if conn is None:
             return CandidateScan((), 0, 0, 0, 0, 0)
-        conn.execute("BEGIN")  # one snapshot for the counts and the candidates
+        with self._failures("read"):
+            conn.execute("BEGIN")  # one snapshot for the counts and the candidates
         try:
             if query.user_scope != self.user_scope:
                 row = conn.execute(
@@ -376,8 +498,12 @@ class SqliteMemoryStore(BaseMemoryStore):
             else:
                 records = self._bodies_of(conn, ids)
                 count = len(records)
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self.path, "read", exc) from None
         finally:
-            conn.execute("COMMIT")
+            # A read-only transaction: ending it by rollback is a commit, and never fails
+            # on one that SQLite already ended after an I/O error.
+            self._end(conn)
         return CandidateScan(
             candidates=candidates_for(query, records),
             searched_records=searched,
@@ -439,17 +565,18 @@ class SqliteMemoryStore(BaseMemoryStore):
         """
         conn = self._connect(create=False)
         found: dict[str, list[int]] = {}
-        if conn is not None:
-            for term, blob in conn.execute(
-                "SELECT t.term, p.docs FROM terms t JOIN postings p ON p.term_id = t.id "
-                "WHERE t.user_scope = ? ORDER BY t.term, p.first_id", (self.user_scope,),
-            ):
-                found.setdefault(term, []).extend(unpack_ids(blob))
-        every = sorted({i for ids in found.values() for i in ids})
-        names = dict(conn.execute(
-            "SELECT id, memory_id FROM records WHERE +user_scope = ? "
-            "AND id IN (SELECT value FROM json_each(?))", (self.user_scope, json.dumps(every)),
-        )) if conn is not None and every else {}
+        with self._failures("read"):
+            if conn is not None:
+                for term, blob in conn.execute(
+                    "SELECT t.term, p.docs FROM terms t JOIN postings p ON p.term_id = t.id "
+                    "WHERE t.user_scope = ? ORDER BY t.term, p.first_id", (self.user_scope,),
+                ):
+                    found.setdefault(term, []).extend(unpack_ids(blob))
+            every = sorted({i for ids in found.values() for i in ids})
+            names = dict(conn.execute(
+                "SELECT id, memory_id FROM records WHERE +user_scope = ? "
+                "AND id IN (SELECT value FROM json_each(?))", (self.user_scope, json.dumps(every)),
+            )) if conn is not None and every else {}
         wanted = sorted(found) if terms is None else list(terms)
         return [
             {"term": term, "records": len(found.get(term, ())),
@@ -471,12 +598,14 @@ class SqliteMemoryStore(BaseMemoryStore):
         if conn is None:
             return set()
         found: set[str] = set()
-        for part in _chunks(list(memory_ids)):
-            marks = ",".join("?" * len(part))
-            found.update(row[0] for row in conn.execute(
-                f"SELECT memory_id FROM records WHERE user_scope = ? AND memory_id IN ({marks})",
-                (self.user_scope, *part),
-            ))
+        with self._failures("read"):
+            for part in _chunks(list(memory_ids)):
+                marks = ",".join("?" * len(part))
+                found.update(row[0] for row in conn.execute(
+                    "SELECT memory_id FROM records WHERE user_scope = ? "
+                    f"AND memory_id IN ({marks})",
+                    (self.user_scope, *part),
+                ))
         return found
 
     # -- writing ----------------------------------------------------------------------
@@ -486,10 +615,8 @@ class SqliteMemoryStore(BaseMemoryStore):
         assert conn is not None
         scope = self.user_scope
         new_terms: dict[str, int] = {}
-        try:
+        with self._failures("write"):
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise RemoteMemoryError(f"cannot write {self.path}: {exc}") from None
         try:
             state = _State(conn, scope, batch)
             self.check_batch(batch, state)
@@ -507,7 +634,10 @@ class SqliteMemoryStore(BaseMemoryStore):
                     conversations.append((row_id, record))
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
             stats = term_stats(record for _, record in conversations)
-            pending = [(row_id, tokens) for (row_id, _), (tokens, _) in zip(conversations, stats)]
+            pending = [
+                (row_id, tokens)
+                for (row_id, _), (tokens, _) in zip(conversations, stats, strict=True)
+            ]
             d_searched = len(pending)
             d_tokens = sum(len(tokens) for tokens, _ in stats)
             d_content = sum(content for _, content in stats)
@@ -544,22 +674,21 @@ class SqliteMemoryStore(BaseMemoryStore):
                 d_tokens -= n_tokens
                 d_content -= n_content
             conn.execute(
-                "INSERT INTO scope_stats VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_scope) DO UPDATE "
-                "SET searched = searched + excluded.searched, retracted = retracted + excluded.retracted, "
-                "tokens = tokens + excluded.tokens, content_tokens = content_tokens + excluded.content_tokens",
+                "INSERT INTO scope_stats VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_scope) "
+                "DO UPDATE SET searched = searched + excluded.searched, "
+                "retracted = retracted + excluded.retracted, tokens = tokens + excluded.tokens, "
+                "content_tokens = content_tokens + excluded.content_tokens",
                 (scope, d_searched, d_retracted, d_tokens, d_content),
             )
             conn.execute("COMMIT")
-        except sqlite3.IntegrityError:
-            conn.execute("ROLLBACK")
-            # Another writer's row won the race for an id (not possible under BEGIN
-            # IMMEDIATE, but the constraint is the last word).
-            raise RemoteMemoryDuplicateError([r.memory_id for r in batch]) from None
-        except sqlite3.DatabaseError as exc:
-            conn.execute("ROLLBACK")
-            raise RemoteMemoryError(f"cannot write {self.path}: {exc}") from None
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            self._end(conn)
+            if isinstance(exc, sqlite3.IntegrityError):
+                # Another writer's row won the race for an id (not possible under BEGIN
+                # IMMEDIATE, but the constraint is the last word).
+                raise RemoteMemoryDuplicateError([r.memory_id for r in batch]) from None
+            if isinstance(exc, sqlite3.Error):
+                raise _sqlite_error(self.path, "write", exc) from None
             raise
         # Only committed term ids are remembered: a rolled-back id may be reused.
         self._term_ids.update(new_terms)
