@@ -15,7 +15,12 @@ For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.p
   against a raw ``write`` + ``fsync`` of the same bytes on the same disk;
 * floors, once per run: the least a validated append can do (timed the same way), and
   the records/s of the per-record work no import can skip — what the targets leave room
-  for on the machine at hand.
+  for on the machine at hand;
+* the worst case one valid record can cost (``--worst-only`` runs this part alone):
+  ``--worst-records`` records each at the content limit (20,000 characters) with the
+  most distinct terms a record may have (``memlib.records.MAX_TERMS``), every term new
+  to the index, opened in a fresh process — its peak memory and recall time, beside
+  the same figures for as many records of the usual corpus.
 
 A JSON report is written to ``reports/bench-YYYYMMDD.json``. Options: ``--sizes``,
 ``--queries``, ``--db-max`` (largest N for SQLite/PostgreSQL), ``--ref-max``,
@@ -162,10 +167,14 @@ def peak_rss_mb() -> float:
 def child_jsonl(path: str, queries: list[str]) -> None:
     store = RemoteMemoryStore(path, user_id=USER)
     open_seconds, index = timed(lambda: store.index)
+    # The terms of the records are worked out on the first read: what `memlib recall`
+    # in a fresh process pays on top of open_s.
+    first_seconds, _ = timed(lambda: memlib_recall(store)(queries[0]))
     stats, digests = recall_series(memlib_recall(store), queries)
     peak_mb = peak_rss_mb()
-    print(json.dumps({"open_s": open_seconds, "records": len(index), "recall": stats,
-                      "digests": digests, "peak_rss_mb": peak_mb}))
+    print(json.dumps({"open_s": open_seconds, "first_recall_s": first_seconds,
+                      "records": len(index), "recall": stats, "digests": digests,
+                      "peak_rss_mb": peak_mb}))
 
 
 def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
@@ -175,6 +184,60 @@ def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
         check=True, capture_output=True, text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- the worst valid record ----------------------------------------------------------------
+
+def worst_items(count: int, seed: int = 3) -> list[dict[str, Any]]:
+    """``count`` records as costly as the limits allow: 20,000 characters, MAX_TERMS terms.
+
+    The content is a run of MAX_TERMS random Han characters (MAX_TERMS - 1 bigrams, all
+    new to the index; the summary is the last term) repeated to the content limit.
+    """
+    import random
+
+    from memlib.records import LIMITS, MAX_TERMS
+
+    rng = random.Random(seed)
+    items = []
+    for i in range(count):
+        run = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(MAX_TERMS))
+        content = ((run + " ") * (LIMITS["content"] // (MAX_TERMS + 1) + 1))[: LIMITS["content"]]
+        items.append({
+            "kind": "conversation", "memory_id": f"worst-{i:05d}", "content": content.strip(),
+            "summary": "worst",
+            "source": {"source_id": f"w-{i}", "source_type": "bench", "title": "worst case",
+                       "captured_at": "2026-08-01T00:00:00Z"},
+        })
+    return items
+
+
+def worst_case(
+    count: int, workdir: Path, queries: list[str], log: Callable[[str], None]
+) -> dict[str, Any]:
+    """Fresh-process peak memory and recall of ``count`` worst-case records vs the usual ones."""
+    from memlib.records import LIMITS, MAX_TERMS
+
+    out: dict[str, Any] = {"records": count, "max_terms": MAX_TERMS,
+                           "content_chars": LIMITS["content"]}
+    for name, items in (("usual", [i for b in corpus.records(count) for i in b]),
+                        ("worst", worst_items(count))):
+        folder = workdir / f"worst-{name}"
+        folder.mkdir()
+        store = RemoteMemoryStore(folder / "records.jsonl", user_id=USER)
+        for i in range(0, len(items), 500):
+            store.append_many(items[i : i + 500])
+        del store, items
+        gc.collect()
+        child = run_child(folder / "records.jsonl", queries)
+        out[name] = {k: v for k, v in child.items() if k != "digests"}
+        log(f"  {name}: {count:,} records, open {child['open_s']:.1f} s, first recall "
+            f"{child['first_recall_s']:.1f} s, then p50 {child['recall']['p50_ms']:.2f} ms, "
+            f"peak {child['peak_rss_mb']:.0f} MB")
+        shutil.rmtree(folder, ignore_errors=True)
+    extra = out["worst"]["peak_rss_mb"] - out["usual"]["peak_rss_mb"]
+    out["bytes_per_record_above_usual"] = round(extra * 2**20 / count)
+    return out
 
 
 # -- peers -------------------------------------------------------------------------------
@@ -489,6 +552,20 @@ def table(report: dict[str, Any]) -> str:
                           ("bulk_sqlite_rps", "SQLite"), ("bulk_postgresql_rps", "PostgreSQL")):
             if key in size:
                 lines.append(f"| {size['n']:,} | {name} | {size[key]:,.0f} |")
+    worst = report.get("worst_case")
+    if worst:
+        lines += ["", f"| {worst['records']:,} records in a fresh process | open s "
+                  "| first recall s | then p50 ms | p95 ms | peak RSS MB |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for key, name in (("usual", "usual corpus (20-60 words)"),
+                          ("worst", f"worst valid: {worst['content_chars']:,} characters, "
+                                    f"{worst['max_terms']:,} distinct terms, all new")):
+            w = worst[key]
+            lines.append(f"| {name} | {w['open_s']:.1f} | {w['first_recall_s']:.1f} "
+                         f"| {w['recall']['p50_ms']:.2f} | {w['recall']['p95_ms']:.2f} "
+                         f"| {w['peak_rss_mb']:,.0f} |")
+        lines.append(f"| bound: peak memory per worst-case record above a usual one | "
+                     f"{worst['bytes_per_record_above_usual'] / 2**20:.2f} MB | | | | |")
     floors = report.get("floors")
     if floors:
         a = floors["append"]
@@ -522,6 +599,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "reports"))
+    parser.add_argument("--worst-records", type=int, default=1000,
+                        help="records of the worst-case section (0: skip it)")
+    parser.add_argument("--worst-only", action="store_true",
+                        help="run only the worst-case section (no sizes, no PostgreSQL)")
     parser.add_argument("--child-jsonl", help=argparse.SUPPRESS)
     parser.add_argument("--child-queries", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -551,8 +632,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sizes": [],
     }
     workdir = Path(tempfile.mkdtemp(prefix="memlib-bench-", dir=args.workdir))
+    if args.worst_only:
+        sizes, args.append_at, args.no_postgres = [], set(), True
     pg = None
     try:
+        if args.worst_records:
+            log(f"worst case: {args.worst_records:,} records at the content and term limits")
+            report["worst_case"] = worst_case(args.worst_records, workdir,
+                                              corpus.queries(args.queries), log)
+            if args.worst_only:
+                return _finish(report, args, began)
         if not args.no_postgres:
             if os.environ.get("MEMLIB_PG_DSN"):
                 pg = type("External", (), {"dsn": os.environ["MEMLIB_PG_DSN"], "stop": lambda self: None})()
@@ -601,8 +690,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if pg is not None:
             pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+    return _finish(report, args, began)
+
+
+def _finish(report: dict[str, Any], args: argparse.Namespace, began: float) -> int:
     report["elapsed_s"] = round(time.monotonic() - began, 1)
-    path = _write(report, args.out)
+    # A partial run never overwrites the day's full report.
+    path = _write(report, args.out, suffix="-worst" if args.worst_only else "")
     print(f"# memlib scale benchmarks, {report['date']}")
     m = report["machine"]
     print(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
@@ -620,10 +714,10 @@ def _pg_version(dsn: str) -> str:
         return str(conn.execute("SHOW server_version").fetchone()[0])
 
 
-def _write(report: dict[str, Any], folder: str) -> Path:
+def _write(report: dict[str, Any], folder: str, suffix: str = "") -> Path:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench-{report['date'].replace('-', '')}.json"
+    path = out / f"bench-{report['date'].replace('-', '')}{suffix}.json"
     report["table_markdown"] = table(report)
     path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return path

@@ -6,19 +6,27 @@ Each line of the file is one JSON object with the keywords of ``store.append`` �
 record, with ``user_scope`` and ``stored_at``) is accepted too when its scope is the
 target's; its ``stored_at`` is replaced by the import time, as for any append.
 
-Nothing is half-written by bad input: every line is checked — valid JSON, a valid
-record, an id used once in the file and not yet in the store — before the first write,
-and any problem stops the import with the line number or the duplicate ids, with
-nothing written. Then the records go in through ``store.append_many`` in batches (one
-lock and one ``fsync``, or one transaction, per batch), under a tqdm progress bar.
+Nothing is half-written by bad input: every line is checked — valid JSON (bounded in
+depth and number size, no key given twice, UTF-8 without a byte order mark, as a store
+reads it), a valid record, an id used once in the file and not yet in the store — before
+the first write, and any problem stops the import with the line number or the duplicate
+ids, with nothing written. Then the records go in through ``store.append_many`` in
+batches (one lock and one ``fsync``, or one transaction, per batch), under a tqdm
+progress bar. A failure of the store during the writes says how many records were
+imported before it (whole batches: each is all or nothing).
+
+``FILE`` may be ``-`` for standard input, or any other stream (``/dev/stdin``, a pipe):
+a stream is read once into a private temporary file, since the import reads it twice.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import shutil
+import stat
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +38,7 @@ from .errors import (
     RemoteMemoryValidationError,
 )
 from .records import MemoryKind, record_from_item
+from .safejson import loads_input_line
 from .stores.base import MemoryStore
 
 __all__ = ["DEFAULT_BATCH", "ImportReport", "import_jsonl", "read_import_items", "register"]
@@ -61,7 +70,9 @@ def _item(data: Any, number: int, user_scope: str) -> dict[str, Any]:
     item.setdefault("kind", MemoryKind.CONVERSATION.value)
     unknown = sorted(set(item) - set(_ITEM_KEYS))
     if unknown:
-        raise RemoteMemoryValidationError(f"line {number}: unknown record fields: {', '.join(unknown)}")
+        raise RemoteMemoryValidationError(
+            f"line {number}: unknown record fields: {', '.join(unknown)}"
+        )
     missing = [k for k in _ITEM_KEYS if k not in item]
     if missing:
         raise RemoteMemoryValidationError(f"line {number}: record is missing {', '.join(missing)}")
@@ -80,11 +91,7 @@ def read_import_items(
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
-            try:
-                data = json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise RemoteMemoryValidationError(f"line {number}: invalid JSON: {exc}") from None
-            yield number, _item(data, number, user_scope)
+            yield number, _item(loads_input_line(raw, f"line {number}"), number, user_scope)
 
 
 def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
@@ -151,29 +158,66 @@ def import_jsonl(
         raise RemoteMemoryDuplicateError([i for i in ids if i in stored])
     # Pass 2: the writes, one append_many per batch.
     written = batches = 0
+    next_id = ids[0] if ids else None
     with _bar(len(ids), "importing", progress) as bar:
-        for batch in _batches((item for _, item in read_import_items(path, scope)), batch_size):
-            try:
+        try:
+            for batch in _batches((item for _, item in read_import_items(path, scope)), batch_size):
+                next_id = batch[0]["memory_id"]
                 store.append_many(batch)
-            except RemoteMemoryError as exc:
-                if written == 0:
-                    raise
-                raise RemoteMemoryError(
-                    f"{exc} — {written} records in {batches} batches were imported before "
-                    f"this one; the first record not imported is {batch[0]['memory_id']}"
-                ) from None
-            written += len(batch)
-            batches += 1
-            bar.update(len(batch))
+                written += len(batch)
+                batches += 1
+                bar.update(len(batch))
+        except (RemoteMemoryError, OSError) as exc:
+            if written == 0 and isinstance(exc, RemoteMemoryError):
+                raise  # nothing landed: the store's own error says it all
+            from .cli import error_line
+
+            cause = error_line(exc) if isinstance(exc, RemoteMemoryError) else _os_error(exc)
+            raise RemoteMemoryError(
+                f"{cause} — {written} records in {batches} batches were imported before "
+                f"the failure; the first record not imported is {next_id}"
+            ) from None
     return ImportReport(records=written, batches=batches)
 
 
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def _is_stream(name: str) -> bool:
+    """``-``, or a path that is not a regular file: a pipe, ``/dev/stdin``, a FIFO."""
+    if name == "-":
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(name).st_mode)
+    except OSError:
+        return False  # missing: said as "no such file" below
+
+
 def cmd_import(args: argparse.Namespace) -> int:
+    if _is_stream(args.file):
+        # Read once, whole, before the store opens: checking and writing read it twice.
+        # The spool is created mode 0600 and removed on the way out.
+        with tempfile.NamedTemporaryFile(prefix="memlib-import-", suffix=".jsonl") as spool:
+            if args.file == "-":
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+            else:
+                try:
+                    with open(args.file, "rb") as stream:
+                        shutil.copyfileobj(stream, spool)
+                except OSError as exc:
+                    raise RemoteMemoryError(f"cannot read {args.file}: {exc.strerror}") from None
+            spool.flush()
+            return _import(args, spool.name)
+    if not Path(args.file).is_file():
+        raise RemoteMemoryValidationError(f"no such file: {args.file}")
+    return _import(args, args.file)
+
+
+def _import(args: argparse.Namespace, path: str) -> int:
     from .cli import open_cli_store
 
-    path = Path(args.file)
-    if not path.is_file():
-        raise RemoteMemoryValidationError(f"no such file: {args.file}")
     store = open_cli_store(args)
     try:
         progress = args.progress or (not args.no_progress and sys.stderr.isatty())
@@ -198,8 +242,12 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "import", help="import records from a JSONL file (checked first, then batched)"
     )
-    parser.add_argument("file", help="one JSON object per line: memory_id, content, summary, source[, kind]")
+    parser.add_argument(
+        "file", help="one JSON object per line: memory_id, content, summary, source[, kind]; "
+        "- reads standard input",
+    )
     parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH)
-    parser.add_argument("--progress", action="store_true", help="show the progress bar even when not a terminal")
+    parser.add_argument("--progress", action="store_true",
+                        help="show the progress bar even when not a terminal")
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     parser.set_defaults(func=cmd_import)

@@ -13,21 +13,28 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from .engine import RecallEngine
-from .errors import RemoteMemoryError, RemoteMemoryValidationError
+from .errors import RemoteMemoryDuplicateError, RemoteMemoryError, RemoteMemoryValidationError
 from .normalize import as_utc
 from .records import MemoryKind, MemorySource, format_timestamp
 from .render import render_recall_context, render_remote_profile
 from .runtime import default_store_url, default_user_id
+from .safejson import loads_input_line
 from .stores import open_store
 from .stores.base import MemoryStore
 
-__all__ = ["main", "build_parser", "CliError", "open_cli_store", "parse_as_of"]
+__all__ = [
+    "main", "build_parser", "CliError", "open_cli_store", "parse_as_of", "error_line",
+]
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
+# Ids named in an error line; a re-import of 10,000 records must not print them all.
+SHOWN_IDS = 5
 DEMO_QUERY = "layered memory"
 DEMO_QUERY_ID = "demo-query-001"
 
@@ -62,7 +69,7 @@ def parse_as_of(text: str | None) -> datetime | None:
 
 
 def open_cli_store(args: argparse.Namespace) -> MemoryStore:
-    user_id = args.user or default_user_id()
+    user_id = default_user_id() if args.user is None else args.user
     url = args.store or default_store_url(user_id)
     return open_store(url, user_id=user_id)
 
@@ -84,7 +91,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _print("# Session start: the latest profile snapshot")
         _print(render_remote_profile(store.latest_profile()))
         _print("")
-        _print(f"# recall_history({DEMO_QUERY!r}, limit={args.limit}) at {format_timestamp(SAMPLE_AS_OF)}")
+        at = format_timestamp(SAMPLE_AS_OF)
+        _print(f"# recall_history({DEMO_QUERY!r}, limit={args.limit}) at {at}")
         _print(result.to_json())
         _print("")
         _print("# Rendered context for the prompt")
@@ -116,18 +124,23 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
-_APPEND_FLAGS = ("memory_id", "content", "summary", "source_id", "source_type", "title", "captured_at")
+_APPEND_FLAGS = (
+    "memory_id", "content", "summary", "source_id", "source_type", "title", "captured_at",
+)
 
 
 def _items_from_stdin() -> list[dict[str, Any]]:
     items = []
-    for number, line in enumerate(sys.stdin, start=1):
+    # Bytes, decoded as UTF-8 (JSON's encoding) whatever the locale says.
+    stream = getattr(sys.stdin, "buffer", None)
+    lines: Iterable[bytes] = (
+        stream if stream is not None
+        else (line.encode("utf-8", "surrogatepass") for line in sys.stdin)
+    )
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RemoteMemoryValidationError(f"stdin line {number} is not JSON: {exc}") from None
+        data = loads_input_line(line, f"stdin line {number}")
         if not isinstance(data, dict):
             raise RemoteMemoryValidationError(f"stdin line {number} is not a JSON object")
         items.append(data)
@@ -212,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="offline demo on the sample corpus (same output every run)")
     demo.add_argument("--limit", type=_limit, default=5)
-    demo.add_argument("--root", help="keep the demo store in this folder instead of a temporary one")
+    demo.add_argument(
+        "--root", help="keep the demo store in this folder instead of a temporary one"
+    )
     demo.set_defaults(func=cmd_demo)
 
     recall = sub.add_parser("recall", help="recall conversation records for a query")
@@ -252,13 +267,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_line(exc: BaseException) -> str:
+    """The one line an error prints: long id lists cut, no line breaks."""
+    if isinstance(exc, RemoteMemoryDuplicateError) and len(exc.memory_ids) > SHOWN_IDS:
+        ids = exc.memory_ids
+        message = (f"duplicate memory_id: {', '.join(ids[:SHOWN_IDS])} … and "
+                   f"{len(ids) - SHOWN_IDS:,} more ({len(ids):,} in all)")
+    else:
+        message = str(exc)
+    if "\n" in message or "\r" in message:
+        message = " ".join(message.split())
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # SPEC §1: an empty user id is an error, never "the default user" — for every
+        # command, those of the extensions too.
+        if args.user is not None and not args.user.strip():
+            raise RemoteMemoryValidationError("--user must not be empty")
         return int(args.func(args) or 0)
     except (RemoteMemoryError, CliError) as exc:
-        print(f"memlib: error: {exc}", file=sys.stderr)
+        print(f"memlib: error: {error_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -266,6 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``memlib demo | head``): not an error of ours.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # A file named on the command line or a folder memlib could not use.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"memlib: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

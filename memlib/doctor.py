@@ -17,7 +17,14 @@ Only ``--repair`` writes, and only when the file ends in a torn tail. Holding th
 store's own lock (so no writer is appending), it copies the whole file to
 ``records.jsonl.torn-<UTC time>.bak`` (mode 0600, fsynced) and then truncates the file
 at the end of its last complete line — exactly what the next writer would have done.
-Nothing else is ever changed: a damaged middle line is reported, not "fixed".
+Nothing else is ever changed: a damaged middle line is reported, not "fixed". A file
+the store would not trust (a symbolic link, a FIFO, another account's file, one other
+users may write, in a folder likewise) is never repaired: ``--repair`` refuses it in
+one line before it opens anything, as the store does.
+
+Checking follows no link and opens nothing that could block (a FIFO at the path or
+the lock is reported, not read), and reads every line with memlib's bounded JSON
+parser, so a line nested a thousand deep is one more problem, not a crash.
 """
 
 from __future__ import annotations
@@ -25,7 +32,6 @@ from __future__ import annotations
 import argparse
 import errno
 import fcntl
-import json
 import os
 import stat
 import sys
@@ -35,8 +41,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
+from .errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from .records import MemoryKind, StoredMemory, user_scope_for
+from .safejson import loads
+from .stores.files import check_path, open_private
 from .stores.jsonl import pending_batch_offset
 
 __all__ = ["register", "check_store", "repair_torn_tail", "DoctorReport", "Problem"]
@@ -97,17 +105,36 @@ def _describe(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+def _owner_problem(report: DoctorReport, st: os.stat_result, what: str, path: Path) -> None:
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        report.add("permissions", f"{what} {path} is owned by uid {st.st_uid}, not by this "
+                   f"user (uid {uid}); the store refuses it")
+
+
+def _open_to_read(path: Path) -> int:
+    """A descriptor on ``path`` if it is a regular file: no link followed, no FIFO waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
 def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> DoctorReport:
     """Read ``path`` (never write it) and list everything wrong with it."""
     path = Path(path)
     report = DoctorReport(path=path)
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         report.add("path", f"no such file: {path}")
         return report
     except OSError as exc:
         report.add("path", f"cannot open {path}: {exc.strerror}")
+        return report
+    if stat.S_ISLNK(st.st_mode):
+        report.add("path", f"path is a symbolic link, which the store never follows: {path}")
         return report
     if stat.S_ISDIR(st.st_mode):
         report.add("path", f"path is a folder, not a records file: {path}")
@@ -117,27 +144,49 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
         return report
 
     lock_path = path.with_name(path.name + ".lock")
+    _owner_problem(report, st, "records file", path)
     _mode_problem(report, path, "records file", FILE_MODE)
-    _mode_problem(report, path.parent, "folder", DIR_MODE)
+    try:
+        folder_st = os.lstat(path.parent)
+    except OSError:
+        folder_st = None
+    if folder_st is not None and stat.S_ISLNK(folder_st.st_mode):
+        report.add("path", f"folder {path.parent} is a symbolic link; the store never follows one")
+    else:
+        _mode_problem(report, path.parent, "folder", DIR_MODE)
+        if folder_st is not None:
+            _owner_problem(report, folder_st, "folder", path.parent)
+    lock_regular = False
     if os.path.lexists(lock_path):
         try:
-            lock_st = os.stat(lock_path)
+            lock_st = os.lstat(lock_path)
         except OSError as exc:
             report.add("permissions", f"cannot stat lock file {lock_path}: {exc.strerror}")
         else:
-            if not stat.S_ISREG(lock_st.st_mode):
+            if stat.S_ISLNK(lock_st.st_mode):
+                report.add("path", f"lock file is a symbolic link: {lock_path}")
+            elif not stat.S_ISREG(lock_st.st_mode):
                 report.add("path", f"lock file is not a regular file: {lock_path}")
             else:
+                lock_regular = True
+                _owner_problem(report, lock_st, "lock file", lock_path)
                 _mode_problem(report, lock_path, "lock file", FILE_MODE)
 
     # A multi-record batch whose writer died before its fsync returned: the store
     # ignores everything from its first byte on, so the doctor does too.
     pending: int | None = None
-    try:
-        with open(lock_path, "rb") as lock_handle:
-            pending = pending_batch_offset(lock_handle.read(64))
-    except OSError:
-        pass
+    if lock_regular:
+        try:
+            lock_fd = _open_to_read(lock_path)
+        except OSError:
+            pass
+        else:
+            try:
+                pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+            except OSError:
+                pass
+            finally:
+                os.close(lock_fd)
 
     expected_scope: str | None = None
     expected_why = ""
@@ -154,7 +203,7 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
     retractions: list[tuple[int, StoredMemory]] = []
     first_scope: tuple[str, int] | None = None
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+        handle = os.fdopen(_open_to_read(path), "rb")
     except OSError as exc:
         report.add("path", f"cannot read {path}: {exc.strerror}")
         return report
@@ -173,8 +222,8 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
             report.lines = number
             report.good_size = offset
             try:
-                data = json.loads(raw[:-1].decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                data = loads(raw[:-1])
+            except ValueError as exc:  # bad UTF-8, bad JSON, or past safejson's limits
                 report.add("parse", f"line {number}: invalid JSON: {_describe(exc)}", number)
                 continue
             try:
@@ -244,11 +293,12 @@ class RepairError(Exception):
 
 
 def _lock(lock_path: Path) -> int:
-    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(lock_path, flags, FILE_MODE)
-    except OSError as exc:
-        raise RepairError(f"cannot open lock file {lock_path}: {exc.strerror}") from None
+        fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
+    except FileNotFoundError:
+        raise RepairError(f"cannot open lock file {lock_path}: no such folder") from None
+    except RemoteMemoryError as exc:
+        raise RepairError(str(exc)) from None
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -285,12 +335,23 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
     None when there is no torn tail (then nothing was written, not even a backup).
     """
     path = Path(path)
-    lock_fd = _lock(path.with_name(path.name + ".lock"))
+    lock_path = path.with_name(path.name + ".lock")
+    # Refused before anything is opened or created: a link, a FIFO, a file of another
+    # account or one others may write is not the store's to cut. open_private checks
+    # the descriptors again, so nothing swapped in after this check is written either.
+    try:
+        check_path(str(path))
+        check_path(str(lock_path), folder_too=False)
+    except RemoteMemoryError as exc:
+        raise RepairError(str(exc)) from None
+    lock_fd = _lock(lock_path)
     try:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
-        except OSError as exc:
-            raise RepairError(f"cannot open {path}: {exc.strerror}") from None
+            fd = open_private(str(path), os.O_RDWR)
+        except FileNotFoundError:
+            raise RepairError(f"cannot open {path}: no such file") from None
+        except RemoteMemoryError as exc:
+            raise RepairError(str(exc)) from None
         try:
             size = os.fstat(fd).st_size
             # Where does the last complete line end? Read backwards from the end.
@@ -312,10 +373,11 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             backup = path.with_name(f"{path.name}.torn-{stamp}.bak")
             try:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-                out = os.open(backup, flags, FILE_MODE)
-            except OSError as exc:
-                raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
+                out = open_private(str(backup), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileNotFoundError:
+                raise RepairError(f"cannot write backup {backup}: no such folder") from None
+            except RemoteMemoryError as exc:
+                raise RepairError(f"cannot write backup {backup}: {exc}") from None
             try:
                 copied = 0
                 while copied < size:
@@ -400,7 +462,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except RepairError as exc:
         print(f"memlib doctor: error: {exc}", file=sys.stderr)
         return 1
-    except (OSError, UnicodeError, ValueError, RemoteMemoryValidationError) as exc:
+    except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
         # Never a traceback: one line that says what went wrong.
         print(f"memlib doctor: error: {_describe(exc)}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
+from .terms import MAX_GROWTH, normalize_text, terms_of_normalized
 
 __all__ = [
     "MemoryKind",
@@ -27,6 +28,8 @@ __all__ = [
     "format_timestamp",
     "collapse_whitespace",
     "LIMITS",
+    "MAX_TERMS",
+    "check_terms",
     "record_from_item",
     "record_json",
 ]
@@ -41,6 +44,15 @@ LIMITS: Mapping[str, int] = {
     "title": 1_000,
 }
 MEMORY_ID_MAX = 200
+# Distinct terms (SPEC §3.1) of a record's summary and content together. An index keeps
+# a posting list per distinct term, so this, not the character limit, is what bounds
+# the memory one record can cost: 20,000 random Han characters are 20,000 bigrams, all
+# new to the index. Natural text stays far below it: a LoCoMo turn has at most 66, the
+# course's records at most 35, and the whole Chinese chapter of the course (10,582
+# characters, code included) 1,534.
+MAX_TERMS = 4_096
+# Text this short cannot reach MAX_TERMS in any script (see check_terms).
+_TERMS_SHORT = MAX_TERMS // MAX_GROWTH
 # Lone surrogates (e.g. from a "\ud800" JSON escape) cannot be written as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Any character an id may not hold. ``\s`` in a str pattern is ``str.isspace``, so one
@@ -53,9 +65,12 @@ _HEX16 = re.compile("[0-9a-f]{16}")
 _CANONICAL_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,5}[1-9])?Z"
 )
+# Digits of a fraction past the sixth: ``fromisoformat`` drops them without a word, and
+# a stored instant must be the one given (SPEC §1: fractional seconds kept).
+_PAST_MICROSECONDS = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}[.,][0-9]{6}([0-9]+)")
 
 
-class MemoryKind(str, Enum):
+class MemoryKind(str, Enum):  # noqa: UP042 (StrEnum would change format() of members)
     CONVERSATION = "conversation"
     PROFILE = "profile"
     RETRACTION = "retraction"
@@ -81,7 +96,9 @@ def _text(field_name: str, value: object) -> str:
             f"{field_name} exceeds the {limit:,}-character teaching limit"
         )
     if not text.isascii() and _SURROGATE.search(text):
-        raise RemoteMemoryValidationError(f"{field_name} must be valid Unicode (no lone surrogates)")
+        raise RemoteMemoryValidationError(
+            f"{field_name} must be valid Unicode (no lone surrogates)"
+        )
     return text
 
 
@@ -102,7 +119,9 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
             f"{field_name} must not contain whitespace or control characters: {value!r}"
         )
     if _SURROGATE.search(value):
-        raise RemoteMemoryValidationError(f"{field_name} must be valid Unicode (no lone surrogates)")
+        raise RemoteMemoryValidationError(
+            f"{field_name} must be valid Unicode (no lone surrogates)"
+        )
     return value
 
 
@@ -137,6 +156,11 @@ def parse_timestamp(value: object) -> datetime:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError:
             raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}") from None
+        lost = _PAST_MICROSECONDS.search(value)
+        if lost is not None and lost.group(1).strip("0"):
+            raise RemoteMemoryCorruptionError(
+                f"invalid timestamp: {value!r} (more precise than a microsecond)"
+            )
     else:
         raise RemoteMemoryCorruptionError(f"invalid timestamp: {value!r}")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
@@ -223,6 +247,9 @@ class MemorySource:
         missing = [k for k in ("source_id", "source_type", "title", "captured_at") if k not in data]
         if missing:
             raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
+        extra = sorted(str(k) for k in data if k not in _SOURCE_KEYS)
+        if extra:
+            raise RemoteMemoryValidationError(f"source has unknown fields: {', '.join(extra)}")
         return cls(
             source_id=data["source_id"],
             source_type=data["source_type"],
@@ -396,18 +423,48 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
     them per record, and a call per field is most of that (see ``_fast_record``).
     """
     record = _fast_record(item, user_scope, stored_at)
-    if record is not None:
-        return record
-    source = item["source"]
-    return StoredMemory(
-        memory_id=item["memory_id"],
-        user_scope=user_scope,
-        kind=item["kind"],
-        content=item["content"],
-        summary=item["summary"],
-        source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
-        stored_at=stored_at,
-    )
+    if record is None:
+        source = item["source"]
+        record = StoredMemory(
+            memory_id=item["memory_id"],
+            user_scope=user_scope,
+            kind=item["kind"],
+            content=item["content"],
+            summary=item["summary"],
+            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            stored_at=stored_at,
+        )
+    summary, content = record.summary, record.content
+    # check_terms's own first test, inlined: every append pays it.
+    size = len(summary) + len(content)
+    if size > _TERMS_SHORT and (size > MAX_TERMS or not (content.isascii() and summary.isascii())):
+        check_terms(summary, content)
+    return record
+
+
+def check_terms(summary: str, content: str) -> None:
+    """Refuse a record whose summary and content have more than ``MAX_TERMS`` distinct terms.
+
+    Checked when a record is written (``record_from_item``), not when one is read back:
+    a store stays readable whatever an older version let into it. A term is at least
+    one character of the normalized text, and normalizing makes at most ``MAX_GROWTH``
+    characters of one, so the usual record (short, or ASCII and not past the limit in
+    characters) is never cut into terms here.
+    """
+    size = len(summary) + len(content)
+    if size <= MAX_TERMS and (
+        size * MAX_GROWTH <= MAX_TERMS or (summary.isascii() and content.isascii())
+    ):
+        return
+    normalized = normalize_text(f"{summary} {content}")
+    if len(normalized) <= MAX_TERMS:
+        return
+    count = len(set(terms_of_normalized(normalized)))
+    if count > MAX_TERMS:
+        raise RemoteMemoryValidationError(
+            f"content exceeds the {MAX_TERMS:,}-distinct-term limit per record "
+            f"({count:,} distinct terms with its summary)"
+        )
 
 
 # The text ``json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":"))``

@@ -1,0 +1,94 @@
+"""Terms: what the tokenizer cuts any text into (SPEC §3.1), for queries and records.
+
+A leaf module (it imports nothing of memlib), so that ``records`` can count a record's
+distinct terms when it is written while ``normalize`` builds queries on the same cut.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+
+__all__ = ["MAX_GROWTH", "normalize_text", "terms_of_normalized"]
+
+# The most characters ``normalize_text`` makes of one character (U+FDFA, an Arabic
+# ligature, is 18 under NFKD; casefold and NFKC do not go past it — a test checks every
+# code point). NFKC composes only what NFKD decomposed and casefold maps each character
+# alone, so a text of n characters normalizes to at most MAX_GROWTH * n.
+MAX_GROWTH = 18
+
+# Scripts written without spaces. Their runs become overlapping character bigrams,
+# because there is no word boundary to split on. Han (with its extension blocks and
+# compatibility ideographs), Hiragana and Katakana share one class so that mixed
+# Japanese text (メモリ設計) is cut the same way as Chinese.
+_SPACELESS_RANGES = (
+    (0x3005, 0x3005),  # 々 iteration mark
+    (0x3007, 0x3007),  # 〇
+    (0x3041, 0x309F),  # Hiragana (letters, marks, iteration)
+    (0x30A1, 0x30FA),  # Katakana letters (not ゠ U+30A0 or ・ U+30FB: punctuation)
+    (0x30FC, 0x30FF),  # ー and Katakana iteration marks
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0x20000, 0x2A6DF),  # Extension B
+    (0x2A700, 0x2EE5F),  # Extensions C, D, E, F, I
+    (0x2F800, 0x2FA1F),  # Compatibility Ideographs Supplement
+    (0x30000, 0x323AF),  # Extensions G, H
+)
+
+
+def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    parts = []
+    for lo, hi in ranges:
+        low = re.escape(chr(lo))
+        parts.append(low if lo == hi else f"{low}-{re.escape(chr(hi))}")
+    return "".join(parts)
+
+
+_SPACELESS = _char_class(_SPACELESS_RANGES)
+_SPACELESS_RUN = re.compile(f"[{_SPACELESS}]+")
+
+
+@cache
+def _word_run() -> re.Pattern[str]:
+    # Python's \w has letters, digits and "_" but not combining marks, which would cut
+    # Devanagari or decomposed text mid-word. Built on first use, not at import.
+    marks: list[tuple[int, int]] = []
+    # Combining marks exist only in planes 0 and 1 and the variation selectors of plane 14.
+    for cp in (*range(0x20000), *range(0xE0000, 0xE1000)):
+        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
+            if marks and marks[-1][1] == cp - 1:
+                marks[-1] = (marks[-1][0], cp)
+            else:
+                marks.append((cp, cp))
+    return re.compile(f"[\\w{_char_class(tuple(marks))}]+")
+
+
+def normalize_text(text: str) -> str:
+    """NFKC, then casefold, then whitespace collapsed: the form terms are cut from.
+
+    NFKC runs once more after casefold: casefold can leave a sequence that NFKC would
+    compose (``ß\u0301`` → ``ss\u0301``, which NFKC makes ``sś``), and without the second
+    pass normalizing the output again would change it. With it, this is idempotent.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(unicodedata.normalize("NFKC", folded).split())
+
+
+def terms_of_normalized(normalized: str) -> list[str]:
+    """Every term of text already in ``normalize_text``'s form, in reading order."""
+    terms: list[str] = []
+    word_run = _word_run()
+    position = 0
+    for match in _SPACELESS_RUN.finditer(normalized):
+        terms.extend(word_run.findall(normalized, position, match.start()))
+        run = match.group()
+        if len(run) == 1:
+            terms.append(run)
+        else:
+            terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+        position = match.end()
+    terms.extend(word_run.findall(normalized, position))
+    return terms
