@@ -1,7 +1,10 @@
 """Stage 5 — render: the selected hits as a prompt block (SPEC §3.6, §4).
 
 Everything that came from a store is escaped, attributes and text alike, so a stored
-record can never close the wrapper or open a tag of its own.
+record can never close the wrapper or open a tag of its own. Invisible and
+direction-changing characters are written as character references (``&#x202E;``), so the
+block the model reads shows them while an XML parser still gets the stored text back
+(``memlib.visible``; docs/contract.md, "What the model reads").
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import re
 
 from .records import StoredMemory
 from .result import RecallResult
+from .visible import visible
 
 __all__ = ["render_recall_context", "render_remote_profile", "escape_xml"]
 
@@ -99,7 +103,10 @@ def render_recall_context(result: RecallResult) -> str:
         lines.append(f"    <snippet>{escape_xml(hit.snippet)}</snippet>")
         lines.append("  </hit>")
     lines.append("</recalled_context>")
-    return "\n".join(lines)
+    # Once over the whole block, not per value: the markup is ASCII, so the only
+    # characters this can touch come from values, and a joiner at a value's edge sees an
+    # ASCII neighbour (a quote, ``>``) just as it would see none, and is escaped.
+    return visible("\n".join(lines), "xml")
 
 
 def render_remote_profile(record: StoredMemory | None) -> str:
@@ -113,4 +120,5 @@ def render_remote_profile(record: StoredMemory | None) -> str:
             "captured_at": record.source.captured_at,
         }
     )
-    return f"<remote_profile {head}>\n{escape_xml(record.content)}\n</remote_profile>"
+    block = f"<remote_profile {head}>\n{escape_xml(record.content)}\n</remote_profile>"
+    return visible(block, "xml")

@@ -3,7 +3,8 @@
 Two paths use the store. The latest PROFILE record is injected once, at session start,
 at the top of the system prompt (``build_system_prompt``). CONVERSATION records are
 searched only when the model calls ``recall_history`` (``agent_loop`` runs the call and
-sends ``RecallResult.to_json()`` back as the ``tool_result``).
+sends ``RecallResult.to_json()`` back as the ``tool_result``, with invisible characters
+written as visible escapes: ``tool_payload``).
 
 Importing this package imports neither ``anthropic`` nor ``httpx2`` and builds no
 client: names are loaded on first use. The live client comes from
@@ -22,6 +23,7 @@ __all__ = [
     "RECALL_HISTORY_DESCRIPTION",
     "RECALL_HISTORY_INPUT_SCHEMA",
     "SCRIPTED_MODEL_ID",
+    "STORE_ERROR_PREFIX",
     "AgentError",
     "AgentTranscript",
     "AgentTurnLimitError",
@@ -37,6 +39,7 @@ __all__ = [
     "run_recall_history",
     "scripted_client",
     "summarize_tool_result",
+    "tool_payload",
     "tool_result_block",
 ]
 
@@ -44,7 +47,7 @@ _HOMES = {
     "tools": (
         "RECALL_HISTORY", "RECALL_HISTORY_DESCRIPTION", "RECALL_HISTORY_INPUT_SCHEMA",
         "ToolOutcome", "recall_history_tool", "run_recall_history", "tool_result_block",
-        "summarize_tool_result",
+        "summarize_tool_result", "STORE_ERROR_PREFIX", "tool_payload",
     ),
     "prompt": ("AGENT_RULES", "build_system_prompt"),
     "loop": ("agent_loop", "AgentTranscript", "TranscriptEntry"),

@@ -24,7 +24,7 @@ from .errors import AgentError, AgentTurnLimitError, explain_api_error
 from .prompt import build_system_prompt
 from .tools import (
     RECALL_HISTORY,
-    ToolOutcome,
+    error_outcome,
     recall_history_tool,
     run_recall_history,
     summarize_tool_result,
@@ -205,6 +205,8 @@ def agent_loop(
     ``query_id_prefix`` gives the recalls ids ``PREFIX-001``, ``PREFIX-002``… (the default
     is a fresh unique id per recall). Raises ``ModelAPIError`` for a failed API call and
     ``AgentTurnLimitError`` when the model still wants tools after ``max_turns`` requests.
+    A store that fails during a ``recall_history`` call raises nothing here: the model
+    gets an ``is_error`` tool result naming the failure (``run_recall_history``).
     """
     if engine is None:
         if store is None:
@@ -257,7 +259,7 @@ def agent_loop(
                 query_id = f"{query_id_prefix}-{recalls:03d}" if query_id_prefix else None
                 outcome = run_recall_history(engine, block["input"], as_of=as_of, query_id=query_id)
             else:
-                outcome = ToolOutcome(f"unknown tool: {block['name']}", is_error=True)
+                outcome = error_outcome(f"unknown tool: {block['name']}")
             result = tool_result_block(block["id"], outcome)
             results.append(result)
             record(_entry_of_param(turn, "user", result))

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx2
 
-from .tools import DEFAULT_LIMIT, RECALL_HISTORY
+from .tools import DEFAULT_LIMIT, RECALL_HISTORY, STORE_ERROR_PREFIX
 
 __all__ = [
     "SCRIPTED_API_KEY",
@@ -196,6 +196,10 @@ class ScriptedModel:
         content = result.get("content")
         if not isinstance(content, str):
             content = "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
+        if result.get("is_error") and content.startswith(STORE_ERROR_PREFIX):
+            reason = content.removeprefix(STORE_ERROR_PREFIX)
+            return (f"I could not look up our earlier conversations: the memory store "
+                    f"failed ({reason}).")
         if result.get("is_error"):
             return f"The recall service refused my query ({content}), so I cannot say what we discussed."
         data = json.loads(content)

@@ -1,10 +1,18 @@
 """The ``recall_history`` tool: its definition for the Messages API and its handler (SPEC §5).
 
 The model sees only the definition below. The handler runs ``RecallEngine.recall`` and
-returns ``RecallResult.to_json()`` — the contract's tool payload. Input the contract
-refuses (empty, punctuation only, limit out of range, a missing or mistyped field) goes
-back to the model as a ``tool_result`` with ``is_error: true`` and the contract's
-message, so the model can fix its query; the loop does not crash.
+returns ``RecallResult.to_json()`` — the contract's tool payload, as visible text (below).
+Input the contract refuses (empty, punctuation only, limit out of range, a missing or
+mistyped field) goes back to the model as a ``tool_result`` with ``is_error: true`` and
+the contract's message, so the model can fix its query; the loop does not crash. A store
+that fails under the call (corrupt, unsafe, out of space) comes back the same way, its
+one-line message prefixed with ``STORE_ERROR_PREFIX`` so the model reports it instead of
+retrying.
+
+What goes back is what the model reads, so it is visible text (``memlib.visible``):
+the JSON writes invisible and direction-changing characters as ``\\uXXXX`` escapes. It
+decodes to exactly ``RecallResult.to_json()``, which stays the library's byte-for-byte
+payload; only this model-facing copy is escaped.
 """
 
 from __future__ import annotations
@@ -17,22 +25,30 @@ from datetime import datetime
 from typing import Any
 
 from ..engine import RecallEngine
-from ..errors import RemoteMemoryValidationError
+from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, LIMIT_MIN, QUERY_MAX_CHARS
+from ..result import RecallResult
+from ..visible import visible
 
 __all__ = [
     "DEFAULT_LIMIT",
     "RECALL_HISTORY",
     "RECALL_HISTORY_DESCRIPTION",
     "RECALL_HISTORY_INPUT_SCHEMA",
+    "STORE_ERROR_PREFIX",
     "ToolOutcome",
+    "error_outcome",
     "recall_history_tool",
     "run_recall_history",
+    "tool_payload",
     "tool_result_block",
 ]
 
 RECALL_HISTORY = "recall_history"
 DEFAULT_LIMIT = 5
+# The system prompt tells the model to fix its query after an error; this says that
+# no query can fix this one.
+STORE_ERROR_PREFIX = "memory store error (not a problem with the query; do not retry): "
 
 RECALL_HISTORY_DESCRIPTION = (
     "Search the user's earlier conversations (stored conversation records) and return the "
@@ -126,8 +142,23 @@ def run_recall_history(
         query, limit = _check_input(tool_input)
         result = engine.recall(query, limit=limit, as_of=as_of, query_id=query_id)
     except RemoteMemoryValidationError as exc:
-        return ToolOutcome(content=str(exc), is_error=True)
-    return ToolOutcome(content=result.to_json())
+        return error_outcome(str(exc))
+    except RemoteMemoryError as exc:
+        # Corruption, an unsafe path, a failed disk: the session can go on without
+        # recall, and the model can tell the user why.
+        return error_outcome(f"{STORE_ERROR_PREFIX}{exc}")
+    return ToolOutcome(content=tool_payload(result))
+
+
+def tool_payload(result: RecallResult) -> str:
+    """``result.to_json()`` as the model reads it: the same JSON value, invisible and
+    direction-changing characters written as ``\\uXXXX`` escapes."""
+    return visible(result.to_json(), "json")
+
+
+def error_outcome(message: str) -> ToolOutcome:
+    """An ``is_error`` outcome: one line of visible text (a message may quote a stored id)."""
+    return ToolOutcome(content=visible(" ".join(message.split()), "text"), is_error=True)
 
 
 def summarize_tool_result(content: str, is_error: bool | None = None) -> str:

@@ -1,0 +1,155 @@
+"""What the model reads is visible text (docs/contract.md, "What the model reads").
+
+Stored text may hold characters that a person reviewing a prompt cannot see but a model
+still reads: Unicode tag characters (U+E0000–U+E0FFF — "ASCII smuggling": a model reads
+U+E0041 as "A"), bidi controls that reorder what is shown, zero-width characters and other
+default-ignorable code points, and control characters. ``visible`` writes each of them
+as an escape of the surrounding format, so the text the model reads shows them, while a
+parser of that format still gets the stored text back unchanged:
+
+- ``xml``: a character reference, ``&#x200B;``, ``&#xE0041;``. No stored text can spell
+  one: a stored ``&`` is already ``&amp;`` in the block.
+- ``json``: a JSON escape, ``\\u200b``, a surrogate pair ``\\udb40\\udc41`` above U+FFFF.
+  No stored text can spell one: a stored backslash is already doubled in JSON text.
+- ``text``: ``\\u200b``, ``\\U000e0041``, for one-line error messages, which are read, not
+  parsed; there a stored backslash-u sequence looks the same as the character.
+
+The input must already be valid text of its form (``escape_xml`` output, ``json.dumps``
+output): the escapes are made to be read back by that format's parser.
+
+The set (``ESCAPED_RANGES``) is Unicode's general categories Cc (except tab, newline, CR)
+and Cf, plus every Default_Ignorable_Code_Point. One exception keeps emoji and the
+scripts that need joiners readable: U+FE0E/U+FE0F (text/emoji presentation) directly
+after a visible non-ASCII character or one of ``#*0-9`` (keycaps), and U+200C/U+200D
+(ZWNJ/ZWJ) between two visible non-ASCII characters (U+200D may also follow a kept
+U+FE0F, as in 🏳️‍🌈) are left as they are. Any other occurrence — a run, one at the start
+or end, one next to ASCII — is escaped, so what stays hidden is at most one
+presence-or-absence per visible character.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = ["ESCAPED_RANGES", "Form", "visible"]
+
+Form = Literal["xml", "json", "text"]
+
+# Unicode 15.1 (DerivedCoreProperties.txt, UnicodeData.txt). A test checks that every
+# Cc/Cf character of the running Python's Unicode database is covered.
+ESCAPED_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x0008), (0x000B, 0x000C), (0x000E, 0x001F),  # C0 controls but tab, LF, CR
+    (0x007F, 0x009F),  # DEL and C1 controls (U+009B is a terminal's CSI)
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2),  # Arabic/Syriac format characters, U+061C ALM
+    (0x115F, 0x1160), (0x3164, 0x3164), (0xFFA0, 0xFFA0),  # Hangul fillers (blank)
+    (0x17B4, 0x17B5),  # Khmer inherent vowels (not shown)
+    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
+    (0x200B, 0x200F),  # ZWSP, ZWNJ, ZWJ, LRM, RLM
+    (0x202A, 0x202E),  # bidi embeddings and overrides
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated
+    (0xFE00, 0xFE0F),  # variation selectors 1-16
+    (0xFEFF, 0xFEFF),  # zero-width no-break space (BOM)
+    (0xFFF0, 0xFFFB),  # reserved ignorables, interlinear annotation (hides its text)
+    (0x110BD, 0x110BD), (0x110CD, 0x110CD),  # Kaithi number signs
+    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical symbol format controls
+    (0xE0000, 0xE0FFF),  # tag characters, variation selectors 17-256, reserved
+)
+
+
+def _class(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(
+        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+        for lo, hi in ranges
+    )
+
+
+_ESCAPED = re.compile(f"[{_class(ESCAPED_RANGES)}]")
+# What the scan looks for: the set below U+10000, plus one span over all of its astral
+# members. A class with several astral ranges costs a range test per character; this
+# one keeps the scan at a table lookup, and an astral character it finds that is not in
+# the set (an emoji) is handed back unchanged.
+_ASTRAL = tuple(r for r in ESCAPED_RANGES if r[0] > 0xFFFF)
+_SCAN = re.compile(
+    f"[{_class(tuple(r for r in ESCAPED_RANGES if r[1] <= 0xFFFF))}"
+    f"{_class(((_ASTRAL[0][0], _ASTRAL[-1][1]),))}]"
+)
+# The only escaped characters plain ASCII can hold; checking a str's ASCII flag is O(1).
+_ASCII_ESCAPED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+_PRESENTATION = frozenset("\ufe0e\ufe0f")
+_JOINERS = frozenset("\u200c\u200d")
+_KEYCAPS = frozenset("#*0123456789")
+
+
+def _hidden(char: str) -> bool:
+    return _ESCAPED.match(char) is not None
+
+
+def _base(char: str) -> bool:
+    """A character a presentation selector can belong to: not ASCII, or one of the ASCII
+    characters that have an emoji form (the keycaps #️⃣ *️⃣ 0️⃣-9️⃣)."""
+    return (not char.isascii() or char in _KEYCAPS) and not char.isspace() and not _hidden(char)
+
+
+def _letter_like(char: str) -> bool:
+    """A character a joiner can sit next to: visible and not ASCII."""
+    return not char.isascii() and not char.isspace() and not _hidden(char)
+
+
+def _kept(text: str, at: int) -> bool:
+    char = text[at]
+    before = text[at - 1] if at > 0 else ""
+    if char in _PRESENTATION:
+        return before != "" and _base(before)
+    if char in _JOINERS:
+        after = text[at + 1] if at + 1 < len(text) else ""
+        if after == "" or not _letter_like(after) or before == "":
+            return False
+        if _letter_like(before):
+            return True
+        # ZWJ after an emoji's own presentation selector: 🏳 U+FE0F U+200D 🌈.
+        return char == "\u200d" and before in _PRESENTATION and _kept(text, at - 1)
+    return False
+
+
+def _xml(code: int) -> str:
+    return f"&#x{code:04X};"
+
+
+def _json(code: int) -> str:
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def _text(code: int) -> str:
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+_FORMS = {"xml": _xml, "json": _json, "text": _text}
+
+
+def visible(text: str, form: Form) -> str:
+    """``text`` with every invisible or direction-changing character written as an escape
+    of ``form`` (see the module docstring for the set, the forms and the one exception)."""
+    if text.isascii():
+        if _ASCII_ESCAPED.search(text) is None:
+            return text
+    elif _SCAN.search(text) is None:
+        return text
+    escape = _FORMS[form]
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group()
+        if (char > "\uffff" and not _hidden(char)) or _kept(text, match.start()):
+            return char
+        return escape(ord(char))
+
+    return _SCAN.sub(replace, text)
