@@ -7,13 +7,14 @@ this stage without touching scoring or ranking.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 from .errors import RemoteMemoryScopeError
 from .normalize import RecallQuery, tokenize_all
 from .records import MemoryKind, StoredMemory
+from .stopwords import english_stopwords
 
 __all__ = [
     "RecallCandidate",
@@ -92,8 +93,6 @@ def scan_recall_candidates(query: RecallQuery, records: Iterable[StoredMemory]) 
     for record in records:
         check_scope(query, record)
     retracted = retracted_ids(records)
-    from .rankers.stopwords import english_stopwords  # here: rankers imports this module
-
     stopwords = english_stopwords()
     candidates: list[RecallCandidate] = []
     searched = retracted_count = token_count = content_token_count = 0

@@ -12,10 +12,9 @@ from .candidates import CandidateScan
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
-from .rankers.base import TopScoring
-from .rankers.baseline import BaselineRanker
+from .rankers.base import ScoreBound, TopScoring
 from .result import RecallResult
-from .stores.base import MemoryStore
+from .stores.base import MemoryStore, TopScanning
 
 __all__ = ["RecallEngine"]
 
@@ -26,13 +25,10 @@ class RecallEngine:
         self.ranker = get_ranker(ranker)
 
     def _scan(self, query: RecallQuery) -> CandidateScan:
-        # A store with an index may walk candidates best-first and stop early, but the
-        # bound it prunes by is the baseline's (total ≤ 0.85·coverage + 0.15): any other
-        # ranker must see every candidate.
-        top = getattr(self.store, "scan_top_candidates", None)
-        if top is not None and type(self.ranker) is BaselineRanker:
-            scan: CandidateScan = top(query)
-            return scan
+        # A store with an index may walk candidates best-first and stop early, pruning
+        # by the ranker's own bound; a ranker without one must see every candidate.
+        if isinstance(self.store, TopScanning) and isinstance(self.ranker, ScoreBound):
+            return self.store.scan_top_candidates(query, self.ranker)
         return self.store.scan_candidates(query)
 
     def recall(

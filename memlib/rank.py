@@ -6,8 +6,8 @@ unique within a scope, so two equal records can never swap places between runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable
 
 from .candidates import RecallCandidate
 from .normalize import RecallQuery

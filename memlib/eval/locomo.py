@@ -30,8 +30,8 @@ from ..errors import RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize_all
 from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
-from ..rankers.stopwords import english_stopwords
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+from ..stopwords import english_stopwords
 
 __all__ = [
     "LocomoQuestion",

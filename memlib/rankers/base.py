@@ -8,6 +8,11 @@ stage 4 would keep. A recall shows ``limit`` hits, and building every signal of 
 candidate (hundreds on a conversation) cost more than the scoring itself. The
 selection uses stage 4's own key on the same rounded numbers, so the result is the
 one ``score_candidates`` + stage 4 give (a test holds them equal).
+
+A ranker may also be a ``ScoreBound``: its total depends only on how many query terms
+a record matches and when it was captured, and it says how high that total can go. A
+store with an index then walks the matches best group first and stops early
+(``memlib.retrieval.walk``); the engine offers that walk only to such a ranker.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ..candidates import CandidateScan
 from ..normalize import RecallQuery
 from ..score import DECIMALS, RecallScoreBreakdown
 
-__all__ = ["Ranker", "TopScoring", "top_positions"]
+__all__ = ["Ranker", "ScoreBound", "TopScoring", "top_positions"]
 
 
 @runtime_checkable
@@ -41,6 +46,26 @@ class TopScoring(Protocol):
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
     ) -> list[tuple[int, RecallScoreBreakdown]]:
         """``(position in scan.candidates, breakdown)`` of the top ``limit`` (any order)."""
+        ...
+
+
+@runtime_checkable
+class ScoreBound(Protocol):
+    """A ranker whose ``total`` is a function of matched terms and ``captured_at`` alone.
+
+    For a fixed number of matched terms the total must not fall as ``captured_at``
+    grows, and never exceed ``upper_bound``: that is what lets a top-k walk keep only
+    each group's most recent records and skip the groups that cannot reach the top.
+    """
+
+    def exact_total(
+        self, matched: int, term_count: int, captured: datetime, as_of: datetime
+    ) -> float:
+        """The ``total`` ``score_candidates`` gives such a record, to the last digit."""
+        ...
+
+    def upper_bound(self, matched: int, term_count: int) -> float:
+        """The greatest total a record matching ``matched`` of ``term_count`` terms gets."""
         ...
 
 

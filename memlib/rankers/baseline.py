@@ -1,4 +1,13 @@
-"""The seed ranker of the chapter: 0.85 × term coverage + 0.15 × recency (SPEC §3.3)."""
+"""The seed ranker of the chapter: 0.85 × term coverage + 0.15 × recency (SPEC §3.3).
+
+Its total depends only on coverage and recency, and recency is never above 1, so a
+record that matches ``m`` of the query's ``q`` terms scores at most
+
+    total ≤ 0.85 · m/q + 0.15
+
+``exact_total`` and ``upper_bound`` give an index what it needs to walk the matches
+best group first and stop early (``rankers.base.ScoreBound``).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +15,45 @@ from datetime import datetime
 
 from ..candidates import CandidateScan
 from ..normalize import RecallQuery
-from ..score import RecallScoreBreakdown, score_recall_candidate
+from ..score import (
+    DECIMALS,
+    LEXICAL_WEIGHT,
+    RECENCY_WEIGHT,
+    RecallScoreBreakdown,
+    recency_of,
+    score_recall_candidate,
+)
 
-__all__ = ["BaselineRanker"]
+__all__ = ["BaselineRanker", "exact_total", "upper_bound"]
+
+
+def exact_total(matched: int, term_count: int, captured: datetime, as_of: datetime) -> float:
+    """The baseline ``total`` of SPEC §3.3, computed exactly as ``score_recall_candidate``."""
+    coverage = matched / term_count
+    lexical = LEXICAL_WEIGHT * coverage
+    recent = RECENCY_WEIGHT * recency_of(captured, as_of)
+    return round(lexical + recent, DECIMALS)
+
+
+def upper_bound(matched: int, term_count: int) -> float:
+    """The greatest total a record matching ``matched`` terms can reach (recency = 1)."""
+    return round(LEXICAL_WEIGHT * (matched / term_count) + RECENCY_WEIGHT * 1.0, DECIMALS)
 
 
 class BaselineRanker:
+    """Coverage and recency, weighted (a ``ScoreBound``: an index may walk for it)."""
+
     name = "baseline"
 
     def score_candidates(
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
     ) -> tuple[RecallScoreBreakdown, ...]:
         return tuple(score_recall_candidate(query, c, as_of=as_of) for c in scan.candidates)
+
+    def exact_total(
+        self, matched: int, term_count: int, captured: datetime, as_of: datetime
+    ) -> float:
+        return exact_total(matched, term_count, captured, as_of)
+
+    def upper_bound(self, matched: int, term_count: int) -> float:
+        return upper_bound(matched, term_count)

@@ -37,8 +37,8 @@ from ..candidates import CandidateScan, RecallCandidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery, tokenize_all
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
+from ..stopwords import english_stopwords
 from .base import top_positions
-from .stopwords import english_stopwords
 
 __all__ = ["Bm25Ranker", "Bm25StopwordsRanker", "Bm25Scores", "bm25_scores", "scoring_terms"]
 

@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
-from .base import BaseMemoryStore, MemoryStore
+from .base import BaseMemoryStore, IdLookup, MemoryStore, TopScanning
 from .jsonl import RemoteMemoryStore
 
-__all__ = ["BaseMemoryStore", "MemoryStore", "RemoteMemoryStore", "open_store", "register_backend"]
+__all__ = [
+    "BaseMemoryStore", "IdLookup", "MemoryStore", "RemoteMemoryStore", "TopScanning",
+    "open_store", "register_backend",
+]
 
 # scheme → "module:factory"; the factory takes (url, user_id=..., **options).
 _BACKENDS: dict[str, str] = {

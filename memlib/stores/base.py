@@ -4,6 +4,10 @@ A backend supplies only storage: how to read the scope's records and how to appe
 validated batch atomically while it holds its own lock or transaction. The rules about
 what may be written (ids, duplicates, retractions) live here, once, so every backend
 refuses exactly the same things with exactly the same messages.
+
+Two capabilities are optional, each declared as its own protocol so that a caller
+asks ``isinstance(store, TopScanning)`` instead of probing for a method: a bounded
+top-k scan (``TopScanning``) and an id look-up that reads no records (``IdLookup``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..candidates import CandidateScan, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
+from ..rankers.base import ScoreBound
 from ..records import (
     MemoryKind,
     MemorySource,
@@ -27,8 +32,8 @@ from ..records import (
 )
 
 __all__ = [
-    "MemoryStore", "BaseMemoryStore", "StoreState", "Clock", "latest_profile_of",
-    "make_private_folders",
+    "MemoryStore", "TopScanning", "IdLookup", "BaseMemoryStore", "StoreState", "Clock",
+    "latest_profile_of", "make_private_folders",
 ]
 
 Clock = Callable[[], datetime]
@@ -67,6 +72,27 @@ class MemoryStore(Protocol):
     def scan_candidates(self, query: RecallQuery) -> CandidateScan: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class TopScanning(Protocol):
+    """A store with an index that can stop early: only the top ``query.limit`` are built.
+
+    The counts of the scan stay exact; the candidates are those that ``bound``, a
+    ``ScoreBound`` ranker (the baseline's when None), ranks first, all of them. The
+    recall it gives is the one ``scan_candidates`` gives, byte for byte.
+    """
+
+    def scan_top_candidates(
+        self, query: RecallQuery, bound: ScoreBound | None = None
+    ) -> CandidateScan: ...
+
+
+@runtime_checkable
+class IdLookup(Protocol):
+    """A store that answers "which of these ids do you hold?" without reading records."""
+
+    def existing_ids(self, memory_ids: Sequence[str]) -> set[str]: ...
 
 
 class StoreState(Protocol):
@@ -183,9 +209,9 @@ class BaseMemoryStore:
         counted: set[str] = set()
         duplicates: list[str] = []
         for record in batch:
-            if record.memory_id in counted or state.kind_of(record.memory_id) is not None:
-                if record.memory_id not in duplicates:
-                    duplicates.append(record.memory_id)
+            known = record.memory_id in counted or state.kind_of(record.memory_id) is not None
+            if known and record.memory_id not in duplicates:
+                duplicates.append(record.memory_id)
             counted.add(record.memory_id)
         if duplicates:
             raise RemoteMemoryDuplicateError(duplicates)

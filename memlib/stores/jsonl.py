@@ -11,7 +11,7 @@ read only the bytes appended since — the file is append-only, so that is all t
 have changed.
 
 What a reader keeps is an index, not the records: the id set (for the duplicate rule),
-an inverted index ``term → records`` (``memlib.index``) and each record's byte offset.
+an inverted index ``term → records`` (``memlib.retrieval``) and each record's byte offset.
 Both are brought up to date from the appended tail only, so neither an append nor a
 recall costs O(records). Full records are parsed again from their offsets when a recall
 needs them, and the whole list is kept only once someone asks for ``read_all()``.
@@ -33,9 +33,11 @@ from ..errors import (
     RemoteMemoryScopeError,
     RemoteMemoryValidationError,
 )
-from ..index import InvertedIndex, scan_from_index
 from ..normalize import RecallQuery
+from ..rankers.base import ScoreBound
+from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, StoredMemory, record_json
+from ..retrieval import InvertedIndex, scan_from_index
 from ..safejson import loads as load_json
 from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
@@ -147,7 +149,9 @@ class RemoteMemoryStore(BaseMemoryStore):
                 f"cannot open records file {self.path}: a parent is not a folder"
             ) from None
         except PermissionError as exc:
-            raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
+            raise RemoteMemoryError(
+                f"cannot read records file {self.path}: {exc.strerror}"
+            ) from None
         problem = problem_with(st)
         if problem is not None:
             raise unsafe(self.path, problem)
@@ -234,7 +238,9 @@ class RemoteMemoryStore(BaseMemoryStore):
                     self._take_lines(cache, data[: end + 1])
                     handle.seek(cache.offset)
         except OSError as exc:
-            raise RemoteMemoryError(f"cannot read records file {self.path}: {exc.strerror}") from None
+            raise RemoteMemoryError(
+                f"cannot read records file {self.path}: {exc.strerror}"
+            ) from None
         finally:
             os.close(fd)
 
@@ -260,11 +266,15 @@ class RemoteMemoryStore(BaseMemoryStore):
         try:
             data = load_json(raw)
         except ValueError as exc:  # invalid UTF-8 or JSON, or past safejson's limits
-            raise RemoteMemoryCorruptionError(f"invalid JSON at line {line_number}: {exc}") from None
+            raise RemoteMemoryCorruptionError(
+                f"invalid JSON at line {line_number}: {exc}"
+            ) from None
         try:
             record = StoredMemory.from_dict(data)
         except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
-            raise RemoteMemoryCorruptionError(f"invalid JSON at line {line_number}: {exc}") from None
+            raise RemoteMemoryCorruptionError(
+                f"invalid JSON at line {line_number}: {exc}"
+            ) from None
         if record.user_scope != self.user_scope:
             raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
         return record
@@ -318,7 +328,7 @@ class RemoteMemoryStore(BaseMemoryStore):
                     raws.append(os.pread(fd, end - start - 1, start))
         finally:
             os.close(fd)
-        return [self._parse_line(raw, doc + 1) for doc, raw in zip(docs, raws)]
+        return [self._parse_line(raw, doc + 1) for doc, raw in zip(docs, raws, strict=False)]
 
     def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
         if kind is not None and MemoryKind(kind) is not MemoryKind.CONVERSATION:
@@ -332,18 +342,22 @@ class RemoteMemoryStore(BaseMemoryStore):
 
     # -- recall through the index -----------------------------------------------------
 
-    def _scan(self, query: RecallQuery, *, top: bool) -> CandidateScan:
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         cache = self._refresh()
         cache.index.check_scope(query, self.user_scope)
-        return scan_from_index(cache.index, query, lambda docs: self._load_docs(cache, docs), top=top)
+        return scan_from_index(
+            cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
+        )
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """Every candidate, as the reference scan gives them, found through the index."""
-        return self._scan(query, top=False)
+        return self._scan(query, top=None)
 
-    def scan_top_candidates(self, query: RecallQuery) -> CandidateScan:
-        """Only the baseline ranker's top ``query.limit`` candidates; exact counts."""
-        return self._scan(query, top=True)
+    def scan_top_candidates(
+        self, query: RecallQuery, bound: ScoreBound | None = None
+    ) -> CandidateScan:
+        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=BaselineRanker() if bound is None else bound)
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds (from the id set)."""
@@ -371,7 +385,9 @@ class RemoteMemoryStore(BaseMemoryStore):
         try:
             make_private_folders(self.path.parent, DIR_MODE)
         except OSError as exc:
-            raise RemoteMemoryError(f"cannot create folder {self.path.parent}: {exc.strerror}") from None
+            raise RemoteMemoryError(
+                f"cannot create folder {self.path.parent}: {exc.strerror}"
+            ) from None
         return self._open(path, flags)
 
     def _append_batch(self, batch: Sequence[StoredMemory]) -> None:

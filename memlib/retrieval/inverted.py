@@ -1,0 +1,366 @@
+"""The in-process inverted index: ``term → doc numbers`` in compact arrays.
+
+The JSONL store keeps one per reader, brought up to date from the file's appended tail,
+so neither an append nor a recall costs O(records). ``scan_from_index`` answers a
+recall from it: every candidate like the reference scan, or only a ``ScoreBound``
+ranker's top ``limit`` through the bounded walk (``walk``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from itertools import chain
+from typing import Any
+
+from ..candidates import CandidateScan
+from ..errors import RemoteMemoryScopeError
+from ..normalize import RecallQuery
+from ..rankers.base import ScoreBound
+from ..records import MemoryKind, StoredMemory
+
+# The module, not its names: NUMPY_MIN_POSTINGS is read at call time (tests lower it).
+from . import postings as runs
+from .times import micros_of, query_as_of, timestamp_of_micros
+from .tokens import term_stats
+from .walk import Entry, candidates_for, walk_groups
+
+__all__ = ["InvertedIndex", "scan_from_index"]
+
+KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
+CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
+
+
+class InvertedIndex:
+    """``term → doc numbers`` plus what the walk needs per doc, all in compact arrays.
+
+    A doc number is a record's position in append order. Postings hold only searchable
+    conversation records; retraction clears a doc's ``live`` flag instead of touching
+    the postings, so the index is append-only like the file it mirrors.
+
+    What the write rules need (ids, kinds, retractions, the live flags and counts) is
+    kept up to date by ``add_many`` at once. The terms of new records (tokens, their
+    counts and the postings) are worked out on the first read after it: a durable
+    append does not wait for them, a bulk import cuts every record of a batch in one
+    pass, and a writer that never recalls never pays for them. Every read of the terms
+    goes through ``settle()`` first, so nobody sees an index behind its records.
+    """
+
+    # Records held unsettled at most: a long import settles as it goes, so what waits
+    # is bounded (the records themselves are not kept once their terms are known).
+    SETTLE_AT = 8_192
+    # …and at most this many characters of text at once: what a settle holds is every
+    # pending record's terms, repeats included, so it is bounded by text, not by count
+    # (8,192 records of 20,000 characters each would be gigabytes of terms).
+    SETTLE_CHARS = 1 << 22
+
+    def __init__(self) -> None:
+        self._postings: dict[str, array[int]] = {}
+        self.ids: list[str] = []
+        self.doc_of: dict[str, int] = {}
+        self.kinds = bytearray()
+        self.live = bytearray()  # 1 = a conversation record that is not retracted
+        self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
+        self.micros = array("q")  # captured_at in whole microseconds (exact)
+        self.retracted: set[str] = set()
+        self.searched = 0
+        self.retracted_conversations = 0
+        # Corpus statistics the reference reports for BM25-style rankers: terms with
+        # repeats over the searched records, all / without English stopwords.
+        self._tokens = array("I")
+        self._content_tokens = array("I")
+        self._token_count = 0
+        self._content_token_count = 0
+        # Conversation records whose terms are not worked out yet, in append order.
+        self._unsettled: list[tuple[int, StoredMemory]] = []
+        self._unsettled_chars = 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    # Terms and their statistics: settled on first read.
+    @property
+    def postings(self) -> dict[str, array[int]]:
+        self.settle()
+        return self._postings
+
+    @property
+    def tokens(self) -> array[int]:
+        self.settle()
+        return self._tokens
+
+    @property
+    def content_tokens(self) -> array[int]:
+        self.settle()
+        return self._content_tokens
+
+    @property
+    def token_count(self) -> int:
+        self.settle()
+        return self._token_count
+
+    @property
+    def content_token_count(self) -> int:
+        self.settle()
+        return self._content_token_count
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None:
+        doc = self.doc_of.get(memory_id)
+        return None if doc is None else CODE_KIND[self.kinds[doc]]
+
+    def is_retracted(self, memory_id: str) -> bool:
+        return memory_id in self.retracted
+
+    def add(self, record: StoredMemory) -> int:
+        """Index one record (in append order)."""
+        return self.add_many((record,))
+
+    def add_many(self, records: Sequence[StoredMemory]) -> int:
+        """Index ``records`` in append order; returns the doc number of the first."""
+        first = len(self.ids)
+        ids, doc_of, kinds, live = self.ids, self.doc_of, self.kinds, self.live
+        timestamps, micros = self.timestamps, self.micros
+        for doc, record in enumerate(records, first):
+            memory_id = record.memory_id
+            kind = record.kind
+            ids.append(memory_id)
+            doc_of[memory_id] = doc
+            kinds.append(KIND_CODE[kind])
+            captured = record.captured_datetime
+            timestamps.append(captured.timestamp())
+            micros.append(micros_of(captured))
+            if kind is MemoryKind.CONVERSATION:
+                if memory_id in self.retracted:
+                    live.append(0)
+                    self.retracted_conversations += 1
+                else:
+                    live.append(1)
+                    self.searched += 1
+                # Not held in a local: a retraction in this batch settles (and so
+                # replaces) the list.
+                self._unsettled.append((doc, record))
+                self._unsettled_chars += len(record.content) + len(record.summary)
+            else:
+                live.append(0)
+                if kind is MemoryKind.RETRACTION and record.retracts is not None:
+                    self._retract(record.retracts)
+        if len(self._unsettled) >= self.SETTLE_AT or self._unsettled_chars >= self.SETTLE_CHARS:
+            self.settle()
+        return first
+
+    def settle(self) -> None:
+        """Work out the terms of every record added since the last read."""
+        counts, content_counts = self._tokens, self._content_tokens
+        if len(counts) < len(self.ids):
+            # Records added since: 0 until their terms are known (and for ever for
+            # profiles and retractions, which are never searched).
+            grow = array("I", bytes(4 * (len(self.ids) - len(counts))))
+            counts.extend(grow)
+            content_counts.extend(grow)
+        if not self._unsettled:
+            return
+        pending, self._unsettled, self._unsettled_chars = self._unsettled, [], 0
+        start = 0
+        while start < len(pending):
+            end, chars = start, 0
+            while end < len(pending) and (end == start or chars < self.SETTLE_CHARS):
+                record = pending[end][1]
+                chars += len(record.content) + len(record.summary)
+                end += 1
+            self._settle_part(pending[start:end])
+            start = end
+
+    def _settle_part(self, pending: Sequence[tuple[int, StoredMemory]]) -> None:
+        counts, content_counts = self._tokens, self._content_tokens
+        live = self.live
+        texts: list[tuple[int, list[str] | tuple[str, ...]]] = []
+        for (doc, _), (tokens, content) in zip(
+            pending, term_stats(record for _, record in pending), strict=True
+        ):
+            counts[doc] = len(tokens)
+            content_counts[doc] = content
+            if live[doc]:
+                self._token_count += len(tokens)
+                self._content_token_count += content
+            texts.append((doc, tokens))
+        terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
+        postings = self._postings
+        for number, docs in runs.runs_by_term(texts, {t: i for i, t in enumerate(terms)}, "u4"):
+            posting = postings.get(terms[number])
+            if posting is None:
+                posting = postings[terms[number]] = array("I")
+            posting.frombytes(docs)
+
+    def _retract(self, target: str) -> None:
+        if target in self.retracted:
+            return
+        self.retracted.add(target)
+        doc = self.doc_of.get(target)
+        if doc is not None and self.kinds[doc] == 0:
+            self.settle()  # the target's counts leave the totals: they must be known
+            self.live[doc] = 0
+            self.searched -= 1
+            self.retracted_conversations += 1
+            self._token_count -= self._tokens[doc]
+            self._content_token_count -= self._content_tokens[doc]
+
+    # -- queries -------------------------------------------------------------------
+
+    def check_scope(self, query: RecallQuery, user_scope: str) -> None:
+        """The reference refuses a query of another scope as soon as it sees a record."""
+        if query.user_scope != user_scope and self.ids:
+            raise RemoteMemoryScopeError(f"memory {self.ids[0]} belongs to another user scope")
+
+    def _postings_of(self, terms: Sequence[str]) -> list[array[int]]:
+        return [p for p in (self.postings.get(t) for t in terms) if p is not None]
+
+    def candidate_docs(self, terms: Sequence[str]) -> list[int]:
+        """Every live doc sharing a term with ``terms``, in append order (the reference's)."""
+        docs: set[int] = set()
+        for posting in self._postings_of(terms):
+            docs.update(posting)
+        live = self.live
+        return sorted(d for d in docs if live[d])
+
+    def top_docs(
+        self, terms: Sequence[str], limit: int, as_of: datetime, bound: ScoreBound
+    ) -> tuple[list[int], int]:
+        """``(docs of bound's top `limit` in rank order, exact candidate count)``."""
+        postings = self._postings_of(terms)
+        if not postings:
+            return [], 0
+        if (
+            sum(len(p) for p in postings) >= runs.NUMPY_MIN_POSTINGS
+            and runs.numpy_or_none() is not None
+        ):
+            return self._top_numpy(postings, len(terms), limit, as_of, bound)
+        return self._top_python(postings, len(terms), limit, as_of, bound)
+
+    def _entries(self, docs: Iterable[int]) -> list[Entry]:
+        ts, micros, ids = self.timestamps, self.micros, self.ids
+        return [(ts[d], timestamp_of_micros(micros[d]), ids[d], d) for d in docs]
+
+    def _top_python(
+        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime,
+        bound: ScoreBound,
+    ) -> tuple[list[int], int]:
+        counts: dict[int, int] = {}
+        for posting in postings:
+            for doc in posting:
+                counts[doc] = counts.get(doc, 0) + 1
+        live = self.live
+        by_group: dict[int, list[int]] = {}
+        for doc, matched in counts.items():
+            if live[doc]:
+                by_group.setdefault(matched, []).append(doc)
+        total = sum(len(docs) for docs in by_group.values())
+        ts = self.timestamps
+
+        def groups() -> Iterator[tuple[int, list[Entry]]]:
+            for matched in sorted(by_group, reverse=True):
+                docs = by_group[matched]
+                if len(docs) > limit:
+                    threshold = heapq.nlargest(limit, (ts[d] for d in docs))[-1]
+                    docs = [d for d in docs if ts[d] >= threshold]
+                yield matched, self._entries(docs)
+
+        return walk_groups(groups(), term_count, limit, as_of, bound), total
+
+    def _top_numpy(
+        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime,
+        bound: ScoreBound,
+    ) -> tuple[list[int], int]:
+        import numpy as np
+
+        n = len(self.ids)
+        total = sum(len(p) for p in postings)
+        # Views, not copies; all are dropped before this method returns, so the arrays
+        # can grow again on the next append.
+        views = [np.frombuffer(p, dtype=np.uint32) for p in postings]
+        live = np.frombuffer(self.live, dtype=np.uint8)
+        # Held in a list so that ``finally`` can drop the view even while the
+        # generator below (which reads it) is still referenced.
+        held = [np.frombuffer(self.timestamps, dtype=np.float64)]
+        cand: Any
+        matched_of: Any
+        counts: Any
+        try:
+            if total * 8 < n:
+                # Few postings in a big index: sort them instead of touching all n docs.
+                cand, matched_of = np.unique(np.concatenate(views), return_counts=True)
+            else:
+                counts = np.zeros(n, dtype=np.uint8 if term_count < 255 else np.uint32)
+                for view in views:
+                    counts[view] += 1  # doc numbers are distinct within one posting list
+                cand = np.flatnonzero(counts)
+                matched_of = counts[cand]
+                del counts
+            keep = live[cand].astype(bool)
+            cand, matched_of = cand[keep], matched_of[keep]
+            present = np.flatnonzero(np.bincount(matched_of, minlength=term_count + 1))[::-1]
+
+            def select(matched: int) -> list[int]:
+                docs = cand[matched_of == matched]
+                if len(docs) > limit:
+                    ts = held[0][docs]
+                    cut = len(docs) - limit
+                    threshold = np.partition(ts, cut)[cut]
+                    docs = docs[ts >= threshold]
+                return docs.tolist()
+
+            def groups() -> Iterator[tuple[int, list[Entry]]]:
+                for matched in present.tolist():
+                    if matched:
+                        yield matched, self._entries(select(matched))
+
+            top = walk_groups(groups(), term_count, limit, as_of, bound)
+            found = len(cand)
+        finally:
+            del views, live
+            held.clear()
+        return top, found
+
+    # -- for teaching --------------------------------------------------------------
+
+    def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """``[{"term", "records", "memory_ids"}]`` for a notebook table."""
+        wanted = sorted(self.postings) if terms is None else list(terms)
+        rows = []
+        for term in wanted:
+            posting = self.postings.get(term, array("I"))
+            rows.append({
+                "term": term,
+                "records": len(posting),
+                "memory_ids": [self.ids[d] for d in posting],
+            })
+        return rows
+
+
+def scan_from_index(
+    index: InvertedIndex,
+    query: RecallQuery,
+    load: Callable[[Sequence[int]], Sequence[StoredMemory]],
+    *,
+    top: ScoreBound | None,
+) -> CandidateScan:
+    """A ``CandidateScan`` answered from ``index``; ``load`` turns docs into records.
+
+    ``top=None`` gives every candidate, in append order, like the reference; a
+    ``ScoreBound`` ranker gives only its top ``query.limit`` (exact counts either way).
+    """
+    if top is not None:
+        docs, candidate_count = index.top_docs(query.terms, query.limit, query_as_of(query), top)
+    else:
+        docs = index.candidate_docs(query.terms)
+        candidate_count = len(docs)
+    candidates = candidates_for(query, load(docs))
+    return CandidateScan(
+        candidates=candidates,
+        searched_records=index.searched,
+        candidate_records=candidate_count,
+        retracted_records=index.retracted_conversations,
+        searched_token_count=index.token_count,
+        searched_content_token_count=index.content_token_count,
+    )

@@ -1,0 +1,149 @@
+"""Posting runs: the doc numbers of one term, packed, and the counts a query needs.
+
+A run lists the distinct doc numbers of one term in ascending order, packed as one of
+three dtypes: "u4" native uint32 (the in-process index), "<i8" little-endian int64
+(SQLite), ">i8" big-endian int64 (PostgreSQL, whose int8send writes that order, so a
+migration can pack runs in SQL). numpy is used for large batches and queries, imported
+only when one needs it, never by ``import memlib``.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Collection, Iterable, Sequence
+from functools import cache
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+__all__ = [
+    "NUMPY_MIN_BATCH",
+    "NUMPY_MIN_POSTINGS",
+    "count_matches",
+    "numpy_or_none",
+    "pack_docs",
+    "run_without",
+    "runs_by_term",
+    "unpack_docs",
+]
+
+# Below this many postings per query a dict count is faster than numpy (and keeps
+# small stores free of the import). Tests set it to 0 to drive the numpy path; readers
+# look it up on this module at call time so that the setting reaches them.
+NUMPY_MIN_POSTINGS = 512
+# From this many records on, postings are inverted with numpy for the whole batch: one
+# sorted pass instead of a dict look-up and an append per (term, record).
+NUMPY_MIN_BATCH = 256
+
+_ARRAY_CODE = {"u4": "I", "<i8": "q", ">i8": "q"}
+
+
+@cache
+def numpy_or_none() -> Any | None:
+    """numpy when installed (the ``scale`` extra), else None: every use has a fallback."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _swapped(dtype: str) -> bool:
+    return (dtype[0] == "<" and sys.byteorder != "little") or (
+        dtype[0] == ">" and sys.byteorder != "big"
+    )
+
+
+def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
+    """Doc numbers packed as ``dtype`` (see the module docstring)."""
+    packed = array(_ARRAY_CODE[dtype], docs)
+    if _swapped(dtype):
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_docs(blob: bytes, dtype: str) -> array[int]:
+    """The doc numbers ``pack_docs(docs, dtype)`` packed."""
+    docs = array(_ARRAY_CODE[dtype])
+    docs.frombytes(blob)
+    if _swapped(dtype):
+        docs.byteswap()
+    return docs
+
+
+def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
+    """``run`` with ``doc`` taken out (``b""`` if it was the only one); None if absent.
+
+    How a SQL store retracts a record from one of its terms' runs.
+    """
+    docs = unpack_docs(run, dtype)
+    if doc not in docs:
+        return None
+    docs.remove(doc)
+    return pack_docs(docs, dtype)
+
+
+def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:
+    """``(doc ids ascending, how many of the runs hold each)`` for runs packed as ``dtype``.
+
+    Each run lists distinct ids of one term, so a doc's count is its matched terms.
+    """
+    total = sum(len(run) for run in runs) // 8
+    np = numpy_or_none() if runs and total >= NUMPY_MIN_POSTINGS else None
+    if np is not None:
+        ids, counts = np.unique(
+            np.concatenate([np.frombuffer(run, dtype=dtype) for run in runs]), return_counts=True
+        )
+        return ids, counts  # numpy arrays: a caller groups them without a Python loop
+    tally: dict[int, int] = {}
+    for run in runs:
+        for doc in unpack_docs(run, dtype):
+            tally[doc] = tally.get(doc, 0) + 1
+    ordered = sorted(tally)
+    return ordered, [tally[doc] for doc in ordered]
+
+
+def runs_by_term(
+    texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int], dtype: str
+) -> list[tuple[int, bytes]]:
+    """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
+
+    Term numbers ascending; each term's docs ascending (``texts`` must be in doc order)
+    and distinct (a term repeated in a doc counts once); ``dtype`` as in ``pack_docs``.
+    numpy sorts a big batch in one pass; without numpy, or for a few docs, a dict does.
+    """
+    np = numpy_or_none() if len(texts) >= NUMPY_MIN_BATCH else None
+    if np is None:
+        by_term: dict[int, list[int]] = {}
+        for doc, terms in texts:
+            for term in set(terms):
+                by_term.setdefault(number_of[term], []).append(doc)
+        return [(number, pack_docs(docs, dtype)) for number, docs in sorted(by_term.items())]
+    flat = list(chain.from_iterable(terms for _, terms in texts))
+    if not flat:
+        return []  # records of punctuation only: no term, no posting
+    # itemgetter looks every term up in one C loop (map() would call once per term).
+    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
+    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
+    rows = len(texts)
+    row_of = np.repeat(
+        np.arange(rows, dtype=np.int64),
+        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
+    )
+    # One key per (term, doc), sorted by term then doc; repeats collapse.
+    keys = np.sort(term_of * rows + row_of)
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    term_of, row_of = np.divmod(keys, rows)
+    docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
+    packed = docs.astype(dtype).tobytes()
+    cuts = np.flatnonzero(np.diff(term_of)) + 1
+    starts = np.concatenate(([0], cuts))
+    # Slices of one bytes object: a numpy slice per term costs several times more.
+    size = np.dtype(dtype).itemsize
+    return list(zip(
+        term_of[starts].tolist(),
+        map(packed.__getitem__, map(slice, (starts * size).tolist(),
+                                    (np.append(cuts, len(keys)) * size).tolist())),
+        strict=True,
+    ))
