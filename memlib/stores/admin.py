@@ -1,113 +1,59 @@
-"""``memlib db init`` / ``memlib db status``: the schema of a database store.
+"""The schema of a database store, by URL: what ``memlib db init`` / ``db status`` do.
 
-``memlib --store postgresql://…/db?schema=memlib db init`` creates memlib's schema, or
+``init_store_schema("postgresql://…/db?schema=memlib")`` creates memlib's schema, or
 upgrades an older one, and records its version; running it again changes nothing.
-SQLite files are created and upgraded on first write as well, so ``db init`` there only
-saves the first writer the work. JSONL stores have no schema.
+SQLite files are created and upgraded on first write as well, so initialising one only
+saves the first writer the work. JSONL stores have no schema. The command line is
+``memlib.cli.db``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from typing import Any
-
 from ..errors import RemoteMemoryValidationError
+from .sql import SqlMemoryStore
 
-__all__ = ["init_store_schema", "register", "store_schema_version"]
+__all__ = ["init_store_schema", "store_schema_version"]
 
-
-def _url(args: argparse.Namespace) -> str:
-    from ..runtime import default_store_url, default_user_id
-
-    return args.store or default_store_url(args.user or default_user_id())
+_NO_SCHEMA = "JSONL store (no schema)"
 
 
-def _scheme(url: str) -> str:
+def _sql_store(url: str, user_id: str) -> SqlMemoryStore | None:
+    """The SQL store at ``url``; None for a JSONL one."""
     scheme, sep, _ = url.partition(":")
     if not sep:
         raise RemoteMemoryValidationError(f"store URL must start with a scheme: {url!r}")
-    return scheme.lower()
+    scheme = scheme.lower()
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresMemoryStore
+
+        return PostgresMemoryStore(url, user_id=user_id)
+    if scheme == "sqlite":
+        from .sqlite import SqliteMemoryStore
+
+        return SqliteMemoryStore(url, user_id=user_id)
+    if scheme == "jsonl":
+        return None
+    raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
 
 
 def init_store_schema(url: str) -> tuple[str, int, int]:
     """``(description, version before, version after)`` for the store at ``url``."""
-    scheme = _scheme(url)
-    if scheme in ("postgresql", "postgres"):
-        from .postgres import DEFAULT_SCHEMA, init_schema, split_url
-
-        before, after = init_schema(url)
-        return f"PostgreSQL schema {split_url(url)[1] or DEFAULT_SCHEMA}", before, after
-    if scheme == "sqlite":
-        from .sqlite import SqliteMemoryStore
-        from .sqlite import _version as sqlite_version
-
-        store = SqliteMemoryStore(url, user_id="memlib-db-init")
-        try:
-            conn = store._connect(create=False)
-            before = 0 if conn is None else sqlite_version(conn)
-            store.close()
-            conn = store._connect(create=True)
-            assert conn is not None
-            return "SQLite store", before, sqlite_version(conn)
-        finally:
-            store.close()
-    if scheme == "jsonl":
-        return "JSONL store (no schema)", 0, 0
-    raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
+    store = _sql_store(url, "memlib-db-init")
+    if store is None:
+        return _NO_SCHEMA, 0, 0
+    try:
+        before, after = store.init_schema()
+        return store.schema_label, before, after
+    finally:
+        store.close()
 
 
 def store_schema_version(url: str) -> tuple[str, int]:
-    scheme = _scheme(url)
-    if scheme in ("postgresql", "postgres"):
-        from .postgres import DEFAULT_SCHEMA, _connect, _pg_error, _psycopg, _version, split_url
-
-        dsn, schema = split_url(url)
-        name = schema or DEFAULT_SCHEMA
-        conn = _connect(dsn, 10)
-        try:
-            return f"PostgreSQL schema {name}", _version(conn, name)
-        except _psycopg().Error as exc:
-            raise _pg_error(exc, f"cannot read PostgreSQL schema {name}") from None
-        finally:
-            conn.close()
-    if scheme == "sqlite":
-        from .sqlite import SqliteMemoryStore
-        from .sqlite import _version as sqlite_version
-
-        store = SqliteMemoryStore(url, user_id="memlib-db-status")
-        try:
-            conn = store._connect(create=False)
-            return "SQLite store", 0 if conn is None else sqlite_version(conn)
-        finally:
-            store.close()
-    if scheme == "jsonl":
-        return "JSONL store (no schema)", 0
-    raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
-
-
-def cmd_db_init(args: argparse.Namespace) -> int:
-    what, before, after = init_store_schema(_url(args))
-    if before == after:
-        sys.stdout.write(f"{what}: schema version {after}, nothing to do\n")
-    elif before == 0:
-        sys.stdout.write(f"{what}: created schema version {after}\n")
-    else:
-        sys.stdout.write(f"{what}: upgraded schema from version {before} to {after}\n")
-    return 0
-
-
-def cmd_db_status(args: argparse.Namespace) -> int:
-    what, version = store_schema_version(_url(args))
-    sys.stdout.write(f"{what}: schema version {version}\n" if version else f"{what}: no schema\n")
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    db = subparsers.add_parser("db", help="schema of a database store (--store URL)")
-    db_sub = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", parser_class=type(db))
-    db_sub.required = True
-    init = db_sub.add_parser("init", help="create or upgrade memlib's schema (idempotent)")
-    init.set_defaults(func=cmd_db_init)
-    status = db_sub.add_parser("status", help="print the schema version")
-    status.set_defaults(func=cmd_db_status)
+    """``(description, schema version)``; version 0: no schema yet."""
+    store = _sql_store(url, "memlib-db-status")
+    if store is None:
+        return _NO_SCHEMA, 0
+    try:
+        return store.schema_label, store.schema_version()
+    finally:
+        store.close()

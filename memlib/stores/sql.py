@@ -1,0 +1,519 @@
+"""The SQL store, written once: writes, the write rules' state, scans and the top-k walk.
+
+``SqlMemoryStore`` is memlib's storage algorithm for a relational database (SPEC §2);
+``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its two dialects. A dialect
+supplies only what differs between the databases — how to connect and hold a
+transaction, its placeholders and list parameters, the SQL of its term index, how a
+batch of records goes in, how its driver's errors read, and its schema's DDL — as the
+class attributes and methods marked *dialect* below.
+
+Tables, in both: ``records`` (one row per record, its JSON in ``body``, ``id`` in
+append order), ``scope_stats`` (the counts a recall reports, per scope) and ``postings``
+(per term, packed runs of record ids: one run per term per written batch). A write is
+one transaction: claim the scope's stats row (PostgreSQL writers of one scope queue
+there; SQLite already holds the database's write lock), check the batch against the
+stored state, insert the records and one run per term, take every retracted record out
+of its terms' runs — a record retracted in the same batch too — and add to the counts.
+A recall reads its terms' runs, counts matches itself and looks up only the records
+the bounded top-k walk needs. Every query of a scope's rows names the scope in its
+``WHERE`` clause.
+"""
+
+from __future__ import annotations
+
+from abc import ABCMeta, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from itertools import chain
+from typing import Any, ClassVar
+
+from ..candidates import CandidateScan
+from ..errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryScopeError,
+    RemoteMemoryStorageError,
+    RemoteMemoryValidationError,
+)
+from ..normalize import RecallQuery
+from ..rankers.base import ScoreBound
+from ..rankers.baseline import BaselineRanker
+from ..records import MemoryKind, StoredMemory, record_json
+from ..retrieval import (
+    candidates_for,
+    count_matches,
+    micros_of,
+    record_stats,
+    run_without,
+    runs_by_term,
+    term_stats,
+    top_of_matches,
+    unpack_docs,
+)
+from ..safejson import loads
+from .base import BaseMemoryStore, Clock, latest_profile_of
+
+__all__ = [
+    "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
+]
+
+SCHEMA_VERSION = 2
+
+# A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
+# a function of the connection for what SQL alone cannot say.
+Migration = tuple[str, ...] | Callable[[Any], None]
+# A posting run as written: (term, the first record id in it, the ids packed).
+Run = tuple[str, int, bytes]
+
+# The columns of a records row in the order the dialects insert them (after the scope).
+RecordRow = tuple[str, str, float, int, str | None, str]
+
+
+def driver_error(
+    where: str, detail: str, cause: str | None = None, *, corrupt: bool = False
+) -> RemoteMemoryError:
+    """A database failure as memlib's one-line error: ``WHERE: CAUSE (DETAIL)``.
+
+    Damaged data is a ``RemoteMemoryCorruptionError``; a failure with a named cause
+    (disk full, read-only, locked, connection lost …) a ``RemoteMemoryStorageError``;
+    anything else a plain ``RemoteMemoryError``, ``WHERE: DETAIL``.
+    """
+    text = f"{where}: {detail}" if cause is None else f"{where}: {cause} ({detail})"
+    if corrupt:
+        return RemoteMemoryCorruptionError(text)
+    if cause is not None:
+        return RemoteMemoryStorageError(text)
+    return RemoteMemoryError(text)
+
+
+class _State:
+    """The write rules' view of the store, read once per batch inside the transaction."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, MemoryKind] = {}
+        self.rows: dict[str, tuple[int, str]] = {}  # stored id → (row id, body)
+        self.retracted: set[str] = set()
+
+    def kind_of(self, memory_id: str) -> MemoryKind | None:
+        return self.kinds.get(memory_id)
+
+    def is_retracted(self, memory_id: str) -> bool:
+        return memory_id in self.retracted
+
+
+class SqlMemoryStore(BaseMemoryStore, metaclass=ABCMeta):
+    """A ``MemoryStore`` over SQL; a subclass is the dialect (see the module docstring).
+
+    SQL written here is a template: ``?`` a parameter, ``{s}`` the schema prefix,
+    ``{any}`` after a column "is one of the list parameter" (bound with ``_many``),
+    ``{scope_of_ids}`` the scope column as a look-up by record id wants it.
+    """
+
+    # -- dialect: SQL text ----------------------------------------------------------------
+    PARAM: ClassVar[str] = "?"
+    ANY: ClassVar[str]
+    SCOPE_OF_IDS: ClassVar[str] = "user_scope"
+    META: ClassVar[str]  # the table holding schema_version
+    MIGRATIONS: ClassVar[tuple[Migration, ...]]
+    RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib.retrieval.pack_docs``)
+    # The term index. Parameters: (scope, terms) → (run,)
+    RUNS_OF_TERMS: ClassVar[str]
+    # (scope) → (term, run), each term's runs by first id
+    ALL_RUNS: ClassVar[str]
+    # (scope, terms, record id) → (term, first id, run) for each term's run that could
+    # hold the id: runs of a term cover ascending, disjoint id ranges, so the last to
+    # start at or before it.
+    RUNS_HOLDING: ClassVar[str]
+    SET_RUN: ClassVar[str]  # (run, scope, term, first id)
+    DROP_RUN: ClassVar[str]  # (scope, term, first id)
+
+    schema_label: str  # how ``memlib db`` names the schema
+    _prefix = ""  # "{s}": what table names are qualified with
+    _location: str  # where the records are, for a corruption message
+
+    def __init__(self, *, user_id: str, clock: Clock | None = None) -> None:
+        super().__init__(user_id=user_id, clock=clock)
+        self._conn: Any = None
+        self._sql: dict[str, str] = {}
+
+    # -- dialect: connection, transactions, errors -----------------------------------------
+
+    @abstractmethod
+    def _open(self, *, create: bool) -> Any:
+        """A new connection to a schema of this version; None: nothing stored yet."""
+
+    def _alive(self, conn: Any) -> bool:
+        return True
+
+    def _release(self, conn: Any) -> None:
+        conn.close()
+
+    @abstractmethod
+    def _driver_error(self) -> type[Exception]:
+        """The base class of the driver's errors."""
+
+    @abstractmethod
+    def _error(self, action: str, exc: Exception) -> RemoteMemoryError:
+        """``exc``, met while doing ``action``, as memlib's one-line error."""
+
+    @abstractmethod
+    def _transaction(self, conn: Any, *, write: bool) -> AbstractContextManager[None]:
+        """One transaction: a write holds the scope's write lock; a read one snapshot."""
+
+    @abstractmethod
+    def _has_meta(self, conn: Any) -> bool:
+        """Whether the table ``META`` exists."""
+
+    @abstractmethod
+    def _schema_has(self, version: int) -> str:
+        """The start of "newer than this memlib knows" for this store."""
+
+    @abstractmethod
+    def init_schema(self) -> tuple[int, int]:
+        """Create or upgrade memlib's schema; ``(version before, version after)``."""
+
+    @abstractmethod
+    def schema_version(self) -> int:
+        """The schema's version; 0 when there is none yet."""
+
+    # -- dialect: writing ------------------------------------------------------------------
+
+    @abstractmethod
+    def _insert_records(self, conn: Any, rows: Sequence[RecordRow]) -> dict[str, int]:
+        """Insert the batch's rows, ids ascending in batch order: ``{memory_id: id}``.
+
+        A row missing from the answer did not go in: another writer's row holds its id.
+        """
+
+    @abstractmethod
+    def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
+        """Add one posting run per term of the batch."""
+
+    def _many(self, values: Iterable[Any]) -> Any:
+        """``values`` as the parameter of ``{any}``."""
+        return list(values)
+
+    def _blobs(self, conn: Any) -> Any:
+        """Where to run a query whose rows hold runs (PostgreSQL reads them in binary)."""
+        return conn
+
+    # -- the algorithm ---------------------------------------------------------------------
+
+    def _q(self, template: str) -> str:
+        sql = self._sql.get(template)
+        if sql is None:
+            sql = self._sql[template] = template.replace("?", self.PARAM).format(
+                s=self._prefix, any=self.ANY, scope_of_ids=self.SCOPE_OF_IDS
+            )
+        return sql
+
+    def _connection(self, *, create: bool = False) -> Any:
+        if self._conn is None or not self._alive(self._conn):
+            self._conn = self._open(create=create)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._release(self._conn)
+            self._conn = None
+
+    @contextmanager
+    def _failures(self, action: str) -> Iterator[None]:
+        """The driver's errors inside the block as memlib's, naming the cause."""
+        try:
+            yield
+        except self._driver_error() as exc:
+            raise self._error(action, exc) from None
+
+    def _version(self, conn: Any) -> int:
+        if not self._has_meta(conn):
+            return 0
+        row = conn.execute(
+            self._q(f"SELECT value FROM {self.META} WHERE key = 'schema_version'")
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _too_new(self, version: int) -> RemoteMemoryError:
+        return RemoteMemoryError(
+            f"{self._schema_has(version)}; this memlib knows up to {SCHEMA_VERSION}: "
+            "upgrade memlib"
+        )
+
+    def _migrate(self, conn: Any) -> tuple[int, int]:
+        """Bring the schema to ``SCHEMA_VERSION``, inside the dialect's exclusive transaction."""
+        before = self._version(conn)
+        if before > SCHEMA_VERSION:
+            raise self._too_new(before)
+        conn.execute(self._q(
+            f"CREATE TABLE IF NOT EXISTS {self.META} (key text PRIMARY KEY, value text NOT NULL)"
+        ))
+        for step in self.MIGRATIONS[before:]:
+            if callable(step):
+                step(conn)
+                continue
+            for statement in step:
+                conn.execute(statement.format(s=self._prefix))
+        conn.execute(self._q(
+            f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ), (str(SCHEMA_VERSION),))
+        return before, SCHEMA_VERSION
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _parse(self, body: str) -> StoredMemory:
+        try:
+            record = StoredMemory.from_dict(loads(body))
+        except (ValueError, TypeError, RemoteMemoryValidationError,
+                RemoteMemoryCorruptionError) as exc:
+            # ValueError: invalid JSON, or JSON past safejson's depth and number limits.
+            raise RemoteMemoryCorruptionError(
+                f"invalid record in {self._location}: {exc}"
+            ) from None
+        if record.user_scope != self.user_scope:
+            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
+        return record
+
+    def _records_where(self, condition: str, *params: Any) -> tuple[StoredMemory, ...]:
+        conn = self._connection()
+        if conn is None:
+            return ()
+        with self._failures("read"):
+            rows = conn.execute(self._q(
+                f"SELECT body FROM {{s}}records WHERE user_scope = ?{condition} ORDER BY id"
+            ), (self.user_scope, *params)).fetchall()
+        return tuple(self._parse(body) for (body,) in rows)
+
+    def read_all(self) -> tuple[StoredMemory, ...]:
+        return self._records_where("")
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        if kind is None:
+            return self.read_all()
+        return self._records_where(" AND kind = ?", MemoryKind(kind).value)
+
+    def latest_profile(self) -> StoredMemory | None:
+        return latest_profile_of(self._records_where(" AND kind <> 'conversation'"))
+
+    def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of ``memory_ids`` this scope already holds."""
+        conn = self._connection()
+        if conn is None:
+            return set()
+        with self._failures("read"):
+            rows = conn.execute(self._q(
+                "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}"
+            ), (self.user_scope, self._many(memory_ids))).fetchall()
+        return {row[0] for row in rows}
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Every candidate, as the reference scan gives them, found through the term index."""
+        return self._scan(query, top=None)
+
+    def scan_top_candidates(
+        self, query: RecallQuery, bound: ScoreBound | None = None
+    ) -> CandidateScan:
+        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=BaselineRanker() if bound is None else bound)
+
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        conn = self._connection()
+        if conn is None:
+            return CandidateScan((), 0, 0, 0, 0, 0)
+        scope = self.user_scope
+        with self._transaction(conn, write=False):  # one snapshot for counts and candidates
+            if query.user_scope != scope:
+                row = conn.execute(self._q(
+                    "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
+                ), (scope,)).fetchone()
+                if row is not None:
+                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+            stats = conn.execute(self._q(
+                "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
+                "WHERE user_scope = ?"
+            ), (scope,)).fetchone()
+            searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
+            runs = [bytes(run) for (run,) in self._blobs(conn).execute(
+                self._q(self.RUNS_OF_TERMS), (scope, self._many(query.terms))
+            )]
+            ids, matched = count_matches(runs, self.RUN_FORMAT)
+            if top is None:
+                records = self._bodies_of(conn, ids)
+            else:
+                records = self._top(conn, query, ids, matched, searched, top)
+        return CandidateScan(
+            candidates=candidates_for(query, records),
+            searched_records=searched,
+            candidate_records=len(ids),
+            retracted_records=retracted,
+            searched_token_count=tokens,
+            searched_content_token_count=content_tokens,
+        )
+
+    def _bodies_of(self, conn: Any, ids: Iterable[Any]) -> tuple[StoredMemory, ...]:
+        """The records of ``ids`` (this scope's only), in the order of ``ids``."""
+        wanted = [int(i) for i in ids]
+        if not wanted:
+            return ()
+        bodies = dict(conn.execute(self._q(
+            "SELECT id, body FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
+        ), (self.user_scope, self._many(wanted))).fetchall())
+        return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
+
+    def _top(
+        self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int,
+        bound: ScoreBound,
+    ) -> tuple[StoredMemory, ...]:
+        scope, limit = self.user_scope, query.limit
+        columns = "SELECT id, captured_ts, captured_us, memory_id FROM {s}records WHERE "
+        by_ids = columns + "{scope_of_ids} = ? AND id {any}"
+        first = self._q(by_ids + " ORDER BY captured_ts DESC LIMIT ?")
+        ties = self._q(by_ids + " AND captured_ts >= ?")
+        recent = self._q(columns + "user_scope = ? ORDER BY captured_ts DESC LIMIT ?")
+
+        def lookup(members: Sequence[int]) -> list[Any]:
+            listed = self._many(members)
+            rows = conn.execute(first, (scope, listed, limit)).fetchall()
+            if len(rows) == limit and len(members) > limit:
+                # every tie with the last one kept
+                rows = conn.execute(ties, (scope, listed, rows[-1][1])).fetchall()
+            return list(rows)
+
+        def newest_first(budget: int) -> Iterable[Any]:
+            # Index records_recent; the walk reads at most budget + 2 rows.
+            return conn.execute(recent, (scope, budget + 2))  # type: ignore[no-any-return]
+
+        kept = top_of_matches(ids, matched, query, searched, lookup, newest_first, bound)
+        return self._bodies_of(conn, kept)
+
+    def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """``[{"term", "records", "memory_ids"}]`` from the term index, for a notebook.
+
+        The same shape as ``InvertedIndex.posting_rows``: every term of the scope
+        (sorted) or the ``terms`` asked for, in that order.
+        """
+        conn = self._connection()
+        found: dict[str, list[int]] = {}
+        with self._failures("read"):
+            if conn is not None:
+                for term, run in self._blobs(conn).execute(
+                    self._q(self.ALL_RUNS), (self.user_scope,)
+                ):
+                    found.setdefault(term, []).extend(unpack_docs(bytes(run), self.RUN_FORMAT))
+            every = sorted({i for ids in found.values() for i in ids})
+            names = dict(conn.execute(self._q(
+                "SELECT id, memory_id FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
+            ), (self.user_scope, self._many(every))).fetchall()) if every else {}
+        wanted = sorted(found) if terms is None else list(terms)
+        return [
+            {"term": term, "records": len(found.get(term, ())),
+             "memory_ids": [names[i] for i in found.get(term, ())]}
+            for term in wanted
+        ]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+        conn = self._connection(create=True)
+        with self._transaction(conn, write=True):
+            self._write(conn, batch)
+
+    def _state(self, conn: Any, batch: Sequence[StoredMemory]) -> _State:
+        ids = self._many({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
+        state = _State()
+        for memory_id, kind, row_id, body, target in conn.execute(self._q(
+            "SELECT memory_id, kind, id, body, NULL FROM {s}records "
+            "WHERE user_scope = ? AND memory_id {any} "
+            "UNION ALL SELECT NULL, NULL, NULL, NULL, retracts FROM {s}records "
+            "WHERE user_scope = ? AND retracts {any}"
+        ), (self.user_scope, ids, self.user_scope, ids)):
+            if target is not None:
+                state.retracted.add(target)
+            else:
+                state.kinds[memory_id] = MemoryKind(kind)
+                state.rows[memory_id] = (row_id, body)
+        return state
+
+    def _write(self, conn: Any, batch: Sequence[StoredMemory]) -> None:
+        scope = self.user_scope
+        # Creates the scope's row or locks it: writers of one scope queue here.
+        conn.execute(self._q(
+            "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
+            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
+        ), (scope,))
+        state = self._state(conn, batch)
+        self.check_batch(batch, state)
+        rows = []
+        for record in batch:
+            captured = record.captured_datetime
+            rows.append((
+                record.memory_id, record.kind.value, captured.timestamp(), micros_of(captured),
+                record.retracts, record_json(record),
+            ))
+        row_of = self._insert_records(conn, rows)
+        if len(row_of) != len(rows):
+            # Another writer's row won the race for these ids; the transaction rolls back.
+            raise RemoteMemoryDuplicateError([row[0] for row in rows if row[0] not in row_of])
+        row_ids = [row_of[record.memory_id] for record in batch]
+        conversations = [
+            (row_id, record) for row_id, record in zip(row_ids, batch, strict=True)
+            if record.kind is MemoryKind.CONVERSATION
+        ]
+        stats = term_stats(record for _, record in conversations)
+        pending = [
+            (row_id, tokens) for (row_id, _), (tokens, _) in zip(conversations, stats, strict=True)
+        ]
+        d_searched, d_retracted = len(pending), 0
+        d_tokens = sum(len(tokens) for tokens, _ in stats)
+        d_content = sum(content for _, content in stats)
+        # One run per term for the whole batch, its ids ascending (append order).
+        terms = list(set(chain.from_iterable(tokens for _, tokens in pending)))
+        fmt = self.RUN_FORMAT
+        runs = runs_by_term(pending, {term: n for n, term in enumerate(terms)}, fmt)
+        if runs:
+            self._add_runs(conn, [(terms[n], unpack_docs(run[:8], fmt)[0], run) for n, run in runs])
+        # Retractions: the target leaves the postings (and the counts) in this same
+        # transaction, whether it was stored before or is in this batch. Its own record
+        # row stays as it was written.
+        in_batch = {
+            record.memory_id: (row_id, record)
+            for row_id, record in zip(row_ids, batch, strict=True)
+        }
+        for record in batch:
+            if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
+                continue
+            target = record.retracts
+            if target in in_batch:
+                row_id, target_record = in_batch[target]
+            elif target in state.rows:
+                row_id, body = state.rows[target]
+                target_record = self._parse(body)
+            else:
+                continue
+            if target_record.kind is not MemoryKind.CONVERSATION:
+                continue
+            target_terms, n_tokens, n_content = record_stats(target_record)
+            self._drop_from_runs(conn, target_terms, row_id)
+            d_searched -= 1
+            d_retracted += 1
+            d_tokens -= n_tokens
+            d_content -= n_content
+        conn.execute(self._q(
+            "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
+            "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?"
+        ), (d_searched, d_retracted, d_tokens, d_content, scope))
+
+    def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
+        """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
+        scope = self.user_scope
+        for term, first_id, run in self._blobs(conn).execute(
+            self._q(self.RUNS_HOLDING), (scope, self._many(terms), row_id)
+        ).fetchall():
+            rest = run_without(bytes(run), row_id, self.RUN_FORMAT)
+            if rest is None:
+                continue
+            if rest:
+                conn.execute(self._q(self.SET_RUN), (rest, scope, term, first_id))
+            else:
+                conn.execute(self._q(self.DROP_RUN), (scope, term, first_id))
