@@ -1,4 +1,4 @@
-"""``memlib import FILE.jsonl``: many records at once, checked first, written in batches.
+"""Many records at once from a JSONL file, checked first, written in batches.
 
 Each line of the file is one JSON object with the keywords of ``store.append`` —
 ``memory_id``, ``content``, ``summary``, ``source`` and optionally ``kind`` (default
@@ -11,25 +11,17 @@ depth and number size, no key given twice, UTF-8 without a byte order mark, as a
 reads it), a valid record, an id used once in the file and not yet in the store — before
 the first write, and any problem stops the import with the line number or the duplicate
 ids, with nothing written. Then the records go in through ``store.append_many`` in
-batches (one lock and one ``fsync``, or one transaction, per batch), under a tqdm
-progress bar. A failure of the store during the writes says how many records were
-imported before it (whole batches: each is all or nothing).
-
-``FILE`` may be ``-`` for standard input, or any other stream (``/dev/stdin``, a pipe):
-a stream is read once into a private temporary file, since the import reads it twice.
+batches (one lock and one ``fsync``, or one transaction, per batch), under a progress
+bar when one is asked for and tqdm is installed. A failure of the store during the
+writes says how many records were imported before it (whole batches: each is all or
+nothing).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import stat
-import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .errors import (
@@ -37,13 +29,19 @@ from .errors import (
     RemoteMemoryError,
     RemoteMemoryValidationError,
 )
+from .progress import progress_bar
 from .records import MemoryKind, record_from_item
 from .safejson import loads_input_line
-from .stores.base import MemoryStore
+from .stores.base import IdLookup, MemoryStore
 
-__all__ = ["DEFAULT_BATCH", "ImportReport", "import_jsonl", "read_import_items", "register"]
+__all__ = [
+    "DEFAULT_BATCH", "ImportReport", "error_line", "existing_ids", "import_jsonl",
+    "read_import_items",
+]
 
 DEFAULT_BATCH = 5_000
+# Ids named in an error line; a re-import of 10,000 records must not print them all.
+SHOWN_IDS = 5
 _ITEM_KEYS = ("kind", "memory_id", "content", "summary", "source")
 _EXPORT_KEYS = ("user_scope", "stored_at")
 _CHECK_AT = "2000-01-01T00:00:00Z"
@@ -105,9 +103,8 @@ def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
 
 def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
     """Which of ``memory_ids`` the store already holds."""
-    lookup = getattr(store, "existing_ids", None)
-    if lookup is not None:
-        return set(lookup(memory_ids))
+    if isinstance(store, IdLookup):
+        return set(store.existing_ids(memory_ids))
     wanted = set(memory_ids)
     return {r.memory_id for r in store.read_all() if r.memory_id in wanted}
 
@@ -124,10 +121,21 @@ def _batches(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[s
 
 
 def _bar(total: int | None, desc: str, enabled: bool) -> Any:
-    from tqdm import tqdm
+    return progress_bar(total, desc, enabled=enabled, unit="rec", unit_scale=True,
+                        mininterval=0.5)
 
-    return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not enabled,
-                file=sys.stderr, mininterval=0.5)
+
+def error_line(exc: BaseException) -> str:
+    """The one line an error prints: long id lists cut, no line breaks."""
+    if isinstance(exc, RemoteMemoryDuplicateError) and len(exc.memory_ids) > SHOWN_IDS:
+        ids = exc.memory_ids
+        message = (f"duplicate memory_id: {', '.join(ids[:SHOWN_IDS])} … and "
+                   f"{len(ids) - SHOWN_IDS:,} more ({len(ids):,} in all)")
+    else:
+        message = str(exc)
+    if "\n" in message or "\r" in message:
+        message = " ".join(message.split())
+    return message
 
 
 def import_jsonl(
@@ -170,8 +178,6 @@ def import_jsonl(
         except (RemoteMemoryError, OSError) as exc:
             if written == 0 and isinstance(exc, RemoteMemoryError):
                 raise  # nothing landed: the store's own error says it all
-            from .cli import error_line
-
             cause = error_line(exc) if isinstance(exc, RemoteMemoryError) else _os_error(exc)
             raise RemoteMemoryError(
                 f"{cause} — {written} records in {batches} batches were imported before "
@@ -183,71 +189,3 @@ def import_jsonl(
 def _os_error(exc: OSError) -> str:
     where = f"{exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or exc}"
-
-
-def _is_stream(name: str) -> bool:
-    """``-``, or a path that is not a regular file: a pipe, ``/dev/stdin``, a FIFO."""
-    if name == "-":
-        return True
-    try:
-        return not stat.S_ISREG(os.stat(name).st_mode)
-    except OSError:
-        return False  # missing: said as "no such file" below
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    if _is_stream(args.file):
-        # Read once, whole, before the store opens: checking and writing read it twice.
-        # The spool is created mode 0600 and removed on the way out.
-        with tempfile.NamedTemporaryFile(prefix="memlib-import-", suffix=".jsonl") as spool:
-            if args.file == "-":
-                shutil.copyfileobj(sys.stdin.buffer, spool)
-            else:
-                try:
-                    with open(args.file, "rb") as stream:
-                        shutil.copyfileobj(stream, spool)
-                except OSError as exc:
-                    raise RemoteMemoryError(f"cannot read {args.file}: {exc.strerror}") from None
-            spool.flush()
-            return _import(args, spool.name)
-    if not Path(args.file).is_file():
-        raise RemoteMemoryValidationError(f"no such file: {args.file}")
-    return _import(args, args.file)
-
-
-def _import(args: argparse.Namespace, path: str) -> int:
-    from .cli import open_cli_store
-
-    store = open_cli_store(args)
-    try:
-        progress = args.progress or (not args.no_progress and sys.stderr.isatty())
-        report = import_jsonl(store, path, batch_size=args.batch_size, progress=progress)
-    finally:
-        store.close()
-    sys.stdout.write(f"imported {report.records} records in {report.batches} batches\n")
-    return 0
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("batch size must be an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("batch size must be at least 1")
-    return value
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "import", help="import records from a JSONL file (checked first, then batched)"
-    )
-    parser.add_argument(
-        "file", help="one JSON object per line: memory_id, content, summary, source[, kind]; "
-        "- reads standard input",
-    )
-    parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH)
-    parser.add_argument("--progress", action="store_true",
-                        help="show the progress bar even when not a terminal")
-    parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
-    parser.set_defaults(func=cmd_import)

@@ -1,26 +1,21 @@
-"""``memlib doctor PATH [--repair]``: check a JSONL store file, change nothing.
+"""Check a JSONL store file and change nothing; cut only a torn tail, after a backup.
 
-    memlib doctor ~/.learn_workbuddy/remote-memory/users/<scope>/records.jsonl
-    memlib --user alice doctor PATH        also check that every record is alice's
-    memlib doctor PATH --repair            cut a torn tail, after writing a backup
+``check_store`` reads the file as the store would and reports every problem it finds,
+not only the first: a line that is not JSON or not a valid record (bad timestamp,
+unknown kind, missing field), records of more than one user scope (or of another scope
+than the folder name or the given user says), a memory_id stored twice, a retraction
+that names an unknown, a retracted or a retraction record, a torn tail (a last line
+without ``\\n``: a write whose ``fsync`` never returned), and file modes (store and lock
+file 0600, folder 0700).
 
-The check reads the file as the store would and reports every problem it finds, not
-only the first: a line that is not JSON or not a valid record (bad timestamp, unknown
-kind, missing field), records of more than one user scope (or of another scope than the
-folder name or ``--user`` says), a memory_id stored twice, a retraction that names an
-unknown, a retracted or a retraction record, a torn tail (a last line without ``\\n``:
-a write whose ``fsync`` never returned), and file modes (store and lock file 0600,
-folder 0700). Exit status 0 when the store is healthy, 1 when it is not; one line per
-problem, never a traceback.
-
-Only ``--repair`` writes, and only when the file ends in a torn tail. Holding the
-store's own lock (so no writer is appending), it copies the whole file to
+Only ``repair_torn_tail`` writes, and only when the file ends in a torn tail. Holding
+the store's own lock (so no writer is appending), it copies the whole file to
 ``records.jsonl.torn-<UTC time>.bak`` (mode 0600, fsynced) and then truncates the file
 at the end of its last complete line — exactly what the next writer would have done.
 Nothing else is ever changed: a damaged middle line is reported, not "fixed". A file
 the store would not trust (a symbolic link, a FIFO, another account's file, one other
-users may write, in a folder likewise) is never repaired: ``--repair`` refuses it in
-one line before it opens anything, as the store does.
+users may write, in a folder likewise) is never repaired: ``repair_torn_tail`` raises
+``RepairError`` before it opens anything, as the store refuses it.
 
 Checking follows no link and opens nothing that could block (a FIFO at the path or
 the lock is reported, not read), and reads every line with memlib's bounded JSON
@@ -29,17 +24,14 @@ parser, so a line nested a thousand deep is one more problem, not a crash.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import fcntl
 import os
 import stat
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from .records import MemoryKind, StoredMemory, user_scope_for
@@ -47,12 +39,11 @@ from .safejson import loads
 from .stores.files import check_path, open_private
 from .stores.jsonl import pending_batch_offset
 
-__all__ = ["register", "check_store", "repair_torn_tail", "DoctorReport", "Problem"]
+__all__ = ["check_store", "repair_torn_tail", "DoctorReport", "Problem", "RepairError"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 LOCK_WAIT_SECONDS = 10.0
-MAX_SHOWN = 50  # problems printed; the count is always exact
 
 
 @dataclass(frozen=True)
@@ -412,76 +403,3 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
             os.close(fd)
     finally:
         os.close(lock_fd)
-
-
-def _path_of(text: str) -> Path:
-    scheme, sep, rest = text.partition(":")
-    if sep and scheme.lower() == "jsonl":
-        return Path(rest)
-    if sep and scheme.lower() in ("sqlite", "postgresql", "postgres"):
-        raise RepairError(f"doctor checks JSONL store files only, not {scheme}: stores")
-    return Path(text)
-
-
-def _print_report(report: DoctorReport) -> None:
-    out = sys.stdout
-    out.write(f"checked {report.path}\n")
-    kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.kinds.items())) or "none"
-    out.write(f"lines: {report.lines} complete, {report.records} valid records ({kinds})\n")
-    if report.scopes:
-        scopes = ", ".join(f"{s} ({n})" for s, n in sorted(report.scopes.items()))
-        out.write(f"user scopes: {scopes}\n")
-    for problem in report.problems[:MAX_SHOWN]:
-        out.write(problem.format() + "\n")
-    if len(report.problems) > MAX_SHOWN:
-        out.write(f"… and {len(report.problems) - MAX_SHOWN} more problems\n")
-    if report.healthy:
-        out.write("status: healthy\n")
-    else:
-        n = len(report.problems)
-        out.write(f"status: {n} problem{'s' if n != 1 else ''}\n")
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    try:
-        path = _path_of(args.path)
-        user_id = getattr(args, "user", None)
-        if user_id is not None and not user_id.strip():
-            raise RepairError("--user must not be empty")
-        report = check_store(path, user_id=user_id)
-        if args.repair and report.torn_bytes:
-            repaired = repair_torn_tail(path)
-            if repaired is not None:
-                backup, cut = repaired
-                sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
-                                 f"first copied to {backup}\n")
-            report = check_store(path, user_id=user_id)
-        elif args.repair:
-            sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")
-        _print_report(report)
-    except RepairError as exc:
-        print(f"memlib doctor: error: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
-        # Never a traceback: one line that says what went wrong.
-        print(f"memlib doctor: error: {_describe(exc)}", file=sys.stderr)
-        return 1
-    return 0 if report.healthy else 1
-
-
-def register(subparsers: Any) -> None:
-    doctor = subparsers.add_parser(
-        "doctor",
-        help="check a JSONL store file (parse, scope, duplicates, torn tail, permissions)",
-        description=(
-            "Check a JSONL records file and report every problem without changing "
-            "anything. Exit 0 when healthy, 1 when not. With --repair, a torn tail (a "
-            "last line without a newline) is cut after the whole file is copied to a "
-            "backup next to it; nothing else is ever changed. The global --user also "
-            "checks that every record belongs to that user's scope."
-        ),
-    )
-    doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")
-    doctor.add_argument("--repair", action="store_true",
-                        help="remove a torn tail, after writing a backup copy")
-    doctor.set_defaults(func=cmd_doctor)

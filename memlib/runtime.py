@@ -3,6 +3,7 @@
 Importing memlib reads no environment variable, creates no folder and builds no
 client. ``default_runtime()`` resolves the store on first use; ``runtime_client()``
 builds the Anthropic client only when the online loop is about to call the model.
+``scope_path`` is the layout of the JSONL default: one folder per user scope.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from .engine import RecallEngine
 from .errors import RemoteMemoryError
-from .sample import scope_path
+from .records import user_scope_for
 from .stores import open_store
 from .stores.base import MemoryStore
 
@@ -26,6 +27,7 @@ __all__ = [
     "default_root",
     "default_user_id",
     "default_store_url",
+    "scope_path",
     "runtime_client",
     "MissingConfigurationError",
 ]
@@ -39,6 +41,11 @@ def default_root() -> Path:
     home = os.environ.get("WORKBUDDY_HOME")
     base = Path(home).expanduser() if home else Path("~/.learn_workbuddy").expanduser()
     return base / "remote-memory"
+
+
+def scope_path(root: str | Path, user_id: str) -> Path:
+    """``<root>/users/<scope>/records.jsonl``: where a user's JSONL records live."""
+    return Path(root) / "users" / user_scope_for(user_id) / "records.jsonl"
 
 
 def default_user_id() -> str:

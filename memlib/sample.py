@@ -9,11 +9,13 @@ decay; 002, 007, 010 and 011 are Chinese, mixed and Japanese; 008 has accents an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .records import MemoryKind, MemorySource, StoredMemory, user_scope_for
+from .records import MemoryKind, MemorySource, StoredMemory
+from .runtime import scope_path
 from .stores.base import MemoryStore
 from .stores.jsonl import RemoteMemoryStore
 
@@ -89,7 +91,8 @@ _ROWS: tuple[tuple[MemoryKind, str, str, str, str, str], ...] = (
     (P, "profile-002", "2026-08-08T08:00:00Z", "Profile snapshot, August",
      "Backend engineer building a memory course; bilingual.",
      "Alice is a backend engineer building an agent memory course. She prefers concise "
-     "answers with runnable code. 偏好中英文双语解释。 Based in Berlin; travels to Osaka for work."),
+     "answers with runnable code. 偏好中英文双语解释。 "
+     "Based in Berlin; travels to Osaka for work."),
 )
 
 
@@ -123,11 +126,6 @@ def fixed_clock(moment: datetime = SAMPLE_STORED_AT) -> Callable[[], datetime]:
 
 def load_sample_corpus(store: MemoryStore) -> tuple[StoredMemory, ...]:
     return store.append_many(sample_records())
-
-
-def scope_path(root: str | Path, user_id: str) -> Path:
-    """``<root>/users/<scope>/records.jsonl``: where a user's JSONL records live."""
-    return Path(root) / "users" / user_scope_for(user_id) / "records.jsonl"
 
 
 def open_sample_store(

@@ -129,15 +129,21 @@ class AgentTranscript:
                 text = " ".join(row["text"].split())
                 row["text"] = text if len(text) <= text_width else text[: text_width - 1] + "…"
         return pd.DataFrame(
-            rows, columns=["turn", "role", "block type", "text", "tool input", "tool result summary"]
+            rows,
+            columns=["turn", "role", "block type", "text", "tool input", "tool result summary"],
         )
 
     def format(self, *, system: bool = True, since_turn: int = 0) -> str:
         parts = []
         if system:
-            parts.append(f"=== system prompt (sent with every request, built once at session start) ===\n{self.system}")
+            parts.append(
+                "=== system prompt (sent with every request, built once at session start) ===\n"
+                f"{self.system}"
+            )
         parts.extend(e.format() for e in self.entries if e.turn >= since_turn)
-        parts.append(f"=== stop_reason: {self.stop_reason} after {self.requests} model request(s) ===")
+        parts.append(
+            f"=== stop_reason: {self.stop_reason} after {self.requests} model request(s) ==="
+        )
         return "\n".join(parts)
 
 

@@ -129,7 +129,9 @@ class ScriptedModel:
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/v1/messages"):
-            return self._error(404, "not_found_error", f"no route {request.method} {request.url.path}")
+            return self._error(
+                404, "not_found_error", f"no route {request.method} {request.url.path}"
+            )
         try:
             body = json.loads(request.content)
         except ValueError:
@@ -155,7 +157,17 @@ class ScriptedModel:
         question, calls, results = self._since_last_question(messages)
         has_tool = RECALL_HISTORY in [tool.get("name") for tool in body.get("tools") or []]
         if not has_tool:
-            return self._message(step, [self._text("I have no recall_history tool in this session, so I cannot look up our earlier conversations.")], "end_turn", body)
+            return self._message(
+                step,
+                [
+                    self._text(
+                        "I have no recall_history tool in this session, so I cannot look up "
+                        "our earlier conversations."
+                    )
+                ],
+                "end_turn",
+                body,
+            )
         if calls < len(self.queries):
             planned = self.queries[calls]
             query = derive_query(question) if planned is None else planned
@@ -169,10 +181,14 @@ class ScriptedModel:
                 "input": {"query": query, "limit": self.limit},
             }
             return self._message(step, [tool_use], "tool_use", body)
-        return self._message(step, [self._text(self._answer(results[-1] if results else None))], "end_turn", body)
+        return self._message(
+            step, [self._text(self._answer(results[-1] if results else None))], "end_turn", body
+        )
 
     @staticmethod
-    def _since_last_question(messages: list[dict[str, Any]]) -> tuple[str, int, list[dict[str, Any]]]:
+    def _since_last_question(
+        messages: list[dict[str, Any]],
+    ) -> tuple[str, int, list[dict[str, Any]]]:
         question, start = "", 0
         for index, message in enumerate(messages):
             if message["role"] != "user":
@@ -201,7 +217,10 @@ class ScriptedModel:
             return (f"I could not look up our earlier conversations: the memory store "
                     f"failed ({reason}).")
         if result.get("is_error"):
-            return f"The recall service refused my query ({content}), so I cannot say what we discussed."
+            return (
+                f"The recall service refused my query ({content}), "
+                "so I cannot say what we discussed."
+            )
         data = json.loads(content)
         query = data["query"]["text"]
         hits = data["hits"]
@@ -231,7 +250,9 @@ class ScriptedModel:
         return {"type": "text", "text": text}
 
     @staticmethod
-    def _message(step: int, content: list[dict[str, Any]], stop: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _message(
+        step: int, content: list[dict[str, Any]], stop: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
         return {
             "id": f"msg_scripted_{step:03d}",
             "type": "message",

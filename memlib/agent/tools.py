@@ -80,7 +80,9 @@ RECALL_HISTORY_INPUT_SCHEMA: dict[str, Any] = {
             "minimum": LIMIT_MIN,
             "maximum": LIMIT_MAX,
             "default": DEFAULT_LIMIT,
-            "description": f"How many hits to return, {LIMIT_MIN}-{LIMIT_MAX} (default {DEFAULT_LIMIT}).",
+            "description": (
+                f"How many hits to return, {LIMIT_MIN}-{LIMIT_MAX} (default {DEFAULT_LIMIT})."
+            ),
         },
     },
     "required": ["query"],

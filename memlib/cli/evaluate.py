@@ -1,7 +1,8 @@
 """``memlib eval locomo --data PATH [--ranker NAME …] [--k 1,5,10] [--report FILE.json]``.
 
-A tqdm bar on stderr while the questions run, the tables on stdout, and optionally a
-JSON report ``{ranker: {"overall", "by_category", "category_5", "questions"}}``.
+A progress bar on stderr while the questions run (when tqdm is installed), the tables on
+stdout, and optionally a JSON report
+``{ranker: {"overall", "by_category", "category_5", "questions"}}``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..errors import RemoteMemoryValidationError
 
-__all__ = ["register", "cmd_eval_locomo", "parse_ks", "default_rankers"]
+__all__ = ["cmd_eval_locomo", "default_rankers", "parse_ks", "register"]
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
@@ -41,10 +42,9 @@ def default_rankers() -> list[str]:
 
 
 def cmd_eval_locomo(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from ..eval.locomo import DEFAULT_KS, evaluate_ranker, format_table, load_locomo
+    from ..progress import progress_bar
     from ..rankers import get_ranker
-    from .locomo import DEFAULT_KS, evaluate_ranker, format_table, load_locomo
 
     ks = args.k or DEFAULT_KS
     names = list(dict.fromkeys(args.ranker or default_rankers()))
@@ -53,8 +53,8 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     total = sum(len(c.questions) for c in conversations)
     report: dict[str, Any] = {}
     for name, ranker in rankers.items():
-        with tqdm(total=total, desc=f"{name:<16}", unit="q", file=sys.stderr,
-                  disable=args.quiet, dynamic_ncols=True) as bar:
+        with progress_bar(total, f"{name:<16}", enabled=not args.quiet, unit="q",
+                          dynamic_ncols=True) as bar:
             report[name] = evaluate_ranker(conversations, ranker, ks=ks, progress=bar.update)
     sys.stdout.write(format_table(report, ks) + "\n")
     if args.report:

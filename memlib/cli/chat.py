@@ -20,7 +20,9 @@ from contextlib import ExitStack
 from datetime import datetime
 from typing import Any
 
-__all__ = ["SCRIPTED_DEFAULT_MESSAGE", "cmd_chat", "register"]
+from ._common import CliError, open_cli_store, parse_as_of
+
+__all__ = ["SCRIPTED_DEFAULT_MESSAGE", "SCRIPTED_QUERY_PREFIX", "cmd_chat", "register"]
 
 SCRIPTED_DEFAULT_MESSAGE = "What did we decide about the layered memory design?"
 SCRIPTED_QUERY_PREFIX = "chat-query"
@@ -50,8 +52,10 @@ def register(subparsers: Any) -> None:
     )
     chat.add_argument("--scripted", action="store_true",
                       help="offline deterministic scripted model (no key, no network)")
-    chat.add_argument("--message", "-m",
-                      help="one user message, then exit (default with --scripted: a fixed question)")
+    chat.add_argument(
+        "--message", "-m",
+        help="one user message, then exit (default with --scripted: a fixed question)",
+    )
     chat.add_argument("--as-of", help="ISO-8601 instant for every recall "
                       "(default: the sample corpus's fixed instant with the sample, else now)")
     chat.add_argument("--sample", action="store_true",
@@ -69,13 +73,13 @@ def _write(text: str) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from ..cli import CliError, open_cli_store, parse_as_of
-    from ..runtime import runtime_client
+    # Looked up at call time: tests swap runtime.runtime_client for a fake transport.
+    from .. import runtime
+    from ..agent.loop import DEFAULT_MAX_TURNS, agent_loop
+    from ..agent.prompt import build_system_prompt
+    from ..agent.scripted import SCRIPTED_MODEL_ID, scripted_client
     from ..sample import SAMPLE_AS_OF, open_sample_store
     from ..stores.base import MemoryStore
-    from .loop import DEFAULT_MAX_TURNS, agent_loop
-    from .prompt import build_system_prompt
-    from .scripted import SCRIPTED_MODEL_ID, scripted_client
 
     if args.message is not None and not args.message.strip():
         raise CliError("--message must not be empty")
@@ -85,7 +89,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.scripted:
         client, model, prefix = scripted_client(), SCRIPTED_MODEL_ID, SCRIPTED_QUERY_PREFIX
     else:
-        client = runtime_client()  # fails here, naming the missing variable
+        client = runtime.runtime_client()  # fails here, naming the missing variable
         model, prefix = os.environ["MODEL_ID"], None
 
     with ExitStack() as stack:
@@ -115,8 +119,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _interactive(options: dict[str, Any], *, model: str, system: str) -> int:
-    from .errors import AgentError, ModelAPIError
-    from .loop import TranscriptEntry, agent_loop
+    from ..agent.errors import AgentError, ModelAPIError
+    from ..agent.loop import TranscriptEntry, agent_loop
 
     def show(entry: TranscriptEntry) -> None:
         if entry.turn == 0:

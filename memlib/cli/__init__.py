@@ -1,0 +1,70 @@
+"""The ``memlib`` command line: one module a command, each with ``register(subparsers)``.
+
+Bad input never shows a traceback: one line on stderr that names the problem, and exit
+status 2. Command modules import nothing heavy (no SDK, no tqdm) until their command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import RemoteMemoryError, RemoteMemoryValidationError
+from . import append, chat, db, demo, doctor, evaluate, imports, profile, recall, retract
+from ._common import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CliError,
+    Parser,
+    error_line,
+    open_cli_store,
+    parse_as_of,
+)
+
+__all__ = [
+    "main", "build_parser", "CliError", "open_cli_store", "parse_as_of", "error_line",
+]
+
+# In this order in ``memlib --help``.
+COMMANDS = (demo, recall, append, profile, retract, chat, imports, evaluate, doctor, db)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="memlib", description="Remote memory for LLM agents.")
+    parser.add_argument(
+        "--store", help="store URL: jsonl:PATH, sqlite:PATH or postgresql://… "
+        "(default: $MEMLIB_STORE, else JSONL under $WORKBUDDY_HOME)",
+    )
+    parser.add_argument("--user", help="user id (default: $WORKBUDDY_USER_ID or local-user)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        # SPEC §1: an empty user id is an error, never "the default user" — for every
+        # command.
+        if args.user is not None and not args.user.strip():
+            raise RemoteMemoryValidationError("--user must not be empty")
+        return int(args.func(args) or 0)
+    except (RemoteMemoryError, CliError) as exc:
+        print(f"memlib: error: {error_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``memlib demo | head``): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        # A file named on the command line or a folder memlib could not use.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"memlib: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE

@@ -1,0 +1,83 @@
+"""``memlib append``: one record from flags, or JSON lines on stdin."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import RemoteMemoryValidationError
+from ..records import MemoryKind
+from ..safejson import loads_input_line
+from ._common import CliError, open_cli_store, write_line
+
+__all__ = ["cmd_append", "register"]
+
+_APPEND_FLAGS = (
+    "memory_id", "content", "summary", "source_id", "source_type", "title", "captured_at",
+)
+
+
+def _items_from_stdin() -> list[dict[str, Any]]:
+    items = []
+    # Bytes, decoded as UTF-8 (JSON's encoding) whatever the locale says.
+    stream = getattr(sys.stdin, "buffer", None)
+    lines: Iterable[bytes] = (
+        stream if stream is not None
+        else (line.encode("utf-8", "surrogatepass") for line in sys.stdin)
+    )
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        data = loads_input_line(line, f"stdin line {number}")
+        if not isinstance(data, dict):
+            raise RemoteMemoryValidationError(f"stdin line {number} is not a JSON object")
+        items.append(data)
+    if not items:
+        raise RemoteMemoryValidationError("no record on stdin (one JSON object per line)")
+    return items
+
+
+def cmd_append(args: argparse.Namespace) -> int:
+    given = [name for name in _APPEND_FLAGS if getattr(args, name) is not None]
+    if given:
+        missing = [f"--{n.replace('_', '-')}" for n in _APPEND_FLAGS if getattr(args, n) is None]
+        if missing:
+            raise CliError(f"append needs {', '.join(missing)} (or a JSON line on stdin)")
+        items: list[dict[str, Any]] = [
+            {
+                "kind": args.kind,
+                "memory_id": args.memory_id,
+                "content": args.content,
+                "summary": args.summary,
+                "source": {
+                    "source_id": args.source_id,
+                    "source_type": args.source_type,
+                    "title": args.title,
+                    "captured_at": args.captured_at,
+                },
+            }
+        ]
+    else:
+        if sys.stdin.isatty():
+            raise CliError("append needs flags (see --help) or JSON lines on stdin")
+        items = _items_from_stdin()
+        for item in items:
+            item.setdefault("kind", args.kind)
+    store = open_cli_store(args)
+    for record in store.append_many(items):
+        write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    append = subparsers.add_parser(
+        "append", help="append a record from flags, or JSON lines on stdin"
+    )
+    append.add_argument("--kind", default=MemoryKind.CONVERSATION.value,
+                        choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value])
+    for name in _APPEND_FLAGS:
+        append.add_argument(f"--{name.replace('_', '-')}", dest=name)
+    append.set_defaults(func=cmd_append)

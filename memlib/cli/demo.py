@@ -1,0 +1,55 @@
+"""``memlib demo``: recall on the sample corpus, the same output every run."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from typing import Any
+
+from ..engine import RecallEngine
+from ..records import format_timestamp
+from ..render import render_recall_context, render_remote_profile
+from ._common import write_line
+from .recall import limit_arg
+
+__all__ = ["DEMO_QUERY", "DEMO_QUERY_ID", "cmd_demo", "register"]
+
+DEMO_QUERY = "layered memory"
+DEMO_QUERY_ID = "demo-query-001"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..sample import SAMPLE_AS_OF, open_sample_store
+
+    def run(root: str) -> None:
+        store = open_sample_store(root)
+        result = RecallEngine(store).recall(
+            DEMO_QUERY, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
+        )
+        write_line("# Session start: the latest profile snapshot")
+        write_line(render_remote_profile(store.latest_profile()))
+        write_line("")
+        at = format_timestamp(SAMPLE_AS_OF)
+        write_line(f"# recall_history({DEMO_QUERY!r}, limit={args.limit}) at {at}")
+        write_line(result.to_json())
+        write_line("")
+        write_line("# Rendered context for the prompt")
+        write_line(render_recall_context(result) or "(no hits: nothing is injected)")
+
+    if args.root:
+        run(args.root)
+    else:
+        with tempfile.TemporaryDirectory(prefix="memlib-demo-") as root:
+            run(root)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    demo = subparsers.add_parser(
+        "demo", help="offline demo on the sample corpus (same output every run)"
+    )
+    demo.add_argument("--limit", type=limit_arg, default=5)
+    demo.add_argument(
+        "--root", help="keep the demo store in this folder instead of a temporary one"
+    )
+    demo.set_defaults(func=cmd_demo)

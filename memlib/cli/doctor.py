@@ -1,0 +1,100 @@
+"""``memlib doctor PATH [--repair]``: check a JSONL store file, change nothing.
+
+    memlib doctor ~/.learn_workbuddy/remote-memory/users/<scope>/records.jsonl
+    memlib --user alice doctor PATH        also check that every record is alice's
+    memlib doctor PATH --repair            cut a torn tail, after writing a backup
+
+Exit status 0 when the store is healthy, 1 when it is not; one line per problem, never
+a traceback. The checks and the repair are ``memlib.doctor``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..doctor import DoctorReport, RepairError, check_store, repair_torn_tail
+from ..errors import RemoteMemoryError
+
+__all__ = ["cmd_doctor", "register"]
+
+MAX_SHOWN = 50  # problems printed; the count is always exact
+
+
+def _describe(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _path_of(text: str) -> Path:
+    scheme, sep, rest = text.partition(":")
+    if sep and scheme.lower() == "jsonl":
+        return Path(rest)
+    if sep and scheme.lower() in ("sqlite", "postgresql", "postgres"):
+        raise RepairError(f"doctor checks JSONL store files only, not {scheme}: stores")
+    return Path(text)
+
+
+def _print_report(report: DoctorReport) -> None:
+    out = sys.stdout
+    out.write(f"checked {report.path}\n")
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.kinds.items())) or "none"
+    out.write(f"lines: {report.lines} complete, {report.records} valid records ({kinds})\n")
+    if report.scopes:
+        scopes = ", ".join(f"{s} ({n})" for s, n in sorted(report.scopes.items()))
+        out.write(f"user scopes: {scopes}\n")
+    for problem in report.problems[:MAX_SHOWN]:
+        out.write(problem.format() + "\n")
+    if len(report.problems) > MAX_SHOWN:
+        out.write(f"… and {len(report.problems) - MAX_SHOWN} more problems\n")
+    if report.healthy:
+        out.write("status: healthy\n")
+    else:
+        n = len(report.problems)
+        out.write(f"status: {n} problem{'s' if n != 1 else ''}\n")
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    try:
+        path = _path_of(args.path)
+        user_id = getattr(args, "user", None)
+        if user_id is not None and not user_id.strip():
+            raise RepairError("--user must not be empty")
+        report = check_store(path, user_id=user_id)
+        if args.repair and report.torn_bytes:
+            repaired = repair_torn_tail(path)
+            if repaired is not None:
+                backup, cut = repaired
+                sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
+                                 f"first copied to {backup}\n")
+            report = check_store(path, user_id=user_id)
+        elif args.repair:
+            sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")
+        _print_report(report)
+    except RepairError as exc:
+        print(f"memlib doctor: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
+        # Never a traceback: one line that says what went wrong.
+        print(f"memlib doctor: error: {_describe(exc)}", file=sys.stderr)
+        return 1
+    return 0 if report.healthy else 1
+
+
+def register(subparsers: Any) -> None:
+    doctor = subparsers.add_parser(
+        "doctor",
+        help="check a JSONL store file (parse, scope, duplicates, torn tail, permissions)",
+        description=(
+            "Check a JSONL records file and report every problem without changing "
+            "anything. Exit 0 when healthy, 1 when not. With --repair, a torn tail (a "
+            "last line without a newline) is cut after the whole file is copied to a "
+            "backup next to it; nothing else is ever changed. The global --user also "
+            "checks that every record belongs to that user's scope."
+        ),
+    )
+    doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")
+    doctor.add_argument("--repair", action="store_true",
+                        help="remove a torn tail, after writing a backup copy")
+    doctor.set_defaults(func=cmd_doctor)

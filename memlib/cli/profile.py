@@ -1,0 +1,27 @@
+"""``memlib profile``: the latest profile block, as the system prompt shows it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..render import render_remote_profile
+from ._common import EXIT_FAILURE, open_cli_store, write_line
+
+__all__ = ["cmd_profile", "register"]
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    store = open_cli_store(args)
+    profile = store.latest_profile()
+    if profile is None:
+        print("no profile stored for this user", file=sys.stderr)
+        return EXIT_FAILURE
+    write_line(render_remote_profile(profile))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    profile = subparsers.add_parser("profile", help="print the latest profile block")
+    profile.set_defaults(func=cmd_profile)

@@ -1,0 +1,35 @@
+"""``memlib retract MEMORY_ID --reason TEXT``: append a RETRACTION record."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..normalize import as_utc
+from ..records import MemorySource, format_timestamp
+from ._common import open_cli_store, write_line
+
+__all__ = ["cmd_retract", "register"]
+
+
+def cmd_retract(args: argparse.Namespace) -> int:
+    store = open_cli_store(args)
+    source = MemorySource(
+        source_id=args.source_id,
+        source_type="manual_retraction",
+        title=f"Retraction of {args.memory_id}",
+        captured_at=args.captured_at or format_timestamp(as_utc(None)),
+    )
+    record = store.retract(args.memory_id, reason=args.reason, source=source)
+    write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    retract = subparsers.add_parser("retract", help="retract a record (appends a RETRACTION)")
+    retract.add_argument("memory_id")
+    retract.add_argument("--reason", required=True)
+    retract.add_argument("--source-id", default="cli")
+    retract.add_argument("--captured-at")
+    retract.set_defaults(func=cmd_retract)
