@@ -1,0 +1,76 @@
+"""Explorers: an ipywidgets form (query, as_of, limit) that redraws any view.
+
+ipywidgets and matplotlib are imported when an explorer is built, never before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ..errors import RemoteMemoryError
+from ..stores.base import MemoryStore
+from ._common import pyplot
+from .views import View, as_of_at_noon
+
+__all__ = ["explorer"]
+
+
+def explorer(
+    view: View,
+    store: MemoryStore,
+    *,
+    query: str,
+    as_of: datetime,
+    limit: int = 5,
+    after: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A query / as_of / limit form that redraws ``view`` into an Output widget.
+
+    Output goes through the widget's model (``outputs``, ``append_display_data``), not
+    ``with out:``, so nothing leaks into the cell's own outputs under nbval. A contract
+    error is shown as its one-line message, never as a traceback. ``after``, when
+    given, turns the view's value into something extra to show (a plot).
+    """
+    import ipywidgets as widgets
+
+    text = widgets.Text(value=query, description="query", continuous_update=False,
+                        layout=widgets.Layout(width="420px"))
+    day = widgets.DatePicker(value=as_of.date(), description="as_of")
+    size = widgets.IntSlider(value=limit, min=1, max=10, description="limit",
+                             continuous_update=False)
+    out = widgets.Output()
+    status = widgets.HTML()
+
+    def redraw(_: Any = None) -> None:
+        out.outputs = ()
+        moment = as_of_at_noon(day.value or as_of.date())
+        try:
+            value = view(store, text.value, moment, size.value)
+        except RemoteMemoryError as exc:
+            status.value = ""
+            out.append_stdout(f"error: {exc}\n")
+            return
+        rows = getattr(value, "shape", (None,))[0]
+        status.value = (f"<code>{view.__name__}</code> at {moment:%Y-%m-%d %H:%M} UTC"
+                        + (f" — {rows} rows" if rows is not None else ""))
+        out.append_display_data(value)
+        if after is not None:
+            extra = after(value)
+            if extra is not None:
+                _show_figure(out, extra)
+
+    for control in (text, day, size):
+        control.observe(redraw, names="value")
+    redraw()
+    box = widgets.VBox([widgets.HBox([text, day, size]), status, out])
+    box.redraw = redraw
+    box.controls = {"query": text, "as_of": day, "limit": size}
+    return box
+
+
+def _show_figure(out: Any, ax_or_fig: Any) -> None:
+    figure = getattr(ax_or_fig, "figure", ax_or_fig)
+    out.append_display_data(figure)
+    pyplot().close(figure)

@@ -1,0 +1,239 @@
+"""Frames: library values as pandas tables — records, candidates, a score, results, files.
+
+Each takes what the library already returned (records, candidates, a breakdown, a
+result, a payload, a rendered block, a file) and lays it out one thing a row; none runs
+a recall of its own. Views (``memlib.notebook.views``) are built on these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..candidates import RecallCandidate
+from ..errors import RemoteMemoryError
+from ..normalize import normalize_recall_query, normalize_text
+from ..records import MemoryKind, StoredMemory, format_timestamp
+from ..result import RecallResult
+from ..sample import SAMPLE_AS_OF, SAMPLE_USER_ID
+from ..score import RecallScoreBreakdown
+from ..stores.base import MemoryStore
+from ..stores.jsonl import RemoteMemoryStore
+from ._common import ANY_SCOPE, QUERY_ID, pandas
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "breakdown_frame",
+    "candidates_frame",
+    "file_lines_frame",
+    "file_state",
+    "flatten",
+    "hit_fields_frame",
+    "insertion_order_frame",
+    "normalize_frame",
+    "payload_outline",
+    "records_frame",
+    "result_counts_frame",
+    "xml_elements_frame",
+]
+
+
+# -- records ------------------------------------------------------------------------------
+
+def records_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
+    """Stored records, one a row: kind, both timestamps, source and summary."""
+    rows = [
+        {
+            "memory_id": r.memory_id,
+            "kind": r.kind.value,
+            "captured_at": r.source.captured_at,
+            "stored_at": r.stored_at,
+            "source_id": r.source.source_id,
+            "title": r.source.title,
+            "summary": r.summary,
+        }
+        for r in records
+    ]
+    return pandas().DataFrame(rows, columns=["memory_id", "kind", "captured_at", "stored_at",
+                                             "source_id", "title", "summary"])
+
+
+def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = None) -> pd.DataFrame:
+    """Conversation ids in the order each store holds them (position 1 = first line)."""
+    columns = {
+        label: [r.memory_id for r in store.read_all() if r.kind is MemoryKind.CONVERSATION][:n]
+        for label, store in stores.items()
+    }
+    frame = pandas().DataFrame(columns)
+    frame.index = range(1, len(frame) + 1)
+    frame.index.name = "position"
+    return frame
+
+
+# -- queries, candidates, a score ---------------------------------------------------------
+
+def normalize_frame(texts: Sequence[str]) -> pd.DataFrame:
+    """Readable text, normalized text and terms side by side; errors shown, not raised."""
+    rows = []
+    for text in texts:
+        try:
+            q = normalize_recall_query(text, user_scope=ANY_SCOPE, query_id=QUERY_ID,
+                                       issued_at=SAMPLE_AS_OF)
+            rows.append({"raw": text, "text": q.text, "normalized_text": q.normalized_text,
+                         "terms": ", ".join(q.terms), "error": ""})
+        except RemoteMemoryError as exc:
+            rows.append({"raw": text, "text": "", "normalized_text": normalize_text(text),
+                         "terms": "", "error": str(exc)})
+    return pandas().DataFrame(rows)
+
+
+def candidates_frame(candidates: Iterable[RecallCandidate]) -> pd.DataFrame:
+    """What each ``RecallCandidate`` carries, one a row (no score, no rank: not yet)."""
+    rows = [
+        {
+            "query_id": c.query_id,
+            "memory_id": c.record.memory_id,
+            "searchable_terms": len(c.searchable_terms),
+            "matched_terms": ", ".join(c.matched_terms),
+            "captured_at": format_timestamp(c.captured_at),
+        }
+        for c in candidates
+    ]
+    return pandas().DataFrame(rows, columns=["query_id", "memory_id", "searchable_terms",
+                                             "matched_terms", "captured_at"])
+
+
+def breakdown_frame(breakdown: RecallScoreBreakdown) -> pd.DataFrame:
+    """A ``RecallScoreBreakdown`` one field a row, weights and contributions flattened."""
+    data = breakdown.to_dict()
+    rows: list[dict[str, str]] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            rows.extend({"field": f"{key}.{k}", "value": str(v)} for k, v in value.items())
+        elif isinstance(value, list):
+            rows.append({"field": key, "value": ", ".join(map(str, value))})
+        else:
+            rows.append({"field": key, "value": str(value)})
+    return pandas().DataFrame(rows, columns=["field", "value"])
+
+
+# -- results and payloads -----------------------------------------------------------------
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys; lists become comma-separated text."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        elif isinstance(value, list):
+            flat[name] = ", ".join(str(v) for v in value)
+        else:
+            flat[name] = value
+    return flat
+
+
+def hit_fields_frame(result: RecallResult) -> pd.DataFrame:
+    """Every field of every hit's JSON, one field a row, one hit a column."""
+    frame = pandas().DataFrame({f"rank {h.rank}": flatten(h.to_dict()) for h in result.hits})
+    frame.index.name = "field"
+    return frame.astype(str)
+
+
+def payload_outline(payload: str) -> pd.DataFrame:
+    """The top level of a ``to_json()`` payload: each key, its JSON type and a preview."""
+    data = json.loads(payload)
+    names = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        int: "number",
+        float: "number",
+        bool: "boolean",
+        type(None): "null",
+    }
+    rows = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            preview = "{" + ", ".join(value) + "}"
+        elif isinstance(value, list):
+            preview = f"{len(value)} item(s)"
+        else:
+            preview = json.dumps(value, ensure_ascii=False)
+        rows.append({"key": key, "json_type": names[type(value)], "value": preview})
+    return pandas().DataFrame(rows)
+
+
+def result_counts_frame(results: Mapping[str, RecallResult]) -> pd.DataFrame:
+    """What each result says about itself: hit and record counts, empty_reason."""
+    rows = [
+        {
+            "case": label,
+            "query": r.query.text,
+            "limit": r.query.limit,
+            "hits": len(r.hits),
+            "searched_records": r.searched_records,
+            "candidate_records": r.candidate_records,
+            "retracted_records": r.retracted_records,
+            "empty_reason": r.empty_reason or "null",
+        }
+        for label, r in results.items()
+    ]
+    return pandas().DataFrame(rows)
+
+
+def xml_elements_frame(text: str) -> pd.DataFrame:
+    """Parse a rendered block with ElementTree; one row per element, in document order."""
+    root = ET.fromstring(text)
+    rows = []
+
+    def walk(element: ET.Element, depth: int, path: str) -> None:
+        here = f"{path}/{element.tag}" if path else element.tag
+        body = (element.text or "").strip()
+        rows.append({"depth": depth, "path": here, "attributes": len(element.attrib), "text": body})
+        for child in element:
+            walk(child, depth + 1, here)
+
+    walk(root, 0, "")
+    return pandas().DataFrame(rows)
+
+
+# -- files (read only) --------------------------------------------------------------------
+
+def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The raw lines of a JSONL file: complete or torn, bytes, and the id if it parses."""
+    parts = Path(path).read_bytes().split(b"\n")
+    rows = []
+    for number, raw in enumerate(parts, start=1):
+        last = number == len(parts)
+        if last and not raw:
+            break  # the file ends with "\n": nothing after it
+        try:
+            memory_id = json.loads(raw)["memory_id"]
+        except (ValueError, KeyError, TypeError):
+            memory_id = "(not a JSON record)"
+        rows.append(
+            {
+                "line": number,
+                "ends_with_newline": not last,
+                "bytes": len(raw),
+                "memory_id": memory_id,
+            }
+        )
+    return pandas().DataFrame(rows)
+
+
+def file_state(path: str | os.PathLike[str], *, user_id: str = SAMPLE_USER_ID) -> dict[str, int]:
+    """Complete lines on disk, bytes of an unfinished last line, and what a reader sees."""
+    data = Path(path).read_bytes()
+    return {
+        "complete_lines": data.count(b"\n"),
+        "unfinished_tail_bytes": len(data) - (data.rfind(b"\n") + 1),
+        "records_a_reader_sees": len(RemoteMemoryStore(path, user_id=user_id).read_all()),
+    }

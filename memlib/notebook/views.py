@@ -1,0 +1,397 @@
+"""Views: ``view(store, query, as_of, limit)``, one per pipeline stage, and views compared.
+
+A view returns plain data (a DataFrame, or a ``Rendered`` block) built with the
+library's own stages, so a notebook shows the real pipeline and copies none of it; an
+explorer (``memlib.notebook.explorers``) redraws any of them from a form. The last
+section lines views up over several queries, limits or stores. Recalls here use the
+fixed ``QUERY_ID``, so every output is the same on every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from typing import TYPE_CHECKING, Any
+
+from ..candidates import retracted_ids, scan_recall_candidates, searchable_text
+from ..engine import RecallEngine
+from ..normalize import RecallQuery, normalize_recall_query, tokenize
+from ..rank import rank_key
+from ..records import MemoryKind
+from ..render import render_recall_context, render_remote_profile
+from ..result import RecallResult
+from ..score import score_recall_candidate
+from ..stores.base import MemoryStore
+from ._common import QUERY_ID, pandas
+from .fixtures import conversation_store
+from .frames import records_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "QUERY_ID",
+    "SORT_KEYS",
+    "Rendered",
+    "View",
+    "as_of_at_noon",
+    "candidates_view",
+    "counts_frame",
+    "counts_view",
+    "deciding_key",
+    "hits_view",
+    "keys_subset_ranks",
+    "limit_sweep",
+    "normalize_view",
+    "overlap_view",
+    "profile_block",
+    "profile_view",
+    "rank_keys_view",
+    "rank_view",
+    "ranks_by_store",
+    "recall",
+    "records_view",
+    "render_view",
+    "score_view",
+    "tie_breaker_frame",
+]
+
+View = Callable[[MemoryStore, str, datetime, int], Any]
+# The stable rank's keys, in the order they are consulted (SPEC §3.4).
+SORT_KEYS: tuple[str, ...] = ("total", "lexical_coverage", "captured_at", "memory_id")
+
+
+def as_of_at_noon(day: date | datetime) -> datetime:
+    """The explorer's date picker gives a day; recall happens at 12:00 UTC on it."""
+    if isinstance(day, datetime):
+        return day if day.tzinfo else day.replace(tzinfo=UTC)
+    return datetime.combine(day, time(12, 0), tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Text shown as it is (no quotes, no escapes); an empty block says so."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text if self.text else "(empty string: nothing is injected)"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
+def recall(
+    store: MemoryStore,
+    query: str,
+    as_of: datetime,
+    limit: int = 5,
+    query_id: str = QUERY_ID,
+) -> RecallResult:
+    """``RecallEngine(store).recall`` with a fixed ``query_id``, so outputs are stable."""
+    return RecallEngine(store).recall(query, limit=limit, as_of=as_of, query_id=query_id)
+
+
+def _query(store: MemoryStore, text: str, as_of: datetime, limit: int) -> RecallQuery:
+    return normalize_recall_query(
+        text, user_scope=store.user_scope, limit=limit, query_id=QUERY_ID, issued_at=as_of
+    )
+
+
+# -- stage 0: stored records ------------------------------------------------------------
+
+def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """Every stored record, with how many of the query's terms it shares."""
+    q = _query(store, query, as_of, limit)
+    frame = records_frame(store.read_all())
+    terms = set(q.terms)
+    frame["shared_terms"] = [
+        len(terms & set(tokenize(searchable_text(r)))) for r in store.read_all()
+    ]
+    return frame
+
+
+# -- stage 1: normalize -----------------------------------------------------------------
+
+def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """The ``RecallQuery`` a recall would build, one field a row."""
+    q = _query(store, query, as_of, limit)
+    data = q.to_dict()
+    data["terms"] = ", ".join(q.terms)
+    return pandas().DataFrame({"field": list(data), "value": [str(v) for v in data.values()]})
+
+
+# -- stage 2: candidates ----------------------------------------------------------------
+
+def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """Every record with what candidate building decided about it, and why."""
+    q = _query(store, query, as_of, limit)
+    records = store.read_all()
+    scan = scan_recall_candidates(q, records)
+    matched = {c.record.memory_id: c.matched_terms for c in scan.candidates}
+    retracted = {r.retracts for r in records if r.kind is MemoryKind.RETRACTION}
+    rows = []
+    for r in records:
+        if r.kind is not MemoryKind.CONVERSATION:
+            decision = f"not searched ({r.kind.value})"
+        elif r.memory_id in retracted:
+            decision = "not searched (retracted)"
+        elif r.memory_id in matched:
+            decision = "candidate"
+        else:
+            decision = "searched, no shared term"
+        rows.append({"memory_id": r.memory_id, "kind": r.kind.value,
+                     "matched_terms": ", ".join(matched.get(r.memory_id, ())),
+                     "decision": decision})
+    return pandas().DataFrame(rows)
+
+
+def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """One row per searched conversation record (indexed by memory_id), one 0/1 column
+    per query term, then ``#matched`` and ``candidate?``.
+
+    The 1s are the candidate's ``matched_terms`` as the library computed them; a row of
+    0s is a searched record that did not become a candidate. (A term never contains
+    ``#`` or ``?``, so no query can collide with the last two columns.)
+    """
+    q = _query(store, query, as_of, limit)
+    records = store.read_all()
+    scan = scan_recall_candidates(q, records)
+    matched = {c.record.memory_id: set(c.matched_terms) for c in scan.candidates}
+    retracted = retracted_ids(records)
+    ids, rows = [], []
+    for r in records:
+        if r.kind is not MemoryKind.CONVERSATION or r.memory_id in retracted:
+            continue
+        terms = matched.get(r.memory_id, set())
+        ids.append(r.memory_id)
+        rows.append([int(t in terms) for t in q.terms] + [len(terms), r.memory_id in matched])
+    index = pandas().Index(ids, name="memory_id")
+    return pandas().DataFrame(rows, index=index, columns=[*q.terms, "#matched", "candidate?"])
+
+
+def counts_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """How many records each stage kept for one recall, as one row."""
+    result = recall(store, query, as_of, limit)
+    return pandas().DataFrame([{
+        "query": result.query.text,
+        "terms": ", ".join(result.query.terms),
+        "stored_records": len(store.read_all()),
+        "searched_records": result.searched_records,
+        "candidate_records": result.candidate_records,
+        "retracted_records": result.retracted_records,
+        "hits": len(result.hits),
+        "empty_reason": result.empty_reason,
+    }], columns=["query", "terms", "stored_records", "searched_records", "candidate_records",
+                 "retracted_records", "hits", "empty_reason"])
+
+
+# -- stage 3: score ---------------------------------------------------------------------
+
+def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """The breakdown of every candidate, in storage order (not ranked yet)."""
+    q = _query(store, query, as_of, limit)
+    rows = []
+    for c in scan_recall_candidates(q, store.read_all()).candidates:
+        b = score_recall_candidate(q, c, as_of=as_of)
+        rows.append({
+            "memory_id": c.record.memory_id,
+            "captured_at": c.record.source.captured_at,
+            "matched_terms": ", ".join(b.matched_terms),
+            "query_term_count": b.query_term_count,
+            "lexical_coverage": b.lexical_coverage,
+            "recency": b.recency,
+            "lexical_contribution": b.lexical_contribution,
+            "recency_contribution": b.recency_contribution,
+            "total": b.total,
+        })
+    columns = ["memory_id", "captured_at", "matched_terms", "query_term_count",
+               "lexical_coverage", "recency", "lexical_contribution", "recency_contribution",
+               "total"]
+    return pandas().DataFrame(rows, columns=columns)
+
+
+# -- stage 4: stable rank ---------------------------------------------------------------
+
+def rank_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """Every candidate with its sort keys; rows above ``limit`` get a rank, the rest none."""
+    q = _query(store, query, as_of, limit)
+    scored = [(c, score_recall_candidate(q, c, as_of=as_of))
+              for c in scan_recall_candidates(q, store.read_all()).candidates]
+    rows = []
+    for position, (c, b) in enumerate(sorted(scored, key=rank_key), start=1):
+        rows.append({
+            "rank": position if position <= q.limit else None,
+            "memory_id": c.record.memory_id,
+            "total": b.total,
+            "lexical_coverage": b.lexical_coverage,
+            "captured_at": c.record.source.captured_at,
+        })
+    frame = pandas().DataFrame(rows, columns=["rank", "memory_id", "total", "lexical_coverage",
+                                              "captured_at"])
+    frame["rank"] = frame["rank"].astype("Int64")
+    return frame
+
+
+def deciding_key(ahead: Mapping[str, Any], behind: Mapping[str, Any]) -> str:
+    """The first sort key on which two ranked rows differ: the one that ordered them."""
+    for key in SORT_KEYS:
+        if ahead[key] != behind[key]:
+            return key
+    return "(identical)"
+
+
+def rank_keys_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """``rank_view`` plus, for each row, the key that put it ahead of the next row."""
+    frame = rank_view(store, query, as_of, limit)
+    rows = frame.to_dict("records")
+    frame["ahead_of_next_by"] = [
+        deciding_key(row, rows[i + 1]) if i + 1 < len(rows) else "" for i, row in enumerate(rows)
+    ]
+    return frame
+
+
+# -- stage 5: hits, result, render ------------------------------------------------------
+
+def hits_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """The hits of ``RecallResult``: scope, provenance and score, one hit a row."""
+    result = recall(store, query, as_of, limit)
+    rows = [
+        {
+            "rank": h.rank,
+            "memory_id": h.memory_id,
+            "memory_kind": h.scope.memory_kind.value,
+            "source_id": h.provenance.source_id,
+            "captured_at": h.provenance.captured_at,
+            "score": h.score,
+            "snippet": h.snippet,
+        }
+        for h in result.hits
+    ]
+    return pandas().DataFrame(rows, columns=["rank", "memory_id", "memory_kind", "source_id",
+                                             "captured_at", "score", "snippet"])
+
+
+def render_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> Rendered:
+    """The ``<recalled_context>`` block a recall injects (empty when nothing is found)."""
+    return Rendered(render_recall_context(recall(store, query, as_of, limit)))
+
+
+def profile_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """Each profile: is it the one injected, is it retracted, and is it ever a hit?"""
+    records = store.read_all()
+    latest = store.latest_profile()
+    retracted = {r.retracts for r in records if r.kind is MemoryKind.RETRACTION}
+    hit_ids = {h.memory_id for h in recall(store, query, as_of, limit).hits}
+    rows = [
+        {
+            "memory_id": r.memory_id,
+            "captured_at": r.source.captured_at,
+            "retracted": r.memory_id in retracted,
+            "injected_at_session_start": latest is not None and r.memory_id == latest.memory_id,
+            "is_a_hit": r.memory_id in hit_ids,
+        }
+        for r in records
+        if r.kind is MemoryKind.PROFILE
+    ]
+    return pandas().DataFrame(rows, columns=["memory_id", "captured_at", "retracted",
+                                             "injected_at_session_start", "is_a_hit"])
+
+
+def profile_block(store: MemoryStore) -> Rendered:
+    """The profile block injected at session start; it depends on no query."""
+    return Rendered(render_remote_profile(store.latest_profile()))
+
+
+# -- several views side by side: over queries, limits, stores -----------------------------
+
+def counts_frame(store: MemoryStore, queries: Sequence[str], as_of: datetime,
+                 limit: int) -> pd.DataFrame:
+    """``counts_view`` for several queries, one row each."""
+    return pandas().concat([counts_view(store, q, as_of, limit) for q in queries],
+                           ignore_index=True)
+
+
+def limit_sweep(
+    store: MemoryStore, query: str, as_of: datetime, limits: Iterable[int] = range(1, 11)
+) -> pd.DataFrame:
+    """For each limit: how many hits, the last one, and the rendered block's size."""
+    rows = []
+    for limit in limits:
+        result = recall(store, query, as_of, limit)
+        rows.append(
+            {
+                "limit": limit,
+                "hits": len(result.hits),
+                "candidate_records": result.candidate_records,
+                "last_hit": result.hits[-1].memory_id if result.hits else None,
+                "rendered_chars": len(render_recall_context(result)),
+            }
+        )
+    return pandas().DataFrame(rows)
+
+
+def ranks_by_store(
+    stores: Mapping[str, MemoryStore], query: str, as_of: datetime, limit: int
+) -> pd.DataFrame:
+    """The ranked memory ids of every store side by side, and whether they all agree."""
+    columns = {
+        label: list(recall(store, query, as_of, limit).hits) for label, store in stores.items()
+    }
+    depth = max((len(hits) for hits in columns.values()), default=0)
+    frame = pandas().DataFrame(
+        {
+            label: [h.memory_id for h in hits] + [None] * (depth - len(hits))
+            for label, hits in columns.items()
+        }
+    )
+    frame.index = range(1, depth + 1)
+    frame.index.name = "rank"
+    frame["same in every store"] = frame.nunique(axis=1, dropna=False).eq(1)
+    return frame
+
+
+def keys_subset_ranks(
+    stores: Mapping[str, MemoryStore],
+    query: str,
+    as_of: datetime,
+    limit: int,
+    keys: Sequence[str] = SORT_KEYS,
+) -> pd.DataFrame:
+    """What ranking would give with only some of its keys: a counterfactual.
+
+    Candidates are taken in each store's file order (``score_view``) and sorted
+    stably by ``keys`` alone, as a sort that forgot the later tie-breakers would.
+    """
+    ascending = [key == "memory_id" for key in keys]
+    columns = {}
+    for label, store in stores.items():
+        scores = score_view(store, query, as_of, limit)
+        ordered = scores.sort_values(list(keys), ascending=ascending, kind="stable")
+        columns[label] = list(ordered["memory_id"])[:limit]
+    frame = pandas().DataFrame(columns)
+    frame.index = range(1, len(frame) + 1)
+    frame.index.name = "rank"
+    frame["same in every store"] = frame.nunique(axis=1, dropna=False).eq(1)
+    return frame
+
+
+def tie_breaker_frame(
+    root: str | os.PathLike[str],
+    cases: Mapping[str, tuple[str, Sequence[Sequence[str]]]],
+    as_of: datetime,
+) -> pd.DataFrame:
+    """Rank each small case ``{name: (query, rows)}`` in its own store under ``root``.
+
+    One row per record with its sort keys, its rank and, on rank 1, the key that put it
+    ahead of rank 2.
+    """
+    frames = []
+    for name, (query, rows) in cases.items():
+        store = conversation_store(root, f"case-{name}", rows)
+        frame = rank_keys_view(store, query, as_of, 10)
+        frame.insert(0, "case", name)
+        frames.append(frame)
+    return pandas().concat(frames, ignore_index=True)
