@@ -1,6 +1,6 @@
 """Query latency of the ``hybrid`` ranker on a 700-record conversation, model loaded.
 
-    .venv/bin/python benchmarks/bench_hybrid.py [--records 700] [--queries 50]
+    .venv/bin/python -m benchmarks.bench_hybrid [--records 700] [--queries 50]
                                                 [--locomo PATH/locomo-dev.json]
 
 Builds a JSONL store in a temporary folder with one synthetic conversation of

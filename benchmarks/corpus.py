@@ -38,7 +38,7 @@ def vocabulary(size: int = VOCABULARY_SIZE, seed: int = 7) -> list[str]:
     while len(words) < size:
         lengths = rng.integers(1, 4, size=size)
         parts = rng.integers(0, len(syllables), size=(size, 3))
-        for length, row in zip(lengths.tolist(), parts.tolist()):
+        for length, row in zip(lengths.tolist(), parts.tolist(), strict=True):
             word = "".join(syllables[k] for k in row[:length])
             if word not in seen:
                 seen.add(word)
@@ -54,7 +54,9 @@ def _zipf_cdf(size: int) -> np.ndarray:
     return cdf / cdf[-1]
 
 
-def records(n: int, *, seed: int = 12, batch: int = 10_000, prefix: str = "rec") -> Iterator[list[dict[str, Any]]]:
+def records(
+    n: int, *, seed: int = 12, batch: int = 10_000, prefix: str = "rec"
+) -> Iterator[list[dict[str, Any]]]:
     """``append_many`` items in batches of ``batch``; the same ``seed`` gives the same corpus."""
     words = np.array(vocabulary(), dtype=object)
     cdf = _zipf_cdf(len(words))

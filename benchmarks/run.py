@@ -1,10 +1,10 @@
-"""Scale benchmarks: ``python benchmarks/run.py`` (printed tables, not timed tests).
+"""Scale benchmarks: ``python -m benchmarks.run`` (printed tables, not timed tests).
 
 For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.py``:
 
 * recall latency (limit 10), median and p95 over the query set, for the reference scan,
   the indexed JSONL store, SQLite and PostgreSQL (memlib's top-k path,
-  ``memlib.index.indexed_recall``), and — as peers on the same texts — bm25s retrieve and
+  ``RecallEngine.recall``), and — as peers on the same texts — bm25s retrieve and
   SQLite FTS5 ``bm25()``; every figure also as a speed-up over the reference;
 * exact parity: every memlib backend's ``to_json()`` is compared with the others for every
   query and with the reference scan for the queries the reference ran;
@@ -24,13 +24,14 @@ For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.p
 
 A JSON report is written to ``reports/bench-YYYYMMDD.json``. Options: ``--sizes``,
 ``--queries``, ``--db-max`` (largest N for SQLite/PostgreSQL), ``--ref-max``,
-``--workdir``. PostgreSQL runs on a throwaway cluster started here (``tests/pgserver.py``,
+``--workdir``. PostgreSQL runs on a throwaway cluster started here (``tests/support/pgserver.py``,
 default durability settings) or on ``$MEMLIB_PG_DSN``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import gc
 import hashlib
@@ -51,19 +52,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE), str(ROOT / "tests")]
-
-import corpus
-
+from benchmarks import corpus
 from memlib import RecallEngine
 from memlib.candidates import CandidateScan, scan_recall_candidates
-from memlib.index import indexed_recall
-from memlib.stores import open_store
 from memlib.records import format_timestamp
+from memlib.stores import open_store
 from memlib.stores.jsonl import RemoteMemoryStore, encode_record
 
+ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 10
 USER = "bench-user"
 BATCH = 10_000
@@ -89,13 +85,15 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def recall_series(recall: Callable[[str], Any], queries: Sequence[str], warmup: int = 2) -> tuple[dict[str, Any], list[str]]:
+def recall_series(
+    recall: Callable[[str], Any], queries: Sequence[str], warmup: int = 2
+) -> tuple[dict[str, Any], list[str]]:
     """Time ``recall`` per query; what it returns is serialised after the clock stops."""
     for q in queries[:warmup]:
         recall(q)
     times, digests = [], []
     for q in queries:
-        seconds, result = timed(lambda: recall(q))
+        seconds, result = timed(lambda: recall(q))  # noqa: B023 (called at once)
         times.append(seconds)
         digests.append(digest(result.to_json() if hasattr(result, "to_json") else str(result)))
     return summary(times), digests
@@ -103,7 +101,7 @@ def recall_series(recall: Callable[[str], Any], queries: Sequence[str], warmup: 
 
 def memlib_recall(store: Any) -> Callable[[str], Any]:
     def run(text: str) -> Any:
-        return indexed_recall(store, text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench")
+        return RecallEngine(store).recall(text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench")
     return run
 
 
@@ -128,10 +126,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     mem = 0
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):
         mem = int(Path("/proc/meminfo").read_text().split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
     start = time.perf_counter()
     total = 0
     for i in range(2_000_000):
@@ -179,9 +175,9 @@ def child_jsonl(path: str, queries: list[str]) -> None:
 
 def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child-jsonl", str(path),
+        [sys.executable, "-m", "benchmarks.run", "--child-jsonl", str(path),
          "--child-queries", json.dumps(queries)],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, cwd=ROOT,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -299,7 +295,7 @@ def against_raw(
     times, raw_times = [], []
     try:
         for item in items:
-            seconds, record = timed(lambda: append(item))
+            seconds, record = timed(lambda: append(item))  # noqa: B023 (called at once)
             times.append(seconds)
             payload = encode_record(record)
             start = time.perf_counter()
@@ -383,8 +379,8 @@ def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
     ``checks_and_line``: memlib's checks and the JSON line, nothing written, no index.
     ``terms_only``: cutting the searchable text into terms, which every index needs.
     """
-    from memlib.index import index_tokens
     from memlib.records import record_from_item
+    from memlib.retrieval import index_tokens
 
     items = [item for batch in corpus.records(count, seed=8, prefix="floor") for item in batch]
     texts = [corpus.item_text(item) for item in items]
@@ -394,7 +390,9 @@ def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
         start = time.perf_counter()
         for item in items:
             encode_record(record_from_item(item, scope, stored_at))
-        best["checks_and_line"] = max(best["checks_and_line"], count / (time.perf_counter() - start))
+        best["checks_and_line"] = max(
+            best["checks_and_line"], count / (time.perf_counter() - start)
+        )
         start = time.perf_counter()
         for text in texts:
             set(index_tokens(text))
@@ -404,7 +402,9 @@ def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
 
 # -- one size ----------------------------------------------------------------------------
 
-def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Callable[[str], None]) -> dict[str, Any]:
+def run_size(
+    n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Callable[[str], None]
+) -> dict[str, Any]:
     out: dict[str, Any] = {"n": n}
     queries = corpus.queries(args.queries)
     log(f"N={n:,}: generating the corpus")
@@ -425,7 +425,9 @@ def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Call
     log("  indexed JSONL opened in a fresh process")
     child = run_child(path, queries)
     out["jsonl_fresh_process"] = {k: v for k, v in child.items() if k != "digests"}
-    out["parity"] = {"jsonl_fresh_process": child["digests"][: len(queries)] == digests["jsonl"][: len(queries)]}
+    out["parity"] = {
+        "jsonl_fresh_process": child["digests"][: len(queries)] == digests["jsonl"][: len(queries)]
+    }
     log(f"    open+index {child['open_s']:.1f} s, recall p50 {child['recall']['p50_ms']:.2f} ms, "
         f"peak {child['peak_rss_mb']:.0f} MB")
 
@@ -446,7 +448,9 @@ def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Call
         del records, ref_store
         gc.collect()
     else:
-        out["reference"] = {"skipped": f"N > {args.ref_max:,}: one reference query would take minutes"}
+        out["reference"] = {
+            "skipped": f"N > {args.ref_max:,}: one reference query would take minutes"
+        }
     if n in args.append_at:  # after every read of this corpus: appends change it
         log("  append latency (JSONL)")
         out["append_jsonl"] = append_latency(store, folder, args.appends, f"j{n}")
@@ -479,9 +483,14 @@ def run_size(n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Call
             log(f"    {out['bulk_postgresql_rps']:,.0f} records/s")
             pg_store._connection().execute(f"ANALYZE {schema}.postings")
             pg_store._connection().execute(f"ANALYZE {schema}.records")
-            out["postgresql"], digests["postgresql"] = recall_series(memlib_recall(pg_store), queries)
+            out["postgresql"], digests["postgresql"] = recall_series(
+                memlib_recall(pg_store), queries
+            )
             out["parity"]["postgresql"] = digests["postgresql"] == digests["jsonl"]
-            log(f"    recall p50 {out['postgresql']['p50_ms']:.2f} ms; parity {out['parity']['postgresql']}")
+            log(
+                f"    recall p50 {out['postgresql']['p50_ms']:.2f} ms; "
+                f"parity {out['parity']['postgresql']}"
+            )
             if n in args.append_at:
                 out["append_postgresql"] = append_latency(pg_store, folder, args.appends, f"p{n}")
             pg_store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
@@ -543,7 +552,8 @@ def table(report: dict[str, Any]) -> str:
             a = size.get(key)
             if a:
                 lines.append(
-                    f"| {size['n']:,} | {name} | {a['store']['p50_ms']:.2f} | {a['store']['p95_ms']:.2f} "
+                    f"| {size['n']:,} | {name} | {a['store']['p50_ms']:.2f} "
+                    f"| {a['store']['p95_ms']:.2f} "
                     f"| {a['raw_write_fsync']['p50_ms']:.2f} | {a['ratio_p50']:.2f}× |"
                 )
     lines += ["", "| N | bulk import (append_many, 10k batches) | records/s |", "|---:|---|---:|"]
@@ -569,21 +579,27 @@ def table(report: dict[str, Any]) -> str:
     floors = report.get("floors")
     if floors:
         a = floors["append"]
-        lines += ["", "| floor (the least the contract allows, same machine, same run) | figure |",
-                  "|---|---:|",
-                  f"| one validated append: checks, JSON line, lock, write, fsync (no index, no "
-                  f"duplicate check) | {a['floor']['p50_ms']:.2f} ms p50 = "
-                  f"{a['ratio_p50']:.2f}× raw write+fsync ({a['raw_write_fsync']['p50_ms']:.2f} ms) |",
-                  f"| memlib's checks + the JSON line per record, nothing written | "
-                  f"{floors['records']['checks_and_line']:,} records/s |",
-                  f"| cutting each record's text into terms, nothing else | "
-                  f"{floors['records']['terms_only']:,} records/s |"]
+        lines += [
+            "",
+            "| floor (the least the contract allows, same machine, same run) | figure |",
+            "|---|---:|",
+            f"| one validated append: checks, JSON line, lock, write, fsync (no index, no "
+            f"duplicate check) | {a['floor']['p50_ms']:.2f} ms p50 = "
+            f"{a['ratio_p50']:.2f}× raw write+fsync ({a['raw_write_fsync']['p50_ms']:.2f} ms) |",
+            f"| memlib's checks + the JSON line per record, nothing written | "
+            f"{floors['records']['checks_and_line']:,} records/s |",
+            f"| cutting each record's text into terms, nothing else | "
+            f"{floors['records']['terms_only']:,} records/s |",
+        ]
     lines += ["", "| N | indexed JSONL in a fresh process | open + index s | peak RSS MB |",
               "|---:|---|---:|---:|"]
     for size in report["sizes"]:
         f = size.get("jsonl_fresh_process")
         if f:
-            lines.append(f"| {size['n']:,} | read file, build index, 50 recalls | {f['open_s']:.1f} | {f['peak_rss_mb']:,.0f} |")
+            lines.append(
+                f"| {size['n']:,} | read file, build index, 50 recalls | {f['open_s']:.1f} "
+                f"| {f['peak_rss_mb']:,.0f} |"
+            )
     return "\n".join(lines)
 
 
@@ -619,11 +635,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
-        "corpus": {"vocabulary": corpus.VOCABULARY_SIZE, "zipf_s": 1.0, "words_per_record": "20-60",
-                   "captured_at": "uniform over one year", "queries": args.queries,
-                   "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)", "limit": LIMIT},
+        "corpus": {
+            "vocabulary": corpus.VOCABULARY_SIZE,
+            "zipf_s": 1.0,
+            "words_per_record": "20-60",
+            "captured_at": "uniform over one year",
+            "queries": args.queries,
+            "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)",
+            "limit": LIMIT,
+        },
         "notes": [
-            "memlib paths use memlib.index.indexed_recall (the bounded top-k walk).",
+            "memlib paths use RecallEngine.recall (the bounded top-k walk).",
             "reference = RecallEngine over scan_recall_candidates on already-parsed records "
             "(the file read is not timed, which favours the reference).",
             "bm25s time includes tokenising the query; FTS5 uses the unicode61 tokenizer with the "
@@ -644,9 +666,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _finish(report, args, began)
         if not args.no_postgres:
             if os.environ.get("MEMLIB_PG_DSN"):
-                pg = type("External", (), {"dsn": os.environ["MEMLIB_PG_DSN"], "stop": lambda self: None})()
+                pg = type(
+                    "External", (), {"dsn": os.environ["MEMLIB_PG_DSN"], "stop": lambda self: None}
+                )()
             else:
-                from pgserver import start_cluster
+                from tests.support.pgserver import start_cluster
 
                 log("starting a throwaway PostgreSQL cluster (default durability)")
                 pg = start_cluster(durable=True)
@@ -658,8 +682,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             store = RemoteMemoryStore(small / "records.jsonl", user_id=USER)
             for batch in corpus.records(1000):
                 store.append_many(batch)
-            entry: dict[str, Any] = {"n": 1000, "append_only": True,
-                                     "append_jsonl": append_latency(store, small, args.appends, "j1000")}
+            entry: dict[str, Any] = {
+                "n": 1000,
+                "append_only": True,
+                "append_jsonl": append_latency(store, small, args.appends, "j1000"),
+            }
             sqlite_store = open_store(f"sqlite:{small / 'memory.db'}", user_id=USER)
             for batch in corpus.records(1000):
                 sqlite_store.append_many(batch)

@@ -43,7 +43,7 @@ from memlib.runtime import MissingConfigurationError, runtime_client
 from memlib.sample import SAMPLE_AS_OF, open_sample_store
 from memlib.stores import RemoteMemoryStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-ant-test-DO-NOT-PRINT-0123456789"
 MODEL = "claude-test-model"
 QUESTION = "What did we decide about layered memory?"

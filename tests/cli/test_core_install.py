@@ -21,7 +21,7 @@ import pytest
 from memlib.cli import main
 from memlib.sample import sample_records
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USER = "core-user"
 
 

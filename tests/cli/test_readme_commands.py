@@ -10,7 +10,7 @@ from pathlib import Path
 
 from memlib.cli import build_parser
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 # ``memlib``, then global options with their values (``--store URL``), then the command.
 _PREFIX = r"\bmemlib (?:--[\w-]+ \S+ )*"
 

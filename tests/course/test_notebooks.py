@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 HELPERS = sorted(
     p.stem
-    for p in (Path(__file__).resolve().parent.parent / "memlib" / "notebook").glob("*.py")
+    for p in (Path(__file__).resolve().parents[2] / "memlib" / "notebook").glob("*.py")
     if p.stem != "__init__"
 )
 HEAVY = ("pandas", "numpy", "matplotlib", "ipywidgets")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "memlib"
+PACKAGE = Path(__file__).resolve().parents[2] / "memlib"
 
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (

@@ -38,7 +38,7 @@ from memlib.doctor import check_store, repair_torn_tail
 
 USER = "alice"
 SCOPE = user_scope_for(USER)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source(n: int = 1, captured_at: str = "2026-08-01T12:00:00Z") -> dict[str, str]:

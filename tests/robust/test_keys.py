@@ -33,7 +33,7 @@ from memlib.sample import SAMPLE_AS_OF, open_sample_store
 
 KEY = "sk-ant-test-0123456789abcdef"
 MODEL = "claude-test-model"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 

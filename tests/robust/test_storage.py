@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
+from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import (
     RecallEngine,
@@ -413,9 +413,9 @@ def test_sqlite_refuses_planted_links_and_foreign_files(
     # Not a timing assertion: the limit only keeps a hanging open from stalling the run.
     subprocess.run(
         [sys.executable, "-c",
-         "import sys; sys.path[:0] = [sys.argv[4]]; from test_robust_storage import _try_store; "
+         "import sys; sys.path[:0] = sys.argv[4:]; from test_storage import _try_store; "
          "_try_store(sys.argv[1], sys.argv[2], sys.argv[3])",
-         str(db), action, str(out), str(Path(__file__).parent)],
+         str(db), action, str(out), str(Path(__file__).parent), str(Path(__file__).parents[1])],
         check=False, timeout=120,
     )
     outcome = out.read_text(encoding="utf-8")

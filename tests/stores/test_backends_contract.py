@@ -3,7 +3,7 @@
 Each test gets ``opener(user_id="alice")``: a function that opens a *new* store object
 on the same location (the same file, database or schema), so restarts, a second writer
 and a second user can be tested the same way on every backend. PostgreSQL runs on the
-session's throwaway cluster (tests/pgserver.py) with a fresh schema per test.
+session's throwaway cluster (tests/support/pgserver.py) with a fresh schema per test.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
+from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import (
     MemoryKind,
@@ -305,7 +305,7 @@ def test_postgres_schema_must_be_initialised(pg_dsn: str) -> None:  # noqa: F811
 
 
 def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
-    from pgserver import drop_schema
+    from support.pgserver import drop_schema
 
     from memlib.cli import main
 
@@ -336,7 +336,7 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  # noqa: F811
     """Version 1 kept one postings row per (term, record); version 2 one run per batch."""
-    from pgserver import drop_schema
+    from support.pgserver import drop_schema
 
     from memlib.retrieval import unpack_docs
     from memlib.stores.admin import init_store_schema

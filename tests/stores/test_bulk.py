@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
+from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import (
     RecallEngine,

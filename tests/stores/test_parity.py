@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pgserver import fresh_schema, pg_dsn  # noqa: F401  (fixture)
+from support.pgserver import fresh_schema, pg_dsn  # noqa: F401  (fixture)
 
 import memlib.retrieval.postings as postings_module
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
@@ -149,7 +149,7 @@ def workdir() -> Iterator[Path]:
 def backends(workdir: Path, pg_dsn: str) -> Iterator[dict[str, Any]]:  # noqa: F811
     """One SQLite file, one PostgreSQL schema and one connection for the whole module."""
     import psycopg
-    from pgserver import drop_schema
+    from support.pgserver import drop_schema
 
     name = fresh_schema(pg_dsn)
     conn = psycopg.connect(pg_dsn, autocommit=True)

@@ -5,7 +5,7 @@ user and is run through ``runuser -u postgres --``. It listens on 127.0.0.1 and 
 port, with its socket in its own folder, and is stopped by its process id when the
 session ends. One cluster serves the whole session; each test gets a fresh schema.
 
-Import the fixtures in a test module: ``from pgserver import pg_dsn, pg_url``. These
+Import the fixtures in a test module: ``from support.pgserver import pg_dsn, pg_url``. These
 tests never skip: when neither a DSN nor the PostgreSQL binaries are available they
 fail, and ``scripts/system-deps.sh`` (run by ``make test``) installs the binaries.
 """

@@ -41,7 +41,7 @@ from .replay import replay
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NOTEBOOKS = Path(os.environ.get("MEMLIB_BROWSER_NOTEBOOKS") or REPO / "notebooks").resolve()
 SCREENSHOTS = REPO / "screenshots"
 CHROMIUM = os.environ.get("MEMLIB_CHROMIUM", "/usr/bin/chromium")

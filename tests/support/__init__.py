@@ -1,0 +1,1 @@
+"""Helpers the tests and the benchmarks share (a throwaway PostgreSQL cluster)."""
