@@ -1,13 +1,14 @@
 # The two commands of the README:
 #   make course   — set up .venv if needed, then open JupyterLab on notebooks/
-#   make test     — set up .venv and system services if needed, then run every test
+#   make check    — set up .venv and system packages if needed, then lint (ruff, mypy)
+#                   and run every test (unit tests and nbval over every notebook)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 EXTRAS := notebook,agent,postgres,scale,embeddings,browser,dev
 STAMP  := $(VENV)/.memlib-installed
 
-.PHONY: install course test system-deps lint stress clean
+.PHONY: install course check test system-deps lint stress clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,11 +27,13 @@ course: $(STAMP)
 system-deps:
 	@bash scripts/system-deps.sh
 
+check: lint test
+
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check memlib tests
+	$(BIN)/ruff check memlib tests benchmarks
 	$(BIN)/mypy
 
 stress: $(STAMP)
