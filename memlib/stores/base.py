@@ -22,6 +22,7 @@ from ..candidates import CandidateScan, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
+from ..rankers.baseline import BaselineRanker
 from ..records import (
     MemoryKind,
     MemorySource,
@@ -32,7 +33,8 @@ from ..records import (
 )
 
 __all__ = [
-    "MemoryStore", "TopScanning", "IdLookup", "BaseMemoryStore", "StoreState", "Clock",
+    "MemoryStore", "TopScanning", "IdLookup", "BaseMemoryStore", "IndexedMemoryStore",
+    "StoreState", "Clock",
     "latest_profile_of", "make_private_folders",
 ]
 
@@ -284,3 +286,24 @@ class BaseMemoryStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class IndexedMemoryStore(BaseMemoryStore):
+    """A backend with a term index: both scans are its ``_scan``, walked or whole.
+
+    ``top`` is None for every candidate (what the reference scan gives), or the bound of
+    the ranker whose best ``query.limit`` candidates are wanted (``TopScanning``).
+    """
+
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        raise NotImplementedError
+
+    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
+        """Every candidate, as the reference scan gives them, found through the index."""
+        return self._scan(query, top=None)
+
+    def scan_top_candidates(
+        self, query: RecallQuery, bound: ScoreBound | None = None
+    ) -> CandidateScan:
+        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
+        return self._scan(query, top=BaselineRanker() if bound is None else bound)

@@ -138,7 +138,9 @@ def open_private(path: str, flags: int) -> int:
     """
     folder, name = os.path.split(path)
     try:
-        folder_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        folder_fd = os.open(
+            folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        )
     except FileNotFoundError:
         raise
     except OSError as exc:

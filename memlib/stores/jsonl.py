@@ -35,11 +35,10 @@ from ..errors import (
 )
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
-from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import InvertedIndex, scan_from_index
 from ..safejson import loads as load_json
-from .base import BaseMemoryStore, Clock, latest_profile_of, make_private_folders
+from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
@@ -109,7 +108,7 @@ class _Cache:
         return self.starts[doc], end
 
 
-class RemoteMemoryStore(BaseMemoryStore):
+class RemoteMemoryStore(IndexedMemoryStore):
     """``RemoteMemoryStore(path_to_records_jsonl, user_id="alice")``.
 
     Nothing is created until the first write: opening a store for a path that does
@@ -206,19 +205,25 @@ class RemoteMemoryStore(BaseMemoryStore):
     # reader holds is the index, never every parsed record at once.
     READ_CHUNK = 4 << 20
 
-    def _read_tail(self, cache: _Cache, size: int) -> None:
+    def _open_cached(self, cache: _Cache) -> int:
+        """A read descriptor on the very file ``cache`` describes, or corruption."""
         try:
             fd = open_private(self._path, os.O_RDONLY)
         except FileNotFoundError:
             raise RemoteMemoryCorruptionError(
                 f"records file {self.path} was removed while it was being read"
             ) from None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != cache.identity or st.st_size < cache.offset:
+            os.close(fd)
+            raise RemoteMemoryCorruptionError(
+                f"records file {self.path} was replaced while it was being read"
+            )
+        return fd
+
+    def _read_tail(self, cache: _Cache, size: int) -> None:
+        fd = self._open_cached(cache)
         try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != cache.identity:
-                raise RemoteMemoryCorruptionError(
-                    f"records file {self.path} was replaced while it was being read"
-                )
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 handle.seek(cache.offset)
                 while cache.offset < size:
@@ -304,18 +309,8 @@ class RemoteMemoryStore(BaseMemoryStore):
         return [parsed[d] for d in docs]
 
     def _read_docs(self, cache: _Cache, docs: Sequence[int]) -> list[StoredMemory]:
+        fd = self._open_cached(cache)
         try:
-            fd = open_private(self._path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise RemoteMemoryCorruptionError(
-                f"records file {self.path} was removed while it was being read"
-            ) from None
-        try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != cache.identity or st.st_size < cache.offset:
-                raise RemoteMemoryCorruptionError(
-                    f"records file {self.path} was replaced while it was being read"
-                )
             docs = list(docs)
             if len(docs) > 64 and docs == list(range(docs[0], docs[-1] + 1)):
                 first, _ = cache.line_span(docs[0])
@@ -348,16 +343,6 @@ class RemoteMemoryStore(BaseMemoryStore):
         return scan_from_index(
             cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
         )
-
-    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
-        """Every candidate, as the reference scan gives them, found through the index."""
-        return self._scan(query, top=None)
-
-    def scan_top_candidates(
-        self, query: RecallQuery, bound: ScoreBound | None = None
-    ) -> CandidateScan:
-        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
-        return self._scan(query, top=BaselineRanker() if bound is None else bound)
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds (from the id set)."""

@@ -38,7 +38,6 @@ from ..errors import (
 )
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
-from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import (
     candidates_for,
@@ -52,7 +51,7 @@ from ..retrieval import (
     unpack_docs,
 )
 from ..safejson import loads
-from .base import BaseMemoryStore, Clock, latest_profile_of
+from .base import Clock, IndexedMemoryStore, latest_profile_of
 
 __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
@@ -102,7 +101,7 @@ class _State:
         return memory_id in self.retracted
 
 
-class SqlMemoryStore(BaseMemoryStore, metaclass=ABCMeta):
+class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     """A ``MemoryStore`` over SQL; a subclass is the dialect (see the module docstring).
 
     SQL written here is a template: ``?`` a parameter, ``{s}`` the schema prefix,
@@ -306,16 +305,6 @@ class SqlMemoryStore(BaseMemoryStore, metaclass=ABCMeta):
                 "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}"
             ), (self.user_scope, self._many(memory_ids))).fetchall()
         return {row[0] for row in rows}
-
-    def scan_candidates(self, query: RecallQuery) -> CandidateScan:
-        """Every candidate, as the reference scan gives them, found through the term index."""
-        return self._scan(query, top=None)
-
-    def scan_top_candidates(
-        self, query: RecallQuery, bound: ScoreBound | None = None
-    ) -> CandidateScan:
-        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
-        return self._scan(query, top=BaselineRanker() if bound is None else bound)
 
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         conn = self._connection()
