@@ -182,6 +182,128 @@ def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# -- cold: a fresh `memlib recall` process ------------------------------------------------
+
+# The child reports its own peak memory (VmHWM) on exit; the wall time is the parent's.
+_COLD_CHILD = (
+    "import atexit, sys\n"
+    "def _peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
+    "atexit.register(_peak)\n"
+    "argv = sys.argv[1:]\n"
+    "if argv:\n"
+    "    import runpy\n"
+    "    sys.argv = ['memlib', *argv]\n"
+    "    runpy.run_module('memlib', run_name='__main__')\n"
+    "else:\n"
+    "    import memlib\n"
+)
+
+
+def cold_run(args: Sequence[str], rounds: int = 3, before: Callable[[], None] | None = None,
+             ) -> dict[str, Any]:
+    """Median wall time and peak RSS of ``rounds`` fresh processes (``args``: memlib's)."""
+    walls, peaks = [], []
+    for _ in range(rounds):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", _COLD_CHILD, *args], capture_output=True,
+                             text=True, cwd=ROOT, check=False)
+        walls.append(time.perf_counter() - start)
+        if out.returncode != 0:
+            raise RuntimeError(f"cold run failed: {out.stderr.strip()[-500:]}")
+        peaks.append(float(out.stderr.split("VMHWM")[-1].split()[0]))
+    return {"wall_s": round(statistics.median(walls), 4), "walls_s": [round(w, 4) for w in walls],
+            "peak_rss_mb": round(max(peaks), 1)}
+
+
+def cold_section(sizes: Sequence[int], workdir: Path, log: Callable[[str], None],
+                 rankers: Sequence[str] = ("baseline",)) -> dict[str, Any]:
+    """Cold `memlib recall` on JSONL with its index file against SQLite, and catch-up."""
+    query = corpus.queries(1)[0]
+    floor = cold_run([], rounds=5)
+    log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
+    rows = []
+    for n in sizes:
+        folder = workdir / f"cold-{n}"
+        folder.mkdir(mode=0o700)
+        jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
+        jsonl, sqlite_store = RemoteMemoryStore(jsonl_path, user_id=USER), None
+        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
+        for batch in corpus.records(n):
+            jsonl.append_many(batch)
+            sqlite_store.append_many(batch)
+        with contextlib.suppress(AttributeError):
+            sqlite_store.close()  # type: ignore[attr-defined]
+        index_path = jsonl.index_path
+        row: dict[str, Any] = {"n": n}
+        for ranker in rankers:
+            base = ["--user", USER, "recall", query, "--limit", "10", "--ranker", ranker]
+            jl = ["--store", f"jsonl:{jsonl_path}", *base]
+            # The first cold recall rebuilds from the log (today's cost) and writes the file.
+            index_path.unlink(missing_ok=True)
+            rebuild = cold_run(jl, rounds=1)
+            assert index_path.exists(), "the index file was not written"
+            fresh = cold_run(jl)
+            sql = cold_run(["--store", f"sqlite:{sqlite_path}", *base])
+            row[ranker] = {"jsonl_no_index": rebuild, "jsonl_index": fresh, "sqlite": sql,
+                           "jsonl_over_sqlite": round(fresh["wall_s"] / sql["wall_s"], 2)}
+            log(f"N={n:,} {ranker}: jsonl rebuild {rebuild['wall_s']:.2f} s; jsonl+index "
+                f"{fresh['wall_s']:.3f} s ({fresh['peak_rss_mb']} MB); sqlite "
+                f"{sql['wall_s']:.3f} s ({sql['peak_rss_mb']} MB)")
+        # Catch-up: another process (this one) appends 1,000 records after the file was
+        # written; every cold run starts from that same index file.
+        saved = index_path.read_bytes()
+        writer = RemoteMemoryStore(jsonl_path, user_id=USER)
+        for batch in corpus.records(1_000, seed=99, prefix="late"):
+            writer.append_many(batch)
+
+        def restore(index_path: Path = index_path, saved: bytes = saved) -> None:
+            index_path.write_bytes(saved)
+
+        base = ["--user", USER, "recall", query, "--limit", "10"]
+        catch = cold_run(["--store", f"jsonl:{jsonl_path}", *base], before=restore)
+        without = row["baseline"]["jsonl_index"]["wall_s"] if "baseline" in row else None
+        row["catch_up_1000"] = {**catch, "over_fresh": round(catch["wall_s"] / without, 2)
+                                if without else None}
+        log(f"N={n:,} catch-up of 1,000 records: {catch['wall_s']:.3f} s "
+            f"({row['catch_up_1000']['over_fresh']}× fresh)")
+        row["index_file_mb"] = round(len(saved) / 2**20, 1)
+        row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
+        rows.append(row)
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"query": query, "floor": floor, "rows": rows}
+
+
+def cold_table(cold: dict[str, Any]) -> str:
+    floor = cold["floor"]
+    lines = [
+        f"floor (python start + import memlib): {floor['wall_s'] * 1000:.0f} ms, "
+        f"{floor['peak_rss_mb']} MB",
+        "",
+        "| N | ranker | JSONL, no index file | JSONL + index file | SQLite | JSONL/SQLite |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in cold["rows"]:
+        for ranker, cell in row.items():
+            if not isinstance(cell, dict) or "sqlite" not in cell:
+                continue
+            fmt = lambda c: f"{c['wall_s'] * 1000:.0f} ms, {c['peak_rss_mb']} MB"  # noqa: E731
+            lines.append(f"| {row['n']:,} | {ranker} | {fmt(cell['jsonl_no_index'])} | "
+                         f"{fmt(cell['jsonl_index'])} | {fmt(cell['sqlite'])} | "
+                         f"{cell['jsonl_over_sqlite']}× |")
+    lines += ["", "| N | catch-up: cold recall after 1,000 appended | over fresh | index file "
+              "| log |", "|---|---|---|---|---|"]
+    for row in cold["rows"]:
+        c = row["catch_up_1000"]
+        lines.append(f"| {row['n']:,} | {c['wall_s'] * 1000:.0f} ms, {c['peak_rss_mb']} MB | "
+                     f"{c['over_fresh']}× | {row['index_file_mb']} MB | {row['log_mb']} MB |")
+    return "\n".join(lines)
+
+
 # -- the worst valid record ----------------------------------------------------------------
 
 def worst_items(count: int, seed: int = 3) -> list[dict[str, Any]]:
@@ -619,6 +741,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="records of the worst-case section (0: skip it)")
     parser.add_argument("--worst-only", action="store_true",
                         help="run only the worst-case section (no sizes, no PostgreSQL)")
+    parser.add_argument("--cold-only", action="store_true",
+                        help="run only the cold `memlib recall` section (JSONL index file "
+                             "against SQLite, catch-up, floor)")
+    parser.add_argument("--cold-rankers", default="baseline")
     parser.add_argument("--child-jsonl", help=argparse.SUPPRESS)
     parser.add_argument("--child-queries", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -631,6 +757,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def log(message: str) -> None:
         print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    if args.cold_only:
+        return _cold_only(args, sizes, log, began)
 
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -731,6 +860,27 @@ def _finish(report: dict[str, Any], args: argparse.Namespace, began: float) -> i
           f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n")
     print(table(report))
     print(f"\nreport: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return 0
+
+
+def _cold_only(args: argparse.Namespace, sizes: Sequence[int], log: Callable[[str], None],
+               began: float) -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="memlib-cold-", dir=args.workdir))
+    workdir.chmod(0o700)
+    report: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d"),
+                              "machine": machine()}
+    try:
+        report["cold"] = cold_section(sizes, workdir, log, args.cold_rankers.split(","))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    report["elapsed_s"] = round(time.monotonic() - began, 1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-{report['date'].replace('-', '')}-cold.json"
+    report["table_markdown"] = cold_table(report["cold"])
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(report["table_markdown"])
+    print(f"\nreport: {path}")
     return 0
 
 

@@ -37,9 +37,13 @@ from .errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemory
 from .records import MemoryKind, StoredMemory, user_scope_for
 from .safejson import loads
 from .stores.files import check_path, open_private
-from .stores.jsonl import pending_batch_offset
+from .stores.jsonl import RemoteMemoryStore, pending_batch_offset
+from .stores.jsonl_index import IndexState, index_path_for, inspect_index
 
-__all__ = ["check_store", "repair_torn_tail", "DoctorReport", "Problem", "RepairError"]
+__all__ = [
+    "check_store", "repair_torn_tail", "rebuild_index_file", "DoctorReport", "Problem",
+    "RepairError",
+]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -66,6 +70,9 @@ class DoctorReport:
     torn_bytes: int = 0
     good_size: int = 0  # bytes up to the end of the last complete line
     problems: list[Problem] = field(default_factory=list)
+    # The index file beside the log (derived: its state is never a problem of the store).
+    index: IndexState | None = None
+    scope: str | None = None  # the scope the index file was checked against
 
     @property
     def healthy(self) -> bool:
@@ -276,7 +283,43 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
             "trailing newline (a write that never finished; `memlib doctor PATH --repair` "
             "removes it after writing a backup)",
         )
+    _check_index(report, path, user_id)
     return report
+
+
+def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
+    if user_id is not None:
+        report.scope = user_scope_for(user_id)
+    elif len(report.scopes) == 1:
+        report.scope = next(iter(report.scopes))
+    try:
+        fd = _open_to_read(path)
+    except OSError:
+        return
+    try:
+        report.index = inspect_index(
+            index_path_for(str(path)), report.scope, fd, report.good_size, report.lines
+        )
+    finally:
+        os.close(fd)
+
+
+def rebuild_index_file(report: DoctorReport) -> bool:
+    """Rebuild the index file of a healthy one-scope log when it is not fresh."""
+    state = report.index
+    if not report.healthy or report.scope is None or state is None or state.status == "fresh":
+        return False
+    if state.status == "absent" and report.lines < RemoteMemoryStore.INDEX_WRITE_MIN:
+        return False  # a small log is read faster than any index file
+    if state.status == "invalid":
+        try:  # the log is the truth: an invalid file goes first
+            os.unlink(index_path_for(str(report.path)))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise RepairError(f"cannot remove the index file: {exc.strerror}") from None
+    store = RemoteMemoryStore.for_scope(report.path, report.scope)
+    return store.write_index_file()
 
 
 class RepairError(Exception):

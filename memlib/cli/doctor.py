@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..doctor import DoctorReport, RepairError, check_store, repair_torn_tail
+from ..doctor import DoctorReport, RepairError, check_store, rebuild_index_file, repair_torn_tail
 from ..errors import RemoteMemoryError
 
 __all__ = ["cmd_doctor", "register"]
@@ -48,6 +48,16 @@ def _print_report(report: DoctorReport) -> None:
         out.write(problem.format() + "\n")
     if len(report.problems) > MAX_SHOWN:
         out.write(f"… and {len(report.problems) - MAX_SHOWN} more problems\n")
+    index = report.index
+    if index is not None:
+        detail = {
+            "fresh": f"fresh (covers all {index.covered_lines} records)",
+            "stale": f"stale by {report.lines - index.covered_lines} records (caught up from "
+                     "the log's tail when read)",
+            "invalid": f"invalid, not used: {index.reason}",
+            "absent": "absent",
+        }[index.status]
+        out.write(f"index file: {detail}\n")
     if report.healthy:
         out.write("status: healthy\n")
     else:
@@ -68,6 +78,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 backup, cut = repaired
                 sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
                                  f"first copied to {backup}\n")
+            report = check_store(path, user_id=user_id)
+        elif args.repair and report.index is not None and report.index.status != "fresh" and (
+            rebuild_index_file(report)
+        ):
+            sys.stdout.write("repaired: rebuilt the index file from the log\n")
             report = check_store(path, user_id=user_id)
         elif args.repair:
             sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")

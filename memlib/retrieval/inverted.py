@@ -206,6 +206,50 @@ class InvertedIndex:
             self._token_count -= self._tokens[doc]
             self._content_token_count -= self._content_tokens[doc]
 
+    # -- persisted (the JSONL index file) --------------------------------------------
+
+    COUNTERS = ("searched", "retracted_conversations", "_token_count", "_content_token_count")
+
+    def packed(self) -> tuple[dict[str, int], dict[str, Any]]:
+        """``(counters, arrays)`` that ``from_packed`` turns back into this index."""
+        self.settle()
+        terms = list(self._postings)
+        ends = array("Q")
+        postings = array("I")
+        for term in terms:
+            postings.extend(self._postings[term])
+            ends.append(len(postings))
+        counters = {name.lstrip("_"): getattr(self, name) for name in self.COUNTERS}
+        return counters, {
+            "ids": self.ids, "kinds": self.kinds, "live": self.live,
+            "timestamps": self.timestamps, "micros": self.micros,
+            "tokens": self._tokens, "content_tokens": self._content_tokens,
+            "retracted": sorted(self.retracted), "terms": terms, "term_ends": ends,
+            "postings": postings,
+        }
+
+    @classmethod
+    def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
+        """The index ``packed()`` described (arrays are taken, not copied)."""
+        index = cls()
+        index.ids = arrays["ids"]
+        index.doc_of = dict(zip(index.ids, range(len(index.ids)), strict=True))
+        index.kinds, index.live = arrays["kinds"], arrays["live"]
+        index.timestamps, index.micros = arrays["timestamps"], arrays["micros"]
+        index._tokens, index._content_tokens = arrays["tokens"], arrays["content_tokens"]
+        index.retracted = set(arrays["retracted"])
+        for name in cls.COUNTERS:
+            setattr(index, name, int(counters[name.lstrip("_")]))
+        postings, ends = arrays["postings"], arrays["term_ends"]
+        if ends and ends[-1] != len(postings):
+            raise ValueError("posting lists do not add up")
+        starts = chain((0,), ends)
+        index._postings = {
+            term: postings[start:end]
+            for term, start, end in zip(arrays["terms"], starts, ends, strict=False)
+        }
+        return index
+
     # -- queries -------------------------------------------------------------------
 
     def check_scope(self, query: RecallQuery, user_scope: str) -> None:

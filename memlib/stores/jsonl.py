@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import zlib
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from ..retrieval import InvertedIndex, scan_from_index
 from ..safejson import loads as load_json
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
+from .jsonl_index import IndexImage, index_path_for, read_index, write_index
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
@@ -64,7 +66,10 @@ def encode_record(record: StoredMemory) -> bytes:
 class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
 
-    __slots__ = ("extras", "identity", "index", "lines", "offset", "parsed", "records", "starts")
+    __slots__ = (
+        "covered", "crc", "extras", "identity", "index", "lines", "offset", "parsed", "records",
+        "starts",
+    )
 
     # Records parsed for recalls are kept for the next one, up to this many: a
     # conversation's worth stays parsed between questions, a million-record file does
@@ -80,6 +85,8 @@ class _Cache:
         self.records: list[StoredMemory] | None = None  # only once read_all() is asked
         self.extras: list[StoredMemory] = []  # profiles and retractions, in order
         self.parsed: dict[int, StoredMemory] = {}  # doc → record, see PARSED_MAX
+        self.crc = 0  # CRC-32 of the bytes consumed (the index file names it)
+        self.covered = 0  # lines the index file on disk covers (as far as we know)
 
     def add_many(self, records: Sequence[StoredMemory], sizes: Iterable[int]) -> None:
         """Take ``records``, whose lines of ``sizes`` bytes (``\\n`` included) follow."""
@@ -130,6 +137,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def __repr__(self) -> str:
         return f"RemoteMemoryStore(user_scope={self.user_scope!r})"
 
+    @classmethod
+    def for_scope(cls, path: str | os.PathLike[str], user_scope: str) -> RemoteMemoryStore:
+        """A store of the scope ``user_scope`` (16 hex digits), for ``memlib doctor``."""
+        if len(user_scope) != 16 or any(c not in "0123456789abcdef" for c in user_scope):
+            raise RemoteMemoryValidationError(f"user_scope must be 16 hex digits: {user_scope!r}")
+        store = cls(path, user_id=user_scope)
+        store._user_scope = user_scope
+        return store
+
     # -- reading --------------------------------------------------------------------
 
     def _refresh(self, st: os.stat_result | None = None) -> _Cache:
@@ -166,12 +182,96 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if pending is not None:
                 size = min(size, pending)
         if cache.identity != identity or size < cache.offset:
-            cache = _Cache()
+            cache = self._load_index_file(identity, size) or _Cache()
             cache.identity = identity
         if size > cache.offset:
             self._read_tail(cache, size)
         self._cache = cache
+        if not opened:  # never on a writer's path: a durable append stays as fast
+            self._maybe_write_index_file(cache)
         return cache
+
+    # -- the index file (``jsonl_index``): derived, checked, never trusted blindly ------
+
+    # A reader writes the index file once it has caught up this many records beyond
+    # what the file covers, and at least a tenth of the log (or INDEX_WRITE_ALWAYS).
+    INDEX_WRITE_MIN = 1_000
+    INDEX_WRITE_ALWAYS = 10_000
+
+    @property
+    def index_path(self) -> Path:
+        """The index file beside the log (``records.jsonl.index``)."""
+        return Path(index_path_for(self._path))
+
+    def _load_index_file(self, identity: tuple[int, int], size: int) -> _Cache | None:
+        """A cache loaded from the index file if it provably covers a prefix of the log."""
+        if size <= 0:
+            return None
+        try:
+            fd = open_private(self._path, os.O_RDONLY)
+        except (FileNotFoundError, RemoteMemoryError):
+            return None  # the reads that follow word the error
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != identity:
+                return None
+            image, _ = read_index(index_path_for(self._path), self.user_scope, fd, size)
+        finally:
+            os.close(fd)
+        if image is None:
+            return None
+        cache = _Cache()
+        try:
+            cache.index = InvertedIndex.from_packed(image.counters, image.sections)
+        except (KeyError, ValueError):
+            return None
+        cache.identity = identity
+        cache.offset = image.covered_bytes
+        cache.lines = cache.covered = image.covered_lines
+        cache.crc = image.log_crc
+        cache.starts = image.sections["starts"]
+        kinds = cache.index.kinds
+        cache.extras = self._read_docs(cache, [d for d, k in enumerate(kinds) if k])
+        return cache
+
+    def _maybe_write_index_file(self, cache: _Cache) -> None:
+        behind = cache.lines - cache.covered
+        if behind < self.INDEX_WRITE_MIN or (
+            behind * 10 < cache.lines and behind < self.INDEX_WRITE_ALWAYS
+        ):
+            return
+        self.write_index_file(cache)
+
+    def write_index_file(self, cache: _Cache | None = None) -> bool:
+        """Persist the index of the log as read so far; True if the file covers it now.
+
+        Not written (and not an error): a read-only folder (False), or a file there
+        that already covers as much (True, left as it is). Whatever happens, this
+        reader does not try again until it has caught up another ``INDEX_WRITE_MIN``
+        records.
+        """
+        if cache is None:
+            cache = self._refresh()
+        if cache.identity is None or not cache.lines:
+            return False
+        cache.covered = cache.lines
+        counters, sections = cache.index.packed()
+        sections["starts"] = cache.starts
+        image = IndexImage(
+            scope=self.user_scope, covered_bytes=cache.offset, covered_lines=cache.lines,
+            log_crc=cache.crc, counters=counters, sections=sections,
+        )
+        try:
+            fd = self._open_cached(cache)
+        except RemoteMemoryError:
+            return False
+        try:
+            return write_index(index_path_for(self._path), image, fd, cache.offset,
+                               cache.identity)
+        except (OSError, RemoteMemoryError):
+            return False  # a derived file: failing to write it costs time, not answers
+        finally:
+            os.close(fd)
 
     def _pending_batch(self, lock_fd: int | None = None) -> int | None:
         """Where an unacknowledged multi-record batch begins, as its writer noted it."""
@@ -265,6 +365,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             parsed.append(record)
         # Only now, with every new line valid, does the cache move on: a reader that
         # met a bad line raises again next time instead of skipping it.
+        cache.crc = zlib.crc32(data, cache.crc)
         cache.add_many(parsed, [len(raw) + 1 for raw in data.split(b"\n")[:-1]])
 
     def _parse_line(self, raw: bytes, line_number: int) -> StoredMemory:
@@ -407,6 +508,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                     os.ftruncate(fd, cache.offset)
                 self.check_batch(batch, cache)
                 self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
+                cache.crc = zlib.crc32(payload, cache.crc)
                 cache.add_many(batch, map(len, lines))
             except OSError as exc:
                 error = failure(f"cannot write {self.path}", exc)
