@@ -185,13 +185,26 @@ class InvertedIndex:
                 self._token_count += len(tokens)
                 self._content_token_count += content
             texts.append((doc, tokens))
-        terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
         postings = self._postings
-        for number, docs in runs.runs_by_term(texts, {t: i for i, t in enumerate(terms)}, "u4"):
+        if runs.batch_numpy(len(texts)) is None:
+            # A few records (a reader catching up on a tail): straight into the arrays,
+            # without packing each term's docs into bytes first.
+            by_term: dict[str, list[int]] = {}
+            for doc, tokens in texts:
+                for term in set(tokens):
+                    by_term.setdefault(term, []).append(doc)
+            for term, docs in by_term.items():
+                posting = postings.get(term)
+                if posting is None:
+                    posting = postings[term] = array("I")
+                posting.extend(docs)
+            return
+        terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
+        for number, run in runs.runs_by_term(texts, {t: i for i, t in enumerate(terms)}, "u4"):
             posting = postings.get(terms[number])
             if posting is None:
                 posting = postings[terms[number]] = array("I")
-            posting.frombytes(docs)
+            posting.frombytes(run)
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:

@@ -215,7 +215,10 @@ def test_batched_index_equals_one_record_at_a_time(
         one.add(record)
         one.settle()  # one record at a time: the dict path
     batched = InvertedIndex()
-    with patch.object(postings, "NUMPY_MIN_BATCH", 0):  # numpy, however small
+    # numpy, however small (and whether or not this process has imported it yet)
+    with patch.object(postings, "NUMPY_MIN_BATCH", 0), patch.object(
+        postings, "NUMPY_IMPORT_BATCH", 0
+    ):
         batched.add_many(records[:split])
         batched.settle()
         batched.add_many(records[split:])
@@ -241,7 +244,9 @@ def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
             assert postings.run_without(run, docs[0], dtype) == postings.pack_docs(
                 docs[1:], dtype)
             assert postings.run_without(run, -1 if dtype != "u4" else 2**31, dtype) is None
-        with patch.object(postings, "NUMPY_MIN_BATCH", 0):
+        with patch.object(postings, "NUMPY_MIN_BATCH", 0), patch.object(
+            postings, "NUMPY_IMPORT_BATCH", 0
+        ):
             assert postings.runs_by_term(texts, number_of, dtype) == plain
         # Matches counted from the runs: each doc's number of distinct terms.
         runs = [run for _, run in plain]
