@@ -38,9 +38,10 @@ NUMPY_MIN_POSTINGS = 512
 # sorted pass instead of a dict look-up and an append per (term, record)…
 NUMPY_MIN_BATCH = 256
 # …once numpy is loaded. Importing it costs a fresh process about 70 ms and 20 MB: more
-# than a dict inverts for a tail of a few thousand records (a reader catching up on
-# what others appended since its index file), so only a batch this big pays for it.
-NUMPY_IMPORT_BATCH = 8_192
+# than a dict takes to invert a tail of a thousand records (a reader catching up on what
+# others appended since its index file), so only a batch this big pays for it (an
+# import's batches of 5,000 do).
+NUMPY_IMPORT_BATCH = 2_048
 
 _ARRAY_CODE = {"u4": "I", "<i8": "q", ">i8": "q"}
 
