@@ -7,7 +7,7 @@ this stage without touching scoring or ranking.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,6 +19,7 @@ from .stopwords import english_stopwords
 __all__ = [
     "RecallCandidate",
     "CandidateScan",
+    "LexicalPostings",
     "build_recall_candidates",
     "scan_recall_candidates",
     "searchable_text",
@@ -53,6 +54,38 @@ class CandidateScan:
     # memlib/data/stopwords_en.txt. None when a backend does not provide them.
     searched_token_count: int | None = None
     searched_content_token_count: int | None = None
+
+
+@dataclass(frozen=True)
+class LexicalPostings:
+    """What an index holds for a lexical ranker's scoring terms, read without a record.
+
+    Doc numbers index every per-doc sequence. ``postings[i]`` is ``(docs ascending, tf
+    of terms[i] in each)`` over every conversation record that holds the term, searched
+    or retracted: ``live[doc]`` is 1 for a searched record. ``tokens`` / ``content_tokens``
+    are each doc's length in terms with repeats, all / without English stopwords (what
+    the reference cuts from ``searchable_text`` with ``tokenize_all``); ``timestamps``
+    (``captured_at.timestamp()``) and ``ids`` give stage 4's tie-breaks. The counts are
+    the ones ``scan_candidates`` reports. ``candidate_docs()`` lists every candidate of
+    the query (all of ``query.terms``, not only the scoring ones), ascending; ``scan(docs)``
+    is a ``CandidateScan`` of exactly those docs' candidates, in that order, with the
+    counts of the whole scan.
+    """
+
+    terms: tuple[str, ...]
+    postings: tuple[tuple[Sequence[int], Sequence[int]], ...]
+    live: Sequence[int]
+    tokens: Sequence[int]
+    content_tokens: Sequence[int]
+    timestamps: Sequence[float]
+    ids: Sequence[str]
+    searched_records: int
+    candidate_records: int
+    retracted_records: int
+    searched_token_count: int
+    searched_content_token_count: int
+    candidate_docs: Callable[[], Sequence[int]]
+    scan: Callable[[Sequence[int]], CandidateScan]
 
 
 def searchable_text(record: StoredMemory) -> str:

@@ -12,9 +12,9 @@ from .candidates import CandidateScan
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
-from .rankers.base import ScoreBound, TopScoring
+from .rankers.base import LexicalScoring, ScoreBound, TopScoring
 from .result import RecallResult
-from .stores.base import MemoryStore, TopScanning
+from .stores.base import LexicalScanning, MemoryStore, TopScanning
 
 __all__ = ["RecallEngine"]
 
@@ -43,12 +43,19 @@ class RecallEngine:
             text, user_scope=self.store.user_scope, limit=limit, query_id=query_id,
             issued_at=moment,
         )
-        scan = self._scan(query)
-        if isinstance(self.ranker, TopScoring):
+        if isinstance(self.store, LexicalScanning) and isinstance(self.ranker, LexicalScoring):
+            # Scored from the index's postings: only the hits are read (rankers/base.py).
+            scan, chosen = self.ranker.score_lexical(
+                query, self.store.lexical_postings, as_of=moment, limit=query.limit
+            )
+            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+        elif isinstance(self.ranker, TopScoring):
+            scan = self._scan(query)
             # Only the hits get their signals built (rankers/base.py explains why).
             chosen = self.ranker.score_top(query, scan, as_of=moment, limit=query.limit)
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
         else:
+            scan = self._scan(query)
             breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
             scored = list(zip(scan.candidates, breakdowns, strict=True))
         hits = rank_scored_candidates(query, scored)

@@ -13,20 +13,24 @@ A ranker may also be a ``ScoreBound``: its total depends only on how many query 
 a record matches and when it was captured, and it says how high that total can go. A
 store with an index then walks the matches best group first and stops early
 (``memlib.retrieval.walk``); the engine offers that walk only to such a ranker.
+
+A ranker may also be ``LexicalScoring``: given a store whose index keeps term
+frequencies and lengths (``stores.base.LexicalScanning``), it scores from the postings
+of its own scoring terms and parses only its hits (BM25 does).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from ..candidates import CandidateScan
+from ..candidates import CandidateScan, LexicalPostings
 from ..normalize import RecallQuery
 from ..score import DECIMALS, RecallScoreBreakdown
 
-__all__ = ["Ranker", "ScoreBound", "TopScoring", "top_positions"]
+__all__ = ["LexicalScoring", "Ranker", "ScoreBound", "TopScoring", "top_positions"]
 
 
 @runtime_checkable
@@ -46,6 +50,25 @@ class TopScoring(Protocol):
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
     ) -> list[tuple[int, RecallScoreBreakdown]]:
         """``(position in scan.candidates, breakdown)`` of the top ``limit`` (any order)."""
+        ...
+
+
+@runtime_checkable
+class LexicalScoring(Protocol):
+    """A ranker that scores from an index's postings, not from the records.
+
+    ``postings`` is a ``LexicalScanning`` store's ``lexical_postings``: the ranker asks
+    it for its scoring terms. It returns the scan it made (exact counts, candidates of
+    its hits only) and its top ``limit`` as ``score_top`` would: the recall is the one
+    ``scan_candidates`` + ``score_top`` give, byte for byte.
+    """
+
+    def score_lexical(
+        self, query: RecallQuery,
+        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
+        *, as_of: datetime, limit: int,
+    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]]]:
+        """``(scan, [(position in scan.candidates, breakdown)])`` of the top ``limit``."""
         ...
 
 

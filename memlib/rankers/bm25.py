@@ -22,21 +22,32 @@ fields hold the BM25 total (weight 1) so that ``total = lexical + recency`` as i
 the query's scoring terms and from the records' lengths; the query's ``terms`` and the
 candidates do not change. matched_terms / query_term_count / lexical_coverage then count
 the scoring (non-stopword) terms. A query made only of stopwords keeps all its terms.
+
+On a store whose index keeps term frequencies (``stores.base.LexicalScanning``) the same
+numbers come from the postings of the scoring terms alone (``score_lexical``): numpy
+scores every record that holds one (when installed, else plain Python), picks those
+that can reach the top ``limit`` with a margin far above any rounding difference, and
+scores exactly those again term by term in Python with the very expressions above, in
+the same order, so totals, rounding and tie-breaks are the reference's to the last
+bit. Only the hits are parsed. ``bm25_scores`` over a full scan stays the reference.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
-from ..candidates import CandidateScan, RecallCandidate, searchable_text
+from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery, tokenize_all
-from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
+from ..retrieval import postings as runs  # the module: tests lower NUMPY_MIN_POSTINGS
+from ..score import DECIMALS, RecallScoreBreakdown, ranker_breakdown, recency_of, signal
 from ..stopwords import english_stopwords
 from .base import top_positions
 
@@ -123,6 +134,132 @@ def bm25_scores(
     return Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(totals))
 
 
+# Candidates whose unrounded numpy total is within this of the ``limit``-th best are
+# scored again exactly: rounding to six decimals moves a total by at most 5e-7, and
+# numpy's sums differ from Python's by a few ulps (totals are a few dozen at most).
+_MARGIN = 1e-5
+
+
+def _exact_sats(
+    terms: Sequence[str], pairs: Sequence[Sequence[tuple[int, int]]], lengths: Sequence[int],
+    avgdl: float, k1: float, b: float,
+) -> dict[int, dict[str, float]]:
+    """``{doc: {term: sat}}`` from ``(doc, tf)`` pairs per term, as ``bm25_scores`` does."""
+    sats: dict[int, dict[str, float]] = {}
+    for t, term_pairs in zip(terms, pairs, strict=True):
+        for doc, tf in term_pairs:
+            norm = k1 * (1.0 - b + b * lengths[doc] / avgdl)
+            sats.setdefault(doc, {})[t] = tf * (k1 + 1.0) / (tf + norm)
+    return sats
+
+
+def _numpy_superset(
+    np: Any, view: LexicalPostings, lengths: Sequence[int], idf: Sequence[float],
+    avgdl: float, k1: float, b: float, limit: int,
+) -> tuple[int, list[list[tuple[int, int]]]]:
+    """``(records holding a scoring term, (doc, tf) pairs per term of those that may
+    reach the top)`` — scored with numpy over the scoring terms' postings only."""
+    n_docs = len(view.ids)
+    live = np.frombuffer(view.live, dtype=np.uint8) if n_docs else np.zeros(0, np.uint8)
+    length = np.frombuffer(lengths, dtype=np.uint32) if n_docs else np.zeros(0, np.uint32)
+    try:
+        total = np.zeros(n_docs, dtype=np.float64)
+        matched = np.zeros(n_docs, dtype=bool)
+        kept = []
+        for (docs, tfs), weight in zip(view.postings, idf, strict=True):
+            if not len(docs):
+                kept.append((np.zeros(0, np.uint32), np.zeros(0, np.uint32)))
+                continue
+            d = np.frombuffer(docs, dtype=np.uint32)
+            f = np.frombuffer(tfs, dtype=np.uint32)
+            keep = live[d].astype(bool)
+            d, f = d[keep], f[keep]  # copies: the index's arrays are free again
+            tf = f.astype(np.float64)
+            norm = k1 * (1.0 - b + b * length[d].astype(np.float64) / avgdl)
+            total[d] += weight * (tf * (k1 + 1.0) / (tf + norm))
+            matched[d] = True
+            kept.append((d, f))
+    finally:
+        del live, length
+    scored = np.flatnonzero(matched)
+    if len(scored) > limit:
+        cut = len(scored) - limit
+        kth = float(np.partition(total[scored], cut)[cut])
+        scored = scored[total[scored] >= kth - _MARGIN * max(1.0, abs(kth))]
+    pairs = []
+    for d, f in kept:
+        at = np.searchsorted(d, scored)
+        inside = at < len(d)
+        hit = np.zeros(len(scored), dtype=bool)
+        hit[inside] = d[at[inside]] == scored[inside]
+        pairs.append(list(zip(scored[hit].tolist(), f[at[hit]].tolist(), strict=True)))
+    return int(np.count_nonzero(matched)), pairs
+
+
+def bm25_top_docs(
+    query: RecallQuery, view: LexicalPostings, *, k1: float, b: float, stopwords: bool,
+    limit: int,
+) -> tuple[list[int], Bm25Scores]:
+    """The docs of the top ``limit`` (stage 4's key) and their ``Bm25Scores``, in that
+    order — what ``bm25_scores`` + ``top_positions`` give over a full scan."""
+    terms = view.terms
+    if view.candidate_records == 0 or view.searched_records == 0:
+        return [], Bm25Scores(terms, {}, 1.0, (), ())
+    content = stopwords and not _only_stopwords(query)
+    lengths = view.content_tokens if content else view.tokens
+    corpus_tokens = view.searched_content_token_count if content else view.searched_token_count
+    searched = view.searched_records
+    n = max(searched, view.candidate_records, 1)
+    avgdl = max(corpus_tokens / searched, 1e-9)
+    live = view.live
+    size = sum(len(docs) for docs, _ in view.postings)
+    # Below ``NUMPY_MIN_POSTINGS`` postings (of the scoring terms) plain Python is faster.
+    np = runs.numpy_or_none() if size >= runs.NUMPY_MIN_POSTINGS else None
+    if np is None:
+        pairs = [
+            [(d, tf) for d, tf in zip(docs, tfs, strict=True) if live[d]]
+            for docs, tfs in view.postings
+        ]
+        df = {t: len(p) for t, p in zip(terms, pairs, strict=True)}
+    else:
+        df = {
+            t: int(np.count_nonzero(np.frombuffer(view.live, dtype=np.uint8)[
+                np.frombuffer(docs, dtype=np.uint32)])) if len(docs) else 0
+            for t, (docs, _) in zip(terms, view.postings, strict=True)
+        }
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    if np is not None:
+        holding, pairs = _numpy_superset(
+            np, view, lengths, [idf[t] for t in terms], avgdl, k1, b, limit
+        )
+    sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
+    if np is None:
+        holding = len(sats)
+    totals = {doc: sum(idf[t] * s for t, s in doc_sats.items()) for doc, doc_sats in sats.items()}
+    ts, ids = view.timestamps, view.ids
+    count = len(terms)
+
+    def key(doc: int) -> tuple[float, float, float, str]:
+        doc_sats = sats.get(doc, {})
+        return (
+            -round(totals.get(doc, 0), DECIMALS),
+            -round(len(doc_sats) / count, DECIMALS),
+            -ts[doc],
+            ids[doc],
+        )
+
+    pool: list[int] = list(sats)
+    if holding < limit and view.candidate_records > holding:
+        # Candidates through a stopword only: total 0, after every scored record.
+        pool.extend(d for d in view.candidate_docs() if d not in sats)
+    top = heapq.nsmallest(limit, pool, key=key)
+    return top, Bm25Scores(
+        terms, idf, avgdl,
+        tuple(sats.get(d, {}) for d in top),
+        tuple(totals.get(d, 0) for d in top),
+    )
+
+
 def _length(doc: tuple[dict[str, int], int, int], index: int) -> int:
     return doc[1] if index == 1 else doc[2]
 
@@ -168,6 +305,19 @@ class Bm25Ranker:
         scores = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=self.stopwords)
         top = top_positions(scan, scores.totals, scores.per_term, scores.terms, limit)
         return [(i, self._breakdown(scores, scan, i, as_of)) for i in top]
+
+    def score_lexical(
+        self, query: RecallQuery,
+        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
+        *, as_of: datetime, limit: int,
+    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]]]:
+        """``score_top`` from an index's postings: only the hits are read (``LexicalScoring``)."""
+        view = postings(query, scoring_terms(query, stopwords=self.stopwords))
+        docs, scores = bm25_top_docs(
+            query, view, k1=self.k1, b=self.b, stopwords=self.stopwords, limit=limit
+        )
+        scan = view.scan(docs)
+        return scan, [(i, self._breakdown(scores, scan, i, as_of)) for i in range(len(docs))]
 
 
 class Bm25StopwordsRanker(Bm25Ranker):

@@ -15,7 +15,7 @@ compare every path with the reference scan byte for byte.
 
 from __future__ import annotations
 
-from .inverted import InvertedIndex, scan_from_index
+from .inverted import InvertedIndex, lexical_from_index, scan_from_index
 from .postings import count_matches, pack_docs, run_without, runs_by_term, unpack_docs
 from .times import micros_of, query_as_of, timestamp_of_micros
 from .tokens import index_terms, index_tokens, record_stats, term_stats
@@ -27,6 +27,7 @@ __all__ = [
     "count_matches",
     "index_terms",
     "index_tokens",
+    "lexical_from_index",
     "micros_of",
     "pack_docs",
     "query_as_of",

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from ..candidates import CandidateScan
+from ..candidates import CandidateScan, LexicalPostings
 from ..errors import RemoteMemoryScopeError
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
@@ -27,7 +28,7 @@ from .times import micros_of, query_as_of, timestamp_of_micros
 from .tokens import term_stats
 from .walk import Entry, candidates_for, walk_groups
 
-__all__ = ["InvertedIndex", "scan_from_index"]
+__all__ = ["InvertedIndex", "lexical_from_index", "scan_from_index"]
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
@@ -58,6 +59,8 @@ class InvertedIndex:
 
     def __init__(self) -> None:
         self._postings: dict[str, array[int]] = {}
+        # Parallel to each posting list: how often the term occurs in that doc (BM25's tf).
+        self._tfs: dict[str, array[int]] = {}
         self.ids: list[str] = []
         self.doc_of: dict[str, int] = {}
         self.kinds = bytearray()
@@ -85,6 +88,12 @@ class InvertedIndex:
     def postings(self) -> dict[str, array[int]]:
         self.settle()
         return self._postings
+
+    @property
+    def tfs(self) -> dict[str, array[int]]:
+        """``term → term frequencies``, parallel to ``postings[term]``."""
+        self.settle()
+        return self._tfs
 
     @property
     def tokens(self) -> array[int]:
@@ -185,26 +194,34 @@ class InvertedIndex:
                 self._token_count += len(tokens)
                 self._content_token_count += content
             texts.append((doc, tokens))
-        postings = self._postings
+        postings, tfs = self._postings, self._tfs
         if runs.batch_numpy(len(texts)) is None:
             # A few records (a reader catching up on a tail): straight into the arrays,
             # without packing each term's docs into bytes first.
-            by_term: dict[str, list[int]] = {}
+            by_term: dict[str, tuple[list[int], list[int]]] = {}
             for doc, tokens in texts:
-                for term in set(tokens):
-                    by_term.setdefault(term, []).append(doc)
-            for term, docs in by_term.items():
+                for term, tf in Counter(tokens).items():
+                    docs_tfs = by_term.setdefault(term, ([], []))
+                    docs_tfs[0].append(doc)
+                    docs_tfs[1].append(tf)
+            for term, (docs, freqs) in by_term.items():
                 posting = postings.get(term)
                 if posting is None:
                     posting = postings[term] = array("I")
+                    tfs[term] = array("I")
                 posting.extend(docs)
+                tfs[term].extend(freqs)
             return
         terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
-        for number, run in runs.runs_by_term(texts, {t: i for i, t in enumerate(terms)}, "u4"):
+        for number, run, tf_run in runs.tf_runs_by_term(
+            texts, {t: i for i, t in enumerate(terms)}
+        ):
             posting = postings.get(terms[number])
             if posting is None:
                 posting = postings[terms[number]] = array("I")
+                tfs[terms[number]] = array("I")
             posting.frombytes(run)
+            tfs[terms[number]].frombytes(tf_run)
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:
@@ -229,8 +246,10 @@ class InvertedIndex:
         terms = list(self._postings)
         ends = array("Q")
         postings = array("I")
+        tfs = array("I")
         for term in terms:
             postings.extend(self._postings[term])
+            tfs.extend(self._tfs[term])
             ends.append(len(postings))
         counters = {name.lstrip("_"): getattr(self, name) for name in self.COUNTERS}
         return counters, {
@@ -238,7 +257,7 @@ class InvertedIndex:
             "timestamps": self.timestamps, "micros": self.micros,
             "tokens": self._tokens, "content_tokens": self._content_tokens,
             "retracted": sorted(self.retracted), "terms": terms, "term_ends": ends,
-            "postings": postings,
+            "postings": postings, "tfs": tfs,
         }
 
     @classmethod
@@ -253,14 +272,13 @@ class InvertedIndex:
         index.retracted = set(arrays["retracted"])
         for name in cls.COUNTERS:
             setattr(index, name, int(counters[name.lstrip("_")]))
-        postings, ends = arrays["postings"], arrays["term_ends"]
-        if ends and ends[-1] != len(postings):
+        postings, ends, tfs = arrays["postings"], arrays["term_ends"], arrays["tfs"]
+        if (ends and ends[-1] != len(postings)) or len(tfs) != len(postings):
             raise ValueError("posting lists do not add up")
-        starts = chain((0,), ends)
-        index._postings = {
-            term: postings[start:end]
-            for term, start, end in zip(arrays["terms"], starts, ends, strict=False)
-        }
+        index._postings, index._tfs = {}, {}
+        for term, start, end in zip(arrays["terms"], chain((0,), ends), ends, strict=False):
+            index._postings[term] = postings[start:end]
+            index._tfs[term] = tfs[start:end]
         return index
 
     # -- queries -------------------------------------------------------------------
@@ -280,6 +298,28 @@ class InvertedIndex:
             docs.update(posting)
         live = self.live
         return sorted(d for d in docs if live[d])
+
+    def candidate_count(self, terms: Sequence[str]) -> int:
+        """``len(candidate_docs(terms))``, counted with numpy when the postings are many."""
+        postings = [p for p in self._postings_of(terms) if p]
+        total = sum(len(p) for p in postings)
+        if not total:
+            return 0
+        np = runs.numpy_or_none() if total >= runs.NUMPY_MIN_POSTINGS else None
+        if np is None:
+            return len(self.candidate_docs(terms))
+        live = np.frombuffer(self.live, dtype=np.uint8)
+        views = [np.frombuffer(p, dtype=np.uint32) for p in postings]
+        try:
+            if total * 8 < len(self.ids):
+                docs = np.unique(np.concatenate(views))
+                return int(np.count_nonzero(live[docs]))
+            seen = np.zeros(len(self.ids), dtype=bool)
+            for view in views:
+                seen[view] = True
+            return int(np.count_nonzero(seen & live.astype(bool)))
+        finally:
+            del views, live
 
     def top_docs(
         self, terms: Sequence[str], limit: int, as_of: datetime, bound: ScoreBound
@@ -420,4 +460,45 @@ def scan_from_index(
         retracted_records=index.retracted_conversations,
         searched_token_count=index.token_count,
         searched_content_token_count=index.content_token_count,
+    )
+
+
+def lexical_from_index(
+    index: InvertedIndex,
+    query: RecallQuery,
+    terms: Sequence[str],
+    load: Callable[[Sequence[int]], Sequence[StoredMemory]],
+) -> LexicalPostings:
+    """``LexicalPostings`` of ``terms`` (the query's scoring terms) answered from ``index``."""
+    postings, tfs = index.postings, index.tfs
+    empty = array("I")
+    candidate_count = index.candidate_count(query.terms)
+    searched, retracted = index.searched, index.retracted_conversations
+    token_count, content_token_count = index.token_count, index.content_token_count
+
+    def scan(docs: Sequence[int]) -> CandidateScan:
+        return CandidateScan(
+            candidates=candidates_for(query, load(docs)),
+            searched_records=searched,
+            candidate_records=candidate_count,
+            retracted_records=retracted,
+            searched_token_count=token_count,
+            searched_content_token_count=content_token_count,
+        )
+
+    return LexicalPostings(
+        terms=tuple(terms),
+        postings=tuple((postings.get(t, empty), tfs.get(t, empty)) for t in terms),
+        live=index.live,
+        tokens=index.tokens,
+        content_tokens=index.content_tokens,
+        timestamps=index.timestamps,
+        ids=index.ids,
+        searched_records=searched,
+        candidate_records=candidate_count,
+        retracted_records=retracted,
+        searched_token_count=token_count,
+        searched_content_token_count=content_token_count,
+        candidate_docs=lambda: index.candidate_docs(query.terms),
+        scan=scan,
     )

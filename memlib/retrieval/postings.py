@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from functools import cache
 from itertools import chain
@@ -27,6 +28,7 @@ __all__ = [
     "pack_docs",
     "run_without",
     "runs_by_term",
+    "tf_runs_by_term",
     "unpack_docs",
 ]
 
@@ -161,3 +163,52 @@ def runs_by_term(
                                     (np.append(cuts, len(keys)) * size).tolist())),
         strict=True,
     ))
+
+
+def tf_runs_by_term(
+    texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int]
+) -> list[tuple[int, bytes, bytes]]:
+    """``runs_by_term`` for the in-process index ("u4"), with each posting's term frequency.
+
+    ``(term number, its docs packed as uint32, how often the term occurs in each of them
+    packed as uint32)`` per term: repeats within a doc are counted, not collapsed (the
+    ``tf`` of BM25). Term numbers ascending, docs ascending (``texts`` in doc order).
+    """
+    np = batch_numpy(len(texts))
+    if np is None:
+        by_term: dict[int, tuple[list[int], list[int]]] = {}
+        for doc, terms in texts:
+            for term, tf in Counter(terms).items():
+                docs, tfs = by_term.setdefault(number_of[term], ([], []))
+                docs.append(doc)
+                tfs.append(tf)
+        return [
+            (number, pack_docs(docs, "u4"), pack_docs(tfs, "u4"))
+            for number, (docs, tfs) in sorted(by_term.items())
+        ]
+    flat = list(chain.from_iterable(terms for _, terms in texts))
+    if not flat:
+        return []
+    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
+    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
+    rows = len(texts)
+    row_of = np.repeat(
+        np.arange(rows, dtype=np.int64),
+        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
+    )
+    keys = np.sort(term_of * rows + row_of)
+    first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    tf = np.diff(np.append(first, len(keys))).astype("u4")
+    keys = keys[first]
+    term_of, row_of = np.divmod(keys, rows)
+    docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
+    packed = docs.astype("u4").tobytes()
+    packed_tf = tf.tobytes()
+    cuts = np.flatnonzero(np.diff(term_of)) + 1
+    starts = (np.concatenate(([0], cuts)) * 4).tolist()
+    ends = (np.append(cuts, len(keys)) * 4).tolist()
+    return [
+        (number, packed[start:end], packed_tf[start:end])
+        for number, start, end in zip(term_of[np.concatenate(([0], cuts))].tolist(),
+                                      starts, ends, strict=True)
+    ]

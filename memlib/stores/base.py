@@ -5,9 +5,10 @@ validated batch atomically while it holds its own lock or transaction. The rules
 what may be written (ids, duplicates, retractions) live here, once, so every backend
 refuses exactly the same things with exactly the same messages.
 
-Two capabilities are optional, each declared as its own protocol so that a caller
+Three capabilities are optional, each declared as its own protocol so that a caller
 asks ``isinstance(store, TopScanning)`` instead of probing for a method: a bounded
-top-k scan (``TopScanning``) and an id look-up that reads no records (``IdLookup``).
+top-k scan (``TopScanning``), postings with term frequencies for a lexical ranker
+(``LexicalScanning``) and an id look-up that reads no records (``IdLookup``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..candidates import CandidateScan, scan_recall_candidates
+from ..candidates import CandidateScan, LexicalPostings, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
@@ -33,8 +34,8 @@ from ..records import (
 )
 
 __all__ = [
-    "MemoryStore", "TopScanning", "IdLookup", "BaseMemoryStore", "IndexedMemoryStore",
-    "StoreState", "Clock",
+    "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "BaseMemoryStore",
+    "IndexedMemoryStore", "StoreState", "Clock",
     "latest_profile_of", "make_private_folders",
 ]
 
@@ -88,6 +89,19 @@ class TopScanning(Protocol):
     def scan_top_candidates(
         self, query: RecallQuery, bound: ScoreBound | None = None
     ) -> CandidateScan: ...
+
+
+@runtime_checkable
+class LexicalScanning(Protocol):
+    """A store whose index keeps each posting's term frequency and each record's lengths.
+
+    A lexical ranker (BM25) scores from them and parses only its hits; the recall it
+    gives is the one ``scan_candidates`` + the ranker give, byte for byte.
+    """
+
+    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
+        """The postings (with tf) of ``terms``, the query's scoring terms, in that order."""
+        ...
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..candidates import CandidateScan
+from ..candidates import CandidateScan, LexicalPostings
 from ..errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryError,
@@ -37,7 +37,7 @@ from ..errors import (
 from ..normalize import RecallQuery
 from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, record_json
-from ..retrieval import InvertedIndex, scan_from_index
+from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..safejson import loads as load_json
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
@@ -443,6 +443,14 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.index.check_scope(query, self.user_scope)
         return scan_from_index(
             cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
+        )
+
+    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
+        """``LexicalScanning``: the index's postings with tf; only the hits get parsed."""
+        cache = self._refresh()
+        cache.index.check_scope(query, self.user_scope)
+        return lexical_from_index(
+            cache.index, query, terms, lambda docs: self._load_docs(cache, docs)
         )
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:

@@ -50,12 +50,13 @@ __all__ = [
 ]
 
 MAGIC = b"MEMLIBIX"
-FORMAT = 1
+FORMAT = 2
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
 _PREFIX = len(MAGIC) + 8
-# The sections of version 1, with their array type codes ("B": raw bytes, "s": UTF-8
+# The sections of version 2 (1 had no "tfs": each posting's term frequency, parallel to
+# "postings"), with their array type codes ("B": raw bytes, "s": UTF-8
 # strings joined by "\n").
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "s"),
@@ -70,6 +71,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("terms", "s"),
     ("term_ends", "Q"),
     ("postings", "I"),
+    ("tfs", "I"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
 
@@ -214,6 +216,8 @@ def read_index(
                 raise _Invalid("its sections disagree on the number of records")
         if len(sections["terms"]) != len(sections["term_ends"]):
             raise _Invalid("its sections disagree on the number of terms")
+        if len(sections["tfs"]) != len(sections["postings"]):
+            raise _Invalid("its term frequencies disagree with its postings")
         image = IndexImage(
             scope=header["scope"],
             covered_bytes=int(header["covered_bytes"]),

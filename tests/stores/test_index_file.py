@@ -318,6 +318,40 @@ def test_a_damaged_or_foreign_index_is_never_used(
     assert _answers(log) == expected
 
 
+def _format_1(data: bytes) -> bytes:
+    """A genuine format-1 file made from a format-2 one: no ``tfs`` section (the last)."""
+    body = data[: -32]
+    size = int.from_bytes(body[12:16], "little")
+    header = json.loads(body[16: 16 + size])
+    assert list(jsonl_index.SECTIONS)[-1] == ("tfs", "I")
+    tfs = header["sections"].pop("tfs")
+    rest = body[16 + size:]
+    rest = rest[: len(rest) - ((tfs + 7) & ~7)]
+    encoded = json.dumps(header, sort_keys=True).encode()
+    body = (jsonl_index.MAGIC + (1).to_bytes(4, "little") + len(encoded).to_bytes(4, "little")
+            + encoded + rest)
+    return body + hashlib.sha256(body).digest()
+
+
+def test_a_format_1_index_without_term_frequencies_is_rebuilt(
+    log: Path, tmp_path: Path
+) -> None:
+    # Format 2 added each posting's term frequency (BM25 scores from the postings): a
+    # format-1 file, whole and for this very log, is never used, and a reader replaces it.
+    assert jsonl_index.FORMAT == 2
+    index = _index_of(log)
+    index.write_bytes(_format_1(index.read_bytes()))
+    expected = _reference(log, tmp_path)
+    state = check_store(log, user_id=USER).index
+    assert state is not None and state.status == "invalid", state
+    assert "format 1" in (state.reason or ""), state
+    assert _answers(log) == expected
+    RemoteMemoryStore(log, user_id=USER).write_index_file()
+    state = check_store(log, user_id=USER).index
+    assert state is not None and state.status == "fresh", state
+    assert _answers(log) == expected
+
+
 @settings(max_examples=8, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(

@@ -256,3 +256,149 @@ def test_large_corpus_takes_the_numpy_path_and_stays_exact(workdir: Path) -> Non
                     ).to_json() == expected
     finally:
         postings_module.NUMPY_MIN_POSTINGS = saved
+
+
+# -- lexical rankers scored from the JSONL index's postings (LexicalScanning) ------------
+
+LEXICAL_RANKERS = ("bm25", "bm25+stopwords")
+# Stopwords (whole queries of them too) and repeats (tf > 1) next to the words above.
+LEXICAL_WORDS = (*WORDS, "the", "of", "and", "is", "to", "a", "memory memory", "记忆 记忆 记忆")
+
+
+def _lexical_phrases() -> tuple[str, ...]:
+    import random
+
+    rng = random.Random(15)
+    out = list(LEXICAL_WORDS) + ["the of", "and the a", "zzz-nothing", "the zzz"]
+    for _ in range(600):
+        out.append(" ".join(rng.choice(LEXICAL_WORDS) for _ in range(rng.randint(2, 7))))
+    return tuple(out)
+
+
+LEXICAL_PHRASES = _lexical_phrases()
+
+
+@st.composite
+def lexical_corpora(draw: Any) -> dict[str, Any]:
+    n = draw(st.integers(0, 16))
+    phrases = st.sampled_from(LEXICAL_PHRASES)
+    shared_text = draw(phrases)
+    items = []
+    for i in range(n):
+        kind = draw(st.sampled_from((MemoryKind.CONVERSATION,) * 4 + (MemoryKind.PROFILE,)))
+        summary = shared_text if draw(st.booleans()) else draw(phrases)
+        content = shared_text if draw(st.integers(0, 3)) == 0 else draw(phrases)
+        stem = draw(st.sampled_from(ID_STEMS))
+        items.append({
+            "kind": kind,
+            "memory_id": f"{stem}{n - i}",
+            "content": content,
+            "summary": summary,
+            "source": MemorySource(source_id=f"s-{i}", source_type="conversation_transcript",
+                                   title=f"t{i}", captured_at=draw(st.sampled_from(INSTANTS))),
+        })
+    ids = [item["memory_id"] for item in items]
+    retract = draw(st.lists(st.sampled_from(ids), unique=True, max_size=4)) if ids else []
+    queries = draw(st.lists(
+        st.tuples(phrases, st.integers(1, 10), st.sampled_from(AS_OFS)), min_size=1, max_size=3
+    ))
+    return {"items": items, "retract": retract, "queries": queries}
+
+
+def lexical_reference_json(
+    store: MemoryStore, ranker_name: str, text: str, limit: int, as_of: datetime
+) -> str:
+    """Today's ranker over the reference scan: every candidate scored, then stage 4."""
+    from memlib.rank import rank_scored_candidates
+    from memlib.rankers import get_ranker
+
+    ranker = get_ranker(ranker_name)
+    query = normalize_recall_query(text, user_scope=store.user_scope, limit=limit,
+                                   query_id="q-parity", issued_at=as_of)
+    scan = scan_recall_candidates(query, store.read_all())
+    breakdowns = ranker.score_candidates(query, scan, as_of=as_of)
+    hits = rank_scored_candidates(query, list(zip(scan.candidates, breakdowns, strict=True)))
+    return RecallResult(query, hits, scan.searched_records, scan.candidate_records,
+                        scan.retracted_records).to_json()
+
+
+def _lexical_answers_match(
+    stores: dict[str, MemoryStore], reference: MemoryStore, queries: Any
+) -> None:
+    from memlib.stores.base import LexicalScanning
+
+    for text, limit, as_of in queries:
+        for ranker in LEXICAL_RANKERS:
+            expected = lexical_reference_json(reference, ranker, text, limit, as_of)
+            for name, store in stores.items():
+                assert isinstance(store, LexicalScanning), name
+                got = RecallEngine(store, ranker=ranker).recall(
+                    text, limit=limit, as_of=as_of, query_id="q-parity")
+                assert got.to_json() == expected, (name, ranker, text, limit)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large])
+@given(corpus=lexical_corpora(), numpy_path=st.booleans())
+def test_lexical_rankers_from_the_index_match_the_reference(
+    workdir: Path, corpus: dict[str, Any], numpy_path: bool
+) -> None:
+    """bm25 / bm25+stopwords from the JSONL index's postings (term frequencies, lengths)
+    give the reference's ``to_json()``: writer, a new reader, and a reader loaded from
+    the index file; numpy or plain Python."""
+    from memlib.stores.jsonl import RemoteMemoryStore
+
+    user = f"user-{uuid.uuid4().hex}"
+    path = workdir / user / "records.jsonl"
+    writer = RemoteMemoryStore(path, user_id=user, clock=fixed_clock())
+    saved = postings_module.NUMPY_MIN_POSTINGS
+    postings_module.NUMPY_MIN_POSTINGS = 0 if numpy_path else 10**9
+    try:
+        load(writer, corpus)
+        stores: dict[str, MemoryStore] = {"writer": writer,
+                                          "reader": RemoteMemoryStore(path, user_id=user)}
+        if corpus["items"] and writer.write_index_file():
+            stores["from index file"] = RemoteMemoryStore(path, user_id=user)
+        _lexical_answers_match(stores, writer, corpus["queries"])
+    finally:
+        postings_module.NUMPY_MIN_POSTINGS = saved
+
+
+def test_lexical_rankers_large_corpus_many_ties(workdir: Path) -> None:
+    """Thousands of records, repeated texts (ties on every key), stopwords, retractions:
+    the numpy top-k with its margin and the plain-Python path both give the reference."""
+    from memlib.stores.jsonl import RemoteMemoryStore
+
+    user = f"user-{uuid.uuid4().hex}"
+    path = workdir / user / "records.jsonl"
+    store = RemoteMemoryStore(path, user_id=user, clock=fixed_clock())
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    words = ("memory", "layered", "the", "记忆", "of", "design", "sqlite")
+    items = []
+    for i, combo in zip(range(2500), itertools.cycle(itertools.product(words, repeat=4))):
+        items.append({
+            "kind": "conversation", "memory_id": f"r{i:05d}", "content": " ".join(combo),
+            "summary": combo[i % 4],
+            "source": {"source_id": f"s{i}", "source_type": "t", "title": "t",
+                       "captured_at": (start + timedelta(hours=i % 41)).isoformat()},
+        })
+    store.append_many(items)
+    for target in ("r00007", "r00100", "r02499"):
+        store.retract(target, reason="x", source={
+            "source_id": "r", "source_type": "t", "title": "t",
+            "captured_at": "2026-08-01T00:00:00Z"})
+    store.write_index_file()
+    queries = [(text, limit, datetime(2026, 1, 2, tzinfo=UTC))
+               for text in ("memory", "memory layered the", "记忆 of", "the", "the of",
+                            "sqlite design layered memory 记忆", "the zzz", "zzz")
+               for limit in (1, 3, 10)]
+    saved = postings_module.NUMPY_MIN_POSTINGS
+    try:
+        for threshold in (0, 10**9):
+            postings_module.NUMPY_MIN_POSTINGS = threshold
+            _lexical_answers_match(
+                {"writer": store, "from index file": RemoteMemoryStore(path, user_id=user)},
+                store, queries)
+    finally:
+        postings_module.NUMPY_MIN_POSTINGS = saved
