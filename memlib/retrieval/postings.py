@@ -120,6 +120,25 @@ def batch_numpy(records: int) -> Any | None:
     return None
 
 
+def _pair_keys(
+    np: Any, texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int]
+) -> Any | None:
+    """One int64 key ``term number * rows + row`` per term occurrence, sorted (so by term,
+    then doc, repeats side by side); None when the texts hold no term at all."""
+    flat = list(chain.from_iterable(terms for _, terms in texts))
+    if not flat:
+        return None
+    # itemgetter looks every term up in one C loop (map() would call once per term).
+    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
+    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
+    rows = len(texts)
+    row_of = np.repeat(
+        np.arange(rows, dtype=np.int64),
+        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
+    )
+    return np.sort(term_of * rows + row_of)
+
+
 def runs_by_term(
     texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int], dtype: str
 ) -> list[tuple[int, bytes]]:
@@ -136,20 +155,11 @@ def runs_by_term(
             for term in set(terms):
                 by_term.setdefault(number_of[term], []).append(doc)
         return [(number, pack_docs(docs, dtype)) for number, docs in sorted(by_term.items())]
-    flat = list(chain.from_iterable(terms for _, terms in texts))
-    if not flat:
+    keys = _pair_keys(np, texts, number_of)
+    if keys is None:
         return []  # records of punctuation only: no term, no posting
-    # itemgetter looks every term up in one C loop (map() would call once per term).
-    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
-    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
     rows = len(texts)
-    row_of = np.repeat(
-        np.arange(rows, dtype=np.int64),
-        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
-    )
-    # One key per (term, doc), sorted by term then doc; repeats collapse.
-    keys = np.sort(term_of * rows + row_of)
-    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # repeats collapse
     term_of, row_of = np.divmod(keys, rows)
     docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
     packed = docs.astype(dtype).tobytes()
@@ -186,17 +196,10 @@ def tf_runs_by_term(
             (number, pack_docs(docs, "u4"), pack_docs(tfs, "u4"))
             for number, (docs, tfs) in sorted(by_term.items())
         ]
-    flat = list(chain.from_iterable(terms for _, terms in texts))
-    if not flat:
+    keys = _pair_keys(np, texts, number_of)
+    if keys is None:
         return []
-    numbers = itemgetter(*flat)(number_of) if len(flat) > 1 else [number_of[flat[0]]]
-    term_of = np.array(numbers, dtype=np.int64).reshape(-1)
     rows = len(texts)
-    row_of = np.repeat(
-        np.arange(rows, dtype=np.int64),
-        np.fromiter((len(terms) for _, terms in texts), dtype=np.int64, count=rows),
-    )
-    keys = np.sort(term_of * rows + row_of)
     first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     tf = np.diff(np.append(first, len(keys))).astype("u4")
     keys = keys[first]
