@@ -16,7 +16,15 @@ compare every path with the reference scan byte for byte.
 from __future__ import annotations
 
 from .inverted import InvertedIndex, lexical_from_index, scan_from_index
-from .postings import count_matches, pack_docs, run_without, runs_by_term, unpack_docs
+from .postings import (
+    count_matches,
+    pack_docs,
+    run_and_tfs_without,
+    run_without,
+    runs_by_term,
+    tf_runs_by_term,
+    unpack_docs,
+)
 from .times import micros_of, query_as_of, timestamp_of_micros
 from .tokens import index_terms, index_tokens, record_stats, term_stats
 from .walk import candidates_for, top_of_matches, walk_groups
@@ -32,10 +40,12 @@ __all__ = [
     "pack_docs",
     "query_as_of",
     "record_stats",
+    "run_and_tfs_without",
     "run_without",
     "runs_by_term",
     "scan_from_index",
     "term_stats",
+    "tf_runs_by_term",
     "timestamp_of_micros",
     "top_of_matches",
     "unpack_docs",

@@ -26,6 +26,7 @@ __all__ = [
     "count_matches",
     "numpy_or_none",
     "pack_docs",
+    "run_and_tfs_without",
     "run_without",
     "runs_by_term",
     "tf_runs_by_term",
@@ -91,6 +92,22 @@ def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
         return None
     docs.remove(doc)
     return pack_docs(docs, dtype)
+
+
+def run_and_tfs_without(
+    run: bytes, tfs: bytes, doc: int, dtype: str
+) -> tuple[bytes, bytes] | None:
+    """``run_without`` for a run and its parallel run of term frequencies: the doc and
+    its tf leave together; None if the doc is absent."""
+    docs = unpack_docs(run, dtype)
+    if doc not in docs:
+        return None
+    at = docs.index(doc)
+    freqs = unpack_docs(tfs, dtype)
+    del docs[at]
+    if len(freqs) > at:
+        del freqs[at]
+    return pack_docs(docs, dtype), pack_docs(freqs, dtype)
 
 
 def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:
@@ -176,7 +193,7 @@ def runs_by_term(
 
 
 def tf_runs_by_term(
-    texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int]
+    texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int], dtype: str = "u4"
 ) -> list[tuple[int, bytes, bytes]]:
     """``runs_by_term`` for the in-process index ("u4"), with each posting's term frequency.
 
@@ -193,7 +210,7 @@ def tf_runs_by_term(
                 docs.append(doc)
                 tfs.append(tf)
         return [
-            (number, pack_docs(docs, "u4"), pack_docs(tfs, "u4"))
+            (number, pack_docs(docs, dtype), pack_docs(tfs, dtype))
             for number, (docs, tfs) in sorted(by_term.items())
         ]
     keys = _pair_keys(np, texts, number_of)
@@ -205,11 +222,12 @@ def tf_runs_by_term(
     keys = keys[first]
     term_of, row_of = np.divmod(keys, rows)
     docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
-    packed = docs.astype("u4").tobytes()
-    packed_tf = tf.tobytes()
+    packed = docs.astype(dtype).tobytes()
+    packed_tf = tf.astype(dtype).tobytes()
+    size = np.dtype(dtype).itemsize
     cuts = np.flatnonzero(np.diff(term_of)) + 1
-    starts = (np.concatenate(([0], cuts)) * 4).tolist()
-    ends = (np.append(cuts, len(keys)) * 4).tolist()
+    starts = (np.concatenate(([0], cuts)) * size).tolist()
+    ends = (np.append(cuts, len(keys)) * size).tolist()
     return [
         (number, packed[start:end], packed_tf[start:end])
         for number, start, end in zip(term_of[np.concatenate(([0], cuts))].tolist(),

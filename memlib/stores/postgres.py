@@ -97,6 +97,14 @@ _MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE {s}posting_runs RENAME TO postings",
         "CREATE INDEX records_recent ON {s}records (user_scope, captured_ts)",
     ),
+    # Version 3: each posting's term frequency (a run parallel to record_ids, packed the
+    # same way) and each conversation's lengths, for BM25 from the index; sql.py
+    # backfills them from the bodies.
+    (
+        "ALTER TABLE {s}records ADD COLUMN IF NOT EXISTS tokens integer, "
+        "ADD COLUMN IF NOT EXISTS content_tokens integer",
+        "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS tfs bytea NOT NULL DEFAULT ''::bytea",
+    ),
 )
 
 
@@ -208,12 +216,22 @@ class PostgresMemoryStore(SqlMemoryStore):
     ALL_RUNS = (
         "SELECT term, record_ids FROM {s}postings WHERE user_scope = ? ORDER BY term, first_id"
     )
+    TF_RUNS_OF_TERMS = (
+        "SELECT term, record_ids, tfs FROM {s}postings WHERE user_scope = ? AND term {any} "
+        "ORDER BY term, first_id"
+    )
+    EVERY_RUN = (
+        "SELECT term, record_ids, user_scope, term, first_id FROM {s}postings ORDER BY first_id"
+    )
+    SET_TFS = (
+        "UPDATE {s}postings SET tfs = ? WHERE user_scope = ? AND term = ? AND first_id = ?"
+    )
     RUNS_HOLDING = (
-        "SELECT DISTINCT ON (term) term, first_id, record_ids FROM {s}postings "
+        "SELECT DISTINCT ON (term) term, first_id, record_ids, tfs FROM {s}postings "
         "WHERE user_scope = ? AND term {any} AND first_id <= ? ORDER BY term, first_id DESC"
     )
     _RUN_KEY = "WHERE user_scope = ? AND term = ? AND first_id = ?"
-    SET_RUN = f"UPDATE {{s}}postings SET record_ids = ? {_RUN_KEY}"
+    SET_RUN = f"UPDATE {{s}}postings SET record_ids = ?, tfs = ? {_RUN_KEY}"
     DROP_RUN = f"DELETE FROM {{s}}postings {_RUN_KEY}"
 
     def __init__(
@@ -331,26 +349,31 @@ class PostgresMemoryStore(SqlMemoryStore):
             # arrays) into a table of this transaction, and on from there.
             conn.execute(
                 "CREATE TEMP TABLE memlib_incoming (memory_id text, kind text, ts float8, "
-                "us int8, retracts text, body text, ord bigserial) ON COMMIT DROP"
+                "us int8, retracts text, body text, tokens int4, content_tokens int4, "
+                "ord bigserial) ON COMMIT DROP"
             )
             with conn.cursor().copy(
-                "COPY memlib_incoming (memory_id, kind, ts, us, retracts, body) "
-                "FROM STDIN (FORMAT BINARY)"
+                "COPY memlib_incoming (memory_id, kind, ts, us, retracts, body, tokens, "
+                "content_tokens) FROM STDIN (FORMAT BINARY)"
             ) as copy:
-                copy.set_types(["text", "text", "float8", "int8", "text", "text"])
+                copy.set_types(
+                    ["text", "text", "float8", "int8", "text", "text", "int4", "int4"]
+                )
                 for row in rows:
                     copy.write_row(row)
             source = "memlib_incoming AS t"
             params: tuple[Any, ...] = (scope,)
         else:
             source = (
-                "unnest(%s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], %s::text[]) "
-                "WITH ORDINALITY AS t(memory_id, kind, ts, us, retracts, body, ord)"
+                "unnest(%s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], %s::text[], "
+                "%s::int4[], %s::int4[]) WITH ORDINALITY "
+                "AS t(memory_id, kind, ts, us, retracts, body, tokens, content_tokens, ord)"
             )
             params = (scope, *(list(column) for column in zip(*rows, strict=True)))
         inserted = conn.cursor(binary=True).execute(
             f"INSERT INTO {s}.records (user_scope, memory_id, kind, captured_ts, captured_us, "
-            f"retracts, body) SELECT %s, t.memory_id, t.kind, t.ts, t.us, t.retracts, t.body "
+            f"retracts, body, tokens, content_tokens) SELECT %s, t.memory_id, t.kind, t.ts, t.us, "
+            "t.retracts, t.body, t.tokens, t.content_tokens "
             f"FROM {source} ORDER BY t.ord "
             "ON CONFLICT (user_scope, memory_id) DO NOTHING RETURNING id, memory_id",
             params,
@@ -360,9 +383,9 @@ class PostgresMemoryStore(SqlMemoryStore):
     def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
         scope = self.user_scope
         with conn.cursor().copy(
-            f"COPY {self.schema}.postings (user_scope, term, first_id, record_ids) "
+            f"COPY {self.schema}.postings (user_scope, term, first_id, record_ids, tfs) "
             "FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "text", "int8", "bytea"])
-            for term, first_id, run in runs:
-                copy.write_row((scope, term, first_id, run))
+            copy.set_types(["text", "text", "int8", "bytea", "bytea"])
+            for term, first_id, run, tfs in runs:
+                copy.write_row((scope, term, first_id, run, tfs))

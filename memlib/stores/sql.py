@@ -9,7 +9,10 @@ class attributes and methods marked *dialect* below.
 
 Tables, in both: ``records`` (one row per record, its JSON in ``body``, ``id`` in
 append order), ``scope_stats`` (the counts a recall reports, per scope) and ``postings``
-(per term, packed runs of record ids: one run per term per written batch). A write is
+(per term, packed runs of record ids: one run per term per written batch, and parallel
+to each a run of the term's frequency in those records; schema 3). A conversation's row
+also holds its searchable text's length in terms, all and without stopwords: with the
+tf runs, what BM25 scores from (``lexical_postings``). A write is
 one transaction: claim the scope's stats row (PostgreSQL writers of one scope queue
 there; SQLite already holds the database's write lock), check the batch against the
 stored state, insert the records and one run per term, take every retracted record out
@@ -22,12 +25,13 @@ the bounded top-k walk needs. Every query of a scope's rows names the scope in i
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
+from array import array as _array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from typing import Any, ClassVar
 
-from ..candidates import CandidateScan
+from ..candidates import CandidateScan, LexicalPostings, searchable_text
 from ..errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryDuplicateError,
@@ -42,11 +46,13 @@ from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import (
     candidates_for,
     count_matches,
+    index_tokens,
     micros_of,
+    pack_docs,
     record_stats,
-    run_without,
-    runs_by_term,
+    run_and_tfs_without,
     term_stats,
+    tf_runs_by_term,
     top_of_matches,
     unpack_docs,
 )
@@ -57,16 +63,19 @@ __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
 # a function of the connection for what SQL alone cannot say.
 Migration = tuple[str, ...] | Callable[[Any], None]
-# A posting run as written: (term, the first record id in it, the ids packed).
-Run = tuple[str, int, bytes]
+# A posting run as written: (term, the first record id in it, the ids packed, the term's
+# frequency in each of them packed the same way, parallel to the ids).
+Run = tuple[str, int, bytes, bytes]
 
-# The columns of a records row in the order the dialects insert them (after the scope).
-RecordRow = tuple[str, str, float, int, str | None, str]
+# The columns of a records row in the order the dialects insert them (after the scope):
+# memory_id, kind, captured_ts, captured_us, retracts, body, and for a conversation its
+# searchable text's length in terms with repeats, all / without stopwords (else None).
+RecordRow = tuple[str, str, float, int, str | None, str, int | None, int | None]
 
 
 def driver_error(
@@ -124,7 +133,13 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     # hold the id: runs of a term cover ascending, disjoint id ranges, so the last to
     # start at or before it.
     RUNS_HOLDING: ClassVar[str]
-    SET_RUN: ClassVar[str]  # (run, scope, term, first id)
+    SET_RUN: ClassVar[str]  # (run, tfs, scope, term, first id)
+    # (scope, terms) → (term, run, tfs), each term's runs by first id
+    TF_RUNS_OF_TERMS: ClassVar[str]
+    # Schema 3's backfill: () → (term, run, *key) of every run of every scope, by first
+    # id; SET_TFS (tfs, *key).
+    EVERY_RUN: ClassVar[str]
+    SET_TFS: ClassVar[str]
     DROP_RUN: ClassVar[str]  # (scope, term, first id)
 
     schema_label: str  # how ``memlib db`` names the schema
@@ -247,12 +262,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         conn.execute(self._q(
             f"CREATE TABLE IF NOT EXISTS {self.META} (key text PRIMARY KEY, value text NOT NULL)"
         ))
-        for step in self.MIGRATIONS[before:]:
+        for version, step in enumerate(self.MIGRATIONS[before:], before + 1):
             if callable(step):
                 step(conn)
-                continue
-            for statement in step:
-                conn.execute(statement.format(s=self._prefix))
+            else:
+                for statement in step:
+                    conn.execute(statement.format(s=self._prefix))
+            if version == 3 and before > 0:
+                self._backfill_term_frequencies(conn)
         conn.execute(self._q(
             f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -376,6 +393,153 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         kept = top_of_matches(ids, matched, query, searched, lookup, newest_first, bound)
         return self._bodies_of(conn, kept)
 
+    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
+        """``LexicalScanning``: the postings (with tf) of the query's terms, read in one
+        snapshot; doc numbers are the candidates (every record holding a query term,
+        all searched: a retracted record has left the runs) in id order."""
+        conn = self._connection()
+        scope = self.user_scope
+        found: dict[str, tuple[list[bytes], list[bytes]]] = {}
+        stats: Any = None
+        rows: list[Any] = []
+        if conn is not None:
+            with self._failures("read"), self._transaction(conn, write=False):
+                if query.user_scope != scope:
+                    row = conn.execute(self._q(
+                        "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
+                    ), (scope,)).fetchone()
+                    if row is not None:
+                        raise RemoteMemoryScopeError(
+                            f"memory {row[0]} belongs to another user scope"
+                        )
+                stats = conn.execute(self._q(
+                    "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
+                    "WHERE user_scope = ?"
+                ), (scope,)).fetchone()
+                for term, run, tfs in self._blobs(conn).execute(
+                    self._q(self.TF_RUNS_OF_TERMS), (scope, self._many(query.terms))
+                ):
+                    runs_tfs = found.setdefault(term, ([], []))
+                    runs_tfs[0].append(bytes(run))
+                    runs_tfs[1].append(bytes(tfs))
+                fmt = self.RUN_FORMAT
+                every = sorted({
+                    i for runs_of, _ in found.values() for run in runs_of
+                    for i in unpack_docs(run, fmt)
+                })
+                if every:
+                    by_id = {row[0]: row for row in conn.execute(self._q(
+                        "SELECT id, tokens, content_tokens, captured_ts, memory_id "
+                        "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
+                    ), (scope, self._many(every))).fetchall()}
+                    rows = [by_id[i] for i in every]
+        searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
+        row_ids = [int(row[0]) for row in rows]
+        doc_of = {row_id: doc for doc, row_id in enumerate(row_ids)}
+        postings = []
+        for term in terms:
+            docs, freqs = _array("I"), _array("I")
+            for run, tfs in zip(*found.get(term, ([], [])), strict=True):
+                docs.extend(doc_of[i] for i in unpack_docs(run, self.RUN_FORMAT))
+                freqs.extend(iter(unpack_docs(tfs, self.RUN_FORMAT)))
+            if len(docs) != len(freqs):
+                raise RemoteMemoryCorruptionError(
+                    f"posting runs and term frequencies differ in {self._location}"
+                )
+            postings.append((docs, freqs))
+        count = len(row_ids)
+
+        def scan(docs: Sequence[int]) -> CandidateScan:
+            records: tuple[StoredMemory, ...] = ()
+            if docs:
+                reader = self._connection()
+                with self._failures("read"):
+                    records = self._bodies_of(reader, [row_ids[d] for d in docs])
+            return CandidateScan(
+                candidates=candidates_for(query, records),
+                searched_records=searched,
+                candidate_records=count,
+                retracted_records=retracted,
+                searched_token_count=tokens,
+                searched_content_token_count=content_tokens,
+            )
+
+        return LexicalPostings(
+            terms=tuple(terms),
+            postings=tuple(postings),
+            live=b"\x01" * count,
+            tokens=_array("I", (int(row[1]) for row in rows)),
+            content_tokens=_array("I", (int(row[2]) for row in rows)),
+            timestamps=[float(row[3]) for row in rows],
+            ids=[row[4] for row in rows],
+            searched_records=searched,
+            candidate_records=count,
+            retracted_records=retracted,
+            searched_token_count=tokens,
+            searched_content_token_count=content_tokens,
+            candidate_docs=lambda: range(count),
+            scan=scan,
+        )
+
+    def _backfill_term_frequencies(self, conn: Any) -> None:
+        """Schema 3 on a store written before it: each conversation's lengths and each
+        posting's term frequency, computed from the stored bodies (every scope)."""
+        last = 0
+        while True:
+            chunk = conn.execute(self._q(
+                "SELECT id, body FROM {s}records WHERE kind = 'conversation' AND id > ? "
+                "ORDER BY id LIMIT 5000"
+            ), (last,)).fetchall()
+            if not chunk:
+                break
+            last = int(chunk[-1][0])
+            updates = []
+            for row_id, body in chunk:
+                (tokens, content), = term_stats((self._parse_any(body),))
+                updates.append((len(tokens), content, row_id))
+            conn.cursor().executemany(self._q(
+                "UPDATE {s}records SET tokens = ?, content_tokens = ? WHERE id = ?"
+            ), updates)
+        fmt = self.RUN_FORMAT
+        counts: dict[int, dict[str, int]] = {}  # record id → its term frequencies
+        every = self._blobs(conn).execute(self._q(self.EVERY_RUN)).fetchall()
+        for term, run, *key in every:
+            ids = unpack_docs(bytes(run), fmt)
+            if not ids:
+                continue
+            if len(counts) > 20_000:
+                # Runs come by first id: no later run holds an id below this one's first.
+                for stale in [i for i in counts if i < ids[0]]:
+                    del counts[stale]
+            missing = [i for i in ids if i not in counts]
+            if missing:
+                for row_id, body in conn.execute(self._q(
+                    "SELECT id, body FROM {s}records WHERE id >= ? AND id <= ?"
+                ), (min(missing), max(missing))).fetchall():
+                    if int(row_id) not in counts:
+                        text = searchable_text(self._parse_any(body))
+                        tf: dict[str, int] = {}
+                        for token in index_tokens(text):
+                            tf[token] = tf.get(token, 0) + 1
+                        counts[int(row_id)] = tf
+            try:
+                tfs = pack_docs((counts[i][term] for i in ids), fmt)
+            except KeyError:
+                raise RemoteMemoryCorruptionError(
+                    f"a posting of {term!r} names a record without it in {self._location}"
+                ) from None
+            conn.execute(self._q(self.SET_TFS), (tfs, *key))
+
+    def _parse_any(self, body: str) -> StoredMemory:
+        """A stored record of any scope (a migration reads them all)."""
+        try:
+            return StoredMemory.from_dict(loads(body))
+        except (ValueError, TypeError, RemoteMemoryValidationError,
+                RemoteMemoryCorruptionError) as exc:
+            raise RemoteMemoryCorruptionError(
+                f"invalid record in {self._location}: {exc}"
+            ) from None
+
     def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """``[{"term", "records", "memory_ids"}]`` from the term index, for a notebook.
 
@@ -433,12 +597,19 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         ), (scope,))
         state = self._state(conn, batch)
         self.check_batch(batch, state)
-        rows = []
+        stats = term_stats(r for r in batch if r.kind is MemoryKind.CONVERSATION)
+        lengths = iter(stats)
+        rows: list[RecordRow] = []
         for record in batch:
             captured = record.captured_datetime
+            n_tokens: int | None = None
+            n_content: int | None = None
+            if record.kind is MemoryKind.CONVERSATION:
+                tokens, n_content = next(lengths)
+                n_tokens = len(tokens)
             rows.append((
                 record.memory_id, record.kind.value, captured.timestamp(), micros_of(captured),
-                record.retracts, record_json(record),
+                record.retracts, record_json(record), n_tokens, n_content,
             ))
         row_of = self._insert_records(conn, rows)
         if len(row_of) != len(rows):
@@ -449,7 +620,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             (row_id, record) for row_id, record in zip(row_ids, batch, strict=True)
             if record.kind is MemoryKind.CONVERSATION
         ]
-        stats = term_stats(record for _, record in conversations)
         pending = [
             (row_id, tokens) for (row_id, _), (tokens, _) in zip(conversations, stats, strict=True)
         ]
@@ -459,9 +629,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         # One run per term for the whole batch, its ids ascending (append order).
         terms = list(set(chain.from_iterable(tokens for _, tokens in pending)))
         fmt = self.RUN_FORMAT
-        runs = runs_by_term(pending, {term: n for n, term in enumerate(terms)}, fmt)
+        runs = tf_runs_by_term(pending, {term: n for n, term in enumerate(terms)}, fmt)
         if runs:
-            self._add_runs(conn, [(terms[n], unpack_docs(run[:8], fmt)[0], run) for n, run in runs])
+            self._add_runs(conn, [
+                (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs) for n, run, tfs in runs
+            ])
         # Retractions: the target leaves the postings (and the counts) in this same
         # transaction, whether it was stored before or is in this batch. Its own record
         # row stays as it was written.
@@ -496,13 +668,13 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
         scope = self.user_scope
-        for term, first_id, run in self._blobs(conn).execute(
+        for term, first_id, run, tfs in self._blobs(conn).execute(
             self._q(self.RUNS_HOLDING), (scope, self._many(terms), row_id)
         ).fetchall():
-            rest = run_without(bytes(run), row_id, self.RUN_FORMAT)
+            rest = run_and_tfs_without(bytes(run), bytes(tfs), row_id, self.RUN_FORMAT)
             if rest is None:
                 continue
-            if rest:
-                conn.execute(self._q(self.SET_RUN), (rest, scope, term, first_id))
+            if rest[0]:
+                conn.execute(self._q(self.SET_RUN), (*rest, scope, term, first_id))
             else:
                 conn.execute(self._q(self.DROP_RUN), (scope, term, first_id))

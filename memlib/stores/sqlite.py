@@ -93,11 +93,22 @@ def _postings_as_runs(conn: sqlite3.Connection) -> None:
         ids.append(record_id)
     if ids:
         runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
-    conn.executemany("INSERT INTO postings_runs VALUES (?, ?, ?)", runs)
+    conn.executemany("INSERT INTO postings_runs (term_id, first_id, docs) VALUES (?, ?, ?)", runs)
     conn.execute("DROP TABLE postings")
     conn.execute("ALTER TABLE postings_runs RENAME TO postings")
     # The top-k walk reads a large group newest first.
     conn.execute("CREATE INDEX IF NOT EXISTS records_recent ON records (user_scope, captured_ts)")
+
+
+def _term_frequency_columns(conn: sqlite3.Connection) -> None:
+    """Schema 3's columns, each added unless already there (SQLite has no IF NOT EXISTS)."""
+    for table, column, kind in (
+        ("records", "tokens", "INTEGER"),
+        ("records", "content_tokens", "INTEGER"),
+        ("postings", "tfs", "BLOB NOT NULL DEFAULT x''"),
+    ):
+        if not any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})")):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -139,6 +150,9 @@ _MIGRATIONS: tuple[Migration, ...] = (
     ),
     # 2: postings as packed runs of record ids, one row per term per batch.
     _postings_as_runs,
+    # 3: each posting's term frequency (a run parallel to docs) and each conversation's
+    # lengths, for BM25 from the index (sql.py backfills them from the bodies).
+    _term_frequency_columns,
 )
 
 
@@ -221,12 +235,21 @@ class SqliteMemoryStore(SqlMemoryStore):
     _TERM_RUNS = "FROM terms t JOIN postings p ON p.term_id = t.id WHERE t.user_scope = ?"
     RUNS_OF_TERMS = f"SELECT p.docs {_TERM_RUNS} AND t.term {{any}}"
     ALL_RUNS = f"SELECT t.term, p.docs {_TERM_RUNS} ORDER BY t.term, p.first_id"
+    TF_RUNS_OF_TERMS = (
+        f"SELECT t.term, p.docs, p.tfs {_TERM_RUNS} AND t.term {{any}} ORDER BY t.term, p.first_id"
+    )
+    EVERY_RUN = (
+        "SELECT t.term, p.docs, p.term_id, p.first_id FROM postings p "
+        "JOIN terms t ON t.id = p.term_id ORDER BY p.first_id"
+    )
+    SET_TFS = "UPDATE postings SET tfs = ? WHERE term_id = ? AND first_id = ?"
     RUNS_HOLDING = (
-        f"SELECT t.term, p.first_id, p.docs {_TERM_RUNS} AND t.term {{any}} AND p.first_id = "
+        f"SELECT t.term, p.first_id, p.docs, p.tfs {_TERM_RUNS} AND t.term {{any}} "
+        "AND p.first_id = "
         "(SELECT max(first_id) FROM postings WHERE term_id = t.id AND first_id <= ?)"
     )
     _TERM_ID = "(SELECT id FROM terms WHERE user_scope = ? AND term = ?)"
-    SET_RUN = f"UPDATE postings SET docs = ? WHERE term_id = {_TERM_ID} AND first_id = ?"
+    SET_RUN = f"UPDATE postings SET docs = ?, tfs = ? WHERE term_id = {_TERM_ID} AND first_id = ?"
     DROP_RUN = f"DELETE FROM postings WHERE term_id = {_TERM_ID} AND first_id = ?"
 
     def __init__(
@@ -393,7 +416,9 @@ class SqliteMemoryStore(SqlMemoryStore):
     ) -> dict[str, int]:
         (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM records").fetchone()
         try:
-            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            conn.executemany(
+                "INSERT INTO records (id, user_scope, memory_id, kind, captured_ts, captured_us, "
+                "retracts, body, tokens, content_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
                 (row_id, self.user_scope, *row) for row_id, row in enumerate(rows, next_id)
             ])
         except sqlite3.IntegrityError:
@@ -403,10 +428,11 @@ class SqliteMemoryStore(SqlMemoryStore):
         return {row[0]: row_id for row_id, row in enumerate(rows, next_id)}
 
     def _add_runs(self, conn: sqlite3.Connection, runs: Sequence[Run]) -> None:
-        ids = self._term_ids_of(conn, [term for term, _, _ in runs])
-        conn.executemany("INSERT INTO postings VALUES (?, ?, ?)", [
-            (ids[term], first_id, run) for term, first_id, run in runs
-        ])
+        ids = self._term_ids_of(conn, [run[0] for run in runs])
+        conn.executemany(
+            "INSERT INTO postings (term_id, first_id, docs, tfs) VALUES (?, ?, ?, ?)",
+            [(ids[term], first_id, run, tfs) for term, first_id, run, tfs in runs],
+        )
 
     def _term_ids_of(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
         """Term ids for ``terms`` in this scope, creating the missing ones (in the transaction)."""

@@ -315,9 +315,9 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert main(["--store", url, "db", "init"]) == 0
         assert main(["--store", url, "db", "status"]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "PostgreSQL schema cli_init_test: created schema version 2",
-            "PostgreSQL schema cli_init_test: schema version 2, nothing to do",
-            "PostgreSQL schema cli_init_test: schema version 2",
+            "PostgreSQL schema cli_init_test: created schema version 3",
+            "PostgreSQL schema cli_init_test: schema version 3, nothing to do",
+            "PostgreSQL schema cli_init_test: schema version 3",
         ]
         store = open_store(url, user_id="alice", clock=fixed_clock())
         store.append_many(sample_records())
@@ -329,8 +329,8 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["--store", db, "db", "init"]) == 0
     assert main(["--store", db, "db", "init"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SQLite store: created schema version 2",
-        "SQLite store: schema version 2, nothing to do",
+        "SQLite store: created schema version 3",
+        "SQLite store: schema version 3, nothing to do",
     ]
 
 
@@ -367,9 +367,9 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
         conn.cursor().executemany("INSERT INTO upgrade_test.postings VALUES (%s, %s, %s)", pairs)
         conn.execute("UPDATE upgrade_test.meta SET value = '1' WHERE key = 'schema_version'")
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 1, need 2"):
+        with pytest.raises(RemoteMemoryError, match="version 1, need 3"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (1, 2)
+        assert init_store_schema(url)[1:] == (1, 3)
         reopened = open_store(url, user_id="alice")
         engine = RecallEngine(reopened)
         after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
@@ -415,7 +415,7 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     assert after == before
     version = sqlite3.connect(path).execute(
         "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("2",)
+    assert version == ("3",)
     reopened.close()
 
 
@@ -441,3 +441,127 @@ def test_sqlite_posting_rows_are_the_jsonl_index(tmp_path: Path) -> None:
     asked = ["layered", "memory", "nope"]
     assert sqlite.posting_rows(asked) == live(jsonl.index.posting_rows(asked), keep_empty=True)
     sqlite.close()
+
+
+# -- schema 3: term frequencies and lengths for BM25 from the index ----------------------
+
+_BM25_QUERIES = ("layered memory", "sqlite persistence", "分层", "the memory of the store",
+                 "the of")
+
+
+def _bm25_recalls(store: MemoryStore) -> list[str]:
+    return [
+        RecallEngine(store, ranker=ranker).recall(
+            q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        for ranker in ("bm25", "bm25+stopwords") for q in _BM25_QUERIES
+    ]
+
+
+def _reference_bm25_recalls(store: MemoryStore) -> list[str]:
+    from memlib.rank import rank_scored_candidates
+    from memlib.rankers import get_ranker
+    from memlib.result import RecallResult
+
+    out = []
+    for name in ("bm25", "bm25+stopwords"):
+        for q in _BM25_QUERIES:
+            ranker = get_ranker(name)
+            query = normalize_recall_query(q, user_scope=store.user_scope, limit=5,
+                                           query_id="q", issued_at=SAMPLE_AS_OF)
+            scan = scan_recall_candidates(query, store.read_all())
+            breakdowns = ranker.score_candidates(query, scan, as_of=SAMPLE_AS_OF)
+            hits = rank_scored_candidates(query, list(zip(scan.candidates, breakdowns,
+                                                          strict=True)))
+            out.append(RecallResult(query, hits, scan.searched_records, scan.candidate_records,
+                                    scan.retracted_records).to_json())
+    return out
+
+
+def _load_for_bm25(store: MemoryStore) -> None:
+    records = sample_records()
+    store.append_many(records)
+    store.append_many([
+        {**records[0], "memory_id": f"extra-{i}", "content": text, "summary": "the memory"}
+        for i, text in enumerate(("memory memory memory of the store", "the of the of",
+                                  "layered layered memory", "persistence the sqlite"))
+    ])
+    store.retract("conversation-002", reason="wrong", source=records[0]["source"])
+    store.retract("extra-1", reason="wrong", source=records[0]["source"])
+
+
+def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path) -> None:
+    """Version 2 had no term frequencies nor lengths; opening it computes them from the
+    bodies, and bm25 recalls from the index are byte-identical before and after."""
+    import sqlite3
+
+    from memlib.stores.base import LexicalScanning
+
+    path = tmp_path / "v2.db"
+    store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
+    _load_for_bm25(store)
+    assert isinstance(store, LexicalScanning)
+    before = _bm25_recalls(store)
+    assert before == _reference_bm25_recalls(store)
+    store.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    tfs_before = sorted(conn.execute("SELECT term_id, first_id, tfs FROM postings").fetchall())
+    lengths_before = conn.execute(
+        "SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall()
+    assert tfs_before and all(tfs for _, _, tfs in tfs_before)
+    # Back to version 2, as the previous memlib wrote it.
+    conn.executescript(
+        "ALTER TABLE postings DROP COLUMN tfs; ALTER TABLE records DROP COLUMN tokens;"
+        "ALTER TABLE records DROP COLUMN content_tokens;"
+        "UPDATE memlib_meta SET value = '2' WHERE key = 'schema_version';"
+    )
+    conn.close()
+    reopened = open_store(f"sqlite:{path}", user_id="alice")
+    assert _bm25_recalls(reopened) == before
+    reopened.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute(
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("3",)
+    assert sorted(conn.execute("SELECT term_id, first_id, tfs FROM postings")) == tfs_before
+    assert conn.execute(
+        "SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall() == lengths_before
+    conn.close()
+
+
+def test_db_init_upgrades_a_version_2_postgresql_schema(pg_dsn: str) -> None:  # noqa: F811
+    """``memlib db init`` computes version 3's term frequencies and lengths from the
+    bodies; bm25 recalls are byte-identical before and after."""
+    from support.pgserver import drop_schema
+
+    from memlib.stores.admin import init_store_schema
+
+    url = f"{pg_dsn}?schema=upgrade_tf_test"
+    try:
+        init_store_schema(url)
+        store = open_store(url, user_id="alice", clock=fixed_clock())
+        _load_for_bm25(store)
+        before = _bm25_recalls(store)
+        assert before == _reference_bm25_recalls(store)
+        conn = store._connection()  # type: ignore[attr-defined]
+        tfs_query = "SELECT user_scope, term, first_id, tfs FROM upgrade_tf_test.postings"
+        lengths_query = (
+            "SELECT id, tokens, content_tokens FROM upgrade_tf_test.records ORDER BY id"
+        )
+        tfs_before = sorted(conn.cursor(binary=True).execute(tfs_query).fetchall())
+        lengths_before = conn.execute(lengths_query).fetchall()
+        assert tfs_before and all(tfs for *_, tfs in tfs_before)
+        conn.execute("ALTER TABLE upgrade_tf_test.postings DROP COLUMN tfs")
+        conn.execute("ALTER TABLE upgrade_tf_test.records DROP COLUMN tokens, "
+                     "DROP COLUMN content_tokens")
+        conn.execute("UPDATE upgrade_tf_test.meta SET value = '2' WHERE key = 'schema_version'")
+        store.close()
+        with pytest.raises(RemoteMemoryError, match="version 2, need 3"):
+            open_store(url, user_id="alice").read_all()
+        assert init_store_schema(url)[1:] == (2, 3)
+        reopened = open_store(url, user_id="alice")
+        assert _bm25_recalls(reopened) == before
+        conn = reopened._connection()  # type: ignore[attr-defined]
+        assert sorted(conn.cursor(binary=True).execute(tfs_query).fetchall()) == tfs_before
+        assert conn.execute(lengths_query).fetchall() == lengths_before
+        reopened.close()
+    finally:
+        drop_schema(pg_dsn, "upgrade_tf_test")

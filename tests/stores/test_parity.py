@@ -342,37 +342,54 @@ def _lexical_answers_match(
                                  HealthCheck.data_too_large])
 @given(corpus=lexical_corpora(), numpy_path=st.booleans())
 def test_lexical_rankers_from_the_index_match_the_reference(
-    workdir: Path, corpus: dict[str, Any], numpy_path: bool
+    workdir: Path, backends: dict[str, Any], corpus: dict[str, Any], numpy_path: bool
 ) -> None:
-    """bm25 / bm25+stopwords from the JSONL index's postings (term frequencies, lengths)
-    give the reference's ``to_json()``: writer, a new reader, and a reader loaded from
-    the index file; numpy or plain Python."""
+    """bm25 / bm25+stopwords from the index's postings (term frequencies, lengths) give
+    the reference's ``to_json()``: the JSONL writer, a new reader, and a reader loaded
+    from the index file; SQLite and PostgreSQL writers and new readers; numpy or plain
+    Python."""
     from memlib.stores.jsonl import RemoteMemoryStore
 
     user = f"user-{uuid.uuid4().hex}"
     path = workdir / user / "records.jsonl"
     writer = RemoteMemoryStore(path, user_id=user, clock=fixed_clock())
+    sql_writers = {name: store for name, store in
+                   _open_all(workdir, backends, user, clock=fixed_clock()).items()
+                   if name != "jsonl"}
+    sql_readers = {f"{name} reader": store for name, store in
+                   _open_all(workdir, backends, user).items() if name != "jsonl"}
     saved = postings_module.NUMPY_MIN_POSTINGS
     postings_module.NUMPY_MIN_POSTINGS = 0 if numpy_path else 10**9
     try:
         load(writer, corpus)
+        for store in sql_writers.values():
+            load(store, corpus)
         stores: dict[str, MemoryStore] = {"writer": writer,
-                                          "reader": RemoteMemoryStore(path, user_id=user)}
+                                          "reader": RemoteMemoryStore(path, user_id=user),
+                                          **sql_writers, **sql_readers}
         if corpus["items"] and writer.write_index_file():
             stores["from index file"] = RemoteMemoryStore(path, user_id=user)
         _lexical_answers_match(stores, writer, corpus["queries"])
     finally:
         postings_module.NUMPY_MIN_POSTINGS = saved
+        for store in (*sql_writers.values(), *sql_readers.values()):
+            store.close()
 
 
-def test_lexical_rankers_large_corpus_many_ties(workdir: Path) -> None:
+def test_lexical_rankers_large_corpus_many_ties(
+    workdir: Path, backends: dict[str, Any]
+) -> None:
     """Thousands of records, repeated texts (ties on every key), stopwords, retractions:
-    the numpy top-k with its margin and the plain-Python path both give the reference."""
+    the numpy top-k with its margin and the plain-Python path both give the reference,
+    from the JSONL index file and from SQLite and PostgreSQL."""
     from memlib.stores.jsonl import RemoteMemoryStore
 
     user = f"user-{uuid.uuid4().hex}"
     path = workdir / user / "records.jsonl"
     store = RemoteMemoryStore(path, user_id=user, clock=fixed_clock())
+    sql_stores = {name: other for name, other in
+                  _open_all(workdir, backends, user, clock=fixed_clock()).items()
+                  if name != "jsonl"}
     start = datetime(2026, 1, 1, tzinfo=UTC)
     words = ("memory", "layered", "the", "记忆", "of", "design", "sqlite")
     items = []
@@ -383,11 +400,12 @@ def test_lexical_rankers_large_corpus_many_ties(workdir: Path) -> None:
             "source": {"source_id": f"s{i}", "source_type": "t", "title": "t",
                        "captured_at": (start + timedelta(hours=i % 41)).isoformat()},
         })
-    store.append_many(items)
-    for target in ("r00007", "r00100", "r02499"):
-        store.retract(target, reason="x", source={
-            "source_id": "r", "source_type": "t", "title": "t",
-            "captured_at": "2026-08-01T00:00:00Z"})
+    for target_store in (store, *sql_stores.values()):
+        target_store.append_many(items)
+        for target in ("r00007", "r00100", "r02499"):
+            target_store.retract(target, reason="x", source={
+                "source_id": "r", "source_type": "t", "title": "t",
+                "captured_at": "2026-08-01T00:00:00Z"})
     store.write_index_file()
     queries = [(text, limit, datetime(2026, 1, 2, tzinfo=UTC))
                for text in ("memory", "memory layered the", "记忆 of", "the", "the of",
@@ -398,7 +416,10 @@ def test_lexical_rankers_large_corpus_many_ties(workdir: Path) -> None:
         for threshold in (0, 10**9):
             postings_module.NUMPY_MIN_POSTINGS = threshold
             _lexical_answers_match(
-                {"writer": store, "from index file": RemoteMemoryStore(path, user_id=user)},
+                {"writer": store, "from index file": RemoteMemoryStore(path, user_id=user),
+                 **sql_stores},
                 store, queries)
     finally:
         postings_module.NUMPY_MIN_POSTINGS = saved
+        for other in sql_stores.values():
+            other.close()
