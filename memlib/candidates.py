@@ -67,9 +67,9 @@ class LexicalPostings:
     the reference cuts from ``searchable_text`` with ``tokenize_all``); ``timestamps``
     (``captured_at.timestamp()``) and ``ids`` give stage 4's tie-breaks. The counts are
     the ones ``scan_candidates`` reports. ``candidate_docs()`` lists every candidate of
-    the query (all of ``query.terms``, not only the scoring ones), ascending; ``scan(docs)``
-    is a ``CandidateScan`` of exactly those docs' candidates, in that order, with the
-    counts of the whole scan.
+    the query (all of ``query.terms``, not only the scoring ones), ascending;
+    ``candidates_of(docs)`` reads and builds those docs' candidates only, so that
+    ``scan(docs)`` parses the hits and nothing else.
     """
 
     terms: tuple[str, ...]
@@ -85,7 +85,19 @@ class LexicalPostings:
     searched_token_count: int
     searched_content_token_count: int
     candidate_docs: Callable[[], Sequence[int]]
-    scan: Callable[[Sequence[int]], CandidateScan]
+    candidates_of: Callable[[Sequence[int]], tuple[RecallCandidate, ...]]
+
+    def scan(self, docs: Sequence[int]) -> CandidateScan:
+        """A ``CandidateScan`` of exactly ``docs``' candidates, in that order, with the
+        counts of the whole scan."""
+        return CandidateScan(
+            candidates=self.candidates_of(docs),
+            searched_records=self.searched_records,
+            candidate_records=self.candidate_records,
+            retracted_records=self.retracted_records,
+            searched_token_count=self.searched_token_count,
+            searched_content_token_count=self.searched_content_token_count,
+        )
 
 
 def searchable_text(record: StoredMemory) -> str:

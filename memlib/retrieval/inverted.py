@@ -472,20 +472,6 @@ def lexical_from_index(
     """``LexicalPostings`` of ``terms`` (the query's scoring terms) answered from ``index``."""
     postings, tfs = index.postings, index.tfs
     empty = array("I")
-    candidate_count = index.candidate_count(query.terms)
-    searched, retracted = index.searched, index.retracted_conversations
-    token_count, content_token_count = index.token_count, index.content_token_count
-
-    def scan(docs: Sequence[int]) -> CandidateScan:
-        return CandidateScan(
-            candidates=candidates_for(query, load(docs)),
-            searched_records=searched,
-            candidate_records=candidate_count,
-            retracted_records=retracted,
-            searched_token_count=token_count,
-            searched_content_token_count=content_token_count,
-        )
-
     return LexicalPostings(
         terms=tuple(terms),
         postings=tuple((postings.get(t, empty), tfs.get(t, empty)) for t in terms),
@@ -494,11 +480,11 @@ def lexical_from_index(
         content_tokens=index.content_tokens,
         timestamps=index.timestamps,
         ids=index.ids,
-        searched_records=searched,
-        candidate_records=candidate_count,
-        retracted_records=retracted,
-        searched_token_count=token_count,
-        searched_content_token_count=content_token_count,
+        searched_records=index.searched,
+        candidate_records=index.candidate_count(query.terms),
+        retracted_records=index.retracted_conversations,
+        searched_token_count=index.token_count,
+        searched_content_token_count=index.content_token_count,
         candidate_docs=lambda: index.candidate_docs(query.terms),
-        scan=scan,
+        candidates_of=lambda docs: candidates_for(query, load(docs)),
     )

@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from typing import Any, ClassVar
 
-from ..candidates import CandidateScan, LexicalPostings, searchable_text
+from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
 from ..errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryDuplicateError,
@@ -449,20 +449,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             postings.append((docs, freqs))
         count = len(row_ids)
 
-        def scan(docs: Sequence[int]) -> CandidateScan:
-            records: tuple[StoredMemory, ...] = ()
-            if docs:
-                reader = self._connection()
-                with self._failures("read"):
-                    records = self._bodies_of(reader, [row_ids[d] for d in docs])
-            return CandidateScan(
-                candidates=candidates_for(query, records),
-                searched_records=searched,
-                candidate_records=count,
-                retracted_records=retracted,
-                searched_token_count=tokens,
-                searched_content_token_count=content_tokens,
-            )
+        def candidates_of(docs: Sequence[int]) -> tuple[RecallCandidate, ...]:
+            if not docs:
+                return ()
+            reader = self._connection()
+            with self._failures("read"):
+                return candidates_for(query, self._bodies_of(reader, [row_ids[d] for d in docs]))
 
         return LexicalPostings(
             terms=tuple(terms),
@@ -478,7 +470,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             searched_token_count=tokens,
             searched_content_token_count=content_tokens,
             candidate_docs=lambda: range(count),
-            scan=scan,
+            candidates_of=candidates_of,
         )
 
     def _backfill_term_frequencies(self, conn: Any) -> None:
