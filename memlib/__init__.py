@@ -16,6 +16,7 @@ from .errors import (
     RemoteMemoryStorageError,
     RemoteMemoryUnsafePathError,
     RemoteMemoryValidationError,
+    RemoteMemoryVectorModelError,
 )
 from .normalize import RecallQuery, normalize_recall_query
 from .rank import stable_rank_recall_candidates
@@ -58,4 +59,5 @@ __all__ = [
     "RemoteMemoryCorruptionError",
     "RemoteMemoryUnsafePathError",
     "RemoteMemoryStorageError",
+    "RemoteMemoryVectorModelError",
 ]

@@ -20,6 +20,12 @@ users may write, in a folder likewise) is never repaired: ``repair_torn_tail`` r
 Checking follows no link and opens nothing that could block (a FIFO at the path or
 the lock is reported, not read), and reads every line with memlib's bounded JSON
 parser, so a line nested a thousand deep is one more problem, not a crash.
+
+The derived files beside the log are reported, never counted as problems of the store:
+the index file (``rebuild_index_file``) and the vectors file, whose rows are checked
+against the log as a reader checks them (``vector_lines``); ``repair_vectors_file``
+rewrites it keeping only the rows in use. ``vector_state_of`` and ``describe_vectors``
+report the stored vectors of any ``VectorStoring`` store.
 """
 
 from __future__ import annotations
@@ -32,16 +38,21 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from .records import MemoryKind, StoredMemory, user_scope_for
 from .safejson import loads
+from .stores.base import VectorStoring
 from .stores.files import check_path, open_private
 from .stores.jsonl import RemoteMemoryStore, pending_batch_offset
 from .stores.jsonl_index import IndexState, index_path_for, inspect_index
+from .stores.jsonl_vectors import VectorFileState, vectors_path_for
+from .vectors import VectorState
 
 __all__ = [
-    "check_store", "repair_torn_tail", "rebuild_index_file", "DoctorReport", "Problem",
+    "check_store", "repair_torn_tail", "rebuild_index_file", "repair_vectors_file",
+    "vector_lines", "vector_state_of", "describe_vectors", "DoctorReport", "Problem",
     "RepairError",
 ]
 
@@ -73,6 +84,10 @@ class DoctorReport:
     # The index file beside the log (derived: its state is never a problem of the store).
     index: IndexState | None = None
     scope: str | None = None  # the scope the index file was checked against
+    # The vectors file beside the log, and the vectors in use (derived, like the index).
+    vectors_file: VectorFileState | None = None
+    vectors: VectorState | None = None
+    vectors_unchecked: str = ""  # why the vectors could not be checked
 
     @property
     def healthy(self) -> bool:
@@ -284,6 +299,10 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
             "removes it after writing a backup)",
         )
     _check_index(report, path, user_id)
+    conversation = MemoryKind.CONVERSATION
+    searched = sum(1 for kind in kinds.values() if kind is conversation) - sum(
+        1 for target in retracted if kinds[target] is conversation)
+    _check_vectors(report, searched)
     return report
 
 
@@ -302,6 +321,82 @@ def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
         )
     finally:
         os.close(fd)
+
+
+def _reader(report: DoctorReport) -> RemoteMemoryStore:
+    """A store reading the log as any reader would, that writes no index file."""
+    assert report.scope is not None
+    store = RemoteMemoryStore.for_scope(report.path, report.scope)
+    store.INDEX_WRITE_MIN = store.INDEX_WRITE_ALWAYS = 1 << 62  # checking changes nothing
+    return store
+
+
+def _check_vectors(report: DoctorReport, searched: int) -> None:
+    vectors_path = Path(vectors_path_for(str(report.path)))
+    if not os.path.lexists(vectors_path):
+        # Nothing to check against the log: no store is opened (a big log without an
+        # index file would be read a second time for nothing).
+        report.vectors_file = VectorFileState("absent")
+        report.vectors = VectorState(None, 0, 0, searched)
+        return
+    if report.scope is None:
+        report.vectors_unchecked = "the log's user scope is not known"
+        return
+    store = _reader(report)
+    try:
+        report.vectors_file = store.vectors_file_state()
+        report.vectors = vector_state_of(store)
+    except RemoteMemoryError as exc:
+        report.vectors_unchecked = _describe(exc)
+
+
+def vector_state_of(store: Any) -> VectorState | None:
+    """The stored vectors of any store that keeps them (``VectorStoring``), else None."""
+    return store.vector_state() if isinstance(store, VectorStoring) else None
+
+
+def describe_vectors(state: VectorState) -> str:
+    """``vectors: 1,190 stored, 12 missing (MODEL, 384 dimensions)``."""
+    if state.model is None:
+        return f"vectors: none stored, {state.missing} records without one"
+    return (f"vectors: {state.stored} stored, {state.missing} missing ({state.model}, "
+            f"{state.dimension} dimensions)")
+
+
+def vector_lines(report: DoctorReport) -> list[str]:
+    """The report's lines about the vectors file and the vectors, in doctor's style."""
+    lines: list[str] = []
+    state = report.vectors_file
+    if state is not None and (state.status != "absent" or not report.vectors_unchecked):
+        detail = {
+            "absent": "absent",
+            "fresh": f"fresh ({state.rows} rows, {state.model}, {state.dimension} dimensions)",
+            "unreadable": f"unreadable, not used: {state.reason}",
+        }.get(state.status)
+        if detail is None:
+            unused = state.rows - state.used
+            torn = f", and a torn last row of {state.torn_bytes} bytes" if state.torn_bytes else ""
+            damaged = f", {state.damaged} of them damaged" if state.damaged else ""
+            detail = (f"{unused} of {state.rows} rows not used (not matching the log"
+                      f"{damaged}){torn}; --repair drops them")
+        lines.append(f"vectors file: {detail}")
+    if report.vectors_unchecked:
+        lines.append(f"vectors: not checked: {report.vectors_unchecked}")
+    elif report.vectors is not None:
+        lines.append(describe_vectors(report.vectors))
+    return lines
+
+
+def repair_vectors_file(report: DoctorReport) -> tuple[int, int] | None:
+    """Rewrite a stale vectors file keeping only the rows in use, or remove an unreadable
+    one, under the store's lock: ``(rows kept, rows dropped)``; None when nothing to do."""
+    state = report.vectors_file
+    if report.scope is None or state is None or state.status in ("absent", "fresh"):
+        return None
+    try:
+        return _reader(report).repair_vectors_file()
+    except RemoteMemoryError as exc:
+        raise RepairError(_describe(exc)) from None
 
 
 def rebuild_index_file(report: DoctorReport) -> bool:

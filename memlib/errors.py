@@ -14,6 +14,7 @@ __all__ = [
     "RemoteMemoryCorruptionError",
     "RemoteMemoryUnsafePathError",
     "RemoteMemoryStorageError",
+    "RemoteMemoryVectorModelError",
 ]
 
 
@@ -52,3 +53,8 @@ class RemoteMemoryStorageError(RemoteMemoryError):
 
     The store is left as it was before the failed write; the message names the cause.
     """
+
+
+class RemoteMemoryVectorModelError(RemoteMemoryError):
+    """The store's vectors were made by another embedding model (or dimension); the
+    message names both and the command that rebuilds them."""

@@ -15,7 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..doctor import DoctorReport, RepairError, check_store, rebuild_index_file, repair_torn_tail
+from ..doctor import (
+    DoctorReport,
+    RepairError,
+    check_store,
+    rebuild_index_file,
+    repair_torn_tail,
+    repair_vectors_file,
+    vector_lines,
+)
 from ..errors import RemoteMemoryError
 
 __all__ = ["cmd_doctor", "register"]
@@ -58,6 +66,8 @@ def _print_report(report: DoctorReport) -> None:
             "absent": "absent",
         }[index.status]
         out.write(f"index file: {detail}\n")
+    for line in vector_lines(report):
+        out.write(line + "\n")
     if report.healthy:
         out.write("status: healthy\n")
     else:
@@ -72,6 +82,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if user_id is not None and not user_id.strip():
             raise RepairError("--user must not be empty")
         report = check_store(path, user_id=user_id)
+        repaired_any = False
         if args.repair and report.torn_bytes:
             repaired = repair_torn_tail(path)
             if repaired is not None:
@@ -79,12 +90,23 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
                                  f"first copied to {backup}\n")
             report = check_store(path, user_id=user_id)
+            repaired_any = True
         elif args.repair and report.index is not None and report.index.status != "fresh" and (
             rebuild_index_file(report)
         ):
             sys.stdout.write("repaired: rebuilt the index file from the log\n")
             report = check_store(path, user_id=user_id)
-        elif args.repair:
+            repaired_any = True
+        # After a torn tail is cut: the rows of the records cut go with it.
+        if args.repair and (done := repair_vectors_file(report)) is not None:
+            kept, dropped = done
+            sys.stdout.write(
+                f"repaired: rewrote the vectors file, kept {kept} rows, dropped {dropped}\n"
+                if kept or dropped else "repaired: removed an unreadable vectors file\n"
+            )
+            report = check_store(path, user_id=user_id)
+            repaired_any = True
+        if args.repair and not repaired_any:
             sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")
         _print_report(report)
     except RepairError as exc:
@@ -105,7 +127,8 @@ def register(subparsers: Any) -> None:
             "Check a JSONL records file and report every problem without changing "
             "anything. Exit 0 when healthy, 1 when not. With --repair, a torn tail (a "
             "last line without a newline) is cut after the whole file is copied to a "
-            "backup next to it; nothing else is ever changed. The global --user also "
+            "backup next to it, a stale index file is rebuilt and the vectors file keeps "
+            "only the rows that match the log; no record is ever changed. The global --user also "
             "checks that every record belongs to that user's scope."
         ),
     )

@@ -19,9 +19,13 @@ from typing import Any
 
 from ..errors import RemoteMemoryError
 
-__all__ = ["EmbeddingModel", "get_embedding_model", "embeddings_available", "MODEL_NAME"]
+__all__ = [
+    "EmbeddingModel", "HashingEmbedder", "get_embedder", "get_embedding_model",
+    "embedder_names", "embeddings_available", "MODEL_NAME", "DIMENSION",
+]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+DIMENSION = 384
 _CACHE_SIZE = 50_000
 _SMALL_BATCH = 4
 _lock = threading.Lock()
@@ -42,6 +46,7 @@ class EmbeddingModel:
     """Unit-length float32 vectors (numpy) for texts, cached by text."""
 
     name = MODEL_NAME
+    dimension = DIMENSION
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -70,7 +75,7 @@ class EmbeddingModel:
         self._cache: OrderedDict[str, Any] = OrderedDict()
 
     def encode(self, texts: Sequence[str]) -> Any:
-        """A ``(len(texts), 384)`` numpy array of L2-normalised vectors."""
+        """A ``(len(texts), DIMENSION)`` numpy array of L2-normalised vectors."""
         import numpy as np
 
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -94,7 +99,7 @@ class EmbeddingModel:
             for text, vector in zip(missing, vectors, strict=True):
                 self._cache[text] = vector.astype(np.float32)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, DIMENSION), dtype=np.float32)
         result = np.stack([self._cache[t] for t in texts])
         while len(self._cache) > _CACHE_SIZE:  # oldest first; bounded memory
             self._cache.popitem(last=False)
@@ -108,3 +113,62 @@ def get_embedding_model() -> EmbeddingModel:
         if _model is None:
             _model = EmbeddingModel()
         return _model
+
+
+class HashingEmbedder:
+    """A small embedder with no model: character trigrams of each word hashed into
+    ``dimension`` buckets, L2-normalised (needs numpy only).
+
+    It knows no meaning — "car" and "automobile" are unrelated to it — so it is no
+    substitute for the sentence model. It is exact and instant, which is what tests of
+    storing, retracting and searching vectors need, and it runs where torch is absent.
+    """
+
+    def __init__(self, dimension: int = 64) -> None:
+        self.dimension = dimension
+        self.name = f"memlib-hashing-{dimension}"
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import hashlib
+
+        import numpy as np
+
+        from ..terms import normalize_text, terms_of_normalized
+
+        matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in terms_of_normalized(normalize_text(text)):
+                padded = f"<{word}>"
+                for i in range(max(1, len(padded) - 2)):
+                    digest = hashlib.blake2b(padded[i : i + 3].encode(), digest_size=8).digest()
+                    bucket = int.from_bytes(digest[:4], "little") % self.dimension
+                    matrix[row, bucket] += 1.0 if digest[4] & 1 else -1.0
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms > 0, norms, 1.0)
+
+
+_HASHING_PREFIX = "memlib-hashing-"
+
+
+def embedder_names() -> tuple[str, ...]:
+    """Names ``get_embedder`` knows (``memlib-hashing-N`` for any N ≥ 8)."""
+    return (MODEL_NAME, f"{_HASHING_PREFIX}64")
+
+
+def get_embedder(name: str) -> Any:
+    """The embedder recorded as ``name`` with a store's vectors (``minilm`` and
+    ``hashing`` are short names for the two kinds)."""
+    from ..errors import RemoteMemoryValidationError
+
+    key = name.strip()
+    if key.lower() in (MODEL_NAME.lower(), "minilm"):
+        return get_embedding_model()
+    if key.lower() == "hashing":
+        return HashingEmbedder()
+    if key.startswith(_HASHING_PREFIX) and key[len(_HASHING_PREFIX):].isdigit():
+        dimension = int(key[len(_HASHING_PREFIX):])
+        if dimension >= 8:
+            return HashingEmbedder(dimension)
+    raise RemoteMemoryValidationError(
+        f"unknown embedder {name!r}; known: {', '.join(embedder_names())} (or minilm, hashing)"
+    )

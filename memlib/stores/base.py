@@ -5,10 +5,16 @@ validated batch atomically while it holds its own lock or transaction. The rules
 what may be written (ids, duplicates, retractions) live here, once, so every backend
 refuses exactly the same things with exactly the same messages.
 
-Three capabilities are optional, each declared as its own protocol so that a caller
+Four capabilities are optional, each declared as its own protocol so that a caller
 asks ``isinstance(store, TopScanning)`` instead of probing for a method: a bounded
 top-k scan (``TopScanning``), postings with term frequencies for a lexical ranker
-(``LexicalScanning``) and an id look-up that reads no records (``IdLookup``).
+(``LexicalScanning``), an id look-up that reads no records (``IdLookup``) and stored
+embeddings for dense retrieval (``VectorStoring``).
+
+A store opened with an ``embedder`` embeds the conversation records of every batch
+before it takes its lock (embedding is slow; the lock is not held for it) and hands the
+vectors to ``_append_batch`` with the batch; the backend keeps them with the records
+and drops a record's vector when the batch retracts it (``vectors.py``).
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from ..records import (
     record_from_item,
     user_scope_for,
 )
+from ..vectors import DenseScores, Embedder, VectorState, pack
 
 __all__ = [
-    "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "BaseMemoryStore",
+    "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "VectorStoring",
+    "BaseMemoryStore",
     "IndexedMemoryStore", "StoreState", "Clock",
     "latest_profile_of", "make_private_folders",
 ]
@@ -111,6 +119,45 @@ class IdLookup(Protocol):
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]: ...
 
 
+@runtime_checkable
+class VectorStoring(Protocol):
+    """Embeddings kept with the records (``vectors.py``).
+
+    Only searched (not retracted) conversation records of the store's scope have a
+    vector; the first vectors written fix the store's model and dimension, and another
+    model's are refused (``RemoteMemoryVectorModelError``) until ``drop_vectors``.
+    """
+
+    embedder: Embedder | None
+
+    def vector_state(self) -> VectorState:
+        """The model of the stored vectors, how many there are, how many are missing."""
+        ...
+
+    def dense_scores(
+        self, query: RecallQuery, vector: Any, *, model: str, dimension: int
+    ) -> DenseScores:
+        """Dot product of ``vector`` with every stored vector of a searched record."""
+        ...
+
+    def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
+        """Up to ``limit`` searched conversation records with no vector, oldest first."""
+        ...
+
+    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+        """Store packed vectors of searched conversation records; ids that are not
+        (unknown, retracted, profile) are skipped. Returns how many were stored."""
+        ...
+
+    def drop_vectors(self) -> int:
+        """Remove every vector and the recorded model; returns how many were removed."""
+        ...
+
+    def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
+        """The scope's records of those ids that exist, in the order asked."""
+        ...
+
+
 class StoreState(Protocol):
     """What the write rules need to know about the records already stored."""
 
@@ -159,10 +206,13 @@ class BaseMemoryStore:
 
     backend = "base"
 
-    def __init__(self, *, user_id: str, clock: Clock | None = None) -> None:
+    def __init__(
+        self, *, user_id: str, clock: Clock | None = None, embedder: Embedder | None = None
+    ) -> None:
         self._user_id = user_id
         self._user_scope = user_scope_for(user_id)
         self._clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.embedder = embedder
 
     @property
     def user_scope(self) -> str:
@@ -232,8 +282,23 @@ class BaseMemoryStore:
         if duplicates:
             raise RemoteMemoryDuplicateError(duplicates)
 
-    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+    def _append_batch(
+        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
+    ) -> None:
+        """Write ``batch`` atomically; ``vectors`` (memory_id → packed vector, made by
+        ``self.embedder``) are kept with their records, and a retraction in the batch
+        removes its target's vector."""
         raise NotImplementedError
+
+    def _vectors_of(self, batch: Sequence[StoredMemory]) -> dict[str, bytes] | None:
+        """The batch's conversation records embedded by ``self.embedder`` (None without one)."""
+        if self.embedder is None:
+            return None
+        records = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
+        if not records:
+            return {}
+        matrix = self.embedder.encode([r.content for r in records])
+        return {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)}
 
     # -- the public surface -------------------------------------------------------
 
@@ -246,7 +311,7 @@ class BaseMemoryStore:
         # append_many((item,))[0], without the batch plumbing: an agent's durable
         # append is timed against a bare write+fsync.
         record = self._record(item, self._now())
-        self._append_batch((record,))
+        self._append_batch((record,), self._vectors_of((record,)))
         return record
 
     def append_many(self, items: Iterable[Mapping[str, Any]]) -> tuple[StoredMemory, ...]:
@@ -254,7 +319,7 @@ class BaseMemoryStore:
         stored_at = self._now()
         batch = tuple(self._record(item, stored_at) for item in items)
         if batch:
-            self._append_batch(batch)
+            self._append_batch(batch, self._vectors_of(batch))
         return batch
 
     def retract(

@@ -15,17 +15,25 @@ an inverted index ``term → records`` (``memlib.retrieval``) and each record's 
 Both are brought up to date from the appended tail only, so neither an append nor a
 recall costs O(records). Full records are parsed again from their offsets when a recall
 needs them, and the whole list is kept only once someone asks for ``read_all()``.
+
+A store opened with an ``embedder`` keeps each conversation record's vector in a
+derived file beside the log (``jsonl_vectors``): rows appended under the lock right
+after the log's append, used only when the index holds a searched record whose line
+has the row's digest, the file rewritten without a record's row when it is retracted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import zlib
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import compress, islice
 from pathlib import Path
+from typing import Any
 
 from ..candidates import CandidateScan, LexicalPostings
 from ..errors import (
@@ -39,9 +47,27 @@ from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..safejson import loads as load_json
+from ..vectors import DenseScores, Embedder, VectorState, check_model
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
 from .jsonl_index import IndexImage, index_path_for, read_index, write_index
+from .jsonl_vectors import (
+    Header,
+    Matched,
+    NumpyMissing,
+    Unreadable,
+    VectorFileState,
+    VectorTable,
+    append_rows,
+    encode_header,
+    fsync_folder,
+    line_digest,
+    pack_row,
+    read_header,
+    replace_file,
+    require_numpy,
+    vectors_path_for,
+)
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
@@ -67,8 +93,8 @@ class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
 
     __slots__ = (
-        "covered", "crc", "extras", "identity", "index", "lines", "offset", "parsed", "records",
-        "starts",
+        "covered", "crc", "digests", "extras", "identity", "index", "lines", "offset", "parsed",
+        "records", "starts",
     )
 
     # Records parsed for recalls are kept for the next one, up to this many: a
@@ -82,15 +108,20 @@ class _Cache:
         self.lines = 0
         self.index = InvertedIndex()  # ids, kinds, retractions, postings
         self.starts = array("Q")  # byte offset of each record's line
+        self.digests = array("Q")  # each record's line digest (what a vector row names)
         self.records: list[StoredMemory] | None = None  # only once read_all() is asked
         self.extras: list[StoredMemory] = []  # profiles and retractions, in order
         self.parsed: dict[int, StoredMemory] = {}  # doc → record, see PARSED_MAX
         self.crc = 0  # CRC-32 of the bytes consumed (the index file names it)
         self.covered = 0  # lines the index file on disk covers (as far as we know)
 
-    def add_many(self, records: Sequence[StoredMemory], sizes: Iterable[int]) -> None:
-        """Take ``records``, whose lines of ``sizes`` bytes (``\\n`` included) follow."""
+    def add_many(
+        self, records: Sequence[StoredMemory], sizes: Iterable[int], digests: Iterable[int]
+    ) -> None:
+        """Take ``records``, whose lines of ``sizes`` bytes (``\\n`` included) and
+        ``digests`` (``line_digest``) follow."""
         self.index.add_many(records)
+        self.digests.extend(digests)
         start = self.offset
         for size in sizes:
             self.starts.append(start)
@@ -124,15 +155,20 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     backend = "jsonl"
 
-    def __init__(self, path: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None):
-        super().__init__(user_id=user_id, clock=clock)
+    def __init__(
+        self, path: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None,
+        embedder: Embedder | None = None,
+    ):
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         # The strings the system calls take (a Path converts itself on every call).
         self._path = os.fspath(self.path)
         self._lock_path = os.fspath(self.lock_path)
         self._folder = os.path.dirname(self._path)
+        self._vectors_path = vectors_path_for(self._path)
         self._cache = _Cache()
+        self._vectors = VectorTable()
 
     def __repr__(self) -> str:
         return f"RemoteMemoryStore(user_scope={self.user_scope!r})"
@@ -230,6 +266,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.lines = cache.covered = image.covered_lines
         cache.crc = image.log_crc
         cache.starts = image.sections["starts"]
+        cache.digests = image.sections["digests"]
         kinds = cache.index.kinds
         cache.extras = self._read_docs(cache, [d for d, k in enumerate(kinds) if k])
         return cache
@@ -257,6 +294,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.covered = cache.lines
         counters, sections = cache.index.packed()
         sections["starts"] = cache.starts
+        sections["digests"] = cache.digests
         image = IndexImage(
             scope=self.user_scope, covered_bytes=cache.offset, covered_lines=cache.lines,
             log_crc=cache.crc, counters=counters, sections=sections,
@@ -354,7 +392,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
         seen: set[str] = set()
         known = cache.index.doc_of
         line_number = cache.lines
-        for raw in data.split(b"\n")[:-1]:
+        raws = data.split(b"\n")[:-1]
+        for raw in raws:
             line_number += 1
             record = self._parse_line(raw, line_number)
             if record.memory_id in known or record.memory_id in seen:
@@ -366,7 +405,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         # Only now, with every new line valid, does the cache move on: a reader that
         # met a bad line raises again next time instead of skipping it.
         cache.crc = zlib.crc32(data, cache.crc)
-        cache.add_many(parsed, [len(raw) + 1 for raw in data.split(b"\n")[:-1]])
+        cache.add_many(parsed, [len(raw) + 1 for raw in raws], map(line_digest, raws))
 
     def _parse_line(self, raw: bytes, line_number: int) -> StoredMemory:
         try:
@@ -463,6 +502,274 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """The inverted index, up to date with the file (for teaching and tests)."""
         return self._refresh().index
 
+    # -- stored vectors (``jsonl_vectors``): derived, checked, never trusted blindly ------
+
+    @property
+    def vectors_path(self) -> Path:
+        """The vectors file beside the log (``records.jsonl.vectors``)."""
+        return Path(self._vectors_path)
+
+    def _vector_table(self) -> VectorTable:
+        """The vectors file as it is now (what this store read of it is kept)."""
+        self._vectors = VectorTable.load(self._vectors_path, self.user_scope, self._vectors)
+        return self._vectors
+
+    @staticmethod
+    def _matched(cache: _Cache, table: VectorTable) -> Matched:
+        index = cache.index
+        # Live flags change only by retraction: lines and retractions name the index.
+        key = (cache, cache.lines, len(index.retracted))
+        return table.matched(key, cache.digests, index.kinds, index.live, index.ids)
+
+    def vector_state(self) -> VectorState:
+        """``VectorStoring``: the model of the vectors file, rows in use, records without."""
+        cache = self._refresh()
+        searched = cache.index.searched
+        table = self._vector_table()
+        if table.header is None:
+            return VectorState(None, 0, 0, searched)
+        stored = len(self._matched(cache, table).rows)
+        return VectorState(table.header.model, table.header.dimension, stored, searched - stored)
+
+    def dense_scores(
+        self, query: RecallQuery, vector: Any, *, model: str, dimension: int
+    ) -> DenseScores:
+        """``VectorStoring``: ``vector``'s dot product with every searched record's vector.
+
+        Warm, one matrix-vector product over the rows this store holds in memory (a
+        strided view of the file's bytes, never copied); cold, one read of the file.
+        """
+        cache = self._refresh()
+        cache.index.check_scope(query, self.user_scope)
+        np = require_numpy()
+        table = self._vector_table()
+        searched = cache.index.searched
+        if table.header is None:
+            return DenseScores((), np.zeros(0, dtype=np.float32), searched)
+        check_model(table.header.model, table.header.dimension, _Model(model, dimension))
+        query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query_vector.shape[0] != dimension:
+            raise RemoteMemoryValidationError(
+                f"the query vector has {query_vector.shape[0]} dimensions, not {dimension}"
+            )
+        matched = self._matched(cache, table)
+        return DenseScores(
+            matched.ids, table.scores(matched, query_vector), searched - len(matched.rows)
+        )
+
+    def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
+        """``VectorStoring``: searched conversation records with no row in use, in log order."""
+        cache = self._refresh()
+        if limit <= 0:
+            return ()
+        live = cache.index.live  # 1: a searched conversation record
+        table = self._vector_table()
+        if table.header is None:
+            docs = list(islice(compress(range(len(live)), live), limit))
+        else:
+            np = require_numpy()
+            wanted = np.frombuffer(live, dtype=np.uint8) == 1  # a copy: live may grow
+            wanted[self._matched(cache, table).docs] = False
+            docs = np.flatnonzero(wanted)[:limit].tolist()
+        return tuple(self._load_docs(cache, docs))
+
+    def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
+        """``VectorStoring``: the scope's records of those ids that exist, in the order
+        asked; only their lines are parsed."""
+        cache = self._refresh()
+        known = cache.index.doc_of
+        return self._load_docs(cache, [known[m] for m in memory_ids if m in known])
+
+    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+        """``VectorStoring``: keep vectors of searched conversation records; the others
+        are skipped. Appended, or the file rewritten when one replaces a stored vector."""
+        if not isinstance(model, str) or not model:
+            raise RemoteMemoryValidationError("model must be a non-empty string")
+        if type(dimension) is not int or not 0 < dimension <= 1 << 16:
+            raise RemoteMemoryValidationError(f"dimension must be 1 to 65536: {dimension!r}")
+        _check_sizes(vectors, dimension, model)
+        if not vectors or not self._refresh().lines:
+            return 0
+        with self._locked():
+            cache = self._refresh()
+            table = self._vector_table()
+            header = table.header
+            if header is not None:
+                check_model(header.model, header.dimension, _Model(model, dimension))
+            index = cache.index
+            rows: dict[int, bytes] = {}
+            for memory_id, packed in vectors.items():
+                doc = index.doc_of.get(memory_id)
+                if doc is not None and index.live[doc]:
+                    rows[doc] = pack_row(doc, cache.digests[doc], bytes(packed), dimension)
+            if not rows:
+                return 0
+            if header is None:
+                made = Header(self.user_scope, model, dimension)
+                replace_file(self._vectors_path, [encode_header(made), *rows.values()])
+                self._vectors = VectorTable()  # read back when next asked
+                return len(rows)
+            np = require_numpy()
+            matched = self._matched(cache, table)
+            if bool(np.isin(matched.docs, list(rows)).any()):
+                table.rewrite(self._vectors_path, table.kept(matched, list(rows)),
+                              list(rows.values()))
+            else:
+                self._append_rows(header, table.start, list(rows.values()))
+            return len(rows)
+
+    def drop_vectors(self) -> int:
+        """``VectorStoring``: remove the vectors file; how many vectors in use it held."""
+        with self._locked():
+            cache = self._refresh()
+            try:
+                table = self._vector_table()
+                dropped = 0 if table.header is None else len(self._matched(cache, table).rows)
+            except NumpyMissing:
+                dropped = 0
+            self._remove_vectors_file()
+            return dropped
+
+    def vectors_file_state(self) -> VectorFileState:
+        """The vectors file against the log, for ``memlib doctor`` (writes nothing)."""
+        cache = self._refresh()
+        table = self._vector_table()
+        return table.state(None if table.header is None else self._matched(cache, table))
+
+    def repair_vectors_file(self) -> tuple[int, int] | None:
+        """Rewrite the vectors file keeping only the rows in use: ``(kept, dropped)``.
+
+        An unreadable file is removed (``(0, 0)``); None when there is nothing to do.
+        """
+        with self._locked():
+            cache = self._refresh()
+            table = self._vector_table()
+            if not table.present:
+                return None
+            if table.header is None:
+                self._remove_vectors_file()
+                return 0, 0
+            matched = self._matched(cache, table)
+            if len(matched.rows) == table.count and not table.torn:
+                return None
+            count = table.count
+            table.rewrite(self._vectors_path, matched.rows)
+            return len(matched.rows), count - len(matched.rows)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock, as a writer of the log takes it (no pending batch is cut:
+        ``_refresh`` reads around one, and the next writer of the log cuts it)."""
+        lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock_fd)
+
+    def _vectors_header(self) -> tuple[Header, int] | None:
+        """The vectors file's header and where its rows begin; None if absent or unreadable
+        (its rows then go into a new file). A link or foreign file there is refused."""
+        try:
+            fd = open_private(self._vectors_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            return read_header(fd, self.user_scope)
+        except Unreadable:
+            return None
+        finally:
+            os.close(fd)
+
+    def _vectors_before_write(
+        self, cache: _Cache, vectors: Mapping[str, bytes] | None, targets: Sequence[str]
+    ) -> tuple[Header, int] | None:
+        """Under the lock, before the log is written: refuse another model's vectors, then
+        take every retracted record's vector out of the file. A retraction acknowledged
+        has left no trace of the vector; one whose log write then fails has cost its
+        record a vector, which ``missing`` reports and backfill makes again."""
+        found = self._vectors_header()
+        if vectors is not None:
+            embedder = self.embedder
+            assert embedder is not None  # ``_vectors_of`` embeds only with one
+            if found is not None:
+                check_model(found[0].model, found[0].dimension, embedder)
+            _check_sizes(vectors, embedder.dimension, embedder.name)
+        if targets:
+            try:
+                found = self._retract_vectors(cache, targets)
+            except OSError as exc:
+                error = failure(f"cannot write {self._vectors_path}", exc)
+                raise type(error)(f"{error}; nothing of this write was kept") from None
+        return found
+
+    def _retract_vectors(self, cache: _Cache, targets: Sequence[str]) -> tuple[Header, int] | None:
+        try:
+            table = self._vector_table()
+        except NumpyMissing:
+            # Its rows cannot be told apart here: the whole file goes, nothing of the
+            # retracted record's vector stays behind.
+            self._remove_vectors_file()
+            return None
+        if not table.present:
+            return None
+        if table.header is None:
+            self._remove_vectors_file()  # unreadable: whose bytes are whose is unknown
+            return None
+        header = table.header
+        docs = [d for d in map(cache.index.doc_of.get, targets) if d is not None]
+        matched = self._matched(cache, table)
+        clean = len(matched.rows) == table.count and not table.torn
+        np = require_numpy()
+        # A row not in use could still hold the vector (a damaged doc field): a file
+        # that is not clean is rewritten too, with the rows in use only.
+        if docs and (not clean or bool(np.isin(matched.docs, docs).any())):
+            table.rewrite(self._vectors_path, table.kept(matched, docs))
+        return header, table.start
+
+    def _vectors_after_write(
+        self, cache: _Cache, batch: Sequence[StoredMemory], first: int,
+        vectors: Mapping[str, bytes], found: tuple[Header, int] | None,
+    ) -> None:
+        """Under the lock, the log written: append the batch's rows (never before: no
+        vector without its record)."""
+        embedder = self.embedder
+        assert embedder is not None
+        live = cache.index.live
+        rows = [
+            pack_row(doc, cache.digests[doc], vectors[record.memory_id], embedder.dimension)
+            for doc, record in enumerate(batch, first)
+            if live[doc] and record.memory_id in vectors
+        ]
+        if not rows:
+            return
+        try:
+            if found is None:
+                header = Header(self.user_scope, embedder.name, embedder.dimension)
+                replace_file(self._vectors_path, [encode_header(header), *rows])
+            else:
+                self._append_rows(found[0], found[1], rows)
+        except (OSError, RemoteMemoryError):
+            # The records are written and acknowledged; their vectors are derived, so
+            # failing here costs vectors only, which ``missing`` reports until backfill.
+            pass
+
+    def _append_rows(self, header: Header, start: int, rows: Sequence[bytes]) -> None:
+        fd = open_private(self._vectors_path, os.O_WRONLY | os.O_APPEND)
+        try:
+            append_rows(fd, start, header.row_bytes, rows)
+        finally:
+            os.close(fd)
+
+    def _remove_vectors_file(self) -> None:
+        try:
+            os.unlink(self._vectors_path)
+        except FileNotFoundError:
+            pass
+        else:
+            fsync_folder(self._folder)
+        self._vectors = VectorTable()
+
     # -- writing --------------------------------------------------------------------
 
     def _open(self, path: str, flags: int, *, make_folders: bool = False) -> int:
@@ -484,9 +791,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
             ) from None
         return self._open(path, flags)
 
-    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+    def _append_batch(
+        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
+    ) -> None:
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
+        targets = [r.retracts for r in batch if r.kind is MemoryKind.RETRACTION and r.retracts]
         # The records file is looked at before the lock is made, so that a write
         # refused for an unsafe records file leaves no new lock file behind either.
         try:
@@ -515,14 +825,21 @@ class RemoteMemoryStore(IndexedMemoryStore):
                     # A torn tail from a writer that died before fsync returned.
                     os.ftruncate(fd, cache.offset)
                 self.check_batch(batch, cache)
+                header = None
+                if vectors is not None or targets:
+                    header = self._vectors_before_write(cache, vectors, targets)
                 self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
                 cache.crc = zlib.crc32(payload, cache.crc)
-                cache.add_many(batch, map(len, lines))
+                first = cache.lines
+                cache.add_many(batch, map(len, lines),
+                               [line_digest(memoryview(line)[:-1]) for line in lines])
             except OSError as exc:
                 error = failure(f"cannot write {self.path}", exc)
                 raise type(error)(f"{error}; nothing of this write was kept") from None
             finally:
                 os.close(fd)
+            if vectors:
+                self._vectors_after_write(cache, batch, first, vectors, header)
         finally:
             os.close(lock_fd)  # closing the descriptor releases the flock
 
@@ -559,3 +876,26 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise
         if several:
             self._note_pending(lock_fd, None)
+
+
+class _Model:
+    """A model's name and dimension, as ``check_model`` compares them."""
+
+    def __init__(self, name: str, dimension: int) -> None:
+        self.name = name
+        self.dimension = dimension
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        raise NotImplementedError
+
+
+def _check_sizes(vectors: Mapping[str, bytes], dimension: int, model: str) -> None:
+    """Every packed vector is ``dimension`` float32: a row of another size would shift
+    every row after it."""
+    size = 4 * dimension
+    for memory_id, packed in vectors.items():
+        if len(packed) != size:
+            raise RemoteMemoryValidationError(
+                f"the vector of {memory_id} has {len(packed)} bytes, not {size} "
+                f"({model}: {dimension} float32)"
+            )

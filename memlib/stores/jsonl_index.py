@@ -1,7 +1,8 @@
 """The JSONL index file: a reader's index, persisted beside the log (docs/contract.md).
 
 ``records.jsonl.index`` holds what a reader builds from the log (the id set, kinds,
-retractions, times, per-record term counts, byte offsets and the postings) as packed
+retractions, times, per-record term counts, byte offsets, line digests and the
+postings) as packed
 arrays, so that a new process loads it with one read instead of parsing every line.
 The log stays the one source of truth: the index file names the prefix of the log it
 covers and is used only when that prefix is provably the one it was built from;
@@ -50,13 +51,14 @@ __all__ = [
 ]
 
 MAGIC = b"MEMLIBIX"
-FORMAT = 2
+FORMAT = 3
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
 _PREFIX = len(MAGIC) + 8
-# The sections of version 2 (1 had no "tfs": each posting's term frequency, parallel to
-# "postings"), with their array type codes ("B": raw bytes, "s": UTF-8
+# The sections of version 3 (1 had no "tfs": each posting's term frequency, parallel to
+# "postings"; 2 had no "digests": each record's line digest, which the vectors file's
+# rows are checked against), with their array type codes ("B": raw bytes, "s": UTF-8
 # strings joined by "\n").
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "s"),
@@ -72,6 +74,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("term_ends", "Q"),
     ("postings", "I"),
     ("tfs", "I"),
+    ("digests", "Q"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
 
@@ -211,7 +214,7 @@ def read_index(
             at += (nbytes + 7) & ~7
         n = int(header["covered_lines"])
         for name in ("ids", "kinds", "live", "timestamps", "micros", "tokens",
-                     "content_tokens", "starts"):
+                     "content_tokens", "starts", "digests"):
             if len(sections[name]) != n:
                 raise _Invalid("its sections disagree on the number of records")
         if len(sections["terms"]) != len(sections["term_ends"]):

@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..errors import RemoteMemoryError, RemoteMemoryStorageError, RemoteMemoryValidationError
+from ..vectors import Embedder
 from .sql import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
@@ -104,6 +105,22 @@ _MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE {s}records ADD COLUMN IF NOT EXISTS tokens integer, "
         "ADD COLUMN IF NOT EXISTS content_tokens integer",
         "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS tfs bytea NOT NULL DEFAULT ''::bytea",
+    ),
+    # Version 4: stored embeddings, one row per searched conversation record that has
+    # one, and per scope the model of its vectors, a counter that every write touching
+    # them bumps (what tells a process its cached matrix is stale) and one that
+    # drop_vectors bumps (what tells a backfill to start over).
+    (
+        """CREATE TABLE IF NOT EXISTS {s}vectors (
+            record_id  bigint PRIMARY KEY REFERENCES {s}records (id),
+            user_scope text NOT NULL,
+            vector     bytea NOT NULL           -- dimension little-endian float32
+        )""",
+        "CREATE INDEX IF NOT EXISTS vectors_scope ON {s}vectors (user_scope, record_id)",
+        "ALTER TABLE {s}scope_stats ADD COLUMN IF NOT EXISTS vector_model text, "
+        "ADD COLUMN IF NOT EXISTS vector_dimension integer NOT NULL DEFAULT 0, "
+        "ADD COLUMN IF NOT EXISTS vector_changes bigint NOT NULL DEFAULT 0, "
+        "ADD COLUMN IF NOT EXISTS vector_resets bigint NOT NULL DEFAULT 0",
     ),
 )
 
@@ -236,10 +253,10 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     def __init__(
         self, url: str, *, user_id: str, clock: Clock | None = None, schema: str | None = None,
-        connect_timeout: float = 10, connection: Any = None,
+        connect_timeout: float = 10, connection: Any = None, embedder: Embedder | None = None,
     ) -> None:
         """``connection``: an open autocommit psycopg connection to share (not closed here)."""
-        super().__init__(user_id=user_id, clock=clock)
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self._dsn, from_url = split_url(url)
         self.schema = _check_schema_name(schema or from_url or DEFAULT_SCHEMA)
         self.schema_label = f"PostgreSQL schema {self.schema}"
@@ -379,6 +396,15 @@ class PostgresMemoryStore(SqlMemoryStore):
             params,
         ).fetchall()
         return {memory_id: row_id for row_id, memory_id in inserted}
+
+    def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
+        scope = self.user_scope
+        with conn.cursor().copy(
+            f"COPY {self.schema}.vectors (record_id, user_scope, vector) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["int8", "text", "bytea"])
+            for row_id, blob in rows:
+                copy.write_row((row_id, scope, blob))
 
     def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
         scope = self.user_scope

@@ -20,13 +20,23 @@ of its terms' runs — a record retracted in the same batch too — and add to t
 A recall reads its terms' runs, counts matches itself and looks up only the records
 the bounded top-k walk needs. Every query of a scope's rows names the scope in its
 ``WHERE`` clause.
+
+Schema 4 keeps embeddings (``vectors.py``) in ``vectors``: one row per searched
+conversation record that has one (``record_id`` is its ``records.id``), the packed
+float32 vector as a blob, the scope in the row. ``scope_stats`` holds the model and
+dimension of the scope's vectors, ``vector_changes``, a counter that every write
+touching the scope's vectors bumps in its transaction, and ``vector_resets``, bumped by
+``drop_vectors``. A store object keeps the scope's vectors as one numpy matrix and
+reuses it while ``vector_changes`` (one small row, read by any process) has not moved.
+An append's vectors go in with its records, in its transaction; a retraction deletes
+its target's vector in the same transaction.
 """
 
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from array import array as _array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from typing import Any, ClassVar
@@ -57,13 +67,14 @@ from ..retrieval import (
     unpack_docs,
 )
 from ..safejson import loads
+from ..vectors import DenseScores, Embedder, VectorState, check_model, unpack
 from .base import Clock, IndexedMemoryStore, latest_profile_of
 
 __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
 # a function of the connection for what SQL alone cannot say.
@@ -93,6 +104,28 @@ def driver_error(
     if cause is not None:
         return RemoteMemoryStorageError(text)
     return RemoteMemoryError(text)
+
+
+class _Model:
+    """A model named by the caller (``put_vectors``, ``dense_scores``), as ``check_model``
+    compares it with the stored one."""
+
+    def __init__(self, name: str, dimension: int) -> None:
+        self.name = name
+        self.dimension = dimension
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        raise NotImplementedError
+
+
+def _check_sizes(vectors: Mapping[str, bytes], dimension: int) -> None:
+    size = 4 * dimension
+    for memory_id, blob in vectors.items():
+        if len(blob) != size:
+            raise RemoteMemoryValidationError(
+                f"vector of {memory_id} has {len(blob)} bytes, not {size} "
+                f"({dimension} float32)"
+            )
 
 
 class _State:
@@ -146,10 +179,17 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     _prefix = ""  # "{s}": what table names are qualified with
     _location: str  # where the records are, for a corruption message
 
-    def __init__(self, *, user_id: str, clock: Clock | None = None) -> None:
-        super().__init__(user_id=user_id, clock=clock)
+    def __init__(
+        self, *, user_id: str, clock: Clock | None = None, embedder: Embedder | None = None
+    ) -> None:
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self._conn: Any = None
         self._sql: dict[str, str] = {}
+        # The scope's vectors as dense_scores last read them: ((changes, model,
+        # dimension), memory_ids, matrix), reused while scope_stats says the same.
+        self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any] | None = None
+        # (vector_resets, record id): records_without_vectors found none before that id.
+        self._unvectored_from: tuple[int, int] | None = None
 
     # -- dialect: connection, transactions, errors -----------------------------------------
 
@@ -211,6 +251,16 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _blobs(self, conn: Any) -> Any:
         """Where to run a query whose rows hold runs (PostgreSQL reads them in binary)."""
         return conn
+
+    def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Insert ``(record id, packed vector)`` rows of records this batch wrote."""
+        conn.cursor().executemany(self._q(
+            "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"
+        ), [(row_id, self.user_scope, blob) for row_id, blob in rows])
+
+    def _vectors_deleted(self, conn: Any) -> None:
+        """Called after a commit that deleted vectors: what the database keeps of them
+        elsewhere (SQLite's write-ahead log) goes too."""
 
     # -- the algorithm ---------------------------------------------------------------------
 
@@ -322,6 +372,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}"
             ), (self.user_scope, self._many(memory_ids))).fetchall()
         return {row[0] for row in rows}
+
+    def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
+        """The scope's records of those of ``memory_ids`` that exist, in the order asked."""
+        conn = self._connection()
+        if conn is None or not memory_ids:
+            return []
+        with self._failures("read"):
+            rows = conn.execute(self._q(
+                "SELECT memory_id, body FROM {s}records WHERE user_scope = ? AND memory_id {any}"
+            ), (self.user_scope, self._many(set(memory_ids)))).fetchall()
+        found = {memory_id: self._parse(body) for memory_id, body in rows}
+        return [found[m] for m in memory_ids if m in found]
 
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         conn = self._connection()
@@ -473,6 +535,187 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             candidates_of=candidates_of,
         )
 
+    # -- stored embeddings (VectorStoring) ---------------------------------------------------
+
+    def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
+        if query.user_scope != self.user_scope:
+            row = conn.execute(self._q(
+                "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
+            ), (self.user_scope,)).fetchone()
+            if row is not None:
+                raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+
+    def _vector_stats(self, conn: Any) -> tuple[int, str | None, int, int]:
+        """``(searched, model, dimension, changes)`` of the scope (zeros: none yet)."""
+        row = conn.execute(self._q(
+            "SELECT searched, vector_model, vector_dimension, vector_changes "
+            "FROM {s}scope_stats WHERE user_scope = ?"
+        ), (self.user_scope,)).fetchone()
+        if row is None:
+            return 0, None, 0, 0
+        return int(row[0]), row[1], int(row[2]), int(row[3])
+
+    def vector_state(self) -> VectorState:
+        """The model of the scope's vectors, how many there are, how many are missing."""
+        conn = self._connection()
+        if conn is None:
+            return VectorState(None, 0, 0, 0)
+        with self._failures("read"), self._transaction(conn, write=False):
+            searched, model, dimension, _ = self._vector_stats(conn)
+            (stored,) = conn.execute(self._q(
+                "SELECT count(*) FROM {s}vectors WHERE user_scope = ?"
+            ), (self.user_scope,)).fetchone()
+        return VectorState(model, dimension, int(stored), searched - int(stored))
+
+    def dense_scores(
+        self, query: RecallQuery, vector: Any, *, model: str, dimension: int
+    ) -> DenseScores:
+        """Dot product of ``vector`` with every stored vector of the scope's searched
+        records. Warm, this reads one row of ``scope_stats``: the matrix read last time
+        is reused while no write has touched the scope's vectors since."""
+        import numpy as np
+
+        wanted = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if wanted.shape != (dimension,):
+            raise RemoteMemoryValidationError(
+                f"query vector has {wanted.size} dimensions, not {dimension}"
+            )
+        conn = self._connection()
+        if conn is None:
+            return DenseScores((), np.zeros(0, dtype=np.float32), 0)
+        asked = _Model(model, dimension)
+        with self._failures("read"):
+            self._check_query_scope(conn, query)
+            searched, stored_model, stored_dimension, changes = self._vector_stats(conn)
+            if stored_model is None:
+                return DenseScores((), np.zeros(0, dtype=np.float32), searched)
+            check_model(stored_model, stored_dimension, asked)
+            cached = self._dense
+            if cached is None or cached[0] != (changes, stored_model, stored_dimension):
+                with self._transaction(conn, write=False):  # the counter and its vectors
+                    searched, stored_model, stored_dimension, changes = self._vector_stats(conn)
+                    if stored_model is None:  # dropped in between
+                        return DenseScores((), np.zeros(0, dtype=np.float32), searched)
+                    check_model(stored_model, stored_dimension, asked)
+                    cached = self._load_vectors(conn, stored_model, stored_dimension, changes)
+        _, ids, matrix = cached
+        scores = matrix @ wanted if ids else np.zeros(0, dtype=np.float32)
+        return DenseScores(ids, scores, searched - len(ids))
+
+    def _load_vectors(
+        self, conn: Any, model: str, dimension: int, changes: int
+    ) -> tuple[tuple[int, str, int], tuple[str, ...], Any]:
+        """The scope's vectors as one matrix, kept as ``self._dense``."""
+        ids: list[str] = []
+        packed = bytearray()  # the matrix's own buffer: no second copy of every vector
+        for memory_id, blob in self._blobs(conn).execute(self._q(
+            "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
+            "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
+        ), (self.user_scope,)):
+            ids.append(memory_id)
+            packed += blob
+        try:
+            matrix = unpack(memoryview(packed), dimension)
+        except RemoteMemoryError:
+            matrix = None
+        if matrix is None or len(matrix) != len(ids):
+            raise RemoteMemoryCorruptionError(
+                f"stored vectors are not of {dimension} dimensions in {self._location}"
+            )
+        self._dense = ((changes, model, dimension), tuple(ids), matrix)
+        return self._dense
+
+    def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
+        """Up to ``limit`` searched conversation records with no vector, oldest first."""
+        conn = self._connection()
+        if conn is None or limit <= 0:
+            return ()
+        with self._transaction(conn, write=False):
+            row = conn.execute(self._q(
+                "SELECT vector_resets FROM {s}scope_stats WHERE user_scope = ?"
+            ), (self.user_scope,)).fetchone()
+            resets = int(row[0]) if row else 0
+            # A backfill asks again and again: start where the last answer started.
+            # Every record before it had a vector then and still has one unless
+            # drop_vectors ran (it bumps vector_resets) or it was retracted (and left);
+            # a scope's new records always take higher ids (its writers queue).
+            hint = self._unvectored_from
+            start = hint[1] if hint is not None and hint[0] == resets else 0
+            rows = conn.execute(self._q(
+                "SELECT r.id, r.body FROM {s}records r WHERE r.user_scope = ? "
+                "AND r.id >= ? AND r.kind = 'conversation' "
+                "AND NOT EXISTS (SELECT 1 FROM {s}vectors v WHERE v.record_id = r.id) "
+                "AND NOT EXISTS (SELECT 1 FROM {s}records t "
+                "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id) "
+                "ORDER BY r.id LIMIT ?"
+            ), (self.user_scope, start, limit)).fetchall()
+        if rows:
+            self._unvectored_from = (resets, int(rows[0][0]))
+        return tuple(self._parse(body) for _, body in rows)
+
+    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+        """Store packed vectors of the scope's searched conversation records, replacing
+        any they had; other ids are skipped. Returns how many were stored."""
+        if not model or dimension <= 0:
+            raise RemoteMemoryValidationError("a vector model needs a name and a dimension")
+        _check_sizes(vectors, dimension)
+        conn = self._connection()
+        if conn is None:
+            return 0  # no store yet: no record to hold a vector
+        with self._transaction(conn, write=True):
+            self._claim_scope(conn)
+            _, stored_model, stored_dimension, _ = self._vector_stats(conn)
+            check_model(stored_model, stored_dimension, _Model(model, dimension))
+            if not vectors:
+                return 0
+            rows = conn.execute(self._q(
+                "SELECT r.id, r.memory_id FROM {s}records r WHERE r.user_scope = ? "
+                "AND r.kind = 'conversation' AND r.memory_id {any} "
+                "AND NOT EXISTS (SELECT 1 FROM {s}records t "
+                "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
+            ), (self.user_scope, self._many(vectors))).fetchall()
+            if not rows:
+                return 0
+            conn.cursor().executemany(self._q(
+                "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT (record_id) DO UPDATE SET vector = excluded.vector"
+            ), [(row_id, self.user_scope, vectors[memory_id]) for row_id, memory_id in rows])
+            self._vectors_changed(conn, None if stored_model else (model, dimension))
+        return len(rows)
+
+    def drop_vectors(self) -> int:
+        """Remove every vector of the scope and its recorded model."""
+        conn = self._connection()
+        if conn is None:
+            return 0
+        with self._transaction(conn, write=True):
+            self._claim_scope(conn)
+            dropped = conn.execute(self._q(
+                "DELETE FROM {s}vectors WHERE user_scope = ?"
+            ), (self.user_scope,)).rowcount
+            conn.execute(self._q(
+                "UPDATE {s}scope_stats SET vector_model = NULL, vector_dimension = 0, "
+                "vector_changes = vector_changes + 1, vector_resets = vector_resets + 1 "
+                "WHERE user_scope = ?"
+            ), (self.user_scope,))
+        self._dense = None
+        if dropped:
+            self._vectors_deleted(conn)
+        return int(dropped)
+
+    def _vectors_changed(self, conn: Any, model: tuple[str, int] | None) -> None:
+        """Bump the scope's change counter; record ``model`` when it is the first."""
+        if model is None:
+            conn.execute(self._q(
+                "UPDATE {s}scope_stats SET vector_changes = vector_changes + 1 "
+                "WHERE user_scope = ?"
+            ), (self.user_scope,))
+        else:
+            conn.execute(self._q(
+                "UPDATE {s}scope_stats SET vector_changes = vector_changes + 1, "
+                "vector_model = ?, vector_dimension = ? WHERE user_scope = ?"
+            ), (*model, self.user_scope))
+
     def _backfill_term_frequencies(self, conn: Any) -> None:
         """Schema 3 on a store written before it: each conversation's lengths and each
         posting's term frequency, computed from the stored bodies (every scope)."""
@@ -559,10 +802,21 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+    def _append_batch(
+        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
+    ) -> None:
         conn = self._connection(create=True)
         with self._transaction(conn, write=True):
-            self._write(conn, batch)
+            deleted = self._write(conn, batch, vectors)
+        if deleted:
+            self._vectors_deleted(conn)
+
+    def _claim_scope(self, conn: Any) -> None:
+        """Create the scope's stats row or lock it: writers of one scope queue here."""
+        conn.execute(self._q(
+            "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
+            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
+        ), (self.user_scope,))
 
     def _state(self, conn: Any, batch: Sequence[StoredMemory]) -> _State:
         ids = self._many({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
@@ -580,13 +834,24 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 state.rows[memory_id] = (row_id, body)
         return state
 
-    def _write(self, conn: Any, batch: Sequence[StoredMemory]) -> None:
+    def _write(
+        self, conn: Any, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None
+    ) -> int:
+        """Write ``batch`` (and its ``vectors``) in the open transaction; returns how many
+        stored vectors its retractions deleted."""
         scope = self.user_scope
-        # Creates the scope's row or locks it: writers of one scope queue here.
-        conn.execute(self._q(
-            "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
-            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
-        ), (scope,))
+        self._claim_scope(conn)
+        new_model: tuple[str, int] | None = None
+        if vectors is not None:
+            # Before anything of the batch is written: another model's vectors never
+            # join the scope's.
+            if self.embedder is None:
+                raise RemoteMemoryValidationError("vectors need the store's embedder")
+            _, stored_model, stored_dimension, _ = self._vector_stats(conn)
+            check_model(stored_model, stored_dimension, self.embedder)
+            _check_sizes(vectors, self.embedder.dimension)
+            if stored_model is None:
+                new_model = (self.embedder.name, self.embedder.dimension)
         state = self._state(conn, batch)
         self.check_batch(batch, state)
         stats = term_stats(r for r in batch if r.kind is MemoryKind.CONVERSATION)
@@ -633,6 +898,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             record.memory_id: (row_id, record)
             for row_id, record in zip(row_ids, batch, strict=True)
         }
+        retracted_here: set[str] = set()  # conversations of this batch it retracts too
+        retracted_before: list[int] = []  # row ids of stored conversations it retracts
         for record in batch:
             if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
                 continue
@@ -646,6 +913,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 continue
             if target_record.kind is not MemoryKind.CONVERSATION:
                 continue
+            if target in in_batch:
+                retracted_here.add(target)
+            else:
+                retracted_before.append(row_id)
             target_terms, n_tokens, n_content = record_stats(target_record)
             self._drop_from_runs(conn, target_terms, row_id)
             d_searched -= 1
@@ -656,6 +927,22 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
             "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?"
         ), (d_searched, d_retracted, d_tokens, d_content, scope))
+        # Vectors: the batch's searched conversations gain theirs; the stored records it
+        # retracts lose theirs, in this transaction.
+        added = [
+            (row_id, vectors[record.memory_id]) for row_id, record in conversations
+            if vectors and record.memory_id in vectors and record.memory_id not in retracted_here
+        ]
+        if added:
+            self._add_vectors(conn, added)
+        deleted = 0
+        if retracted_before:
+            deleted = int(conn.execute(self._q(
+                "DELETE FROM {s}vectors WHERE user_scope = ? AND record_id {any}"
+            ), (scope, self._many(retracted_before))).rowcount)
+        if added or deleted:
+            self._vectors_changed(conn, new_model if added else None)
+        return deleted
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""

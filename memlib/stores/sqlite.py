@@ -29,7 +29,7 @@ import os
 import sqlite3
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import RemoteMemoryError, RemoteMemoryStorageError, RemoteMemoryValidationError
 from ..records import StoredMemory
 from ..retrieval import pack_docs, unpack_docs
+from ..vectors import Embedder
 from .base import make_private_folders
 from .files import DIR_MODE, check_folder, check_path, open_private
 from .sql import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
@@ -111,6 +112,26 @@ def _term_frequency_columns(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
+def _vector_tables(conn: sqlite3.Connection) -> None:
+    """Schema 4: stored embeddings and, per scope, their model and change counter."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS vectors ("
+        "record_id INTEGER PRIMARY KEY REFERENCES records (id), "
+        "user_scope TEXT NOT NULL, "
+        "vector BLOB NOT NULL)"  # dimension little-endian float32
+    )
+    # A scope's vectors in record order (the rowid is the index's last column).
+    conn.execute("CREATE INDEX IF NOT EXISTS vectors_scope ON vectors (user_scope)")
+    for column, kind in (
+        ("vector_model", "TEXT"),
+        ("vector_dimension", "INTEGER NOT NULL DEFAULT 0"),
+        ("vector_changes", "INTEGER NOT NULL DEFAULT 0"),
+        ("vector_resets", "INTEGER NOT NULL DEFAULT 0"),
+    ):
+        if not any(row[1] == column for row in conn.execute("PRAGMA table_info(scope_stats)")):
+            conn.execute(f"ALTER TABLE scope_stats ADD COLUMN {column} {kind}")
+
+
 # Each entry upgrades the schema from version i to i + 1.
 _MIGRATIONS: tuple[Migration, ...] = (
     (
@@ -153,6 +174,8 @@ _MIGRATIONS: tuple[Migration, ...] = (
     # 3: each posting's term frequency (a run parallel to docs) and each conversation's
     # lengths, for BM25 from the index (sql.py backfills them from the bodies).
     _term_frequency_columns,
+    # 4: stored embeddings (sql.py's "stored embeddings").
+    _vector_tables,
 )
 
 
@@ -254,9 +277,9 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     def __init__(
         self, url: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None,
-        busy_timeout: float = 30.0,
+        busy_timeout: float = 30.0, embedder: Embedder | None = None,
     ) -> None:
-        super().__init__(user_id=user_id, clock=clock)
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self.path = sqlite_path(url)
         self._location = str(self.path)
         self._busy_timeout = busy_timeout
@@ -285,6 +308,9 @@ class SqliteMemoryStore(SqlMemoryStore):
             self._enable_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # A deleted row's bytes are zeroed, not left in the page: a retracted
+            # record's vector leaves no trace in the file.
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA cache_size = -131072")  # 128 MiB: term inserts stay in memory
             version = self._version(conn)
             if version == 0 and not create:
@@ -405,11 +431,26 @@ class SqliteMemoryStore(SqlMemoryStore):
     def _many(self, values: Iterable[Any]) -> str:
         return json.dumps(list(values))
 
-    def _append_batch(self, batch: Sequence[StoredMemory]) -> None:
+    def _append_batch(
+        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
+    ) -> None:
         self._new_terms = {}
-        super()._append_batch(batch)
+        super()._append_batch(batch, vectors)
         # Only committed term ids are remembered: a rolled-back id may be reused.
         self._term_ids.update(self._new_terms)
+
+    def _vectors_deleted(self, conn: sqlite3.Connection) -> None:
+        # The log still holds the pages as they were before the delete: checkpoint it
+        # into the file (whose pages secure_delete zeroed) and truncate it. Best effort
+        # and brief: a reader holding an old snapshot makes it wait, not fail the write.
+        try:
+            conn.execute("PRAGMA busy_timeout = 1000")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass
+        finally:
+            with suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
 
     def _insert_records(
         self, conn: sqlite3.Connection, rows: Sequence[RecordRow]

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "memlib"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("memlib.errors", "memlib.safejson", "memlib.terms", "memlib.visible", "memlib.stopwords",
      "memlib.progress"),
-    ("memlib.records",),
+    ("memlib.records", "memlib.vectors"),
     ("memlib.normalize",),
     ("memlib.candidates", "memlib.score", "memlib.result", "memlib.rank", "memlib.render"),
     ("memlib.retrieval", "memlib.rankers"),

@@ -1,0 +1,525 @@
+"""Stored embeddings of a JSONL store: ``records.jsonl.vectors``, derived from the log.
+
+The log stays the one source of truth. Beside it a writer keeps one row per embedded
+conversation record: the record's position in the log, a digest of its line and its
+vector. A row is used only when the reader's index (itself checked against the log)
+holds, at that position, a searched conversation record whose line has that very
+digest; anything else — a row of a log since replaced, truncated or restored, of a
+retracted record, another scope's file, a damaged row — counts as missing, never as a
+wrong vector. Losing the file loses no record: ``missing`` reports what backfill
+(``memlib embed``) fills.
+
+Layout (little-endian, version ``FORMAT``)::
+
+    b"MEMLIBVE"  u32 version  u32 header length  u32 CRC-32 of the header  u32 row bytes
+    header: JSON (UTF-8) {"dimension", "model", "scope"}, padded with spaces so that the
+        rows begin at a multiple of 8 bytes
+    rows, each ``row bytes`` long (24 + 4 × dimension, rounded up to a multiple of 8):
+        u32  CRC-32 of the rest of the row
+        u32  zero
+        u64  doc: the record's line in the log, counted from 0
+        u64  digest: BLAKE2b (8 bytes) of the record's line, without its newline
+        f32 × dimension: the vector, exactly as ``vectors.pack`` made it
+        zero bytes up to the row's length
+
+Rows are fixed-size, so a reader loads the file with one read and scores it as one
+strided float32 matrix (numpy), without copying it; the record's id is not stored —
+the digest of its line names it, and the doc number makes the check one vectorised
+gather instead of a dictionary look-up per row.
+
+Writes happen only under the store's lock. An append adds rows with one ``write`` on
+an ``O_APPEND`` descriptor (a torn last row from a writer that died is cut first, as
+the log's torn tail is), never before the log's own append and ``fsync``. A
+retraction, a replaced vector and a repair rewrite the file whole — a temporary file,
+``fsync``, ``rename``, ``fsync`` of the folder — keeping only the rows in use, so no
+byte of a retracted record's vector remains in it; the retraction's rewrite happens
+before its line is appended, so a retraction acknowledged has left no trace. A file
+whose header cannot be read (or, without numpy, any file) is removed by a retraction,
+since whose bytes are whose cannot be told, and replaced by the next writer that has
+vectors. Readers take no lock: a rewrite is atomic, an append is read whole rows at a
+time, and every row carries its checksum.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import secrets
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RemoteMemoryError
+from ..safejson import loads as load_json
+from .files import open_private
+
+__all__ = [
+    "FORMAT",
+    "MAGIC",
+    "Header",
+    "Matched",
+    "NumpyMissing",
+    "Unreadable",
+    "VectorFileState",
+    "VectorTable",
+    "encode_header",
+    "line_digest",
+    "pack_row",
+    "append_rows",
+    "decode_header",
+    "fsync_folder",
+    "read_header",
+    "replace_file",
+    "require_numpy",
+    "row_bytes",
+    "vectors_path_for",
+]
+
+MAGIC = b"MEMLIBVE"
+FORMAT = 1
+_PREFIX = struct.Struct("<8sIIII")  # magic, version, header length, header CRC, row bytes
+_BODY_HEAD = struct.Struct("<IQQ")  # zero, doc, digest: the row after its CRC
+ROW_HEAD = 24
+_HEADER_MAX = 1 << 16
+# Rows of headroom a loaded table keeps for the appends that follow, at least.
+_SLACK_ROWS = 256
+
+
+def vectors_path_for(log_path: str) -> str:
+    return log_path + ".vectors"
+
+
+def line_digest(raw: bytes | memoryview) -> int:
+    """The digest a row names its record's line by (the line without its newline)."""
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
+
+
+def row_bytes(dimension: int) -> int:
+    return (ROW_HEAD + 4 * dimension + 7) & ~7
+
+
+@dataclass(frozen=True)
+class Header:
+    scope: str
+    model: str
+    dimension: int
+
+    @property
+    def row_bytes(self) -> int:
+        return row_bytes(self.dimension)
+
+
+class Unreadable(Exception):
+    """The file's header cannot be used (the message says why)."""
+
+
+def encode_header(header: Header) -> bytes:
+    text = json.dumps(
+        {"scope": header.scope, "model": header.model, "dimension": header.dimension},
+        sort_keys=True,
+    ).encode("utf-8")
+    text += b" " * (-(_PREFIX.size + len(text)) % 8)
+    return _PREFIX.pack(MAGIC, FORMAT, len(text), zlib.crc32(text), header.row_bytes) + text
+
+
+def decode_header(data: bytes, scope: str) -> tuple[Header, int]:
+    """``(header, where the rows begin)`` from the file's first bytes, or ``Unreadable``."""
+    if len(data) < _PREFIX.size or data[: len(MAGIC)] != MAGIC:
+        raise Unreadable("not a memlib vectors file")
+    _, version, size, crc, rows = _PREFIX.unpack_from(data)
+    if version != FORMAT:
+        raise Unreadable(f"format {version}, this memlib reads format {FORMAT}")
+    end = _PREFIX.size + size
+    if size > _HEADER_MAX or len(data) < end:
+        raise Unreadable("its header is cut short")
+    text = data[_PREFIX.size: end]
+    if zlib.crc32(text) != crc or end % 8:
+        raise Unreadable("its header's checksum does not match (damaged)")
+    try:
+        fields = load_json(text.rstrip(b" "))
+    except ValueError:
+        raise Unreadable("its header is not valid") from None
+    if not isinstance(fields, dict):
+        raise Unreadable("its header is not valid")
+    model, dimension, owner = fields.get("model"), fields.get("dimension"), fields.get("scope")
+    if (
+        not isinstance(model, str) or not model or type(dimension) is not int
+        or not 0 < dimension <= 1 << 16 or not isinstance(owner, str)
+    ):
+        raise Unreadable("its header is not valid")
+    if rows != row_bytes(dimension):
+        raise Unreadable("its row size does not match its dimension")
+    if owner != scope:
+        raise Unreadable("it belongs to another user scope")
+    return Header(scope=owner, model=model, dimension=dimension), end
+
+
+def read_header(fd: int, scope: str) -> tuple[Header, int]:
+    """The header of the open vectors file ``fd``, or ``Unreadable``."""
+    data = os.pread(fd, 4096, 0)
+    if len(data) >= _PREFIX.size and data[: len(MAGIC)] == MAGIC:
+        size = _PREFIX.unpack_from(data)[2]
+        if len(data) < _PREFIX.size + size <= _PREFIX.size + _HEADER_MAX:
+            data = os.pread(fd, _PREFIX.size + size, 0)
+    return decode_header(data, scope)
+
+
+def pack_row(doc: int, digest: int, vector: bytes, dimension: int) -> bytes:
+    """One row: its CRC-32, the record's doc and line digest, the packed vector."""
+    body = _BODY_HEAD.pack(0, doc, digest) + vector
+    body += b"\0" * (row_bytes(dimension) - 4 - len(body))
+    return zlib.crc32(body).to_bytes(4, "little") + body
+
+
+def replace_file(path: str, parts: Sequence[Any]) -> os.stat_result:
+    """Write ``parts`` (bytes or buffers) to ``path`` atomically; the new file's stat.
+
+    A temporary file in the same folder (0600, through ``open_private``), ``fsync``,
+    ``rename`` over ``path``, ``fsync`` of the folder: readers see the old file or the
+    new one, and after a crash the old one's bytes do not come back.
+    """
+    folder, name = os.path.split(path)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            for part in parts:
+                view = memoryview(part).cast("B")
+                while view:
+                    view = view[os.write(fd, view):]
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.rename(temp, path)
+        temp = ""
+        fsync_folder(folder)
+        return st
+    finally:
+        if temp:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+
+
+def fsync_folder(folder: str) -> None:
+    dir_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class NumpyMissing(RemoteMemoryError):
+    """Reading stored vectors needs numpy, which is not installed."""
+
+
+def require_numpy() -> Any:
+    try:
+        import numpy as np
+    except ImportError:
+        raise NumpyMissing(
+            "stored vectors need numpy: pip install 'memlib[embeddings]' (or numpy)"
+        ) from None
+    return np
+
+
+@dataclass(frozen=True)
+class Matched:
+    """Which rows of a table are in use against one state of the log's index.
+
+    ``rows[i]`` is a row position, ``docs[i]`` its record's doc and ``ids[i]`` its
+    memory_id; only rows of searched conversation records whose line digest matches,
+    the last one of each record, in file order.
+    """
+
+    rows: Any  # numpy intp
+    docs: Any  # numpy intp
+    ids: list[str]
+    valid: int  # rows that match a conversation record, searched or not
+    damaged: int  # rows whose checksum does not match
+
+
+@dataclass(frozen=True)
+class VectorFileState:
+    """What ``VectorTable.state`` found: ``absent``, ``fresh``, ``stale`` or ``unreadable``.
+
+    ``stale``: some rows are not in use (a record retracted, a log replaced or cut, a
+    row damaged or superseded, a torn last row); they are ignored, and dropped at the
+    next rewrite (``memlib doctor --repair``).
+    """
+
+    status: str
+    model: str | None = None
+    dimension: int = 0
+    rows: int = 0
+    used: int = 0
+    damaged: int = 0
+    torn_bytes: int = 0
+    reason: str = ""
+
+
+class VectorTable:
+    """What one reader has read of the vectors file, and which rows it may use."""
+
+    def __init__(self) -> None:
+        self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file read
+        self.size = 0  # the file's size when last read
+        self.mtime_ns = 0
+        self.present = False
+        self.header: Header | None = None
+        self.problem = ""  # why a present file's header cannot be used
+        self.start = 0  # where the rows begin
+        self.count = 0  # whole rows read
+        self.torn = 0  # bytes after the last whole row
+        self.buf: Any = None  # numpy uint8: the file's bytes, with room to grow
+        self.ok: Any = None  # numpy bool per row: its checksum matches
+        self._matched: Matched | None = None
+        self._matched_key: tuple[Any, ...] | None = None
+
+    # -- reading (no lock) ---------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str, scope: str, known: VectorTable | None = None) -> VectorTable:
+        """The file at ``path`` as it is now; ``known`` is reused while it still holds.
+
+        A file that grew (same inode, same header) is read from where ``known`` stopped:
+        appends are all that happen to it in place. Anything else is read whole, once.
+        """
+        try:
+            fd = open_private(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return cls()
+        try:
+            st = os.fstat(fd)
+            identity = (st.st_dev, st.st_ino)
+            if known is not None and known.present and known.identity == identity:
+                if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns:
+                    return known
+                end = known.start + known.count * known.row_size
+                if known.header is not None and st.st_size > known.size >= end:
+                    known._read_tail(fd, st)
+                    return known
+            table = cls()
+            table._read_whole(fd, st, scope)
+            return table
+        except OSError as exc:
+            raise RemoteMemoryError(f"cannot read vectors file {path}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    @property
+    def row_size(self) -> int:
+        return self.header.row_bytes if self.header is not None else 8
+
+    def _read_whole(self, fd: int, st: os.stat_result, scope: str) -> None:
+        self.identity, self.present = (st.st_dev, st.st_ino), True
+        self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
+        try:
+            self.header, self.start = read_header(fd, scope)
+        except Unreadable as exc:
+            self.problem = str(exc)
+            return
+        np = require_numpy()
+        size = st.st_size
+        whole = (size - self.start) // self.row_size
+        self.buf = np.empty(size + _SLACK_ROWS * self.row_size, dtype=np.uint8)
+        got = _read_into(fd, memoryview(self.buf)[:size], 0)  # the one read
+        self.count = 0
+        self.ok = np.zeros(0, dtype=bool)
+        self._take_rows(min(whole, max(0, got - self.start) // self.row_size), got)
+
+    def _read_tail(self, fd: int, st: os.stat_result) -> None:
+        np = require_numpy()
+        end = self.start + self.count * self.row_size
+        size = st.st_size
+        if self.buf is None or len(self.buf) < size or not self.buf.flags.writeable:
+            grown = np.empty(size + max(size // 4, _SLACK_ROWS * self.row_size), np.uint8)
+            if self.buf is not None:
+                grown[:end] = self.buf[:end]
+            self.buf = grown
+        got = _read_into(fd, memoryview(self.buf)[end:size], end)
+        self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
+        self._take_rows(self.count + (got // self.row_size), end + got)
+
+    def _take_rows(self, count: int, read: int) -> None:
+        """Rows up to ``count`` are read: check each one's CRC-32."""
+        np = require_numpy()
+        rb = self.row_size
+        view = memoryview(self.buf)
+        checks = [
+            zlib.crc32(view[at + 4: at + rb]) == int.from_bytes(view[at: at + 4], "little")
+            for at in range(self.start + self.count * rb, self.start + count * rb, rb)
+        ]
+        self.ok = np.concatenate([self.ok, np.array(checks, dtype=bool)])
+        self.count = count
+        self.torn = max(0, read - self.start - count * rb)
+        self._matched = self._matched_key = None
+
+    # -- the rows --------------------------------------------------------------------
+
+    def words(self) -> Any:
+        """The rows as ``(count, row bytes / 8)`` little-endian u64 (a view)."""
+        rb = self.row_size
+        return self.buf[self.start: self.start + self.count * rb].view("<u8").reshape(
+            self.count, rb // 8
+        )
+
+    def matrix(self) -> Any:
+        """The vectors as a ``(count, dimension)`` float32 view over the rows (no copy)."""
+        assert self.header is not None
+        rb = self.row_size
+        floats = self.buf[self.start: self.start + self.count * rb].view("<f4")
+        return floats.reshape(self.count, rb // 4)[:, ROW_HEAD // 4: ROW_HEAD // 4 + (
+            self.header.dimension)]
+
+    def matched(
+        self, key: tuple[Any, ...], digests: Any, kinds: Any, live: Any, ids: Sequence[str]
+    ) -> Matched:
+        """The rows in use against the log's index (``digests``, ``kinds``, ``live`` per
+        doc); cached under ``key`` until the index or the table changes."""
+        if self._matched is not None and self._matched_key == key:
+            return self._matched
+        np = require_numpy()
+        n = len(kinds)
+        empty = np.zeros(0, dtype=np.intp)
+        if self.header is None or not self.count:
+            matched = Matched(empty, empty, [], 0, 0)
+        else:
+            # Copies, not views: the log's arrays keep growing with every append.
+            line_digests = np.frombuffer(digests, dtype=np.uint64).copy()
+            kind_codes = np.frombuffer(kinds, dtype=np.uint8).copy()
+            live_flags = np.frombuffer(live, dtype=np.uint8).copy()
+            words = self.words()
+            docs_column = words[:, 1]
+            rows = np.flatnonzero(self.ok & (docs_column < n))
+            docs = docs_column[rows].astype(np.intp)
+            same = (line_digests[docs] == words[rows, 2]) & (kind_codes[docs] == 0)
+            rows, docs = rows[same], docs[same]
+            if len(docs) and int(np.bincount(docs).max()) > 1:
+                # A replaced vector: the last row of a record is its vector.
+                _, first_from_end = np.unique(docs[::-1], return_index=True)
+                keep = np.sort(len(docs) - 1 - first_from_end)
+                rows, docs = rows[keep], docs[keep]
+            valid = len(rows)
+            searched = live_flags[docs] == 1
+            rows, docs = rows[searched], docs[searched]
+            matched = Matched(
+                rows, docs, [ids[d] for d in docs.tolist()], valid,
+                int(self.count - np.count_nonzero(self.ok)),
+            )
+        self._matched, self._matched_key = matched, key
+        return matched
+
+    def scores(self, matched: Matched, vector: Any) -> Any:
+        """``vector``'s dot product with every row in use, in ``matched`` order."""
+        scores = self.matrix() @ vector
+        if len(matched.rows) != self.count:
+            scores = scores[matched.rows]
+        return scores
+
+    def kept(self, matched: Matched, drop_docs: Sequence[int] = ()) -> Any:
+        """Positions of the rows in use, but those of ``drop_docs`` (numpy intp)."""
+        np = require_numpy()
+        if not drop_docs:
+            return matched.rows
+        return matched.rows[~np.isin(matched.docs, np.asarray(drop_docs, dtype=np.intp))]
+
+    def state(self, matched: Matched | None) -> VectorFileState:
+        if not self.present:
+            return VectorFileState("absent")
+        if self.header is None:
+            return VectorFileState("unreadable", reason=self.problem)
+        used = 0 if matched is None else len(matched.rows)
+        damaged = int(self.count - int(self.ok.sum())) if self.count else 0
+        fresh = used == self.count and not self.torn
+        return VectorFileState(
+            "fresh" if fresh else "stale", self.header.model, self.header.dimension,
+            self.count, used, damaged, self.torn,
+        )
+
+    # -- writing (under the store's lock) -----------------------------------------------
+
+    def rewrite(self, path: str, rows: Any, extra: Sequence[bytes] = ()) -> None:
+        """Replace ``path`` by this table's header, its rows at ``rows`` (increasing
+        positions, all with a matching checksum) and the ``extra`` rows; this table then
+        describes the new file.
+
+        The kept rows are written straight from memory, run by run, and the buffer is
+        compacted in place (a ``memmove`` per run): nothing is copied or read back, so a
+        retraction in a big file costs one write of it.
+        """
+        assert self.header is not None
+        np = require_numpy()
+        rb = self.row_size
+        head = encode_header(self.header)
+        rows = np.asarray(rows, dtype=np.intp)
+        runs: list[tuple[int, int]] = []
+        if len(rows):
+            breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+            firsts = rows[np.concatenate(([0], breaks))].tolist()
+            ends = (rows[np.concatenate((breaks - 1, [len(rows) - 1]))] + 1).tolist()
+            runs = list(zip(firsts, ends, strict=True))
+        view = memoryview(self.buf)
+        st = replace_file(path, [
+            head, *(view[self.start + a * rb: self.start + b * rb] for a, b in runs), *extra,
+        ])
+        del view
+        count = len(rows) + len(extra)
+        total = len(head) + count * rb
+        if len(head) > self.start or len(self.buf) < total:
+            # (A header longer than the one read, or no room for the extra rows.)
+            grown = np.empty(total + _SLACK_ROWS * rb, dtype=np.uint8)
+            at = len(head)
+            for a, b in runs:
+                grown[at: at + (b - a) * rb] = self.buf[self.start + a * rb: self.start + b * rb]
+                at += (b - a) * rb
+            self.buf = grown
+        else:
+            at = len(head)
+            for a, b in runs:  # every run moves towards the start: memmove, in place
+                self.buf[at: at + (b - a) * rb] = self.buf[self.start + a * rb:
+                                                           self.start + b * rb]
+                at += (b - a) * rb
+        self.buf[: len(head)] = np.frombuffer(head, dtype=np.uint8)
+        for part in extra:
+            self.buf[at: at + rb] = np.frombuffer(part, dtype=np.uint8)
+            at += rb
+        self.identity, self.size, self.mtime_ns = (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
+        self.start, self.count, self.torn = len(head), count, 0
+        self.ok = np.ones(count, dtype=bool)
+        self._matched = self._matched_key = None
+
+
+def _read_into(fd: int, view: memoryview, offset: int) -> int:
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
+            break
+        got += n
+    return got
+
+
+def append_rows(fd: int, header_end: int, row_size: int, rows: Sequence[bytes]) -> None:
+    """Append whole rows to the open (``O_APPEND``) vectors file, after cutting a torn
+    last row; on failure the file is cut back to where it was."""
+    size = os.fstat(fd).st_size
+    whole = header_end + max(0, size - header_end) // row_size * row_size
+    if size != whole:
+        os.ftruncate(fd, whole)
+    payload = memoryview(b"".join(rows))
+    try:
+        while payload:
+            written = os.write(fd, payload)
+            if written <= 0:
+                raise OSError(errno.EIO, "write made no progress")
+            payload = payload[written:]
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, whole)
+        raise

@@ -1,0 +1,142 @@
+"""Stored embeddings: the contract between an embedder, a store and the dense search.
+
+A store opened with an ``Embedder`` embeds each conversation record when it is
+appended or imported and keeps the vector beside it (JSONL: a derived file next to the
+log; SQL: a table of its own). The model's name and dimension are recorded with the
+vectors: a store never mixes two models, and asking it for another model's similarities
+is refused with the command that rebuilds them (``memlib embed --rebuild``). A
+retraction removes the record's vector, so no trace of a retracted record's embedding
+remains.
+
+A vector is ``dimension`` little-endian float32 numbers, L2-normalised by the embedder,
+stored as raw bytes (``pack`` / ``unpack``). Similarity is the dot product (cosine of
+unit vectors), searched exactly with numpy (``exact_top``): at a million records of 384
+dimensions that is one matrix-vector product, fast enough that no approximate index is
+needed (docs/benchmarks.md has the figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import RemoteMemoryError, RemoteMemoryVectorModelError
+
+__all__ = [
+    "DenseScores",
+    "Embedder",
+    "RemoteMemoryVectorModelError",
+    "VectorState",
+    "check_model",
+    "exact_top",
+    "pack",
+    "unpack",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    name: str
+    dimension: int
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """A ``(len(texts), dimension)`` float32 numpy array of L2-normalised rows."""
+        ...
+
+
+@dataclass(frozen=True)
+class VectorState:
+    """What a store holds: the model of its vectors (None before the first one), how many
+    searched conversation records have one, and how many do not."""
+
+    model: str | None
+    dimension: int
+    stored: int
+    missing: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "dimension": self.dimension,
+            "stored": self.stored, "missing": self.missing,
+        }
+
+
+@dataclass(frozen=True)
+class DenseScores:
+    """Similarity of one query vector to every stored vector of searched records.
+
+    ``ids[i]`` is the memory_id of row ``i`` and ``scores[i]`` (numpy float32) its dot
+    product with the query vector. Only searched (not retracted) conversation records of
+    the store's scope appear. ``missing`` counts searched conversation records that have
+    no vector yet.
+    """
+
+    ids: Sequence[str]
+    scores: Any
+    missing: int
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(memory_id, score)``, best first; ties by memory_id."""
+        return [(self.ids[i], float(self.scores[i])) for i in exact_top(self.scores, k, self.ids)]
+
+    def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
+        """Scores of those of ``memory_ids`` that have a vector."""
+        position = self._positions()
+        return {m: float(self.scores[position[m]]) for m in memory_ids if m in position}
+
+    def _positions(self) -> dict[str, int]:
+        cached: dict[str, int] | None = self.__dict__.get("_position")
+        if cached is None:
+            cached = {memory_id: i for i, memory_id in enumerate(self.ids)}
+            object.__setattr__(self, "_position", cached)
+        return cached
+
+
+def pack(vector: Any) -> bytes:
+    """Raw little-endian float32 bytes of one vector."""
+    import numpy as np
+
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def unpack(data: bytes | memoryview, dimension: int) -> Any:
+    """A ``(n, dimension)`` float32 array from ``n`` packed vectors laid end to end."""
+    import numpy as np
+
+    flat = np.frombuffer(data, dtype="<f4")
+    if dimension <= 0 or flat.size % dimension:
+        raise RemoteMemoryError(f"vector bytes do not divide into rows of {dimension}")
+    return flat.reshape(-1, dimension)
+
+
+def exact_top(scores: Any, k: int, ids: Sequence[str]) -> list[int]:
+    """Positions of the ``k`` greatest scores, best first; equal scores by id."""
+    import numpy as np
+
+    n = len(scores)
+    if k <= 0 or n == 0:
+        return []
+    if k < n:
+        # argpartition finds the k-th best in linear time; every row tied with it is
+        # kept so that the id tie-break below sees all of them.
+        kth = np.partition(scores, n - k)[n - k]
+        chosen = np.flatnonzero(scores >= kth)
+    else:
+        chosen = np.arange(n)
+    order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
+    return order[:k]
+
+
+def check_model(stored_model: str | None, stored_dimension: int, embedder: Embedder) -> None:
+    """Refuse another model's vectors, with the way out."""
+    if stored_model is None:
+        return
+    if stored_model != embedder.name or stored_dimension != embedder.dimension:
+        raise RemoteMemoryVectorModelError(
+            f"this store's vectors were made by {stored_model} ({stored_dimension} "
+            f"dimensions), not {embedder.name} ({embedder.dimension}); rebuild them with "
+            "`memlib embed --rebuild`"
+        )
