@@ -12,9 +12,9 @@ from .candidates import CandidateScan
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
-from .rankers.base import LexicalScoring, ScoreBound, TopScoring
+from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from .result import RecallResult
-from .stores.base import LexicalScanning, MemoryStore, TopScanning
+from .stores.base import LexicalScanning, MemoryStore, TopScanning, VectorStoring
 
 __all__ = ["RecallEngine"]
 
@@ -43,10 +43,21 @@ class RecallEngine:
             text, user_scope=self.store.user_scope, limit=limit, query_id=query_id,
             issued_at=moment,
         )
-        if isinstance(self.store, LexicalScanning) and isinstance(self.ranker, LexicalScoring):
+        retrieval = None
+        store = self.store
+        lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
+        vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
+        if lexical is not None and vectors is not None and isinstance(self.ranker, DenseScoring):
+            # The lexical and the dense path's candidates, read and scored alone.
+            scan, chosen, retrieval = self.ranker.score_stored(
+                query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
+                embedder=vectors.embedder, as_of=moment, limit=query.limit,
+            )
+            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+        elif isinstance(store, LexicalScanning) and isinstance(self.ranker, LexicalScoring):
             # Scored from the index's postings: only the hits are read (rankers/base.py).
             scan, chosen = self.ranker.score_lexical(
-                query, self.store.lexical_postings, as_of=moment, limit=query.limit
+                query, store.lexical_postings, as_of=moment, limit=query.limit
             )
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
         elif isinstance(self.ranker, TopScoring):
@@ -65,4 +76,5 @@ class RecallEngine:
             searched_records=scan.searched_records,
             candidate_records=scan.candidate_records,
             retracted_records=scan.retracted_records,
+            retrieval=retrieval,
         )

