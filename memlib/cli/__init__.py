@@ -12,7 +12,19 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from . import append, chat, db, demo, doctor, evaluate, imports, profile, recall, retract
+from . import (
+    append,
+    chat,
+    db,
+    demo,
+    doctor,
+    embed,
+    evaluate,
+    imports,
+    profile,
+    recall,
+    retract,
+)
 from ._common import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -28,7 +40,7 @@ __all__ = [
 ]
 
 # In this order in ``memlib --help``.
-COMMANDS = (demo, recall, append, profile, retract, chat, imports, evaluate, doctor, db)
+COMMANDS = (demo, recall, append, profile, retract, chat, imports, embed, evaluate, doctor, db)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: $MEMLIB_STORE, else JSONL under $WORKBUDDY_HOME)",
     )
     parser.add_argument("--user", help="user id (default: $WORKBUDDY_USER_ID or local-user)")
+    parser.add_argument(
+        "--embedder", help="embed appended and imported records with this model and keep "
+        "the vectors: all-MiniLM-L6-v2 (minilm) or memlib-hashing-64 (hashing) "
+        "(default: $MEMLIB_EMBEDDER, else none)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for command in COMMANDS:

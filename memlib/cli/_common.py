@@ -7,9 +7,10 @@ status 2 (``EXIT_USAGE``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..bulk import error_line
 from ..errors import RemoteMemoryValidationError
@@ -26,6 +27,7 @@ __all__ = [
     "error_line",
     "open_cli_store",
     "parse_as_of",
+    "store_embedder",
     "write_line",
 ]
 
@@ -52,11 +54,32 @@ def parse_as_of(text: str | None) -> datetime | None:
         raise RemoteMemoryValidationError(f"invalid --as-of timestamp: {text!r}") from None
 
 
+def _embedder_name(args: argparse.Namespace) -> str | None:
+    return getattr(args, "embedder", None) or os.environ.get("MEMLIB_EMBEDDER") or None
+
+
 def open_cli_store(args: argparse.Namespace) -> MemoryStore:
-    """The store named by the global ``--store`` / ``--user`` (or the environment)."""
+    """The store named by the global ``--store`` / ``--user`` (or the environment),
+    embedding what it appends when ``--embedder`` (or ``$MEMLIB_EMBEDDER``) names a model."""
     user_id = default_user_id() if args.user is None else args.user
     url = args.store or default_store_url(user_id)
-    return open_store(url, user_id=user_id)
+    name = _embedder_name(args)
+    if name is None:
+        return open_store(url, user_id=user_id)
+    from ..rankers.embeddings import get_embedder  # torch only when a model is named
+
+    return open_store(url, user_id=user_id, embedder=get_embedder(name))
+
+
+def store_embedder(store: Any, args: argparse.Namespace) -> Any:
+    """The model for ``store``'s vectors: the one named on the command line, else the one
+    its vectors were made by, else all-MiniLM-L6-v2. Set as the store's embedder."""
+    from ..rankers.embeddings import MODEL_NAME, get_embedder
+
+    if store.embedder is None:
+        recorded = store.vector_state().model
+        store.embedder = get_embedder(_embedder_name(args) or recorded or MODEL_NAME)
+    return store.embedder
 
 
 def write_line(text: str) -> None:

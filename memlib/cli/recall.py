@@ -6,8 +6,11 @@ import argparse
 from typing import Any
 
 from ..engine import RecallEngine
+from ..rankers import get_ranker
+from ..rankers.base import DenseScoring
 from ..render import render_recall_context
-from ._common import open_cli_store, parse_as_of, write_line
+from ..stores.base import VectorStoring
+from ._common import open_cli_store, parse_as_of, store_embedder, write_line
 
 __all__ = ["cmd_recall", "limit_arg", "register"]
 
@@ -21,7 +24,10 @@ def limit_arg(text: str) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
-    engine = RecallEngine(store, ranker=args.ranker)
+    ranker = get_ranker(args.ranker)
+    if isinstance(ranker, DenseScoring) and isinstance(store, VectorStoring):
+        store_embedder(store, args)  # the query is embedded by the model of the stored vectors
+    engine = RecallEngine(store, ranker=ranker)
     result = engine.recall(
         args.text, limit=args.limit, as_of=parse_as_of(args.as_of), query_id=args.query_id
     )

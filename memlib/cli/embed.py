@@ -1,0 +1,81 @@
+"""``memlib embed``: store a vector for every searched conversation record that lacks one.
+
+Resumable: each batch is stored as it is embedded, so an interrupted run keeps what it
+did and the next run starts from the records still without a vector. The model is the
+global ``--embedder`` (or ``$MEMLIB_EMBEDDER``), else the one the store's vectors were
+made by, else all-MiniLM-L6-v2. ``--rebuild`` drops every stored vector first: the way
+to move a store to another model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import RemoteMemoryValidationError
+from ..progress import progress_bar
+from ..stores.base import VectorStoring
+from ..vectors import check_model, pack
+from ._common import open_cli_store, store_embedder, write_line
+
+__all__ = ["cmd_embed", "register"]
+
+
+def _batch_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("batch size must be an integer") from None
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError("batch size must be between 1 and 10000")
+    return value
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    store = open_cli_store(args)
+    if not isinstance(store, VectorStoring):
+        raise RemoteMemoryValidationError(f"this store ({type(store).__name__}) keeps no vectors")
+    if args.rebuild:
+        dropped = store.drop_vectors()
+        write_line(f"dropped {dropped} stored vectors")
+    embedder = store_embedder(store, args)
+    state = store.vector_state()
+    check_model(state.model, state.dimension, embedder)  # before any batch is embedded
+    progress = args.progress or (not args.no_progress and sys.stderr.isatty())
+    done = 0
+    with progress_bar(state.missing, "embedding", enabled=progress, unit="rec") as bar:
+        while True:
+            records = store.records_without_vectors(args.batch_size)
+            if not records:
+                break
+            matrix = embedder.encode([r.content for r in records])
+            stored = store.put_vectors(
+                embedder.name, embedder.dimension,
+                {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)},
+            )
+            if stored == 0:  # every record of the batch was retracted meanwhile: ask again
+                if not store.records_without_vectors(1):
+                    break
+                continue
+            done += stored
+            bar.update(stored)
+    state = store.vector_state()
+    write_line(
+        f"embedded {done} records with {embedder.name} ({embedder.dimension} dimensions); "
+        f"{state.stored} stored, {state.missing} missing"
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    embed = subparsers.add_parser(
+        "embed", help="store a vector for every record that has none (resumable)"
+    )
+    embed.add_argument("--batch-size", type=_batch_size, default=256)
+    embed.add_argument("--rebuild", action="store_true",
+                       help="drop every stored vector first (to change the model)")
+    embed.add_argument("--progress", action="store_true",
+                       help="show the progress bar even when not a terminal")
+    embed.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    embed.set_defaults(func=cmd_embed)
