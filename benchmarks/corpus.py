@@ -6,7 +6,11 @@
 * each record has 20–60 words of content and a 6-word summary taken from them;
 * ``captured_at`` is uniform over the year before ``AS_OF``;
 * queries have 3 terms: one common (rank < 100), one middling (100–5,000) and one rare
-  (5,000–50,000), so a query touches a large posting list and small ones together.
+  (5,000–50,000), so a query touches a large posting list and small ones together;
+* ``query_sets`` gives those queries again (``rare``: no word in nearly every record;
+  about 7k candidates at 100k records, median) and each of them with 3 of the 5 most
+  frequent words put in front (``common``: "3 common + 3 rare terms", about 98k
+  candidates at 100k — nearly every record shares a word with the query).
 
 Everything is a pure function of the seed.
 """
@@ -19,9 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AS_OF", "VOCABULARY_SIZE", "item_text", "queries", "records", "vocabulary"]
+__all__ = [
+    "AS_OF", "COMMON_WORDS", "VOCABULARY_SIZE", "item_text", "queries", "query_sets", "records",
+    "vocabulary",
+]
 
 VOCABULARY_SIZE = 50_000
+# The common words of ``query_sets``: 3 drawn from this many of the most frequent words
+# (each is in 50–96% of the records; any 3 of them together are in 96–99%).
+COMMON_WORDS = 5
 AS_OF = datetime(2026, 8, 10, 12, 0, tzinfo=UTC)
 YEAR_SECONDS = 365 * 86_400
 _ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
@@ -103,6 +113,26 @@ def queries(count: int = 50, *, seed: int = 99) -> list[str]:
         rare = words[int(rng.integers(5_000, len(words)))]
         out.append(f"{common} {middle} {rare}")
     return out
+
+
+def query_sets(count: int = 50, *, seed: int = 99) -> dict[str, list[str]]:
+    """``rare``: ``queries(count)``; ``common``: each with 3 common words in front.
+
+    The common words are drawn among the ``COMMON_WORDS`` most frequent words that are
+    not English stopwords (none of them is with this vocabulary), so that
+    ``bm25+stopwords`` has to score them like every other ranker.
+    """
+    from memlib.stopwords import english_stopwords
+
+    stop = english_stopwords()
+    frequent = [w for w in vocabulary() if w not in stop][:COMMON_WORDS]
+    rng = np.random.default_rng(seed + 1)
+    rare = queries(count, seed=seed)
+    common = []
+    for query in rare:
+        picks = rng.choice(len(frequent), size=3, replace=False)
+        common.append(" ".join([*(frequent[int(i)] for i in picks), query]))
+    return {"rare": rare, "common": common}
 
 
 def item_text(item: dict[str, Any]) -> str:

@@ -6,11 +6,21 @@ For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.p
   the indexed JSONL store, SQLite and PostgreSQL (memlib's top-k path,
   ``RecallEngine.recall``), and — as peers on the same texts — bm25s retrieve and
   SQLite FTS5 ``bm25()``; every figure also as a speed-up over the reference;
+* warm lexical rows (``benchmarks/lexical.py``): every lexical ranker (baseline, bm25,
+  bm25+stopwords) on JSONL, SQLite and PostgreSQL (up to ``--db-max``), over rare-term
+  queries and over the same with 3 common words (``corpus.query_sets``), beside bm25s
+  retrieve on the same texts and queries, and memlib's p50 over bm25s's;
 * exact parity: every memlib backend's ``to_json()`` is compared with the others for every
-  query and with the reference scan for the queries the reference ran;
+  query and ranker, and with the reference scan for the queries the reference ran;
 * bulk import rate (``append_many`` in batches of 10,000) into JSONL, SQLite, PostgreSQL;
 * the indexed JSONL store opened in a fresh process: time to read and index the file,
   recall latency there, and that process's peak memory;
+* cold rows (``benchmarks/cold.py``, for each N of ``--cold-sizes``): a fresh
+  ``memlib recall`` process on JSONL (without, then with its index file) and on SQLite,
+  every lexical ranker, both kinds of query, wall time and the process's own peak RSS,
+  on the stores built above (a SQLite file is built at every cold size, even above
+  ``--db-max``); the catch-up after another process appended 1,000 records; the floor
+  (Python's start + ``import memlib``), once per run;
 * append latency per record (one durable ``append``) at 1k, 100k (and 1M) records
   against a raw ``write`` + ``fsync`` of the same bytes on the same disk;
 * floors, once per run: the least a validated append can do (timed the same way), and
@@ -22,10 +32,24 @@ For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.p
   to the index, opened in a fresh process — its peak memory and recall time, beside
   the same figures for as many records of the usual corpus.
 
-A JSON report is written to ``reports/bench-YYYYMMDD.json``. Options: ``--sizes``,
-``--queries``, ``--db-max`` (largest N for SQLite/PostgreSQL), ``--ref-max``,
-``--workdir``. PostgreSQL runs on a throwaway cluster started here (``tests/support/pgserver.py``,
-default durability settings) or on ``$MEMLIB_PG_DSN``.
+Then, once (``benchmarks/hybrid_scale.py``): embedding throughput — ``append_many`` on
+stores opened with the embedding model against the model's raw ``encode``, on
+``--embed-records`` records — and ``hybrid`` at each N of ``--hybrid-sizes`` on stores
+holding a vector for every record, warm and as a fresh ``memlib recall --ranker hybrid``
+beside its floor (Python's start, ``import memlib``, model load, one query embedding).
+Every target of issue 15 is printed with its measured ratio and MET / NOT MET
+(``benchmarks/report.py``).
+
+A JSON report is written to ``reports/bench-YYYYMMDD.json`` (and, when it has cold rows,
+their section to ``bench-YYYYMMDD-cold.json`` as ``--cold-only`` writes it). Options:
+``--sizes``, ``--queries``, ``--db-max`` (largest N for the warm SQLite/PostgreSQL rows),
+``--ref-max``, ``--cold-sizes``, ``--cold-rankers``, ``--cold-rounds``, ``--hybrid-sizes``,
+``--hybrid-embed-max``, ``--embed-records``, ``--embedder``, ``--workdir``,
+``--vector-cache`` (``--help`` says what each does); ``--cold-only``,
+``--hybrid-only`` and ``--worst-only`` run one part; ``--readme-table REPORT`` prints the
+README's Markdown table from a report already written. PostgreSQL runs on a throwaway
+cluster started here (``tests/support/pgserver.py``, default durability settings) or on
+``$MEMLIB_PG_DSN``.
 """
 
 from __future__ import annotations
@@ -34,14 +58,11 @@ import argparse
 import contextlib
 import fcntl
 import gc
-import hashlib
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,55 +70,39 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus
+from benchmarks.cold import catch_up, cold_floor, cold_queries, cold_rows, cold_section, cold_table
+from benchmarks.common import (
+    BATCH,
+    LIMIT,
+    ROOT,
+    USER,
+    Log,
+    cold_run,
+    digest,
+    peak_rss_mb,
+    recall_series,
+    summary,
+    timed,
+)
+from benchmarks.lexical import RANKERS, bm25s_peer, over_bm25s, warm_rows
+from benchmarks.report import extra_tables, load_report, readme_table, targets, targets_table
 from memlib import RecallEngine
 from memlib.candidates import CandidateScan, scan_recall_candidates
 from memlib.records import format_timestamp
 from memlib.stores import open_store
 from memlib.stores.jsonl import RemoteMemoryStore, encode_record
 
-ROOT = Path(__file__).resolve().parents[1]
-LIMIT = 10
-USER = "bench-user"
-BATCH = 10_000
+# Names other code may have imported from here before they moved to their own modules.
+__all__ = ["BATCH", "cold_run", "cold_section", "cold_table", "digest", "main", "peak_rss_mb",
+           "summary", "timed"]
 
 
 # -- measuring ---------------------------------------------------------------------------
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - start, value
-
-
-def summary(seconds: Sequence[float]) -> dict[str, Any]:
-    ordered = sorted(seconds)
-    if not ordered:
-        return {}
-    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return {"p50_ms": statistics.median(ordered) * 1e3, "p95_ms": p95 * 1e3, "n": len(ordered)}
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def recall_series(
-    recall: Callable[[str], Any], queries: Sequence[str], warmup: int = 2
-) -> tuple[dict[str, Any], list[str]]:
-    """Time ``recall`` per query; what it returns is serialised after the clock stops."""
-    for q in queries[:warmup]:
-        recall(q)
-    times, digests = [], []
-    for q in queries:
-        seconds, result = timed(lambda: recall(q))  # noqa: B023 (called at once)
-        times.append(seconds)
-        digests.append(digest(result.to_json() if hasattr(result, "to_json") else str(result)))
-    return summary(times), digests
-
 
 def memlib_recall(store: Any) -> Callable[[str], Any]:
     def run(text: str) -> Any:
@@ -143,25 +148,11 @@ def machine() -> dict[str, Any]:
 
 # -- the child: the indexed JSONL store opened from its file ---------------------------
 
-def peak_rss_mb() -> float:
-    """This process's own peak resident memory.
-
-    ``VmHWM`` of ``/proc/self/status``, not ``ru_maxrss``: Linux carries ``ru_maxrss``
-    across ``exec``, and a child started by ``subprocess`` (vfork) would report the
-    parent's peak — here, the benchmark holding a million generated records.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child_jsonl(path: str, queries: list[str]) -> None:
     store = RemoteMemoryStore(path, user_id=USER)
+    # Whether the open starts from an index file beside the log (written by the parent's
+    # first read) or reads the whole log, as every fresh process did before index files.
+    index_file = store.index_path.exists()
     open_seconds, index = timed(lambda: store.index)
     # The terms of the records are worked out on the first read: what `memlib recall`
     # in a fresh process pays on top of open_s.
@@ -170,7 +161,7 @@ def child_jsonl(path: str, queries: list[str]) -> None:
     peak_mb = peak_rss_mb()
     print(json.dumps({"open_s": open_seconds, "first_recall_s": first_seconds,
                       "records": len(index), "recall": stats, "digests": digests,
-                      "peak_rss_mb": peak_mb}))
+                      "peak_rss_mb": peak_mb, "index_file": index_file}))
 
 
 def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
@@ -180,128 +171,6 @@ def run_child(path: Path, queries: list[str]) -> dict[str, Any]:
         check=True, capture_output=True, text=True, cwd=ROOT,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-# -- cold: a fresh `memlib recall` process ------------------------------------------------
-
-# The child reports its own peak memory (VmHWM) on exit; the wall time is the parent's.
-_COLD_CHILD = (
-    "import atexit, sys\n"
-    "def _peak():\n"
-    "    for line in open('/proc/self/status'):\n"
-    "        if line.startswith('VmHWM:'):\n"
-    "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
-    "atexit.register(_peak)\n"
-    "argv = sys.argv[1:]\n"
-    "if argv:\n"
-    "    import runpy\n"
-    "    sys.argv = ['memlib', *argv]\n"
-    "    runpy.run_module('memlib', run_name='__main__')\n"
-    "else:\n"
-    "    import memlib\n"
-)
-
-
-def cold_run(args: Sequence[str], rounds: int = 3, before: Callable[[], None] | None = None,
-             ) -> dict[str, Any]:
-    """Median wall time and peak RSS of ``rounds`` fresh processes (``args``: memlib's)."""
-    walls, peaks = [], []
-    for _ in range(rounds):
-        if before is not None:
-            before()
-        start = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", _COLD_CHILD, *args], capture_output=True,
-                             text=True, cwd=ROOT, check=False)
-        walls.append(time.perf_counter() - start)
-        if out.returncode != 0:
-            raise RuntimeError(f"cold run failed: {out.stderr.strip()[-500:]}")
-        peaks.append(float(out.stderr.split("VMHWM")[-1].split()[0]))
-    return {"wall_s": round(statistics.median(walls), 4), "walls_s": [round(w, 4) for w in walls],
-            "peak_rss_mb": round(max(peaks), 1)}
-
-
-def cold_section(sizes: Sequence[int], workdir: Path, log: Callable[[str], None],
-                 rankers: Sequence[str] = ("baseline",)) -> dict[str, Any]:
-    """Cold `memlib recall` on JSONL with its index file against SQLite, and catch-up."""
-    query = corpus.queries(1)[0]
-    floor = cold_run([], rounds=5)
-    log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
-    rows = []
-    for n in sizes:
-        folder = workdir / f"cold-{n}"
-        folder.mkdir(mode=0o700)
-        jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
-        jsonl, sqlite_store = RemoteMemoryStore(jsonl_path, user_id=USER), None
-        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
-        for batch in corpus.records(n):
-            jsonl.append_many(batch)
-            sqlite_store.append_many(batch)
-        with contextlib.suppress(AttributeError):
-            sqlite_store.close()  # type: ignore[attr-defined]
-        index_path = jsonl.index_path
-        row: dict[str, Any] = {"n": n}
-        for ranker in rankers:
-            base = ["--user", USER, "recall", query, "--limit", "10", "--ranker", ranker]
-            jl = ["--store", f"jsonl:{jsonl_path}", *base]
-            # The first cold recall rebuilds from the log (today's cost) and writes the file.
-            index_path.unlink(missing_ok=True)
-            rebuild = cold_run(jl, rounds=1)
-            assert index_path.exists(), "the index file was not written"
-            fresh = cold_run(jl)
-            sql = cold_run(["--store", f"sqlite:{sqlite_path}", *base])
-            row[ranker] = {"jsonl_no_index": rebuild, "jsonl_index": fresh, "sqlite": sql,
-                           "jsonl_over_sqlite": round(fresh["wall_s"] / sql["wall_s"], 2)}
-            log(f"N={n:,} {ranker}: jsonl rebuild {rebuild['wall_s']:.2f} s; jsonl+index "
-                f"{fresh['wall_s']:.3f} s ({fresh['peak_rss_mb']} MB); sqlite "
-                f"{sql['wall_s']:.3f} s ({sql['peak_rss_mb']} MB)")
-        # Catch-up: another process (this one) appends 1,000 records after the file was
-        # written; every cold run starts from that same index file.
-        saved = index_path.read_bytes()
-        writer = RemoteMemoryStore(jsonl_path, user_id=USER)
-        for batch in corpus.records(1_000, seed=99, prefix="late"):
-            writer.append_many(batch)
-
-        def restore(index_path: Path = index_path, saved: bytes = saved) -> None:
-            index_path.write_bytes(saved)
-
-        base = ["--user", USER, "recall", query, "--limit", "10"]
-        catch = cold_run(["--store", f"jsonl:{jsonl_path}", *base], before=restore)
-        without = row["baseline"]["jsonl_index"]["wall_s"] if "baseline" in row else None
-        row["catch_up_1000"] = {**catch, "over_fresh": round(catch["wall_s"] / without, 2)
-                                if without else None}
-        log(f"N={n:,} catch-up of 1,000 records: {catch['wall_s']:.3f} s "
-            f"({row['catch_up_1000']['over_fresh']}× fresh)")
-        row["index_file_mb"] = round(len(saved) / 2**20, 1)
-        row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
-        rows.append(row)
-        shutil.rmtree(folder, ignore_errors=True)
-    return {"query": query, "floor": floor, "rows": rows}
-
-
-def cold_table(cold: dict[str, Any]) -> str:
-    floor = cold["floor"]
-    lines = [
-        f"floor (python start + import memlib): {floor['wall_s'] * 1000:.0f} ms, "
-        f"{floor['peak_rss_mb']} MB",
-        "",
-        "| N | ranker | JSONL, no index file | JSONL + index file | SQLite | JSONL/SQLite |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in cold["rows"]:
-        for ranker, cell in row.items():
-            if not isinstance(cell, dict) or "sqlite" not in cell:
-                continue
-            fmt = lambda c: f"{c['wall_s'] * 1000:.0f} ms, {c['peak_rss_mb']} MB"  # noqa: E731
-            lines.append(f"| {row['n']:,} | {ranker} | {fmt(cell['jsonl_no_index'])} | "
-                         f"{fmt(cell['jsonl_index'])} | {fmt(cell['sqlite'])} | "
-                         f"{cell['jsonl_over_sqlite']}× |")
-    lines += ["", "| N | catch-up: cold recall after 1,000 appended | over fresh | index file "
-              "| log |", "|---|---|---|---|---|"]
-    for row in cold["rows"]:
-        c = row["catch_up_1000"]
-        lines.append(f"| {row['n']:,} | {c['wall_s'] * 1000:.0f} ms, {c['peak_rss_mb']} MB | "
-                     f"{c['over_fresh']}× | {row['index_file_mb']} MB | {row['log_mb']} MB |")
-    return "\n".join(lines)
 
 
 # -- the worst valid record ----------------------------------------------------------------
@@ -360,26 +229,6 @@ def worst_case(
 
 # -- peers -------------------------------------------------------------------------------
 
-def bm25s_peer(texts: list[str], queries: list[str]) -> dict[str, Any]:
-    import bm25s
-
-    index_s, retriever = timed(lambda: _bm25s_index(bm25s, texts))
-
-    def retrieve(text: str) -> str:
-        tokens = bm25s.tokenize([text], stopwords=None, show_progress=False, return_ids=False)
-        docs, scores = retriever.retrieve(tokens, k=LIMIT, show_progress=False)
-        return docs
-
-    stats, _ = recall_series(retrieve, queries)
-    return {"index_s": index_s, "recall": stats}
-
-
-def _bm25s_index(bm25s: Any, texts: list[str]) -> Any:
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords=None, show_progress=False), show_progress=False)
-    return retriever
-
-
 def fts5_peer(texts: list[str], queries: list[str], workdir: Path) -> dict[str, Any]:
     path = workdir / "fts5.db"
     conn = sqlite3.connect(path, isolation_level=None)
@@ -393,7 +242,7 @@ def fts5_peer(texts: list[str], queries: list[str], workdir: Path) -> dict[str, 
 
     index_s, _ = timed(load)
 
-    def search(text: str) -> str:
+    def search(text: str) -> Any:
         match = " OR ".join(f'"{w}"' for w in text.split())
         return conn.execute(
             "SELECT rowid, bm25(docs) AS s FROM docs WHERE docs MATCH ? ORDER BY s LIMIT ?",
@@ -524,11 +373,45 @@ def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
 
 # -- one size ----------------------------------------------------------------------------
 
+SET_DESCRIPTIONS = {
+    "rare": "3 terms: ranks < 100, 100-5,000 and 5,000-50,000 (the standard queries)",
+    "common": "the same 3 with 3 of the 5 most frequent words in front",
+}
+
+
+def _lexical_rows(
+    store: Any, backend: str, sets: dict[str, list[str]], out: dict[str, Any],
+    digests: dict[str, dict[str, dict[str, list[str]]]], log: Log,
+) -> None:
+    """Every lexical ranker on ``store``, both query sets, into ``out['warm_lexical']``."""
+    warm = out.setdefault("warm_lexical", {
+        "sets": {name: {"queries": len(qs), "description": SET_DESCRIPTIONS[name]}
+                 for name, qs in sets.items()},
+        "parity": {},
+    })
+    rows, digests[backend] = warm_rows(store, sets, log, backend)
+    warm[backend] = rows
+    for name, counted in rows.get("candidates", {}).items():
+        warm["sets"][name].setdefault("candidates", counted)
+    if backend != "jsonl" and "jsonl" in digests:
+        warm["parity"][backend] = digests[backend] == digests["jsonl"]
+        log(f"    {backend}: every ranker's answers equal JSONL's: {warm['parity'][backend]}")
+
+
 def run_size(
-    n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Callable[[str], None]
+    n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Log,
+    cold: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Every row of one N; the cold rows go to ``cold['rows']`` when N is a cold size.
+
+    Order matters: every read of the corpus (warm rows, fresh process, reference, cold
+    rows) comes before anything that changes it (catch-up, then single appends).
+    """
     out: dict[str, Any] = {"n": n}
     queries = corpus.queries(args.queries)
+    sets = corpus.query_sets(args.queries)
+    lexical_digests: dict[str, dict[str, dict[str, list[str]]]] = {}
+    cold_here = cold is not None and n in args.cold_sizes
     log(f"N={n:,}: generating the corpus")
     items = [item for batch in corpus.records(n) for item in batch]
     texts = [corpus.item_text(item) for item in items]
@@ -544,6 +427,8 @@ def run_size(
     log(f"    {out['bulk_jsonl_rps']:,.0f} records/s with the index ready")
     out["jsonl"], digests["jsonl"] = recall_series(memlib_recall(store), queries)
     log(f"  indexed JSONL recall p50 {out['jsonl']['p50_ms']:.2f} ms")
+    log("  warm lexical rows, indexed JSONL")
+    _lexical_rows(store, "jsonl", sets, out, lexical_digests, log)
     log("  indexed JSONL opened in a fresh process")
     child = run_child(path, queries)
     out["jsonl_fresh_process"] = {k: v for k, v in child.items() if k != "digests"}
@@ -561,8 +446,8 @@ def run_size(
         ref_store = _ReferenceStore(records, records[0].user_scope)
 
         def reference(text: str) -> Any:
-            return RecallEngine(ref_store).recall(text, limit=LIMIT, as_of=corpus.AS_OF,
-                                                  query_id="bench")
+            engine = RecallEngine(ref_store)  # type: ignore[arg-type]  # scans only
+            return engine.recall(text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench")
 
         out["reference"], ref_digests = recall_series(reference, queries[:ref_queries], warmup=0)
         out["parity"]["reference"] = ref_digests == digests["jsonl"][:ref_queries]
@@ -573,64 +458,100 @@ def run_size(
         out["reference"] = {
             "skipped": f"N > {args.ref_max:,}: one reference query would take minutes"
         }
+
+    # SQLite: warm rows up to --db-max; the file is built at every cold size too.
+    sqlite_path = folder / "memory.db"
+    if n <= args.db_max or cold_here:
+        log("  SQLite bulk import")
+        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
+        out["bulk_sqlite_rps"] = bulk(sqlite_store, items)
+        log(f"    {out['bulk_sqlite_rps']:,.0f} records/s")
+        if n <= args.db_max:
+            out["sqlite"], digests["sqlite"] = recall_series(memlib_recall(sqlite_store), queries)
+            out["parity"]["sqlite"] = digests["sqlite"] == digests["jsonl"]
+            log(f"    recall p50 {out['sqlite']['p50_ms']:.2f} ms; "
+                f"parity {out['parity']['sqlite']}")
+            log("  warm lexical rows, SQLite")
+            _lexical_rows(sqlite_store, "sqlite", sets, out, lexical_digests, log)
+        _close(sqlite_store)
+    if n > args.db_max:
+        out["sqlite"] = out["postgresql"] = {"skipped": f"N > {args.db_max:,} (time budget)"}
+
+    # Cold rows on the stores above, then the catch-up (it appends 1,000 records).
+    if cold_here:
+        assert cold is not None
+        log(f"  cold `memlib recall` processes ({', '.join(args.cold_rankers)})")
+        row = cold_rows(n, path, sqlite_path, args.cold_rankers, log, cold_queries(),
+                        args.cold_rounds)
+        row["catch_up_1000"] = catch_up(n, path, log, cold_queries()["rare"], args.cold_rounds)
+        cold["rows"].append(row)
+
     if n in args.append_at:  # after every read of this corpus: appends change it
         log("  append latency (JSONL)")
         out["append_jsonl"] = append_latency(store, folder, args.appends, f"j{n}")
         log(f"    store p50 {out['append_jsonl']['store']['p50_ms']:.2f} ms, raw "
             f"{out['append_jsonl']['raw_write_fsync']['p50_ms']:.2f} ms")
+        if n <= args.db_max:
+            sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
+            out["append_sqlite"] = append_latency(sqlite_store, folder, args.appends, f"s{n}")
+            _close(sqlite_store)
     del store
     gc.collect()
 
-    # Database backends.
-    if n <= args.db_max:
-        log("  SQLite bulk import")
-        sqlite_store = open_store(f"sqlite:{folder / 'memory.db'}", user_id=USER)
-        out["bulk_sqlite_rps"] = bulk(sqlite_store, items)
-        log(f"    {out['bulk_sqlite_rps']:,.0f} records/s")
-        out["sqlite"], digests["sqlite"] = recall_series(memlib_recall(sqlite_store), queries)
-        out["parity"]["sqlite"] = digests["sqlite"] == digests["jsonl"]
-        log(f"    recall p50 {out['sqlite']['p50_ms']:.2f} ms; parity {out['parity']['sqlite']}")
-        if n in args.append_at:
-            out["append_sqlite"] = append_latency(sqlite_store, folder, args.appends, f"s{n}")
-        sqlite_store.close()
-        if pg is not None:
-            from memlib.stores.postgres import init_schema
+    if n <= args.db_max and pg is not None:
+        from memlib.stores.postgres import init_schema
 
-            schema = f"bench_{uuid.uuid4().hex[:8]}"
-            url = f"{pg.dsn}?schema={schema}"
-            init_schema(url)
-            log("  PostgreSQL bulk import")
-            pg_store = open_store(url, user_id=USER)
-            out["bulk_postgresql_rps"] = bulk(pg_store, items)
-            log(f"    {out['bulk_postgresql_rps']:,.0f} records/s")
-            pg_store._connection().execute(f"ANALYZE {schema}.postings")
-            pg_store._connection().execute(f"ANALYZE {schema}.records")
-            out["postgresql"], digests["postgresql"] = recall_series(
-                memlib_recall(pg_store), queries
-            )
-            out["parity"]["postgresql"] = digests["postgresql"] == digests["jsonl"]
-            log(
-                f"    recall p50 {out['postgresql']['p50_ms']:.2f} ms; "
-                f"parity {out['parity']['postgresql']}"
-            )
-            if n in args.append_at:
-                out["append_postgresql"] = append_latency(pg_store, folder, args.appends, f"p{n}")
-            pg_store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
-            pg_store.close()
-    else:
-        out["sqlite"] = out["postgresql"] = {"skipped": f"N > {args.db_max:,} (time budget)"}
+        schema = f"bench_{uuid.uuid4().hex[:8]}"
+        url = f"{pg.dsn}?schema={schema}"
+        init_schema(url)
+        log("  PostgreSQL bulk import")
+        pg_store: Any = open_store(url, user_id=USER)
+        out["bulk_postgresql_rps"] = bulk(pg_store, items)
+        log(f"    {out['bulk_postgresql_rps']:,.0f} records/s")
+        pg_store._connection().execute(f"ANALYZE {schema}.postings")
+        pg_store._connection().execute(f"ANALYZE {schema}.records")
+        out["postgresql"], digests["postgresql"] = recall_series(
+            memlib_recall(pg_store), queries
+        )
+        out["parity"]["postgresql"] = digests["postgresql"] == digests["jsonl"]
+        log(
+            f"    recall p50 {out['postgresql']['p50_ms']:.2f} ms; "
+            f"parity {out['parity']['postgresql']}"
+        )
+        log("  warm lexical rows, PostgreSQL")
+        _lexical_rows(pg_store, "postgresql", sets, out, lexical_digests, log)
+        if n in args.append_at:
+            out["append_postgresql"] = append_latency(pg_store, folder, args.appends, f"p{n}")
+        pg_store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
+        pg_store.close()
 
     # Peers on the same texts.
     del items
     gc.collect()
     log("  bm25s")
-    out["bm25s"] = bm25s_peer(texts, queries)
-    log(f"    retrieve p50 {out['bm25s']['recall']['p50_ms']:.2f} ms")
+    out["bm25s"] = bm25s_peer(texts, queries, sets)
+    peer_sets = out["bm25s"].pop("sets")
+    log(f"    retrieve p50 {out['bm25s']['recall']['p50_ms']:.2f} ms; " + "; ".join(
+        f"{name} p50 {s['p50_ms']:.2f} ms" for name, s in peer_sets.items()))
+    warm = out.get("warm_lexical")
+    if warm is not None:
+        warm["bm25s"] = peer_sets
+        warm["over_bm25s"] = over_bm25s(warm, peer_sets, ("jsonl", "sqlite", "postgresql"))
+        for backend, ratios in warm["over_bm25s"].items():
+            r = ratios.get("bm25+stopwords", {})
+            log(f"    {backend} bm25+stopwords over bm25s: " + ", ".join(
+                f"{name} {x:.2f}x" for name, x in r.items()))
     log("  SQLite FTS5 bm25()")
     out["fts5"] = fts5_peer(texts, queries, folder)
     log(f"    p50 {out['fts5']['recall']['p50_ms']:.2f} ms")
     shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def _close(store: Any) -> None:
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
 
 
 # -- the table ---------------------------------------------------------------------------
@@ -719,19 +640,33 @@ def table(report: dict[str, Any]) -> str:
         f = size.get("jsonl_fresh_process")
         if f:
             lines.append(
-                f"| {size['n']:,} | read file, build index, 50 recalls | {f['open_s']:.1f} "
+                f"| {size['n']:,} | {_opened(f)}, {f['recall'].get('n', 50)} recalls "
+                f"| {f['open_s']:.1f} "
                 f"| {f['peak_rss_mb']:,.0f} |"
             )
+    for extra in extra_tables(report):
+        lines += ["", extra]
     return "\n".join(lines)
 
 
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def _opened(fresh: dict[str, Any]) -> str:
+    if fresh.get("index_file"):
+        return "load the index file, read the log's tail"
+    return "read file, build index"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--ref-queries", type=int, default=3)
     parser.add_argument("--ref-max", type=int, default=100_000)
-    parser.add_argument("--db-max", type=int, default=100_000)
+    parser.add_argument("--db-max", type=int, default=100_000,
+                        help="largest N of the warm SQLite and PostgreSQL rows")
     parser.add_argument("--appends", type=int, default=40)
     parser.add_argument("--append-at", default="1000,100000,1000000")
     parser.add_argument("--workdir", default=None)
@@ -743,23 +678,59 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run only the worst-case section (no sizes, no PostgreSQL)")
     parser.add_argument("--cold-only", action="store_true",
                         help="run only the cold `memlib recall` section (JSONL index file "
-                             "against SQLite, catch-up, floor)")
-    parser.add_argument("--cold-rankers", default="baseline")
+                             "against SQLite, catch-up, floor) on stores built for it")
+    parser.add_argument("--cold-sizes", default=None,
+                        help="sizes of the cold rows (default: every size of --sizes; "
+                             "empty: none)")
+    parser.add_argument("--cold-rankers", default=",".join(RANKERS))
+    parser.add_argument("--cold-rounds", type=int, default=3,
+                        help="fresh processes per cold figure (the median is reported)")
+    parser.add_argument("--hybrid-sizes", default="10000,100000",
+                        help="sizes of the hybrid rows (empty: none)")
+    parser.add_argument("--hybrid-only", action="store_true",
+                        help="run only embedding throughput and the hybrid rows")
+    parser.add_argument("--hybrid-budget", type=float, default=60.0,
+                        help="seconds the first warm hybrid recall may take before the warm "
+                             "hybrid rows are skipped (a ranker that embeds at query time)")
+    parser.add_argument("--hybrid-cold-timeout", type=float, default=300.0,
+                        help="seconds a cold `memlib recall --ranker hybrid` may take")
+    parser.add_argument("--hybrid-embed-max", type=int, default=0,
+                        help="embed at most this many records of a hybrid corpus and reuse "
+                             "their vectors for the rest (0: embed every record; the vectors "
+                             "are cached in --vector-cache either way)")
+    parser.add_argument("--embed-records", type=int, default=5000,
+                        help="records of the embedding throughput rows (0: skip them)")
+    parser.add_argument("--embed-batch", type=int, default=1000)
+    parser.add_argument("--embedder", default="minilm",
+                        help="embedder of the embedding and hybrid rows (memlib's "
+                             "get_embedder names; 'hashing' for a quick run without torch)")
+    parser.add_argument("--vector-cache", default=None,
+                        help="folder of the cached corpus vectors (default: "
+                             "memlib-bench-vectors in --workdir or the temporary folder)")
+    parser.add_argument("--readme-table", metavar="REPORT",
+                        help="print the README's Markdown table from REPORT and exit")
     parser.add_argument("--child-jsonl", help=argparse.SUPPRESS)
     parser.add_argument("--child-queries", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_jsonl:
         child_jsonl(args.child_jsonl, json.loads(args.child_queries))
         return 0
-    sizes = [int(s) for s in args.sizes.split(",") if s]
-    args.append_at = {int(s) for s in args.append_at.split(",") if s}
+    if args.readme_table:
+        print(readme_table(load_report(args.readme_table)))
+        return 0
+    sizes = _ints(args.sizes)
+    args.append_at = set(_ints(args.append_at))
+    args.cold_sizes = set(sizes if args.cold_sizes is None else _ints(args.cold_sizes))
+    args.cold_rankers = [r for r in args.cold_rankers.split(",") if r]
+    args.hybrid_sizes = _ints(args.hybrid_sizes)
     began = time.monotonic()
 
     def log(message: str) -> None:
         print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
 
     if args.cold_only:
-        return _cold_only(args, sizes, log, began)
+        cold_sizes = sorted(args.cold_sizes) if args.cold_sizes else sizes
+        return _cold_only(args, cold_sizes, log, began)
 
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -771,6 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "captured_at": "uniform over one year",
             "queries": args.queries,
             "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)",
+            "query_sets": SET_DESCRIPTIONS,
             "limit": LIMIT,
         },
         "notes": [
@@ -779,20 +751,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(the file read is not timed, which favours the reference).",
             "bm25s time includes tokenising the query; FTS5 uses the unicode61 tokenizer with the "
             "3 terms OR-ed. Peers rank by BM25, not by memlib's score: their answers differ.",
+            "warm_lexical: one RecallEngine per ranker, made before the clock starts; "
+            "over_bm25s = memlib p50 / bm25s retrieve p50 on the same texts and queries.",
+            "cold: a new `memlib recall` process, median of 3 (no index file: 1 run), wall "
+            "time and the process's own VmHWM; floor = Python start + import memlib.",
+            "hybrid: the corpus's vectors are written with put_vectors (embedded once, "
+            "cached); each warm query is embedded on the spot (the model's cache emptied "
+            "before it); hybrid floor = Python start + import memlib + model load + one "
+            "query embedding, a fresh process.",
         ],
         "sizes": [],
     }
     workdir = Path(tempfile.mkdtemp(prefix="memlib-bench-", dir=args.workdir))
+    workdir.chmod(0o700)
+    vector_cache = Path(args.vector_cache) if args.vector_cache else (
+        Path(args.workdir or tempfile.gettempdir()) / "memlib-bench-vectors")
     if args.worst_only:
         sizes, args.append_at, args.no_postgres = [], set(), True
+    if args.hybrid_only:
+        sizes, args.append_at, args.worst_records = [], set(), 0
     pg = None
+    suffix = "-worst" if args.worst_only else "-hybrid" if args.hybrid_only else ""
     try:
         if args.worst_records:
             log(f"worst case: {args.worst_records:,} records at the content and term limits")
             report["worst_case"] = worst_case(args.worst_records, workdir,
                                               corpus.queries(args.queries), log)
             if args.worst_only:
-                return _finish(report, args, began)
+                return _finish(report, args, began, suffix)
         if not args.no_postgres:
             if os.environ.get("MEMLIB_PG_DSN"):
                 pg = type(
@@ -805,81 +791,146 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pg = start_cluster(durable=True)
             report["machine"]["postgresql"] = _pg_version(pg.dsn)
         if 1000 in args.append_at and 1000 not in sizes:
-            log("append latency at 1,000 records")
-            small = workdir / "n1000"
-            small.mkdir()
-            store = RemoteMemoryStore(small / "records.jsonl", user_id=USER)
-            for batch in corpus.records(1000):
-                store.append_many(batch)
-            entry: dict[str, Any] = {
-                "n": 1000,
-                "append_only": True,
-                "append_jsonl": append_latency(store, small, args.appends, "j1000"),
-            }
-            sqlite_store = open_store(f"sqlite:{small / 'memory.db'}", user_id=USER)
-            for batch in corpus.records(1000):
-                sqlite_store.append_many(batch)
-            entry["append_sqlite"] = append_latency(sqlite_store, small, args.appends, "s1000")
-            sqlite_store.close()
-            if pg is not None:
-                from memlib.stores.postgres import init_schema
-
-                url = f"{pg.dsn}?schema=bench_small"
-                init_schema(url)
-                pg_store = open_store(url, user_id=USER)
-                for batch in corpus.records(1000):
-                    pg_store.append_many(batch)
-                entry["append_postgresql"] = append_latency(pg_store, small, args.appends, "p1000")
-                pg_store._connection().execute("DROP SCHEMA bench_small CASCADE")
-                pg_store.close()
-            report["sizes"].append(entry)
-        log("floors: a minimal validated append, and the per-record work of an import")
-        report["floors"] = {"append": append_floor(workdir, max(args.appends, 200)),
-                            "records": record_floor()}
-        log(f"    minimal append {report['floors']['append']['ratio_p50']:.2f}× raw write+fsync; "
-            f"checks+line {report['floors']['records']['checks_and_line']:,}/s, "
-            f"terms {report['floors']['records']['terms_only']:,}/s")
+            report["sizes"].append(_append_at_1000(args, workdir, pg, log))
+        if not args.hybrid_only:
+            log("floors: a minimal validated append, and the per-record work of an import")
+            report["floors"] = {"append": append_floor(workdir, max(args.appends, 200)),
+                                "records": record_floor()}
+            log(f"    minimal append {report['floors']['append']['ratio_p50']:.2f}× raw "
+                f"write+fsync; checks+line {report['floors']['records']['checks_and_line']:,}/s, "
+                f"terms {report['floors']['records']['terms_only']:,}/s")
+        cold: dict[str, Any] | None = None
+        if args.cold_sizes & set(sizes):
+            queries = cold_queries()
+            cold = report["cold"] = {"query": queries["rare"], "common_query": queries["common"],
+                                     "floor": cold_floor(log), "rows": []}
         for n in sizes:
-            report["sizes"].append(run_size(n, args, workdir, pg, log))
-            _write(report, args.out)  # keep what is measured even if a later size fails
+            report["sizes"].append(run_size(n, args, workdir, pg, log, cold))
+            _write(report, args.out, suffix)  # keep what is measured even if a later size fails
+        _embedding_and_hybrid(report, args, workdir, pg, vector_cache, log)
     finally:
         if pg is not None:
             pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    return _finish(report, args, began)
+    return _finish(report, args, began, suffix)
 
 
-def _finish(report: dict[str, Any], args: argparse.Namespace, began: float) -> int:
+def _append_at_1000(args: argparse.Namespace, workdir: Path, pg: Any, log: Log) -> dict[str, Any]:
+    log("append latency at 1,000 records")
+    small = workdir / "n1000"
+    small.mkdir()
+    store = RemoteMemoryStore(small / "records.jsonl", user_id=USER)
+    for batch in corpus.records(1000):
+        store.append_many(batch)
+    entry: dict[str, Any] = {
+        "n": 1000,
+        "append_only": True,
+        "append_jsonl": append_latency(store, small, args.appends, "j1000"),
+    }
+    sqlite_store = open_store(f"sqlite:{small / 'memory.db'}", user_id=USER)
+    for batch in corpus.records(1000):
+        sqlite_store.append_many(batch)
+    entry["append_sqlite"] = append_latency(sqlite_store, small, args.appends, "s1000")
+    _close(sqlite_store)
+    if pg is not None:
+        from memlib.stores.postgres import init_schema
+
+        url = f"{pg.dsn}?schema=bench_small"
+        init_schema(url)
+        pg_store: Any = open_store(url, user_id=USER)
+        for batch in corpus.records(1000):
+            pg_store.append_many(batch)
+        entry["append_postgresql"] = append_latency(pg_store, small, args.appends, "p1000")
+        pg_store._connection().execute("DROP SCHEMA bench_small CASCADE")
+        pg_store.close()
+    return entry
+
+
+def _embedding_and_hybrid(
+    report: dict[str, Any], args: argparse.Namespace, workdir: Path, pg: Any,
+    vector_cache: Path, log: Log,
+) -> None:
+    if not args.embed_records and not args.hybrid_sizes:
+        return
+    from memlib.rankers.embeddings import embeddings_available, get_embedder
+
+    if args.embedder.lower() in ("minilm", "all-minilm-l6-v2") and not embeddings_available():
+        report["hybrid"] = {"skipped": "the embeddings extra is not installed"}
+        log("embeddings extra not installed: no embedding or hybrid rows")
+        return
+    from benchmarks.hybrid_scale import embedding_throughput, hybrid_rows
+
+    load_s, model = timed(partial(get_embedder, args.embedder))
+    log(f"embedder {model.name} ({model.dimension} dimensions) loaded in {load_s:.1f} s")
+    if args.embed_records:
+        backends = ["jsonl", "sqlite"] + (["postgresql"] if pg is not None else [])
+        log(f"embedding throughput: {args.embed_records:,} records, batches of "
+            f"{args.embed_batch:,}, {', '.join(backends)}")
+        report["embedding"] = embedding_throughput(
+            model, args.embed_records, args.embed_batch, backends, workdir, pg, log)
+        report["embedding"]["model_load_s"] = round(load_s, 2)
+        _write(report, args.out, "-hybrid" if args.hybrid_only else "")
+    if args.hybrid_sizes:
+        def backends_at(n: int) -> list[str]:
+            extra = ["postgresql"] if pg is not None and n <= args.db_max else []
+            return ["jsonl", "sqlite", *extra]
+
+        report["hybrid"] = hybrid_rows(
+            model, args.hybrid_sizes, backends_at, workdir, pg, vector_cache, log,
+            queries=args.queries, budget_s=args.hybrid_budget,
+            cold_timeout_s=args.hybrid_cold_timeout, embed_max=args.hybrid_embed_max,
+        )
+
+
+def _finish(report: dict[str, Any], args: argparse.Namespace, began: float,
+            suffix: str = "") -> int:
     report["elapsed_s"] = round(time.monotonic() - began, 1)
+    report["targets"] = targets(report)
     # A partial run never overwrites the day's full report.
-    path = _write(report, args.out, suffix="-worst" if args.worst_only else "")
+    path = _write(report, args.out, suffix=suffix)
+    if report.get("cold") and not suffix:
+        # The cold section alone, where notebook 12 and --cold-only put it.
+        _write_cold(report, args.out)
     print(f"# memlib scale benchmarks, {report['date']}")
     m = report["machine"]
     print(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
           f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')}; "
           f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n")
-    print(table(report))
+    print(report["table_markdown"])
     print(f"\nreport: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     return 0
 
 
-def _cold_only(args: argparse.Namespace, sizes: Sequence[int], log: Callable[[str], None],
-               began: float) -> int:
+def _write_cold(report: dict[str, Any], folder: str) -> Path:
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    cold_report = {
+        "date": report["date"], "machine": report["machine"], "cold": report["cold"],
+        "elapsed_s": report.get("elapsed_s"),
+        "targets": [t for t in report.get("targets", [])
+                    if t["target"].startswith(("cold", "catch-up"))],
+    }
+    cold_report["table_markdown"] = cold_table(report["cold"])
+    path = out / f"bench-{report['date'].replace('-', '')}-cold.json"
+    path.write_text(json.dumps(cold_report, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _cold_only(args: argparse.Namespace, sizes: Sequence[int], log: Log, began: float) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="memlib-cold-", dir=args.workdir))
     workdir.chmod(0o700)
     report: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d"),
                               "machine": machine()}
     try:
-        report["cold"] = cold_section(sizes, workdir, log, args.cold_rankers.split(","))
+        report["cold"] = cold_section(sizes, workdir, log, args.cold_rankers, args.cold_rounds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     report["elapsed_s"] = round(time.monotonic() - began, 1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench-{report['date'].replace('-', '')}-cold.json"
-    report["table_markdown"] = cold_table(report["cold"])
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(report["table_markdown"])
+    report["targets"] = targets(report)
+    path = _write_cold(report, args.out)
+    print(cold_table(report["cold"]))
+    print()
+    print(targets_table(report["targets"]))
     print(f"\nreport: {path}")
     return 0
 
@@ -888,7 +939,8 @@ def _pg_version(dsn: str) -> str:
     import psycopg
 
     with psycopg.connect(dsn) as conn:
-        return str(conn.execute("SHOW server_version").fetchone()[0])
+        row = conn.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else "unknown"
 
 
 def _write(report: dict[str, Any], folder: str, suffix: str = "") -> Path:

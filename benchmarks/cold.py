@@ -1,0 +1,207 @@
+"""Cold rows: a fresh ``memlib recall`` process on JSONL (with its index file) and SQLite.
+
+Every figure is a new process started by the parent, median wall time of 3 (the
+no-index rows: one run, it rewrites the file) and the child's own peak RSS (VmHWM).
+The floor, measured once a run, is Python's start plus ``import memlib``.
+
+``cold_rows`` takes stores already built (the full run builds each N once and reuses
+them for the warm rows, the cold rows and the catch-up); ``cold_section`` builds them
+itself for ``--cold-only``.
+
+Per N and lexical ranker: the rare-term query with no index file (the log is read and
+the file written), then with it, then SQLite; and the common-word query (3 common + 3
+rare terms) with the file and on SQLite. Each cell says whether JSONL's and SQLite's
+printed answers were identical. ``catch_up`` times a cold recall after another process
+appended 1,000 records to a log whose index file covered it, against one without them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import corpus
+from benchmarks.common import USER, Log, cold_run
+from memlib.stores import open_store
+from memlib.stores.jsonl import RemoteMemoryStore
+
+__all__ = ["catch_up", "cold_floor", "cold_queries", "cold_rows", "cold_section", "cold_table"]
+
+AS_OF = corpus.AS_OF.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cold_queries() -> dict[str, str]:
+    """The first query of each set (the rare one is the one every earlier cold row used)."""
+    sets = corpus.query_sets(1)
+    return {"rare": sets["rare"][0], "common": sets["common"][0]}
+
+
+def cold_floor(log: Log) -> dict[str, Any]:
+    floor = cold_run([], rounds=5)
+    log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
+    return floor
+
+
+def recall_args(url: str, query: str, ranker: str) -> list[str]:
+    # A fixed --as-of: the printed answer is then the same on every backend and round.
+    return ["--store", url, "--user", USER, "recall", query, "--limit", "10",
+            "--ranker", ranker, "--as-of", AS_OF, "--query-id", "cold"]
+
+
+def _pair(jsonl: dict[str, Any], sqlite: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonl_over_sqlite": round(jsonl["wall_s"] / sqlite["wall_s"], 2),
+            "same_answer": jsonl["answer"] == sqlite["answer"]}
+
+
+def _ensure_index_file(jsonl_path: Path) -> bool:
+    """Write the index file if no reader did (a log under INDEX_WRITE_MIN records)."""
+    store = RemoteMemoryStore(jsonl_path, user_id=USER)
+    if store.index_path.exists():
+        return True
+    return store.write_index_file()
+
+
+def cold_rows(
+    n: int, jsonl_path: Path, sqlite_path: Path, rankers: Sequence[str], log: Log,
+    queries: dict[str, str] | None = None, rounds: int = 3,
+) -> dict[str, Any]:
+    """One row of cold figures for stores already holding the corpus of ``n`` records
+    (each figure the median of ``rounds`` processes, but the rebuilds: one each)."""
+    queries = queries or cold_queries()
+    jsonl_url, sqlite_url = f"jsonl:{jsonl_path}", f"sqlite:{sqlite_path}"
+    index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
+    row: dict[str, Any] = {"n": n}
+    for ranker in rankers:
+        rare = recall_args(jsonl_url, queries["rare"], ranker)
+        # The first cold recall rebuilds from the log (what a new process paid before
+        # the index file) and writes the file.
+        index_path.unlink(missing_ok=True)
+        rebuild = cold_run(rare, rounds=1)
+        written_by_recall = index_path.exists()
+        if not written_by_recall:
+            _ensure_index_file(jsonl_path)
+        fresh = cold_run(rare, rounds)
+        sql = cold_run(recall_args(sqlite_url, queries["rare"], ranker), rounds)
+        cell: dict[str, Any] = {"jsonl_no_index": rebuild, "jsonl_index": fresh, "sqlite": sql,
+                                **_pair(fresh, sql)}
+        if not written_by_recall:
+            cell["index_file_written_by"] = "the benchmark (the log is too short for a reader)"
+        common_jsonl = cold_run(recall_args(jsonl_url, queries["common"], ranker), rounds)
+        common_sql = cold_run(recall_args(sqlite_url, queries["common"], ranker), rounds)
+        cell["common"] = {"jsonl_index": common_jsonl, "sqlite": common_sql,
+                          **_pair(common_jsonl, common_sql)}
+        row[ranker] = cell
+        log(f"N={n:,} {ranker}: jsonl rebuild {rebuild['wall_s']:.2f} s; rare: jsonl+index "
+            f"{fresh['wall_s']:.3f} s ({fresh['peak_rss_mb']} MB), sqlite {sql['wall_s']:.3f} s "
+            f"({sql['peak_rss_mb']} MB), {cell['jsonl_over_sqlite']}x; common: jsonl+index "
+            f"{common_jsonl['wall_s']:.3f} s ({common_jsonl['peak_rss_mb']} MB), sqlite "
+            f"{common_sql['wall_s']:.3f} s, {cell['common']['jsonl_over_sqlite']}x; same "
+            f"answers {cell['same_answer'] and cell['common']['same_answer']}")
+    row["index_file_mb"] = round(index_path.stat().st_size / 2**20, 1)
+    row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
+    return row
+
+
+def catch_up(
+    n: int, jsonl_path: Path, log: Log, query: str | None = None, rounds: int = 3
+) -> dict[str, Any]:
+    """A cold recall after another process appended 1,000 records, against one without.
+
+    Both are measured here, on the same log, from the same index file (restored before
+    every run: a reader would otherwise rewrite it). The log grows by 1,000 records.
+    """
+    query = query or cold_queries()["rare"]
+    args = recall_args(f"jsonl:{jsonl_path}", query, "baseline")
+    index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
+    if not _ensure_index_file(jsonl_path):
+        raise RuntimeError(f"no index file could be written for {jsonl_path}")
+    without = cold_run(args, rounds)
+    saved = index_path.read_bytes()
+    writer = RemoteMemoryStore(jsonl_path, user_id=USER)
+    for batch in corpus.records(1_000, seed=99, prefix="late"):
+        writer.append_many(batch)
+
+    def restore() -> None:
+        index_path.write_bytes(saved)
+
+    caught = cold_run(args, rounds, before=restore)
+    restore()
+    out = {**caught, "over_fresh": round(caught["wall_s"] / without["wall_s"], 2),
+           "without": without, "index_file_mb": round(len(saved) / 2**20, 1)}
+    log(f"N={n:,} catch-up of 1,000 records: {caught['wall_s']:.3f} s against "
+        f"{without['wall_s']:.3f} s without ({out['over_fresh']}x)")
+    return out
+
+
+def build_stores(n: int, folder: Path) -> tuple[Path, Path]:
+    """The corpus of ``n`` records in a JSONL log and a SQLite file in ``folder``."""
+    folder.mkdir(mode=0o700)
+    jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
+    jsonl = RemoteMemoryStore(jsonl_path, user_id=USER)
+    sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
+    for batch in corpus.records(n):
+        jsonl.append_many(batch)
+        sqlite_store.append_many(batch)
+    close = getattr(sqlite_store, "close", None)
+    if close is not None:
+        close()
+    return jsonl_path, sqlite_path
+
+
+def cold_section(sizes: Sequence[int], workdir: Path, log: Log,
+                 rankers: Sequence[str] = ("baseline",), rounds: int = 3) -> dict[str, Any]:
+    """Cold `memlib recall` on JSONL with its index file against SQLite, and catch-up."""
+    queries = cold_queries()
+    out: dict[str, Any] = {"query": queries["rare"], "common_query": queries["common"],
+                           "floor": cold_floor(log), "rows": []}
+    for n in sizes:
+        folder = workdir / f"cold-{n}"
+        log(f"N={n:,}: building the JSONL and SQLite stores")
+        jsonl_path, sqlite_path = build_stores(n, folder)
+        row = cold_rows(n, jsonl_path, sqlite_path, rankers, log, queries, rounds)
+        row["catch_up_1000"] = catch_up(n, jsonl_path, log, queries["rare"], rounds)
+        out["rows"].append(row)
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def _fmt(cell: dict[str, Any]) -> str:
+    return f"{cell['wall_s'] * 1000:,.0f} ms, {cell['peak_rss_mb']} MB"
+
+
+def cold_table(cold: dict[str, Any]) -> str:
+    floor = cold["floor"]
+    lines = [
+        f"floor (python start + import memlib): {floor['wall_s'] * 1000:.0f} ms, "
+        f"{floor['peak_rss_mb']} MB",
+        "",
+        "| N | ranker | query | JSONL, no index file | JSONL + index file | SQLite "
+        "| JSONL/SQLite | same answer |",
+        "|---:|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in cold["rows"]:
+        for ranker, cell in row.items():
+            if not isinstance(cell, dict) or "sqlite" not in cell:
+                continue
+            lines.append(f"| {row['n']:,} | {ranker} | rare | {_fmt(cell['jsonl_no_index'])} | "
+                         f"{_fmt(cell['jsonl_index'])} | {_fmt(cell['sqlite'])} | "
+                         f"{cell['jsonl_over_sqlite']}× | {cell.get('same_answer', '—')} |")
+            common = cell.get("common")
+            if common:
+                lines.append(f"| {row['n']:,} | {ranker} | common | — | "
+                             f"{_fmt(common['jsonl_index'])} | {_fmt(common['sqlite'])} | "
+                             f"{common['jsonl_over_sqlite']}× | {common['same_answer']} |")
+    lines += ["", "| N | catch-up: cold recall after 1,000 appended | without them | over fresh "
+              "| index file | log |", "|---:|---:|---:|---:|---:|---:|"]
+    for row in cold["rows"]:
+        c = row.get("catch_up_1000")
+        if not c:
+            continue
+        without = _fmt(c["without"]) if "without" in c else "—"
+        lines.append(f"| {row['n']:,} | {_fmt(c)} | {without} | {c['over_fresh']}× | "
+                     f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
+                     f"{row.get('log_mb', '—')} MB |")
+    return "\n".join(lines)
+
