@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
+from importlib import resources
 
 __all__ = ["MAX_GROWTH", "normalize_text", "terms_of_normalized"]
 
@@ -51,10 +52,13 @@ _SPACELESS = _char_class(_SPACELESS_RANGES)
 _SPACELESS_RUN = re.compile(f"[{_SPACELESS}]+")
 
 
-@cache
-def _word_run() -> re.Pattern[str]:
-    # Python's \w has letters, digits and "_" but not combining marks, which would cut
-    # Devanagari or decomposed text mid-word. Built on first use, not at import.
+# The combining-mark ranges of one Unicode version, shipped so that a new process does
+# not ask unicodedata about 135k code points (40–90 ms, every CLI call) to find them.
+MARKS_RESOURCE = "combining_marks.txt"
+
+
+def combining_mark_ranges() -> tuple[tuple[int, int], ...]:
+    """Ranges of the code points in categories Mn, Mc, Me, from this Python's unicodedata."""
     marks: list[tuple[int, int]] = []
     # Combining marks exist only in planes 0 and 1 and the variation selectors of plane 14.
     for cp in (*range(0x20000), *range(0xE0000, 0xE1000)):
@@ -63,7 +67,27 @@ def _word_run() -> re.Pattern[str]:
                 marks[-1] = (marks[-1][0], cp)
             else:
                 marks.append((cp, cp))
-    return re.compile(f"[\\w{_char_class(tuple(marks))}]+")
+    return tuple(marks)
+
+
+def shipped_mark_ranges() -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``(Unicode version, ranges)`` of ``memlib/data/combining_marks.txt``."""
+    text = resources.files("memlib").joinpath("data", MARKS_RESOURCE).read_text("ascii")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    ranges = tuple(
+        (int(lo, 16), int(hi, 16)) for lo, hi in (line.split() for line in lines[1:])
+    )
+    return lines[0].strip(), ranges
+
+
+@cache
+def _word_run() -> re.Pattern[str]:
+    # Python's \w has letters, digits and "_" but not combining marks, which would cut
+    # Devanagari or decomposed text mid-word. Built on first use, not at import.
+    version, marks = shipped_mark_ranges()
+    if version != unicodedata.unidata_version:  # another Python: ask its own tables
+        marks = combining_mark_ranges()
+    return re.compile(f"[\\w{_char_class(marks)}]+")
 
 
 def normalize_text(text: str) -> str:

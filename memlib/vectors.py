@@ -17,7 +17,7 @@ needed (docs/benchmarks.md has the figures).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,6 +29,7 @@ __all__ = [
     "RemoteMemoryVectorModelError",
     "VectorState",
     "check_model",
+    "exact_dot",
     "exact_top",
     "pack",
     "unpack",
@@ -71,12 +72,19 @@ class DenseScores:
     ``ids[i]`` is the memory_id of row ``i`` and ``scores[i]`` (numpy float32) its dot
     product with the query vector. Only searched (not retracted) conversation records of
     the store's scope appear. ``missing`` counts searched conversation records that have
-    no vector yet.
+    no vector yet. ``vector_of(i)`` is row ``i``'s stored vector, when the store can
+    give it without a copy of every row.
+
+    ``scores`` select (``top``); ``exact`` is what a ranker shows. A float32
+    matrix-vector product rounds differently with the matrix's shape and the BLAS
+    kernel chosen for it, so the same two vectors could show 0.967382 on one backend and
+    0.967383 on another; one float64 dot product per shown record cannot.
     """
 
     ids: Sequence[str]
     scores: Any
     missing: int
+    vector_of: Callable[[int], Any] | None = None
 
     def top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, score)``, best first; ties by memory_id."""
@@ -87,12 +95,30 @@ class DenseScores:
         position = self._positions()
         return {m: float(self.scores[position[m]]) for m in memory_ids if m in position}
 
+    def exact(self, memory_ids: Sequence[str], query_vector: Any) -> dict[str, float]:
+        """Float64 dot products of those of ``memory_ids`` that have a vector."""
+        if self.vector_of is None:
+            return self.of(memory_ids)
+        position = self._positions()
+        return {
+            m: exact_dot(self.vector_of(position[m]), query_vector)
+            for m in memory_ids if m in position
+        }
+
     def _positions(self) -> dict[str, int]:
         cached: dict[str, int] | None = self.__dict__.get("_position")
         if cached is None:
             cached = {memory_id: i for i, memory_id in enumerate(self.ids)}
             object.__setattr__(self, "_position", cached)
         return cached
+
+
+def exact_dot(vector: Any, query_vector: Any) -> float:
+    """The dot product of two float32 vectors, summed in float64 (see ``DenseScores``)."""
+    import numpy as np
+
+    return float(np.dot(np.asarray(vector, dtype=np.float64),
+                        np.asarray(query_vector, dtype=np.float64)))
 
 
 def pack(vector: Any) -> bytes:

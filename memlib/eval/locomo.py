@@ -240,7 +240,7 @@ class ConversationVectors:
         )
 
     def dense(self, query: RecallQuery, vector: Any, *, model: str, dimension: int) -> DenseScores:
-        return DenseScores(self.ids, self.matrix @ vector, 0)
+        return DenseScores(self.ids, self.matrix @ vector, 0, vector_of=self.matrix.__getitem__)
 
     def fetch(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         return [self.records[m] for m in memory_ids]

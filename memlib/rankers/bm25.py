@@ -213,8 +213,9 @@ def bm25_top_docs(
     avgdl = max(corpus_tokens / searched, 1e-9)
     live = view.live
     size = sum(len(docs) for docs, _ in view.postings)
-    # Below ``NUMPY_MIN_POSTINGS`` postings (of the scoring terms) plain Python is faster.
-    np = runs.numpy_or_none() if size >= runs.NUMPY_MIN_POSTINGS else None
+    # Below ``NUMPY_MIN_POSTINGS`` postings (of the scoring terms) plain Python is faster,
+    # and below ``NUMPY_IMPORT_POSTINGS`` also cheaper than importing numpy.
+    np = runs.postings_numpy(size)
     if np is None:
         pairs = [
             [(d, tf) for d, tf in zip(docs, tfs, strict=True) if live[d]]

@@ -68,7 +68,7 @@ from ..normalize import RecallQuery
 from ..records import StoredMemory
 from ..retrieval.tokens import searchable_terms
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
-from ..vectors import DenseScores, Embedder
+from ..vectors import DenseScores, Embedder, exact_dot
 from .base import top_positions
 from .bm25 import (
     DEFAULT_B,
@@ -165,7 +165,7 @@ class HybridRanker:
         model = self.model
         records = model.encode([c.record.content for c in scan.candidates])  # type: ignore[attr-defined]
         question = model.encode([query.text])[0]  # type: ignore[attr-defined]
-        return [float(x) for x in records @ question]
+        return [exact_dot(vector, question) for vector in records]
 
     def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
         lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
@@ -277,12 +277,12 @@ class HybridRanker:
                         sats[t] = tf_of[t] * (self.k1 + 1.0) / (tf_of[t] + norm)
             per_term.append(sats)
             raw.append(sum(idf[t] * s for t, s in sats.items()))
-        similarity = scores.of([c.record.memory_id for c in candidates])
+        similarity = scores.exact([c.record.memory_id for c in candidates], question)
         unembedded = [c for c in candidates if c.record.memory_id not in similarity]
         if unembedded:  # not embedded yet: computed now, reachable by the lexical path only
             vectors = model.encode([c.record.content for c in unembedded])
-            for candidate, value in zip(unembedded, vectors @ question, strict=True):
-                similarity[candidate.record.memory_id] = float(value)
+            for candidate, vector in zip(unembedded, vectors, strict=True):
+                similarity[candidate.record.memory_id] = exact_dot(vector, question)
         scan = CandidateScan(
             candidates=tuple(candidates),
             searched_records=view.searched_records,

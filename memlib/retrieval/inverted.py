@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from datetime import datetime
 from itertools import chain
 from typing import Any
@@ -32,6 +32,88 @@ __all__ = ["InvertedIndex", "lexical_from_index", "scan_from_index"]
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
+
+
+class _TermPositions:
+    """``term → its number`` in a packed term list, built on first use (shared by the
+    postings and their term frequencies)."""
+
+    def __init__(self, terms: list[str]) -> None:
+        self.terms = terms
+        self._of: dict[str, int] | None = None
+
+    def of(self) -> dict[str, int]:
+        if self._of is None:
+            self._of = {term: n for n, term in enumerate(self.terms)}
+        return self._of
+
+
+class _PackedLists(MutableMapping[str, "array[int]"]):
+    """``term → array`` over one packed array, each list sliced out when first asked for.
+
+    A new process loads an index file of tens of thousands of terms to answer one query
+    of a few: slicing every list up front cost it more than the rest of the load. A list
+    taken (or added by a catch-up) lives in ``_taken`` and is changed in place there.
+    """
+
+    def __init__(
+        self, positions: _TermPositions, ends: array[int], packed: array[int] | memoryview
+    ) -> None:
+        self._positions, self._ends, self._packed = positions, ends, packed
+        self._taken: dict[str, array[int]] = {}
+        self._gone: set[str] = set()
+
+    def _slice(self, term: str) -> array[int] | None:
+        got = self._taken.get(term)
+        if got is not None or term in self._gone:
+            return got
+        n = self._positions.of().get(term)
+        if n is None:
+            return None
+        part = self._packed[self._ends[n - 1] if n else 0 : self._ends[n]]
+        if not isinstance(part, array):  # a view of an index file's bytes: copied out
+            copy = array(part.format)
+            copy.frombytes(part.cast("B"))
+            part = copy
+        self._taken[term] = part
+        return part
+
+    def __getitem__(self, term: str) -> array[int]:
+        got = self._slice(term)
+        if got is None:
+            raise KeyError(term)
+        return got
+
+    def get(self, term: str, default: Any = None) -> Any:  # type: ignore[override]
+        got = self._slice(term)
+        return default if got is None else got
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self._slice(term) is not None
+
+    def __setitem__(self, term: str, value: array[int]) -> None:
+        self._gone.discard(term)
+        self._taken[term] = value
+
+    def __delitem__(self, term: str) -> None:
+        if self._slice(term) is None:
+            raise KeyError(term)
+        del self._taken[term]
+        self._gone.add(term)
+
+    def __iter__(self) -> Iterator[str]:
+        packed = self._positions.of()
+        for term in self._positions.terms:
+            if term not in self._gone:
+                yield term
+        for term in self._taken:
+            if term not in packed:
+                yield term
+
+    def __len__(self) -> int:
+        packed = self._positions.of()
+        added = sum(1 for term in self._taken if term not in packed)
+        return len(packed) - len(self._gone) + added
 
 
 class InvertedIndex:
@@ -58,11 +140,11 @@ class InvertedIndex:
     SETTLE_CHARS = 1 << 22
 
     def __init__(self) -> None:
-        self._postings: dict[str, array[int]] = {}
+        self._postings: MutableMapping[str, array[int]] = {}
         # Parallel to each posting list: how often the term occurs in that doc (BM25's tf).
-        self._tfs: dict[str, array[int]] = {}
+        self._tfs: MutableMapping[str, array[int]] = {}
         self.ids: list[str] = []
-        self.doc_of: dict[str, int] = {}
+        self._doc_of: dict[str, int] | None = {}
         self.kinds = bytearray()
         self.live = bytearray()  # 1 = a conversation record that is not retracted
         self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
@@ -83,14 +165,22 @@ class InvertedIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @property
+    def doc_of(self) -> dict[str, int]:
+        """``memory_id → doc number``; built on first use after a load from an index file
+        (a recall never needs it, a write's checks do)."""
+        if self._doc_of is None:
+            self._doc_of = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        return self._doc_of
+
     # Terms and their statistics: settled on first read.
     @property
-    def postings(self) -> dict[str, array[int]]:
+    def postings(self) -> MutableMapping[str, array[int]]:
         self.settle()
         return self._postings
 
     @property
-    def tfs(self) -> dict[str, array[int]]:
+    def tfs(self) -> MutableMapping[str, array[int]]:
         """``term → term frequencies``, parallel to ``postings[term]``."""
         self.settle()
         return self._tfs
@@ -265,7 +355,7 @@ class InvertedIndex:
         """The index ``packed()`` described (arrays are taken, not copied)."""
         index = cls()
         index.ids = arrays["ids"]
-        index.doc_of = dict(zip(index.ids, range(len(index.ids)), strict=True))
+        index._doc_of = None  # built when first asked for
         index.kinds, index.live = arrays["kinds"], arrays["live"]
         index.timestamps, index.micros = arrays["timestamps"], arrays["micros"]
         index._tokens, index._content_tokens = arrays["tokens"], arrays["content_tokens"]
@@ -275,10 +365,11 @@ class InvertedIndex:
         postings, ends, tfs = arrays["postings"], arrays["term_ends"], arrays["tfs"]
         if (ends and ends[-1] != len(postings)) or len(tfs) != len(postings):
             raise ValueError("posting lists do not add up")
-        index._postings, index._tfs = {}, {}
-        for term, start, end in zip(arrays["terms"], chain((0,), ends), ends, strict=False):
-            index._postings[term] = postings[start:end]
-            index._tfs[term] = tfs[start:end]
+        if len(arrays["terms"]) != len(ends):
+            raise ValueError("terms and their ends differ in number")
+        positions = _TermPositions(arrays["terms"])
+        index._postings = _PackedLists(positions, ends, postings)
+        index._tfs = _PackedLists(positions, ends, tfs)
         return index
 
     # -- queries -------------------------------------------------------------------
@@ -305,7 +396,7 @@ class InvertedIndex:
         total = sum(len(p) for p in postings)
         if not total:
             return 0
-        np = runs.numpy_or_none() if total >= runs.NUMPY_MIN_POSTINGS else None
+        np = runs.postings_numpy(total)
         if np is None:
             return len(self.candidate_docs(terms))
         live = np.frombuffer(self.live, dtype=np.uint8)
@@ -328,10 +419,7 @@ class InvertedIndex:
         postings = self._postings_of(terms)
         if not postings:
             return [], 0
-        if (
-            sum(len(p) for p in postings) >= runs.NUMPY_MIN_POSTINGS
-            and runs.numpy_or_none() is not None
-        ):
+        if runs.postings_numpy(sum(len(p) for p in postings)) is not None:
             return self._top_numpy(postings, len(terms), limit, as_of, bound)
         return self._top_python(postings, len(terms), limit, as_of, bound)
 

@@ -20,11 +20,13 @@ from typing import Any
 
 __all__ = [
     "NUMPY_IMPORT_BATCH",
+    "NUMPY_IMPORT_POSTINGS",
     "NUMPY_MIN_BATCH",
     "NUMPY_MIN_POSTINGS",
     "batch_numpy",
     "count_matches",
     "numpy_or_none",
+    "postings_numpy",
     "pack_docs",
     "run_and_tfs_without",
     "run_without",
@@ -45,6 +47,11 @@ NUMPY_MIN_BATCH = 256
 # others appended since its index file), so only a batch this big pays for it (an
 # import's batches of 5,000 do).
 NUMPY_IMPORT_BATCH = 2_048
+# The same trade for a recall: counting or scoring this many postings in plain Python
+# costs about what importing numpy does, so a fresh process (every CLI call, every agent
+# session) imports it only for bigger lists; one that has it already uses it from
+# NUMPY_MIN_POSTINGS on.
+NUMPY_IMPORT_POSTINGS = 100_000
 
 _ARRAY_CODE = {"u4": "I", "<i8": "q", ">i8": "q"}
 
@@ -116,7 +123,7 @@ def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Seq
     Each run lists distinct ids of one term, so a doc's count is its matched terms.
     """
     total = sum(len(run) for run in runs) // 8
-    np = numpy_or_none() if runs and total >= NUMPY_MIN_POSTINGS else None
+    np = postings_numpy(total) if runs else None
     if np is not None:
         ids, counts = np.unique(
             np.concatenate([np.frombuffer(run, dtype=dtype) for run in runs]), return_counts=True
@@ -128,6 +135,15 @@ def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Seq
             tally[doc] = tally.get(doc, 0) + 1
     ordered = sorted(tally)
     return ordered, [tally[doc] for doc in ordered]
+
+
+def postings_numpy(total: int) -> Any | None:
+    """numpy, if ``total`` postings are worth counting or scoring with it; else None."""
+    if total >= NUMPY_MIN_POSTINGS and (
+        "numpy" in sys.modules or total >= NUMPY_IMPORT_POSTINGS
+    ):
+        return numpy_or_none()
+    return None
 
 
 def batch_numpy(records: int) -> Any | None:

@@ -28,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -73,6 +74,7 @@ __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
 # The lock file holds this note while a multi-record batch is being written.
 _PENDING = b"pending "
+_NOT_CONVERSATION = re.compile(rb"[^\x00]")
 
 
 def pending_batch_offset(data: bytes) -> int | None:
@@ -267,8 +269,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.crc = image.log_crc
         cache.starts = image.sections["starts"]
         cache.digests = image.sections["digests"]
-        kinds = cache.index.kinds
-        cache.extras = self._read_docs(cache, [d for d, k in enumerate(kinds) if k])
+        # Profiles and retractions (kind ≠ 0), found at C speed among 100k+ kinds.
+        others = [m.start() for m in _NOT_CONVERSATION.finditer(cache.index.kinds)]
+        cache.extras = self._read_docs(cache, others)
         return cache
 
     def _maybe_write_index_file(self, cache: _Cache) -> None:
@@ -553,8 +556,10 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 f"the query vector has {query_vector.shape[0]} dimensions, not {dimension}"
             )
         matched = self._matched(cache, table)
+        matrix, rows = table.matrix(), matched.rows
         return DenseScores(
-            matched.ids, table.scores(matched, query_vector), searched - len(matched.rows)
+            matched.ids, table.scores(matched, query_vector), searched - len(matched.rows),
+            vector_of=lambda i: matrix[rows[i]],
         )
 
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:

@@ -77,6 +77,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("digests", "Q"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
+# Sections handed over as read-only views of the file's bytes (memoryview), not arrays.
+_SHARED = frozenset({"postings", "tfs"})
 
 
 def index_path_for(log_path: str) -> str:
@@ -205,6 +207,12 @@ def read_index(
                 sections[name] = text.split("\n") if text else []
             elif code == "B":
                 sections[name] = bytearray(chunk)
+            elif name in _SHARED:
+                # Most of the file, read by slices: a view of the bytes read, not a copy
+                # (the index copies a term's list out when a query first asks for it).
+                if len(chunk) % _ITEMSIZE[code]:
+                    raise _Invalid("its sections are cut short")
+                sections[name] = chunk.cast(code)  # type: ignore[call-overload]
             else:
                 values = array(code)
                 if values.itemsize != _ITEMSIZE[code]:

@@ -600,7 +600,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                     cached = self._load_vectors(conn, stored_model, stored_dimension, changes)
         _, ids, matrix = cached
         scores = matrix @ wanted if ids else np.zeros(0, dtype=np.float32)
-        return DenseScores(ids, scores, searched - len(ids))
+        return DenseScores(ids, scores, searched - len(ids), vector_of=matrix.__getitem__)
 
     def _load_vectors(
         self, conn: Any, model: str, dimension: int, changes: int

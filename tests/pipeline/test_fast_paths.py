@@ -13,6 +13,7 @@ import json
 from typing import Any
 from unittest.mock import patch
 
+import numpy  # noqa: F401  (loaded, so the forced numpy paths below take it)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -355,3 +356,34 @@ def test_from_dict_fast_path_is_the_checked_path(
     fast = _outcome(StoredMemory.from_dict, data)
     slow = _outcome(lambda d: StoredMemory.from_dict(MappingProxyType(d)), data)
     assert fast == slow
+
+
+def test_a_fresh_process_imports_numpy_only_for_long_postings(tmp_path: Any) -> None:
+    """Importing numpy costs a new process about 70 ms: a recall over a few thousand
+    postings counts them in Python; past NUMPY_IMPORT_POSTINGS it pays for numpy."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from memlib import RecallEngine, open_store\n"
+        "from memlib.retrieval import postings\n"
+        "postings.NUMPY_IMPORT_POSTINGS = int(sys.argv[2])\n"
+        "store = open_store('jsonl:' + sys.argv[1], user_id='u')\n"
+        "if not store.read_all():\n"
+        "    store.append_many([{'kind': 'conversation', 'memory_id': f'm{i}',\n"
+        "        'content': f'common words here {i}', 'summary': 'common',\n"
+        "        'source': {'source_id': 's', 'source_type': 't', 'title': 't',\n"
+        "                   'captured_at': '2026-08-01T00:00:00Z'}} for i in range(1500)])\n"
+        "for ranker in ('baseline', 'bm25+stopwords'):\n"
+        "    RecallEngine(store, ranker=ranker).recall('common words', limit=3)\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    path = str(tmp_path / "records.jsonl")
+    run = [sys.executable, "-c", script, path]
+    # Fill the store first, in its own process (a batch of 1,500 may invert with numpy).
+    subprocess.run([*run, "100000"], check=True, capture_output=True, text=True)
+    below = subprocess.run([*run, "100000"], check=True, capture_output=True, text=True)
+    above = subprocess.run([*run, "1000"], check=True, capture_output=True, text=True)
+    assert below.stdout.strip() == "False"
+    assert above.stdout.strip() == "True"

@@ -298,3 +298,30 @@ def test_vectors_stored_by_put_vectors_and_by_append_agree(opener: Opener):
             text, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
         assert [h["memory_id"] for h in a["hits"]] == [h["memory_id"] for h in b["hits"]]
         assert [h["score"] for h in a["hits"]] == [h["score"] for h in b["hits"]]
+
+
+def test_hybrid_answers_are_identical_on_every_backend(
+    tmp_path: Path, pg_url: str  # noqa: F811  (the fixture)
+) -> None:
+    """The same records and vectors: byte-identical tool JSON from JSONL, SQLite and
+    PostgreSQL (the shown dense values are float64 dot products, whatever the matrix)."""
+    embedder = HashingEmbedder(48)
+    urls = (f"jsonl:{scope_path(tmp_path, 'alice')}", f"sqlite:{tmp_path / 'm.db'}", pg_url)
+    stores = [open_store(u, user_id="alice", clock=fixed_clock(), embedder=embedder)
+              for u in urls]
+    items = _corpus(30) + [_item(99, "gardening tomatoes", session=9)]
+    for store in stores:
+        store.append_many(items[:20])
+        store.append_many(items[20:])
+        store.retract("t-4", reason="x", source={
+            "source_id": "r", "source_type": "manual_retraction", "title": "r",
+            "captured_at": "2026-08-20T00:00:00Z"})
+    for text in (*QUERIES, "garden tomato", "gardening"):
+        answers = {
+            store.backend: RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
+                text, limit=7, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+            for store in stores
+        }
+        assert len(set(answers.values())) == 1, (text, answers.keys())
+    for store in stores:
+        store.close()

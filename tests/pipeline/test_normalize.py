@@ -217,3 +217,15 @@ def test_query_to_dict():
         "limit": 5,
         "issued_at": "2026-08-10T12:00:00Z",
     }
+
+
+def test_the_shipped_combining_marks_are_this_pythons() -> None:
+    """memlib/data/combining_marks.txt spares a new process 135k unicodedata look-ups; it
+    must say exactly what unicodedata says (else the tokenizer would cut differently)."""
+    import unicodedata
+
+    from memlib.terms import combining_mark_ranges, shipped_mark_ranges
+
+    version, ranges = shipped_mark_ranges()
+    assert version == unicodedata.unidata_version, "regenerate memlib/data/combining_marks.txt"
+    assert ranges == combining_mark_ranges()

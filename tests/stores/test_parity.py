@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy  # noqa: F401  (loaded, so the forced numpy paths below take it)
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
