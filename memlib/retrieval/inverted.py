@@ -53,7 +53,9 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
 
     A new process loads an index file of tens of thousands of terms to answer one query
     of a few: slicing every list up front cost it more than the rest of the load. A list
-    taken (or added by a catch-up) lives in ``_taken`` and is changed in place there.
+    taken lives in ``_taken`` and is changed in place there. What a catch-up appends to
+    a list not taken yet waits in ``_extra`` (``add``), so that catching up on a tail
+    does not copy out the long lists of the common terms it touches.
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
     ) -> None:
         self._positions, self._ends, self._packed = positions, ends, packed
         self._taken: dict[str, array[int]] = {}
+        self._extra: dict[str, array[int]] = {}
         self._gone: set[str] = set()
 
     def _slice(self, term: str) -> array[int] | None:
@@ -75,8 +78,26 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             copy = array(part.format)
             copy.frombytes(part.cast("B"))
             part = copy
+        extra = self._extra.pop(term, None)
+        if extra is not None:
+            part.extend(extra)
         self._taken[term] = part
         return part
+
+    def add(self, term: str, values: Iterable[int] | bytes) -> None:
+        """Append ``values`` (ints, or bytes of packed ``I``) to ``term``'s list."""
+        target = self._taken.get(term)
+        if target is None:
+            n = self._positions.of().get(term)
+            if n is None or term in self._gone:
+                target = self._taken[term] = array("I")
+                self._gone.discard(term)
+            else:
+                target = self._extra.setdefault(term, array("I"))
+        if isinstance(values, bytes):
+            target.frombytes(values)
+        else:
+            target.extend(values)
 
     def __getitem__(self, term: str) -> array[int]:
         got = self._slice(term)
@@ -89,16 +110,20 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         return default if got is None else got
 
     def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and self._slice(term) is not None
+        if not isinstance(term, str) or term in self._gone:
+            return False
+        return term in self._taken or term in self._positions.of()
 
     def __setitem__(self, term: str, value: array[int]) -> None:
         self._gone.discard(term)
+        self._extra.pop(term, None)
         self._taken[term] = value
 
     def __delitem__(self, term: str) -> None:
-        if self._slice(term) is None:
+        if term not in self:
             raise KeyError(term)
-        del self._taken[term]
+        self._taken.pop(term, None)
+        self._extra.pop(term, None)
         self._gone.add(term)
 
     def __iter__(self) -> Iterator[str]:
@@ -113,7 +138,23 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
     def __len__(self) -> int:
         packed = self._positions.of()
         added = sum(1 for term in self._taken if term not in packed)
-        return len(packed) - len(self._gone) + added
+        gone = sum(1 for term in self._gone if term in packed)
+        return len(packed) - gone + added
+
+
+def _append(lists: MutableMapping[str, array[int]], term: str,
+            values: Iterable[int] | bytes) -> None:
+    """``lists[term] += values``, creating the list (``I``) when the term is new."""
+    if isinstance(lists, _PackedLists):
+        lists.add(term, values)
+        return
+    target = lists.get(term)
+    if target is None:
+        target = lists[term] = array("I")
+    if isinstance(values, bytes):
+        target.frombytes(values)
+    else:
+        target.extend(values)
 
 
 class InvertedIndex:
@@ -295,23 +336,15 @@ class InvertedIndex:
                     docs_tfs[0].append(doc)
                     docs_tfs[1].append(tf)
             for term, (docs, freqs) in by_term.items():
-                posting = postings.get(term)
-                if posting is None:
-                    posting = postings[term] = array("I")
-                    tfs[term] = array("I")
-                posting.extend(docs)
-                tfs[term].extend(freqs)
+                _append(postings, term, docs)
+                _append(tfs, term, freqs)
             return
         terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
         for number, run, tf_run in runs.tf_runs_by_term(
             texts, {t: i for i, t in enumerate(terms)}
         ):
-            posting = postings.get(terms[number])
-            if posting is None:
-                posting = postings[terms[number]] = array("I")
-                tfs[terms[number]] = array("I")
-            posting.frombytes(run)
-            tfs[terms[number]].frombytes(tf_run)
+            _append(postings, terms[number], run)
+            _append(tfs, terms[number], tf_run)
 
     def _retract(self, target: str) -> None:
         if target in self.retracted:

@@ -387,3 +387,51 @@ def test_a_fresh_process_imports_numpy_only_for_long_postings(tmp_path: Any) -> 
     above = subprocess.run([*run, "1000"], check=True, capture_output=True, text=True)
     assert below.stdout.strip() == "False"
     assert above.stdout.strip() == "True"
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(st.lists(st.integers(0, 50), max_size=5), min_size=0, max_size=6),
+    st.lists(st.tuples(st.sampled_from(["get", "add", "set", "del", "has"]),
+                       st.integers(0, 8), st.lists(st.integers(0, 50), max_size=3)),
+             max_size=25),
+    st.booleans(),
+)
+def test_packed_lists_behave_as_a_dict_of_lists(
+    lists: list[list[int]], operations: list[tuple[str, int, list[int]]], view: bool
+) -> None:
+    """The lazily sliced postings of a loaded index file (``_PackedLists``) answer every
+    mapping operation as the dict of arrays they stand for, catch-up appends included."""
+    from array import array as _array
+
+    from memlib.retrieval.inverted import _append, _PackedLists, _TermPositions
+
+    terms = [f"t{i}" for i in range(len(lists))]
+    ends, packed = _array("Q"), _array("I")
+    for values in lists:
+        packed.extend(values)
+        ends.append(len(packed))
+    source: Any = memoryview(packed.tobytes()).cast("I") if view else packed
+    lazy = _PackedLists(_TermPositions(terms), ends, source)
+    plain: dict[str, Any] = {t: _array("I", v) for t, v in zip(terms, lists, strict=True)}
+    for op, n, values in operations:
+        term = f"t{n}"
+        if op == "get":
+            got = lazy.get(term)
+            assert (None if got is None else list(got)) == (
+                None if term not in plain else list(plain[term]))
+        elif op == "add":
+            _append(lazy, term, values)
+            _append(plain, term, values)
+        elif op == "set":
+            lazy[term] = _array("I", values)
+            plain[term] = _array("I", values)
+        elif op == "del":
+            if term in plain:
+                del lazy[term]
+                del plain[term]
+        else:
+            assert (term in lazy) == (term in plain)
+        assert len(lazy) == len(plain)
+    assert sorted(lazy) == sorted(plain)
+    assert {t: list(lazy[t]) for t in lazy} == {t: list(v) for t, v in plain.items()}
