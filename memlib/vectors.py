@@ -17,11 +17,15 @@ needed (docs/benchmarks.md has the figures).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import RemoteMemoryError, RemoteMemoryVectorModelError
+from .errors import (
+    RemoteMemoryError,
+    RemoteMemoryValidationError,
+    RemoteMemoryVectorModelError,
+)
 
 __all__ = [
     "DenseScores",
@@ -29,6 +33,7 @@ __all__ = [
     "RemoteMemoryVectorModelError",
     "VectorState",
     "check_model",
+    "check_sizes",
     "exact_dot",
     "exact_top",
     "pack",
@@ -156,13 +161,27 @@ def exact_top(scores: Any, k: int, ids: Sequence[str]) -> list[int]:
     return order[:k]
 
 
-def check_model(stored_model: str | None, stored_dimension: int, embedder: Embedder) -> None:
-    """Refuse another model's vectors, with the way out."""
+def check_model(
+    stored_model: str | None, stored_dimension: int, model: str, dimension: int
+) -> None:
+    """Refuse another model's vectors (``model``, ``dimension``: the asker's), with the way out."""
     if stored_model is None:
         return
-    if stored_model != embedder.name or stored_dimension != embedder.dimension:
+    if stored_model != model or stored_dimension != dimension:
         raise RemoteMemoryVectorModelError(
             f"this store's vectors were made by {stored_model} ({stored_dimension} "
-            f"dimensions), not {embedder.name} ({embedder.dimension}); rebuild them with "
+            f"dimensions), not {model} ({dimension}); rebuild them with "
             "`memlib embed --rebuild`"
         )
+
+
+def check_sizes(vectors: Mapping[str, bytes], dimension: int, model: str) -> None:
+    """Every packed vector is ``dimension`` float32: a row of another size would shift
+    every row after it in a file, or score garbage in a table."""
+    size = 4 * dimension
+    for memory_id, packed in vectors.items():
+        if len(packed) != size:
+            raise RemoteMemoryValidationError(
+                f"the vector of {memory_id} has {len(packed)} bytes, not {size} "
+                f"({model}: {dimension} float32)"
+            )

@@ -41,7 +41,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
         write_line(f"dropped {dropped} stored vectors")
     embedder = store_embedder(store, args)
     state = store.vector_state()
-    check_model(state.model, state.dimension, embedder)  # before any batch is embedded
+    check_model(state.model, state.dimension, embedder.name, embedder.dimension)  # before any batch
     progress = args.progress or (not args.no_progress and sys.stderr.isatty())
     done = 0
     with progress_bar(state.missing, "embedding", enabled=progress, unit="rec") as bar:

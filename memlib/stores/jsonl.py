@@ -48,7 +48,7 @@ from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..safejson import loads as load_json
-from ..vectors import DenseScores, Embedder, VectorState, check_model
+from ..vectors import DenseScores, Embedder, VectorState, check_model, check_sizes
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
 from .jsonl_index import IndexImage, index_path_for, read_index, write_index
@@ -549,7 +549,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         searched = cache.index.searched
         if table.header is None:
             return DenseScores((), np.zeros(0, dtype=np.float32), searched)
-        check_model(table.header.model, table.header.dimension, _Model(model, dimension))
+        check_model(table.header.model, table.header.dimension, model, dimension)
         query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query_vector.shape[0] != dimension:
             raise RemoteMemoryValidationError(
@@ -592,7 +592,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise RemoteMemoryValidationError("model must be a non-empty string")
         if type(dimension) is not int or not 0 < dimension <= 1 << 16:
             raise RemoteMemoryValidationError(f"dimension must be 1 to 65536: {dimension!r}")
-        _check_sizes(vectors, dimension, model)
+        check_sizes(vectors, dimension, model)
         if not vectors or not self._refresh().lines:
             return 0
         with self._locked():
@@ -600,7 +600,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             table = self._vector_table()
             header = table.header
             if header is not None:
-                check_model(header.model, header.dimension, _Model(model, dimension))
+                check_model(header.model, header.dimension, model, dimension)
             index = cache.index
             rows: dict[int, bytes] = {}
             for memory_id, packed in vectors.items():
@@ -698,8 +698,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
             embedder = self.embedder
             assert embedder is not None  # ``_vectors_of`` embeds only with one
             if found is not None:
-                check_model(found[0].model, found[0].dimension, embedder)
-            _check_sizes(vectors, embedder.dimension, embedder.name)
+                check_model(found[0].model, found[0].dimension, embedder.name, embedder.dimension)
+            check_sizes(vectors, embedder.dimension, embedder.name)
         if targets:
             try:
                 found = self._retract_vectors(cache, targets)
@@ -883,24 +883,5 @@ class RemoteMemoryStore(IndexedMemoryStore):
             self._note_pending(lock_fd, None)
 
 
-class _Model:
-    """A model's name and dimension, as ``check_model`` compares them."""
-
-    def __init__(self, name: str, dimension: int) -> None:
-        self.name = name
-        self.dimension = dimension
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        raise NotImplementedError
 
 
-def _check_sizes(vectors: Mapping[str, bytes], dimension: int, model: str) -> None:
-    """Every packed vector is ``dimension`` float32: a row of another size would shift
-    every row after it."""
-    size = 4 * dimension
-    for memory_id, packed in vectors.items():
-        if len(packed) != size:
-            raise RemoteMemoryValidationError(
-                f"the vector of {memory_id} has {len(packed)} bytes, not {size} "
-                f"({model}: {dimension} float32)"
-            )

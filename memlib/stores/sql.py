@@ -67,7 +67,7 @@ from ..retrieval import (
     unpack_docs,
 )
 from ..safejson import loads
-from ..vectors import DenseScores, Embedder, VectorState, check_model, unpack
+from ..vectors import DenseScores, Embedder, VectorState, check_model, check_sizes, unpack
 from .base import Clock, IndexedMemoryStore, latest_profile_of
 
 __all__ = [
@@ -106,26 +106,8 @@ def driver_error(
     return RemoteMemoryError(text)
 
 
-class _Model:
-    """A model named by the caller (``put_vectors``, ``dense_scores``), as ``check_model``
-    compares it with the stored one."""
-
-    def __init__(self, name: str, dimension: int) -> None:
-        self.name = name
-        self.dimension = dimension
-
-    def encode(self, texts: Sequence[str]) -> Any:
-        raise NotImplementedError
 
 
-def _check_sizes(vectors: Mapping[str, bytes], dimension: int) -> None:
-    size = 4 * dimension
-    for memory_id, blob in vectors.items():
-        if len(blob) != size:
-            raise RemoteMemoryValidationError(
-                f"vector of {memory_id} has {len(blob)} bytes, not {size} "
-                f"({dimension} float32)"
-            )
 
 
 class _State:
@@ -583,20 +565,19 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         conn = self._connection()
         if conn is None:
             return DenseScores((), np.zeros(0, dtype=np.float32), 0)
-        asked = _Model(model, dimension)
         with self._failures("read"):
             self._check_query_scope(conn, query)
             searched, stored_model, stored_dimension, changes = self._vector_stats(conn)
             if stored_model is None:
                 return DenseScores((), np.zeros(0, dtype=np.float32), searched)
-            check_model(stored_model, stored_dimension, asked)
+            check_model(stored_model, stored_dimension, model, dimension)
             cached = self._dense
             if cached is None or cached[0] != (changes, stored_model, stored_dimension):
                 with self._transaction(conn, write=False):  # the counter and its vectors
                     searched, stored_model, stored_dimension, changes = self._vector_stats(conn)
                     if stored_model is None:  # dropped in between
                         return DenseScores((), np.zeros(0, dtype=np.float32), searched)
-                    check_model(stored_model, stored_dimension, asked)
+                    check_model(stored_model, stored_dimension, model, dimension)
                     cached = self._load_vectors(conn, stored_model, stored_dimension, changes)
         _, ids, matrix = cached
         scores = matrix @ wanted if ids else np.zeros(0, dtype=np.float32)
@@ -658,14 +639,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         any they had; other ids are skipped. Returns how many were stored."""
         if not model or dimension <= 0:
             raise RemoteMemoryValidationError("a vector model needs a name and a dimension")
-        _check_sizes(vectors, dimension)
+        check_sizes(vectors, dimension, model)
         conn = self._connection()
         if conn is None:
             return 0  # no store yet: no record to hold a vector
         with self._transaction(conn, write=True):
             self._claim_scope(conn)
             _, stored_model, stored_dimension, _ = self._vector_stats(conn)
-            check_model(stored_model, stored_dimension, _Model(model, dimension))
+            check_model(stored_model, stored_dimension, model, dimension)
             if not vectors:
                 return 0
             rows = conn.execute(self._q(
@@ -848,8 +829,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             if self.embedder is None:
                 raise RemoteMemoryValidationError("vectors need the store's embedder")
             _, stored_model, stored_dimension, _ = self._vector_stats(conn)
-            check_model(stored_model, stored_dimension, self.embedder)
-            _check_sizes(vectors, self.embedder.dimension)
+            check_model(stored_model, stored_dimension, self.embedder.name,
+                        self.embedder.dimension)
+            check_sizes(vectors, self.embedder.dimension, self.embedder.name)
             if stored_model is None:
                 new_model = (self.embedder.name, self.embedder.dimension)
         state = self._state(conn, batch)

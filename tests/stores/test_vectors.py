@@ -90,24 +90,23 @@ class Location:
 Opener = Location
 
 
-@pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+def _location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
     backend = str(request.param)
     url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
     location = Location(backend, tmp_path, url)
     yield location
     for store in location.opened:
         store.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+    yield from _location(request, tmp_path)
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))
 def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    backend = str(request.param)
-    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
-    location = Location(backend, tmp_path, url)
-    yield location
-    for store in location.opened:
-        store.close()
+    yield from _location(request, tmp_path)
 
 
 def _item(memory_id: str, text: str | None = None, *,
