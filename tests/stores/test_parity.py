@@ -62,30 +62,33 @@ AS_OFS = (
 ID_STEMS = ("a", "b", "m", "z", "m-1", "M", "记忆", "x_9")
 
 
-def _phrases() -> tuple[str, ...]:
-    """Fixed phrases of 1–5 words (one draw each: generation stays cheap)."""
+def _phrases(words: tuple[str, ...], seed: int, longest: int,
+             extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Fixed phrases of 1–``longest`` words (one draw each: generation stays cheap)."""
     import random
 
-    rng = random.Random(12)
-    out = list(WORDS)
+    rng = random.Random(seed)
+    out = [*words, *extra]
     for _ in range(600):
-        out.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))))
+        out.append(" ".join(rng.choice(words) for _ in range(rng.randint(2, longest))))
     return tuple(out)
 
 
-PHRASES = _phrases()
+PHRASES = _phrases(WORDS, 12, 5)
 texts = st.sampled_from(PHRASES)
 
 
 @st.composite
-def corpora(draw: Any) -> dict[str, Any]:
-    n = draw(st.integers(0, 14))
-    shared_text = draw(texts)  # reused on purpose: identical records tie on every key
+def _corpora(
+    draw: Any, phrases: Any, most_records: int, most_retracted: int, most_queries: int
+) -> dict[str, Any]:
+    n = draw(st.integers(0, most_records))
+    shared_text = draw(phrases)  # reused on purpose: identical records tie on every key
     items = []
     for i in range(n):
         kind = draw(st.sampled_from((MemoryKind.CONVERSATION,) * 4 + (MemoryKind.PROFILE,)))
-        summary = shared_text if draw(st.booleans()) else draw(texts)
-        content = shared_text if draw(st.integers(0, 3)) == 0 else draw(texts)
+        summary = shared_text if draw(st.booleans()) else draw(phrases)
+        content = shared_text if draw(st.integers(0, 3)) == 0 else draw(phrases)
         stem = draw(st.sampled_from(ID_STEMS))
         items.append({
             "kind": kind,
@@ -97,11 +100,18 @@ def corpora(draw: Any) -> dict[str, Any]:
         })
     # Distinct ids (the stem + position already are); retract a subset, in some order.
     ids = [item["memory_id"] for item in items]
-    retract = draw(st.lists(st.sampled_from(ids), unique=True, max_size=3)) if ids else []
+    retract = (
+        draw(st.lists(st.sampled_from(ids), unique=True, max_size=most_retracted)) if ids else []
+    )
     queries = draw(st.lists(
-        st.tuples(texts, st.integers(1, 10), st.sampled_from(AS_OFS)), min_size=1, max_size=2
+        st.tuples(phrases, st.integers(1, 10), st.sampled_from(AS_OFS)),
+        min_size=1, max_size=most_queries,
     ))
     return {"items": items, "retract": retract, "queries": queries}
+
+
+def corpora() -> Any:
+    return _corpora(texts, 14, 3, 2)
 
 
 def reference_json(
@@ -266,44 +276,12 @@ LEXICAL_RANKERS = ("bm25", "bm25+stopwords")
 LEXICAL_WORDS = (*WORDS, "the", "of", "and", "is", "to", "a", "memory memory", "记忆 记忆 记忆")
 
 
-def _lexical_phrases() -> tuple[str, ...]:
-    import random
-
-    rng = random.Random(15)
-    out = list(LEXICAL_WORDS) + ["the of", "and the a", "zzz-nothing", "the zzz"]
-    for _ in range(600):
-        out.append(" ".join(rng.choice(LEXICAL_WORDS) for _ in range(rng.randint(2, 7))))
-    return tuple(out)
+LEXICAL_PHRASES = _phrases(LEXICAL_WORDS, 15, 7,
+                          extra=("the of", "and the a", "zzz-nothing", "the zzz"))
 
 
-LEXICAL_PHRASES = _lexical_phrases()
-
-
-@st.composite
-def lexical_corpora(draw: Any) -> dict[str, Any]:
-    n = draw(st.integers(0, 16))
-    phrases = st.sampled_from(LEXICAL_PHRASES)
-    shared_text = draw(phrases)
-    items = []
-    for i in range(n):
-        kind = draw(st.sampled_from((MemoryKind.CONVERSATION,) * 4 + (MemoryKind.PROFILE,)))
-        summary = shared_text if draw(st.booleans()) else draw(phrases)
-        content = shared_text if draw(st.integers(0, 3)) == 0 else draw(phrases)
-        stem = draw(st.sampled_from(ID_STEMS))
-        items.append({
-            "kind": kind,
-            "memory_id": f"{stem}{n - i}",
-            "content": content,
-            "summary": summary,
-            "source": MemorySource(source_id=f"s-{i}", source_type="conversation_transcript",
-                                   title=f"t{i}", captured_at=draw(st.sampled_from(INSTANTS))),
-        })
-    ids = [item["memory_id"] for item in items]
-    retract = draw(st.lists(st.sampled_from(ids), unique=True, max_size=4)) if ids else []
-    queries = draw(st.lists(
-        st.tuples(phrases, st.integers(1, 10), st.sampled_from(AS_OFS)), min_size=1, max_size=3
-    ))
-    return {"items": items, "retract": retract, "queries": queries}
+def lexical_corpora() -> Any:
+    return _corpora(st.sampled_from(LEXICAL_PHRASES), 16, 4, 3)
 
 
 def lexical_reference_json(
