@@ -111,12 +111,14 @@ def retracted_ids(records: Iterable[StoredMemory]) -> frozenset[str]:
 
 
 def make_candidate(
-    query: RecallQuery, record: StoredMemory, searchable_terms: tuple[str, ...]
+    query: RecallQuery, record: StoredMemory, searchable_terms: tuple[str, ...],
+    *, require_match: bool = True,
 ) -> RecallCandidate | None:
-    """The candidate for one record with known terms, or None when nothing overlaps."""
+    """The candidate for one record with known terms, or None when nothing overlaps
+    (``require_match=False``: a candidate all the same, as a dense retriever finds one)."""
     query_terms = set(query.terms)
     matched = tuple(t for t in searchable_terms if t in query_terms)
-    if not matched:
+    if not matched and require_match:
         return None
     return RecallCandidate(
         query_id=query.query_id,

@@ -54,10 +54,10 @@ class RecallEngine:
                 embedder=vectors.embedder, as_of=moment, limit=query.limit,
             )
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
-        elif isinstance(store, LexicalScanning) and isinstance(self.ranker, LexicalScoring):
+        elif lexical is not None and isinstance(self.ranker, LexicalScoring):
             # Scored from the index's postings: only the hits are read (rankers/base.py).
             scan, chosen = self.ranker.score_lexical(
-                query, store.lexical_postings, as_of=moment, limit=query.limit
+                query, lexical.lexical_postings, as_of=moment, limit=query.limit
             )
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
         elif isinstance(self.ranker, TopScoring):

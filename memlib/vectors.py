@@ -34,9 +34,11 @@ __all__ = [
     "VectorState",
     "check_model",
     "check_sizes",
+    "NumpyMissing",
     "exact_dot",
     "exact_top",
     "pack",
+    "require_numpy",
     "unpack",
 ]
 
@@ -118,9 +120,24 @@ class DenseScores:
         return cached
 
 
+class NumpyMissing(RemoteMemoryError):
+    """Stored vectors need numpy, which is not installed."""
+
+
+def require_numpy() -> Any:
+    """numpy, or a one-line error saying how to install it."""
+    try:
+        import numpy as np
+    except ImportError:
+        raise NumpyMissing(
+            "stored vectors need numpy: pip install 'memlib[embeddings]' (or numpy)"
+        ) from None
+    return np
+
+
 def exact_dot(vector: Any, query_vector: Any) -> float:
     """The dot product of two float32 vectors, summed in float64 (see ``DenseScores``)."""
-    import numpy as np
+    np = require_numpy()
 
     return float(np.dot(np.asarray(vector, dtype=np.float64),
                         np.asarray(query_vector, dtype=np.float64)))
@@ -128,14 +145,14 @@ def exact_dot(vector: Any, query_vector: Any) -> float:
 
 def pack(vector: Any) -> bytes:
     """Raw little-endian float32 bytes of one vector."""
-    import numpy as np
+    np = require_numpy()
 
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def unpack(data: bytes | memoryview, dimension: int) -> Any:
     """A ``(n, dimension)`` float32 array from ``n`` packed vectors laid end to end."""
-    import numpy as np
+    np = require_numpy()
 
     flat = np.frombuffer(data, dtype="<f4")
     if dimension <= 0 or flat.size % dimension:
@@ -145,7 +162,7 @@ def unpack(data: bytes | memoryview, dimension: int) -> Any:
 
 def exact_top(scores: Any, k: int, ids: Sequence[str]) -> list[int]:
     """Positions of the ``k`` greatest scores, best first; equal scores by id."""
-    import numpy as np
+    np = require_numpy()
 
     n = len(scores)
     if k <= 0 or n == 0:

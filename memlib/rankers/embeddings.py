@@ -20,7 +20,8 @@ from typing import Any
 from ..errors import RemoteMemoryError
 
 __all__ = [
-    "EmbeddingModel", "HashingEmbedder", "get_embedder", "get_embedding_model",
+    "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "get_embedder",
+    "get_embedding_model",
     "embedder_names", "embeddings_available", "MODEL_NAME", "DIMENSION",
 ]
 
@@ -131,9 +132,10 @@ class HashingEmbedder:
     def encode(self, texts: Sequence[str]) -> Any:
         import hashlib
 
-        import numpy as np
-
         from ..terms import normalize_text, terms_of_normalized
+        from ..vectors import require_numpy
+
+        np = require_numpy()
 
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -150,8 +152,27 @@ class HashingEmbedder:
 _HASHING_PREFIX = "memlib-hashing-"
 
 
+# What a hashing embedder's dimension may be (a store refuses vectors past 65,536 too).
+_HASHING_DIMENSIONS = range(8, 65_537)
+
+
+class LazyEmbeddingModel:
+    """all-MiniLM-L6-v2 by name and dimension, loaded on the first ``encode``.
+
+    A store opened with it (``--embedder minilm`` or ``$MEMLIB_EMBEDDER``) checks and
+    records the model without torch; only a command that embeds something loads it, so
+    ``memlib recall`` or ``memlib profile`` with the variable set stays a fast process.
+    """
+
+    name = MODEL_NAME
+    dimension = DIMENSION
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return get_embedding_model().encode(texts)
+
+
 def embedder_names() -> tuple[str, ...]:
-    """Names ``get_embedder`` knows (``memlib-hashing-N`` for any N ≥ 8)."""
+    """Names ``get_embedder`` knows (``memlib-hashing-N`` for 8 ≤ N ≤ 65,536)."""
     return (MODEL_NAME, f"{_HASHING_PREFIX}64")
 
 
@@ -162,13 +183,13 @@ def get_embedder(name: str) -> Any:
 
     key = name.strip()
     if key.lower() in (MODEL_NAME.lower(), "minilm"):
-        return get_embedding_model()
+        return LazyEmbeddingModel()
     if key.lower() == "hashing":
         return HashingEmbedder()
-    if key.startswith(_HASHING_PREFIX) and key[len(_HASHING_PREFIX):].isdigit():
-        dimension = int(key[len(_HASHING_PREFIX):])
-        if dimension >= 8:
-            return HashingEmbedder(dimension)
+    digits = key[len(_HASHING_PREFIX):]
+    if (key.startswith(_HASHING_PREFIX) and digits.isascii() and digits.isdecimal()
+            and int(digits) in _HASHING_DIMENSIONS):
+        return HashingEmbedder(int(digits))
     raise RemoteMemoryValidationError(
         f"unknown embedder {name!r}; known: {', '.join(embedder_names())} (or minilm, hashing)"
     )

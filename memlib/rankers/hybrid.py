@@ -50,6 +50,7 @@ on the first recall, not when the ranker is created or imported.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from ..candidates import (
     LexicalPostings,
     RecallCandidate,
     check_scope,
+    make_candidate,
     searchable_text,
 )
 from ..normalize import RecallQuery
@@ -75,6 +77,7 @@ from .bm25 import (
     DEFAULT_K1,
     Bm25Scores,
     _document,
+    _exact_sats,
     _only_stopwords,
     bm25_scores,
     bm25_top_docs,
@@ -251,30 +254,27 @@ class HybridRanker:
         dense_top = scores.top(POOL)
         lexical_ids = {view.ids[d] for d in top_docs}
         extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in lexical_ids]
-        candidates = list(view.candidates_of(top_docs))
+        lexical_scan = view.scan(top_docs)
+        candidates = list(lexical_scan.candidates)
         per_term = list(lexical.per_term)
         raw = list(lexical.totals)
         idf, avgdl = lexical.idf, lexical.avgdl
         content = not _only_stopwords(query)
         for record in fetch(extra_ids):
             check_scope(query, record)
-            searchable = searchable_terms(searchable_text(record))
-            query_terms = set(query.terms)
-            candidates.append(RecallCandidate(
-                query_id=query.query_id, record=record, searchable_terms=searchable,
-                matched_terms=tuple(t for t in searchable if t in query_terms),
-                captured_at=record.captured_datetime,
-            ))
-            # The expressions of bm25._exact_sats, term by term in the same order.
-            tf_of, length, content_length = _document(searchable_text(record))
+            text = searchable_text(record)
+            candidate = make_candidate(
+                query, record, searchable_terms(text), require_match=False
+            )
+            assert candidate is not None  # require_match=False always gives one
+            candidates.append(candidate)
             sats: dict[str, float] = {}
-            if idf:
-                norm = self.k1 * (
-                    1.0 - self.b + self.b * (content_length if content else length) / avgdl
-                )
-                for t in terms:
-                    if t in tf_of:
-                        sats[t] = tf_of[t] * (self.k1 + 1.0) / (tf_of[t] + norm)
+            if idf:  # else no record shares a scoring term: BM25 0
+                tf_of, length, content_length = _document(text)
+                sats = _exact_sats(
+                    terms, [[(0, tf_of[t])] if t in tf_of else [] for t in terms],
+                    [content_length if content else length], avgdl, self.k1, self.b,
+                ).get(0, {})
             per_term.append(sats)
             raw.append(sum(idf[t] * s for t, s in sats.items()))
         similarity = scores.exact([c.record.memory_id for c in candidates], question)
@@ -283,14 +283,7 @@ class HybridRanker:
             vectors = model.encode([c.record.content for c in unembedded])
             for candidate, vector in zip(unembedded, vectors, strict=True):
                 similarity[candidate.record.memory_id] = exact_dot(vector, question)
-        scan = CandidateScan(
-            candidates=tuple(candidates),
-            searched_records=view.searched_records,
-            candidate_records=view.candidate_records,
-            retracted_records=view.retracted_records,
-            searched_token_count=view.searched_token_count,
-            searched_content_token_count=view.searched_content_token_count,
-        )
+        scan = dataclasses.replace(lexical_scan, candidates=tuple(candidates))
         fused = self._fuse_with(
             scan, Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
             [similarity[c.record.memory_id] for c in candidates],

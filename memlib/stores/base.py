@@ -296,7 +296,7 @@ class BaseMemoryStore:
             return None
         records = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
         if not records:
-            return {}
+            return {}  # still checked: a store opened with another model writes nothing
         matrix = self.embedder.encode([r.content for r in records])
         return {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)}
 

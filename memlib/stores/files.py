@@ -22,10 +22,12 @@ import errno
 import fcntl
 import os
 import stat
+from typing import Any
 
 from ..errors import RemoteMemoryError, RemoteMemoryStorageError, RemoteMemoryUnsafePathError
 
 __all__ = [
+    "write_all",
     "FILE_MODE",
     "DIR_MODE",
     "problem_with",
@@ -178,6 +180,17 @@ def open_private(path: str, flags: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def write_all(fd: int, data: Any) -> None:
+    """Every byte of ``data`` (bytes or a buffer), however short the kernel's writes; a
+    write that makes no progress is an ``EIO`` instead of a loop for ever."""
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.write(fd, view)
+        if written == 0:
+            raise OSError(errno.EIO, "write made no progress")
+        view = view[written:]
 
 
 def _link_or_file(path: str) -> str:

@@ -48,14 +48,21 @@ from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, record_json
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..safejson import loads as load_json
-from ..vectors import DenseScores, Embedder, VectorState, check_model, check_sizes
+from ..vectors import (
+    DenseScores,
+    Embedder,
+    NumpyMissing,
+    VectorState,
+    check_model,
+    check_sizes,
+    require_numpy,
+)
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
 from .jsonl_index import IndexImage, index_path_for, read_index, write_index
 from .jsonl_vectors import (
     Header,
     Matched,
-    NumpyMissing,
     Unreadable,
     VectorFileState,
     VectorTable,
@@ -66,7 +73,6 @@ from .jsonl_vectors import (
     pack_row,
     read_header,
     replace_file,
-    require_numpy,
     vectors_path_for,
 )
 
@@ -664,11 +670,14 @@ class RemoteMemoryStore(IndexedMemoryStore):
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """The store's lock, as a writer of the log takes it (no pending batch is cut:
-        ``_refresh`` reads around one, and the next writer of the log cuts it)."""
+        ``_refresh`` reads around one, and the next writer of the log cuts it). A storage
+        failure of the vectors file under it is a typed error naming the file."""
         lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             yield
+        except OSError as exc:
+            raise failure(f"cannot write {self._vectors_path}", exc) from None
         finally:
             os.close(lock_fd)
 
@@ -700,7 +709,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if found is not None:
                 check_model(found[0].model, found[0].dimension, embedder.name, embedder.dimension)
             check_sizes(vectors, embedder.dimension, embedder.name)
-        if targets:
+        # Only a conversation record has a vector: retracting a profile (or a record
+        # this index has not seen) needs no look at the vectors file, which a fresh
+        # process would otherwise read and check whole.
+        index = cache.index
+        if any(index.kinds[d] == 0 for d in map(index.doc_of.get, targets) if d is not None):
             try:
                 found = self._retract_vectors(cache, targets)
             except OSError as exc:

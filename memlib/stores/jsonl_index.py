@@ -37,7 +37,7 @@ from typing import Any
 
 from ..errors import RemoteMemoryError
 from ..safejson import loads as load_json
-from .files import open_private
+from .files import open_private, write_all
 
 __all__ = [
     "FORMAT",
@@ -353,9 +353,7 @@ def write_index(
         return False
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

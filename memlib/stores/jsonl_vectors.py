@@ -56,14 +56,14 @@ from typing import Any
 
 from ..errors import RemoteMemoryError
 from ..safejson import loads as load_json
-from .files import open_private
+from ..vectors import require_numpy
+from .files import open_private, write_all
 
 __all__ = [
     "FORMAT",
     "MAGIC",
     "Header",
     "Matched",
-    "NumpyMissing",
     "Unreadable",
     "VectorFileState",
     "VectorTable",
@@ -75,7 +75,6 @@ __all__ = [
     "fsync_folder",
     "read_header",
     "replace_file",
-    "require_numpy",
     "row_bytes",
     "vectors_path_for",
 ]
@@ -189,9 +188,7 @@ def replace_file(path: str, parts: Sequence[Any]) -> os.stat_result:
     try:
         try:
             for part in parts:
-                view = memoryview(part).cast("B")
-                while view:
-                    view = view[os.write(fd, view):]
+                write_all(fd, part)
             os.fsync(fd)
             st = os.fstat(fd)
         finally:
@@ -214,20 +211,6 @@ def fsync_folder(folder: str) -> None:
         os.close(dir_fd)
 
 
-class NumpyMissing(RemoteMemoryError):
-    """Reading stored vectors needs numpy, which is not installed."""
-
-
-def require_numpy() -> Any:
-    try:
-        import numpy as np
-    except ImportError:
-        raise NumpyMissing(
-            "stored vectors need numpy: pip install 'memlib[embeddings]' (or numpy)"
-        ) from None
-    return np
-
-
 @dataclass(frozen=True)
 class Matched:
     """Which rows of a table are in use against one state of the log's index.
@@ -240,8 +223,6 @@ class Matched:
     rows: Any  # numpy intp
     docs: Any  # numpy intp
     ids: list[str]
-    valid: int  # rows that match a conversation record, searched or not
-    damaged: int  # rows whose checksum does not match
 
 
 @dataclass(frozen=True)
@@ -388,30 +369,30 @@ class VectorTable:
         n = len(kinds)
         empty = np.zeros(0, dtype=np.intp)
         if self.header is None or not self.count:
-            matched = Matched(empty, empty, [], 0, 0)
+            matched = Matched(empty, empty, [])
         else:
-            # Copies, not views: the log's arrays keep growing with every append.
-            line_digests = np.frombuffer(digests, dtype=np.uint64).copy()
-            kind_codes = np.frombuffer(kinds, dtype=np.uint8).copy()
-            live_flags = np.frombuffer(live, dtype=np.uint8).copy()
-            words = self.words()
-            docs_column = words[:, 1]
-            rows = np.flatnonzero(self.ok & (docs_column < n))
-            docs = docs_column[rows].astype(np.intp)
-            same = (line_digests[docs] == words[rows, 2]) & (kind_codes[docs] == 0)
-            rows, docs = rows[same], docs[same]
-            if len(docs) and int(np.bincount(docs).max()) > 1:
-                # A replaced vector: the last row of a record is its vector.
-                _, first_from_end = np.unique(docs[::-1], return_index=True)
-                keep = np.sort(len(docs) - 1 - first_from_end)
-                rows, docs = rows[keep], docs[keep]
-            valid = len(rows)
-            searched = live_flags[docs] == 1
+            # Views of the log's arrays, only for the gathers below (which copy): they
+            # are dropped before returning, so the arrays can grow with the next append.
+            line_digests = np.frombuffer(digests, dtype=np.uint64)
+            kind_codes = np.frombuffer(kinds, dtype=np.uint8)
+            live_flags = np.frombuffer(live, dtype=np.uint8)
+            try:
+                words = self.words()
+                docs_column = words[:, 1]
+                rows = np.flatnonzero(self.ok & (docs_column < n))
+                docs = docs_column[rows].astype(np.intp)
+                same = (line_digests[docs] == words[rows, 2]) & (kind_codes[docs] == 0)
+                rows, docs = rows[same], docs[same]
+                if len(docs) and int(np.bincount(docs).max()) > 1:
+                    # A replaced vector: the last row of a record is its vector.
+                    _, first_from_end = np.unique(docs[::-1], return_index=True)
+                    keep = np.sort(len(docs) - 1 - first_from_end)
+                    rows, docs = rows[keep], docs[keep]
+                searched = live_flags[docs] == 1
+            finally:
+                del line_digests, kind_codes, live_flags
             rows, docs = rows[searched], docs[searched]
-            matched = Matched(
-                rows, docs, [ids[d] for d in docs.tolist()], valid,
-                int(self.count - np.count_nonzero(self.ok)),
-            )
+            matched = Matched(rows, docs, [ids[d] for d in docs.tolist()])
         self._matched, self._matched_key = matched, key
         return matched
 

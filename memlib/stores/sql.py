@@ -67,7 +67,15 @@ from ..retrieval import (
     unpack_docs,
 )
 from ..safejson import loads
-from ..vectors import DenseScores, Embedder, VectorState, check_model, check_sizes, unpack
+from ..vectors import (
+    DenseScores,
+    Embedder,
+    VectorState,
+    check_model,
+    check_sizes,
+    require_numpy,
+    unpack,
+)
 from .base import Clock, IndexedMemoryStore, latest_profile_of
 
 __all__ = [
@@ -373,12 +381,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             return CandidateScan((), 0, 0, 0, 0, 0)
         scope = self.user_scope
         with self._transaction(conn, write=False):  # one snapshot for counts and candidates
-            if query.user_scope != scope:
-                row = conn.execute(self._q(
-                    "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
-                ), (scope,)).fetchone()
-                if row is not None:
-                    raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
+            self._check_query_scope(conn, query)
             stats = conn.execute(self._q(
                 "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
                 "WHERE user_scope = ?"
@@ -448,14 +451,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         rows: list[Any] = []
         if conn is not None:
             with self._failures("read"), self._transaction(conn, write=False):
-                if query.user_scope != scope:
-                    row = conn.execute(self._q(
-                        "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
-                    ), (scope,)).fetchone()
-                    if row is not None:
-                        raise RemoteMemoryScopeError(
-                            f"memory {row[0]} belongs to another user scope"
-                        )
+                self._check_query_scope(conn, query)
                 stats = conn.execute(self._q(
                     "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
                     "WHERE user_scope = ?"
@@ -520,6 +516,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     # -- stored embeddings (VectorStoring) ---------------------------------------------------
 
     def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
+        """The reference refuses a query of another scope as soon as it sees a record."""
         if query.user_scope != self.user_scope:
             row = conn.execute(self._q(
                 "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
@@ -555,7 +552,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """Dot product of ``vector`` with every stored vector of the scope's searched
         records. Warm, this reads one row of ``scope_stats``: the matrix read last time
         is reused while no write has touched the scope's vectors since."""
-        import numpy as np
+        np = require_numpy()
 
         wanted = np.asarray(vector, dtype=np.float32).reshape(-1)
         if wanted.shape != (dimension,):

@@ -169,13 +169,14 @@ def test_records_without_a_vector_are_embedded_at_recall_and_counted(opener: Ope
 
 
 def test_only_the_pool_is_read_on_a_large_store(
-    opener: Opener, monkeypatch: pytest.MonkeyPatch, backend: str
-):
-    if backend != "jsonl":
-        pytest.skip("one backend is enough for the pool size")
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store of 60 records with POOL = 5: the lexical path's 5 are read through the
+    index, the dense-only ones through records_by_id, and no whole-store read happens."""
     monkeypatch.setattr(hybrid_module, "POOL", 5)
     embedder = HashingEmbedder()
-    store = opener(embedder=embedder)
+    store: Any = open_store(f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice",
+                            clock=fixed_clock(), embedder=embedder)
     store.append_many(_corpus(60))
     fetched: list[int] = []
     original = store.records_by_id
@@ -184,12 +185,18 @@ def test_only_the_pool_is_read_on_a_large_store(
         fetched.append(len(ids))
         return original(ids)
 
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole store was read")
+
     store.records_by_id = counting
+    store.read_all = store.scan_candidates = refused
     result = RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
         "we garden rain", limit=3, as_of=SAMPLE_AS_OF).to_dict()
-    assert result["retrieval"]["lexical"] == 5 and result["retrieval"]["dense"] == 5
+    paths = result["retrieval"]
+    assert paths["lexical"] == 5 and paths["dense"] == 5
     assert len(result["hits"]) == 3
-    assert sum(fetched) <= 5  # the dense-only members, nothing more
+    assert sum(fetched) == paths["dense"] - paths["both"]  # the dense-only members alone
+    assert result["searched_records"] == 60
 
 
 @pytest.mark.skipif(not embeddings_available(), reason="needs the embeddings extra")
@@ -325,3 +332,56 @@ def test_hybrid_answers_are_identical_on_every_backend(
         assert len(set(answers.values())) == 1, (text, answers.keys())
     for store in stores:
         store.close()
+
+
+@pytest.mark.parametrize("name", ["memlib-hashing-6²", "memlib-hashing-99999999999",
+                                  "memlib-hashing-7", "memlib-hashing-"])
+def test_a_bad_hashing_dimension_is_one_line(
+    url: str, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(url, "--embedder", name, "embed") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"unknown embedder {name!r}" in err
+
+
+def test_naming_the_sentence_model_loads_it_only_to_embed(tmp_path: Path) -> None:
+    """$MEMLIB_EMBEDDER=minilm: a command that embeds nothing stays a fast process (no
+    torch), and the store still records and checks the model by its name."""
+    import subprocess
+    import sys
+
+    url = f"jsonl:{scope_path(tmp_path, 'alice')}"
+    store = open_store(url, user_id="alice", clock=fixed_clock())
+    store.append_many([*_corpus(5), {**_item(50, "profile text"), "kind": MemoryKind.PROFILE}])
+    script = (
+        "import sys\n"
+        "from memlib.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('torch' in sys.modules, code, file=sys.stderr)\n"
+    )
+    env = {"MEMLIB_EMBEDDER": "minilm", "PATH": "/usr/bin:/bin"}
+    for args in (["recall", "we garden"], ["profile"]):
+        done = subprocess.run(
+            [sys.executable, "-c", script, "--store", url, "--user", "alice", *args],
+            capture_output=True, text=True, env=env, check=False,
+        )
+        assert done.stderr.strip().splitlines()[-1] == "False 0", done.stderr
+
+
+def test_retracting_a_profile_leaves_the_vectors_file_alone(tmp_path: Path) -> None:
+    """Only a conversation record has a vector: a profile's retraction neither reads nor
+    rewrites the vectors file (an unreadable one stays for doctor to report)."""
+    path = scope_path(tmp_path, "alice")
+    store = open_store(f"jsonl:{path}", user_id="alice", clock=fixed_clock(),
+                       embedder=HashingEmbedder())
+    store.append_many([*_corpus(3), {**_item(50, "profile text"), "kind": MemoryKind.PROFILE}])
+    vectors = path.parent / "records.jsonl.vectors"
+    vectors.write_bytes(b"MEMLIBVE" + b"\xff" * 40)  # unreadable
+    store.retract("t-50", reason="x", source={
+        "source_id": "r", "source_type": "manual_retraction", "title": "r",
+        "captured_at": "2026-08-20T00:00:00Z"})
+    assert vectors.read_bytes() == b"MEMLIBVE" + b"\xff" * 40
+    store.retract("t-1", reason="x", source={
+        "source_id": "r", "source_type": "manual_retraction", "title": "r",
+        "captured_at": "2026-08-20T00:00:00Z"})
+    assert not vectors.exists()  # a conversation record's: whose bytes are whose is unknown
