@@ -318,36 +318,17 @@ def test_a_damaged_or_foreign_index_is_never_used(
     assert _answers(log) == expected
 
 
-# The sections each format added, last first: an older file is a newer one without them.
-ADDED_IN = {3: "digests", 2: "tfs"}
-
-
-def _older_format(data: bytes, version: int) -> bytes:
-    """A genuine file of format ``version`` made from a current one: the sections added
-    since (format 2: each posting's term frequency; 3: each record's line digest) cut."""
-    body = data[: -32]
-    size = int.from_bytes(body[12:16], "little")
-    header = json.loads(body[16: 16 + size])
-    rest = body[16 + size:]
-    names = [name for name, _ in jsonl_index.SECTIONS]
-    for newer in range(jsonl_index.FORMAT, version, -1):
-        assert names.pop() == ADDED_IN[newer]  # the last section is the newest
-        length = header["sections"].pop(ADDED_IN[newer])
-        rest = rest[: len(rest) - ((length + 7) & ~7)]
-    encoded = json.dumps(header, sort_keys=True).encode()
-    body = (jsonl_index.MAGIC + version.to_bytes(4, "little") + len(encoded).to_bytes(4, "little")
-            + encoded + rest)
-    return body + hashlib.sha256(body).digest()
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_an_older_format_index_is_rebuilt(log: Path, tmp_path: Path, version: int) -> None:
+    from support.index_files import older_format  # not at import: a child imports this file
     # Format 2 added each posting's term frequency (BM25 scores from the postings), format
     # 3 each record's line digest (the vectors file's rows are checked against it): an
     # older file, whole and for this very log, is never used, and a reader replaces it.
     assert jsonl_index.FORMAT == 3
     index = _index_of(log)
-    index.write_bytes(_older_format(index.read_bytes(), version))
+    index.write_bytes(older_format(index.read_bytes(), version))
     expected = _reference(log, tmp_path)
     state = check_store(log, user_id=USER).index
     assert state is not None and state.status == "invalid", state

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
-import json
 import multiprocessing
 import os
 import shutil
@@ -26,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.index_files import older_format
 
 from memlib import (
     RecallEngine,
@@ -524,17 +523,7 @@ def test_a_format_2_index_file_is_rebuilt_and_vectors_still_match(folder: Path) 
     path = _bigger_log(folder)
     assert _open(path).write_index_file()
     index = _open(path).index_path
-    data = index.read_bytes()
-    body = data[:-32]
-    size = int.from_bytes(body[12:16], "little")
-    header = json.loads(body[16: 16 + size])
-    length = header["sections"].pop("digests")
-    rest = body[16 + size:]
-    rest = rest[: len(rest) - ((length + 7) & ~7)]
-    encoded = json.dumps(header, sort_keys=True).encode()
-    body = (jsonl_index.MAGIC + (2).to_bytes(4, "little") + len(encoded).to_bytes(4, "little")
-            + encoded + rest)
-    index.write_bytes(body + hashlib.sha256(body).digest())
+    index.write_bytes(older_format(index.read_bytes(), 2))
     state = check_store(path, user_id=USER).index
     assert state is not None and state.status == "invalid" and "format 2" in state.reason
     store = _open(path)
