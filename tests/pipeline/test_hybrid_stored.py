@@ -8,11 +8,12 @@ that shares no word with its question) uses the packaged sentence model.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.locations import BACKENDS, Location, location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
@@ -22,11 +23,7 @@ from memlib.rankers import hybrid as hybrid_module
 from memlib.rankers.embeddings import HashingEmbedder, embeddings_available
 from memlib.rankers.hybrid import HybridRanker
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
-from memlib.stores.base import MemoryStore
 from memlib.vectors import pack
-
-BACKENDS = ("jsonl", "sqlite", "postgresql")
-Opener = Callable[..., Any]
 
 WORDS = [
     "garden", "tomato", "rain", "hiking", "trail", "coffee", "morning", "jazz", "piano",
@@ -37,30 +34,8 @@ WORDS = [
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def opener(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Opener]:
-    opened: list[MemoryStore] = []
-    url = request.getfixturevalue("pg_url") if backend == "postgresql" else ""
-
-    def open_(user_id: str = "alice", **options: Any) -> Any:
-        options.setdefault("clock", fixed_clock())
-        if backend == "jsonl":
-            location = f"jsonl:{scope_path(tmp_path, user_id)}"
-        elif backend == "sqlite":
-            location = f"sqlite:{tmp_path / 'memory.db'}"
-        else:
-            location = url
-        store = open_store(location, user_id=user_id, **options)
-        opened.append(store)
-        return store
-
-    yield open_
-    for store in opened:
-        store.close()
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+    yield from location(request, tmp_path)
 
 
 def _item(n: int, text: str, session: int = 1) -> dict[str, Any]:
@@ -104,7 +79,7 @@ def engine_query(store: Any, text: str, limit: int) -> Any:
 QUERIES = ("we garden rain", "we jazz piano lesson", "we dog vet", "we report budget deadline")
 
 
-def test_stored_path_equals_the_reference_when_every_record_is_a_candidate(opener: Opener):
+def test_stored_path_equals_the_reference_when_every_record_is_a_candidate(opener: Location):
     embedder = HashingEmbedder()
     store = opener(embedder=embedder)
     store.append_many(_corpus())
@@ -122,7 +97,7 @@ def test_stored_path_equals_the_reference_when_every_record_is_a_candidate(opene
         assert result["retrieval"]["unembedded"] == 0
 
 
-def test_the_dense_path_reaches_a_record_without_a_shared_term(opener: Opener):
+def test_the_dense_path_reaches_a_record_without_a_shared_term(opener: Location):
     embedder = HashingEmbedder()
     store = opener(embedder=embedder)
     store.append_many(_corpus(12))
@@ -142,7 +117,7 @@ def test_the_dense_path_reaches_a_record_without_a_shared_term(opener: Opener):
     assert "t-99" not in [hit.memory_id for hit in baseline.hits]
 
 
-def test_a_retracted_record_is_never_recalled_by_either_path(opener: Opener):
+def test_a_retracted_record_is_never_recalled_by_either_path(opener: Location):
     embedder = HashingEmbedder()
     store = opener(embedder=embedder)
     store.append_many(_corpus(12))
@@ -156,7 +131,7 @@ def test_a_retracted_record_is_never_recalled_by_either_path(opener: Opener):
     assert result.retracted_records == 1
 
 
-def test_records_without_a_vector_are_embedded_at_recall_and_counted(opener: Opener):
+def test_records_without_a_vector_are_embedded_at_recall_and_counted(opener: Location):
     embedder = HashingEmbedder()
     store = opener()  # no embedder: nothing stored
     store.append_many(_corpus(20))
@@ -228,12 +203,8 @@ def _cli(store_url: str, *args: str) -> int:
 
 
 @pytest.fixture
-def url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if backend == "jsonl":
-        return f"jsonl:{scope_path(tmp_path, 'alice')}"
-    if backend == "sqlite":
-        return f"sqlite:{tmp_path / 'memory.db'}"
-    return str(request.getfixturevalue("pg_url"))
+def url(opener: Location) -> str:
+    return opener.url_for("alice")
 
 
 def test_embed_backfills_resumably_and_recall_uses_the_recorded_model(
@@ -288,7 +259,7 @@ def test_an_unknown_embedder_is_one_line(url: str, capsys: pytest.CaptureFixture
     assert err.count("\n") == 1 and "unknown embedder 'word2vec'" in err
 
 
-def test_vectors_stored_by_put_vectors_and_by_append_agree(opener: Opener):
+def test_vectors_stored_by_put_vectors_and_by_append_agree(opener: Location):
     embedder = HashingEmbedder()
     appended = opener("alice", embedder=embedder)
     appended.append_many(_corpus(8))

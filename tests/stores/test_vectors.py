@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.locations import BACKENDS, location
+from support.locations import Location as _Location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import (
@@ -32,11 +34,10 @@ from memlib import (
 from memlib.errors import RemoteMemoryVectorModelError
 from memlib.normalize import RecallQuery, normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder
-from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records, scope_path
+from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records
 from memlib.stores.base import VectorStoring
 from memlib.vectors import DenseScores, VectorState, pack
 
-BACKENDS = ("jsonl", "sqlite", "postgresql")
 EMBEDDER = HashingEmbedder(64)
 OTHER = HashingEmbedder(32)  # another model: another name and dimension
 
@@ -52,27 +53,8 @@ TEXTS = {
 }
 
 
-class Location:
-    """Where the stores of one test live, and how to open another object on it."""
-
-    def __init__(self, backend: str, tmp_path: Path, url: str | None) -> None:
-        self.backend = backend
-        self.tmp_path = tmp_path
-        self.url = url
-        self.opened: list[Any] = []
-
-    def __call__(self, user_id: str = "alice", **options: Any) -> Any:
-        options.setdefault("clock", fixed_clock())
-        if self.backend == "jsonl":
-            url = f"jsonl:{scope_path(self.tmp_path, user_id)}"
-        elif self.backend == "sqlite":
-            url = f"sqlite:{self.tmp_path / 'memory.db'}"
-        else:
-            assert self.url is not None
-            url = self.url
-        store = open_store(url, user_id=user_id, **options)
-        self.opened.append(store)
-        return store
+class Location(_Location):
+    """A ``support.locations.Location`` that can also dump what the backend keeps."""
 
     def raw_bytes(self, store: Any) -> bytes:
         """Everything the backend keeps, as bytes: the files (JSONL; SQLite's database and
@@ -91,12 +73,7 @@ Opener = Location
 
 
 def _location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    backend = str(request.param)
-    url = request.getfixturevalue("pg_url") if backend == "postgresql" else None
-    location = Location(backend, tmp_path, url)
-    yield location
-    for store in location.opened:
-        store.close()
+    yield from location(request, tmp_path, Location)
 
 
 @pytest.fixture(params=BACKENDS)
