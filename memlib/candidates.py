@@ -69,7 +69,9 @@ class LexicalPostings:
     the ones ``scan_candidates`` reports. ``candidate_docs()`` lists every candidate of
     the query (all of ``query.terms``, not only the scoring ones), ascending;
     ``candidates_of(docs)`` reads and builds those docs' candidates only, so that
-    ``scan(docs)`` parses the hits and nothing else.
+    ``scan(docs)`` parses the hits and nothing else. ``prefetch(docs)`` is called before
+    ``timestamps`` / ``ids`` are read at ``docs``, so that a store which keeps them on
+    disk reads the few a ranking needs in one query instead of every candidate's.
     """
 
     terms: tuple[str, ...]
@@ -86,6 +88,7 @@ class LexicalPostings:
     searched_content_token_count: int
     candidate_docs: Callable[[], Sequence[int]]
     candidates_of: Callable[[Sequence[int]], tuple[RecallCandidate, ...]]
+    prefetch: Callable[[Sequence[int]], None] = lambda docs: None
 
     def scan(self, docs: Sequence[int]) -> CandidateScan:
         """A ``CandidateScan`` of exactly ``docs``' candidates, in that order, with the

@@ -159,7 +159,7 @@ def _numpy_superset(
 ) -> tuple[int, list[list[tuple[int, int]]]]:
     """``(records holding a scoring term, (doc, tf) pairs per term of those that may
     reach the top)`` — scored with numpy over the scoring terms' postings only."""
-    n_docs = len(view.ids)
+    n_docs = len(view.live)
     live = np.frombuffer(view.live, dtype=np.uint8) if n_docs else np.zeros(0, np.uint8)
     length = np.frombuffer(lengths, dtype=np.uint32) if n_docs else np.zeros(0, np.uint32)
     try:
@@ -253,6 +253,7 @@ def bm25_top_docs(
     if holding < limit and view.candidate_records > holding:
         # Candidates through a stopword only: total 0, after every scored record.
         pool.extend(d for d in view.candidate_docs() if d not in sats)
+    view.prefetch(pool)
     top = heapq.nsmallest(limit, pool, key=key)
     return top, Bm25Scores(
         terms, idf, avgdl,

@@ -252,9 +252,9 @@ class HybridRanker:
         question = model.encode([query.text])[0]
         scores = dense(query, question, model=model.name, dimension=model.dimension)
         dense_top = scores.top(POOL)
-        lexical_ids = {view.ids[d] for d in top_docs}
-        extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in lexical_ids]
         lexical_scan = view.scan(top_docs)
+        lexical_ids = {c.record.memory_id for c in lexical_scan.candidates}
+        extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in lexical_ids]
         candidates = list(lexical_scan.candidates)
         per_term = list(lexical.per_term)
         raw = list(lexical.totals)
