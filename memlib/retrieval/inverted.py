@@ -24,6 +24,7 @@ from ..records import MemoryKind, StoredMemory
 
 # The module, not its names: NUMPY_MIN_POSTINGS is read at call time (tests lower it).
 from . import postings as runs
+from .strings import PackedStrings, SortedPositions
 from .times import micros_of, query_as_of, timestamp_of_micros
 from .tokens import term_stats
 from .walk import Entry, candidates_for, walk_groups
@@ -34,62 +35,109 @@ KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRA
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
 
 
-class _TermPositions:
-    """``term → its number`` in a packed term list, built on first use (shared by the
-    postings and their term frequencies)."""
+Fetch = Callable[[int], "tuple[array[int], array[int]]"]
 
-    def __init__(self, terms: list[str]) -> None:
+
+class _TermSource:
+    """The posting lists of an index file, read per term: ``fetch(n)`` gives term ``n``'s
+    postings and term frequencies together (one check covers both), and the half not
+    asked for yet waits here for the other ``_PackedLists``."""
+
+    def __init__(self, terms: PackedStrings, fetch: Fetch) -> None:
         self.terms = terms
-        self._of: dict[str, int] | None = None
+        self.count = len(terms)
+        self.positions = SortedPositions(terms)  # the file's terms are sorted
+        self._fetch = fetch
+        self._waiting: dict[tuple[int, int], array[int]] = {}
 
-    def of(self) -> dict[str, int]:
-        if self._of is None:
-            self._of = {term: n for n, term in enumerate(self.terms)}
-        return self._of
+    def take(self, n: int, which: int) -> array[int]:
+        got = self._waiting.pop((n, which), None)
+        if got is None:
+            pair = self._fetch(n)
+            self._waiting[(n, 1 - which)] = pair[1 - which]
+            got = pair[which]
+        return got
+
+
+Batch = dict[str, "tuple[list[int], list[int]]"]
 
 
 class _PackedLists(MutableMapping[str, "array[int]"]):
-    """``term → array`` over one packed array, each list sliced out when first asked for.
+    """``term → array`` over an index file's lists, each read when first asked for.
 
     A new process loads an index file of tens of thousands of terms to answer one query
-    of a few: slicing every list up front cost it more than the rest of the load. A list
-    taken lives in ``_taken`` and is changed in place there. What a catch-up appends to
-    a list not taken yet waits in ``_extra`` (``add``), so that catching up on a tail
-    does not copy out the long lists of the common terms it touches.
+    of a few: reading every list up front cost it more than the rest of the load. A list
+    taken lives in ``_taken`` and is changed in place there. What is appended to a list
+    not taken yet waits: in ``_extra`` (``add``), or, for a reader catching up on a tail,
+    in whole batches of ``term → (docs, tfs)`` (``add_batch``) that cost one step each,
+    not one per term — a thousand records touch ten thousand terms, a query a few.
+    ``which`` picks this mapping's half of a batch and of a fetched pair (0: postings,
+    1: term frequencies).
     """
 
-    def __init__(
-        self, positions: _TermPositions, ends: array[int], packed: array[int] | memoryview
-    ) -> None:
-        self._positions, self._ends, self._packed = positions, ends, packed
+    def __init__(self, source: _TermSource, which: int) -> None:
+        self._source, self._which = source, which
         self._taken: dict[str, array[int]] = {}
         self._extra: dict[str, array[int]] = {}
         self._gone: set[str] = set()
+        # Invariant: a term in ``_taken`` has every batch applied; any other, none.
+        self._batches: list[Batch] = []
+
+    def _packed(self, term: str) -> int | None:
+        return None if term in self._gone else self._source.positions.get(term)
 
     def _slice(self, term: str) -> array[int] | None:
         got = self._taken.get(term)
         if got is not None or term in self._gone:
             return got
-        n = self._positions.of().get(term)
-        if n is None:
-            return None
-        part = self._packed[self._ends[n - 1] if n else 0 : self._ends[n]]
-        if not isinstance(part, array):  # a view of an index file's bytes: copied out
-            copy = array(part.format)
-            copy.frombytes(part.cast("B"))
-            part = copy
+        n = self._source.positions.get(term)
         extra = self._extra.pop(term, None)
-        if extra is not None:
-            part.extend(extra)
-        self._taken[term] = part
-        return part
+        if n is not None:
+            got = self._source.take(n, self._which)
+            if extra is not None:
+                got.extend(extra)
+        else:
+            got = extra
+        for batch in self._batches:
+            pair = batch.get(term)
+            if pair is not None:
+                if got is None:
+                    got = array("I")
+                got.extend(pair[self._which])
+        if got is not None:
+            self._taken[term] = got
+        return got
 
-    def add(self, term: str, values: Iterable[int] | bytes) -> None:
-        """Append ``values`` (ints, or bytes of packed ``I``) to ``term``'s list."""
+    def add_batch(self, batch: Batch) -> None:
+        """Append every ``batch[term][which]`` (docs past every list's last)."""
+        taken, which = self._taken, self._which
+        if len(taken) < len(batch):
+            for term, target in taken.items():
+                pair = batch.get(term)
+                if pair is not None:
+                    target.extend(pair[which])
+        else:
+            for term, pair in batch.items():
+                found = taken.get(term)
+                if found is not None:
+                    found.extend(pair[which])
+        self._batches.append(batch)
+
+    def _fold(self) -> None:
+        """Apply the waiting batches term by term (before anything that needs order)."""
+        batches, self._batches = self._batches, []
+        if not batches:
+            return
+        applied = set(self._taken)
+        for batch in batches:
+            for term, pair in batch.items():
+                if term not in applied:
+                    self._add_now(term, pair[self._which])
+
+    def _add_now(self, term: str, values: Iterable[int] | bytes) -> None:
         target = self._taken.get(term)
         if target is None:
-            n = self._positions.of().get(term)
-            if n is None or term in self._gone:
+            if self._packed(term) is None:
                 target = self._taken[term] = array("I")
                 self._gone.discard(term)
             else:
@@ -98,6 +146,11 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             target.frombytes(values)
         else:
             target.extend(values)
+
+    def add(self, term: str, values: Iterable[int] | bytes) -> None:
+        """Append ``values`` (ints, or bytes of packed ``I``) to ``term``'s list."""
+        self._fold()
+        self._add_now(term, values)
 
     def __getitem__(self, term: str) -> array[int]:
         got = self._slice(term)
@@ -112,14 +165,18 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
     def __contains__(self, term: object) -> bool:
         if not isinstance(term, str) or term in self._gone:
             return False
-        return term in self._taken or term in self._positions.of()
+        if term in self._taken or term in self._extra or self._packed(term) is not None:
+            return True
+        return any(term in batch for batch in self._batches)
 
     def __setitem__(self, term: str, value: array[int]) -> None:
+        self._fold()
         self._gone.discard(term)
         self._extra.pop(term, None)
         self._taken[term] = value
 
     def __delitem__(self, term: str) -> None:
+        self._fold()
         if term not in self:
             raise KeyError(term)
         self._taken.pop(term, None)
@@ -127,19 +184,19 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         self._gone.add(term)
 
     def __iter__(self) -> Iterator[str]:
-        packed = self._positions.of()
-        for term in self._positions.terms:
+        self._fold()
+        for term in self._source.terms:
             if term not in self._gone:
                 yield term
         for term in self._taken:
-            if term not in packed:
+            if self._packed(term) is None:
                 yield term
 
     def __len__(self) -> int:
-        packed = self._positions.of()
-        added = sum(1 for term in self._taken if term not in packed)
-        gone = sum(1 for term in self._gone if term in packed)
-        return len(packed) - gone + added
+        self._fold()
+        added = sum(1 for term in self._taken if self._source.positions.get(term) is None)
+        gone = sum(1 for term in self._gone if self._source.positions.get(term) is not None)
+        return self._source.count - gone + added
 
 
 def _append(lists: MutableMapping[str, array[int]], term: str,
@@ -184,8 +241,9 @@ class InvertedIndex:
         self._postings: MutableMapping[str, array[int]] = {}
         # Parallel to each posting list: how often the term occurs in that doc (BM25's tf).
         self._tfs: MutableMapping[str, array[int]] = {}
-        self.ids: list[str] = []
-        self._doc_of: dict[str, int] | None = {}
+        # Loaded from an index file: ids packed and found by bisection (strings.py).
+        self.ids: list[str] | PackedStrings = []
+        self._doc_of: MutableMapping[str, int] = {}
         self.kinds = bytearray()
         self.live = bytearray()  # 1 = a conversation record that is not retracted
         self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
@@ -207,11 +265,8 @@ class InvertedIndex:
         return len(self.ids)
 
     @property
-    def doc_of(self) -> dict[str, int]:
-        """``memory_id → doc number``; built on first use after a load from an index file
-        (a recall never needs it, a write's checks do)."""
-        if self._doc_of is None:
-            self._doc_of = dict(zip(self.ids, range(len(self.ids)), strict=True))
+    def doc_of(self) -> MutableMapping[str, int]:
+        """``memory_id → doc number`` (a dict, or a bisection over an index file's ids)."""
         return self._doc_of
 
     # Terms and their statistics: settled on first read.
@@ -335,6 +390,10 @@ class InvertedIndex:
                     docs_tfs = by_term.setdefault(term, ([], []))
                     docs_tfs[0].append(doc)
                     docs_tfs[1].append(tf)
+            if isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
+                postings.add_batch(by_term)  # a step, not one per term (see the class)
+                tfs.add_batch(by_term)
+                return
             for term, (docs, freqs) in by_term.items():
                 _append(postings, term, docs)
                 _append(tfs, term, freqs)
@@ -364,9 +423,11 @@ class InvertedIndex:
     COUNTERS = ("searched", "retracted_conversations", "_token_count", "_content_token_count")
 
     def packed(self) -> tuple[dict[str, int], dict[str, Any]]:
-        """``(counters, arrays)`` that ``from_packed`` turns back into this index."""
+        """``(counters, arrays)`` for an index file (jsonl_index): terms sorted, each
+        term's postings and term frequencies from ``postings[term_ends[n-1]:term_ends[n]]``
+        (which reads every list of a loaded index: it is the rewrite)."""
         self.settle()
-        terms = list(self._postings)
+        terms = sorted(self._postings)
         ends = array("Q")
         postings = array("I")
         tfs = array("I")
@@ -385,25 +446,30 @@ class InvertedIndex:
 
     @classmethod
     def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
-        """The index ``packed()`` described (arrays are taken, not copied)."""
+        """The index an index file holds (arrays are taken, not copied): ``ids`` and
+        ``terms`` (sorted) as ``PackedStrings``, ``id_order`` / ``id_hashes`` (``hashed_order``)
+        and ``fetch(n)``, term ``n``'s postings and term frequencies."""
         index = cls()
-        index.ids = arrays["ids"]
-        index._doc_of = None  # built when first asked for
+        ids: PackedStrings = arrays["ids"]
+        index.ids = ids
+        index._doc_of = SortedPositions(ids, arrays["id_order"], arrays["id_hashes"])
         index.kinds, index.live = arrays["kinds"], arrays["live"]
         index.timestamps, index.micros = arrays["timestamps"], arrays["micros"]
         index._tokens, index._content_tokens = arrays["tokens"], arrays["content_tokens"]
         index.retracted = set(arrays["retracted"])
         for name in cls.COUNTERS:
             setattr(index, name, int(counters[name.lstrip("_")]))
-        postings, ends, tfs = arrays["postings"], arrays["term_ends"], arrays["tfs"]
-        if (ends and ends[-1] != len(postings)) or len(tfs) != len(postings):
-            raise ValueError("posting lists do not add up")
-        if len(arrays["terms"]) != len(ends):
-            raise ValueError("terms and their ends differ in number")
-        positions = _TermPositions(arrays["terms"])
-        index._postings = _PackedLists(positions, ends, postings)
-        index._tfs = _PackedLists(positions, ends, tfs)
+        source = _TermSource(arrays["terms"], arrays["fetch"])
+        index._postings = _PackedLists(source, 0)
+        index._tfs = _PackedLists(source, 1)
         return index
+
+    def load_terms(self, terms: Iterable[str]) -> None:
+        """Read ``terms``' lists now (an index file's damage shows here, not mid-query)."""
+        postings, tfs = self.postings, self.tfs
+        for term in terms:
+            postings.get(term)
+            tfs.get(term)
 
     # -- queries -------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ from ..vectors import (
 )
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
-from .jsonl_index import IndexImage, index_path_for, read_index, write_index
+from .jsonl_index import IndexDamagedError, IndexImage, index_path_for, read_index, write_index
 from .jsonl_vectors import (
     Header,
     Matched,
@@ -192,8 +192,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     # -- reading --------------------------------------------------------------------
 
-    def _refresh(self, st: os.stat_result | None = None) -> _Cache:
-        """The cache, brought up to date with the file (``st``: its stat, if known)."""
+    def _refresh(self, st: os.stat_result | None = None, *, index_file: bool = True) -> _Cache:
+        """The cache, brought up to date with the file (``st``: its stat, if known;
+        ``index_file=False``: a new cache is read from the log alone)."""
         opened = st is not None  # a writer's fstat: open_private checked file and folder
         try:
             if st is None:
@@ -226,7 +227,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if pending is not None:
                 size = min(size, pending)
         if cache.identity != identity or size < cache.offset:
-            cache = self._load_index_file(identity, size) or _Cache()
+            cache = (self._load_index_file(identity, size) if index_file else None) or _Cache()
             cache.identity = identity
         if size > cache.offset:
             self._read_tail(cache, size)
@@ -300,8 +301,14 @@ class RemoteMemoryStore(IndexedMemoryStore):
             cache = self._refresh()
         if cache.identity is None or not cache.lines:
             return False
+        try:
+            counters, sections = cache.index.packed()
+        except IndexDamagedError:
+            cache = self._rebuild()
+            counters, sections = cache.index.packed()
+        if cache.identity is None:
+            return False
         cache.covered = cache.lines
-        counters, sections = cache.index.packed()
         sections["starts"] = cache.starts
         sections["digests"] = cache.digests
         image = IndexImage(
@@ -486,8 +493,23 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     # -- recall through the index -----------------------------------------------------
 
-    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+    def _with_terms(self, terms: Sequence[str]) -> _Cache:
+        """The cache with ``terms``' posting lists read (and checked) now."""
         cache = self._refresh()
+        try:
+            cache.index.load_terms(terms)
+        except IndexDamagedError:
+            cache = self._rebuild()
+        return cache
+
+    def _rebuild(self) -> _Cache:
+        """The cache read again from the log alone: a part of the index file read after
+        it was loaded proved damaged (the log is the one source of truth)."""
+        self._cache = _Cache()
+        return self._refresh(index_file=False)
+
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        cache = self._with_terms(query.terms)
         cache.index.check_scope(query, self.user_scope)
         return scan_from_index(
             cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
@@ -495,7 +517,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
         """``LexicalScanning``: the index's postings with tf; only the hits get parsed."""
-        cache = self._refresh()
+        cache = self._with_terms(query.terms)
         cache.index.check_scope(query, self.user_scope)
         return lexical_from_index(
             cache.index, query, terms, lambda docs: self._load_docs(cache, docs)

@@ -2,8 +2,7 @@
 
 ``records.jsonl.index`` holds what a reader builds from the log (the id set, kinds,
 retractions, times, per-record term counts, byte offsets, line digests and the
-postings) as packed
-arrays, so that a new process loads it with one read instead of parsing every line.
+postings) as packed arrays, so that a new process loads it without parsing a line.
 The log stays the one source of truth: the index file names the prefix of the log it
 covers and is used only when that prefix is provably the one it was built from;
 otherwise it is ignored (and, once a reader has rebuilt, replaced). A stale file costs
@@ -12,12 +11,15 @@ time, never a wrong answer.
 Layout (little-endian, version ``FORMAT``)::
 
     b"MEMLIBIX"  u32 version  u32 header length  header (JSON, UTF-8)
-    sections, in the order the header lists them, each padded to 8 bytes
-    sha256 of every byte before it (32 bytes)
+    sections, in the order of ``SECTIONS``, each starting on an 8-byte boundary
+    sha256 of magic, version, length and header (32 bytes)
 
 The header names the user scope, the covered prefix (bytes, lines, its CRC-32, the
 SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (a hint
-only), the index's counters and each section's type and length.
+only), the index's counters and, for each section, its offset (from the first
+section), length and CRC-32. A reader reads and checks the per-record sections at
+load and a term's posting list (against its entry in ``term_crcs``) when a query
+first asks for it; ``memlib doctor`` checks every byte.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ import secrets
 import sys
 import zlib
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RemoteMemoryError
+from ..errors import RemoteMemoryCorruptionError, RemoteMemoryError
+from ..retrieval.strings import PackedStrings, hashed_order, pack_strings
 from ..safejson import loads as load_json
 from .files import open_private, write_all
 
@@ -51,17 +55,25 @@ __all__ = [
 ]
 
 MAGIC = b"MEMLIBIX"
-FORMAT = 3
+FORMAT = 4
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
 _PREFIX = len(MAGIC) + 8
-# The sections of version 3 (1 had no "tfs": each posting's term frequency, parallel to
-# "postings"; 2 had no "digests": each record's line digest, which the vectors file's
-# rows are checked against), with their array type codes ("B": raw bytes, "s": UTF-8
-# strings joined by "\n").
+# The sections of version 4, with their array type codes ("B": raw bytes, "s": UTF-8
+# strings joined by "\n"). Version 1 had no term frequencies, 2 no line digests (which
+# the vectors file's rows are checked against); 3 held ids and terms as one string
+# each, a list of terms in no order and one checksum over the whole file, so that a new
+# process had to read and hash all of it (315 MB at 1M records) to answer one query.
+# 4 keeps ids and terms packed (read one at a time), terms sorted (found by bisection),
+# ids found through ``id_hashes`` (their CRC-32s, sorted) and ``id_order`` (the doc
+# numbers in that order), a CRC-32 per section
+# and, for the postings, a CRC-32 per term: a reader reads and checks what it uses.
 SECTIONS: tuple[tuple[str, str], ...] = (
-    ("ids", "s"),
+    ("ids", "B"),
+    ("id_ends", "Q"),
+    ("id_order", "I"),
+    ("id_hashes", "I"),
     ("kinds", "B"),
     ("live", "B"),
     ("timestamps", "d"),
@@ -69,32 +81,49 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("tokens", "I"),
     ("content_tokens", "I"),
     ("starts", "Q"),
+    ("digests", "Q"),
     ("retracted", "s"),
-    ("terms", "s"),
+    ("terms", "B"),
+    ("term_text_ends", "Q"),
     ("term_ends", "Q"),
+    ("term_crcs", "I"),
     ("postings", "I"),
     ("tfs", "I"),
-    ("digests", "Q"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
-# Sections handed over as read-only views of the file's bytes (memoryview), not arrays.
-_SHARED = frozenset({"postings", "tfs"})
+# Read per term, when a query first asks for the term (checked by its "term_crcs").
+_BY_TERM = frozenset({"postings", "tfs"})
+_PER_RECORD = ("kinds", "live", "timestamps", "micros", "tokens", "content_tokens",
+               "starts", "digests", "id_ends", "id_order", "id_hashes")
 
 
 def index_path_for(log_path: str) -> str:
     return log_path + ".index"
 
 
+class IndexDamagedError(RemoteMemoryCorruptionError):
+    """A part of an index file read after it was loaded does not match its checksum.
+
+    The store that meets it rebuilds from the log: the index file is derived, never
+    trusted blindly.
+    """
+
+
 @dataclass
 class IndexImage:
-    """Everything a ``_Cache`` needs, as packed arrays and counters."""
+    """Everything a ``_Cache`` needs, as packed arrays and counters.
+
+    Read from a file, ``sections`` holds ``ids`` and ``terms`` as ``PackedStrings`` and,
+    instead of ``postings`` / ``tfs``, ``fetch(n)``: term ``n``'s postings and term
+    frequencies, read and checked then.
+    """
 
     scope: str
     covered_bytes: int
     covered_lines: int
     log_crc: int
     counters: dict[str, int]
-    sections: dict[str, Any]  # name → array / bytes / list[str]
+    sections: dict[str, Any]  # name → array / bytes / list[str] / PackedStrings / fetch
 
 
 @dataclass(frozen=True)
@@ -130,23 +159,51 @@ def _crc_of_prefix(fd: int, covered: int) -> int:
     return crc
 
 
-def _parse_header(data: bytes | memoryview) -> tuple[dict[str, Any], int]:
-    """``(header, where its sections begin)``; checks magic, version and the checksum."""
-    if len(data) < _PREFIX + _DIGEST or bytes(data[: len(MAGIC)]) != MAGIC:
+class _IndexFile:
+    """An open index file, read by ``pread`` (closed when no term is left to fetch)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+
+    def read(self, offset: int, nbytes: int) -> bytes:
+        data = os.pread(self.fd, nbytes, offset)
+        if len(data) != nbytes:
+            raise _Invalid("its sections are cut short")
+        return data
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _parse_header(file: _IndexFile) -> dict[str, Any]:
+    """The header; checks magic, version, its checksum and the byte order."""
+    if file.size < _PREFIX + _DIGEST:
         raise _Invalid("not a memlib index file")
-    version = int.from_bytes(data[len(MAGIC): len(MAGIC) + 4], "little")
+    first = os.pread(file.fd, 1 << 16, 0)
+    if first[: len(MAGIC)] != MAGIC:
+        raise _Invalid("not a memlib index file")
+    version = int.from_bytes(first[len(MAGIC): len(MAGIC) + 4], "little")
     if version != FORMAT:
         raise _Invalid(f"format {version}, this memlib reads format {FORMAT}")
-    if hashlib.sha256(data[:-_DIGEST]).digest() != bytes(data[-_DIGEST:]):
+    size = int.from_bytes(first[len(MAGIC) + 4: _PREFIX], "little")
+    if _PREFIX + size + _DIGEST > file.size:
+        raise _Invalid("its header is cut short")
+    head = first[: _PREFIX + size] if _PREFIX + size <= len(first) else file.read(
+        0, _PREFIX + size)
+    # The trailer is the SHA-256 of magic, version and header: the header names every
+    # section's place and CRC-32, so a reader checks each section as it reads it.
+    if hashlib.sha256(head).digest() != file.read(file.size - _DIGEST, _DIGEST):
         raise _Invalid("its checksum does not match its content (damaged)")
-    size = int.from_bytes(data[len(MAGIC) + 4: _PREFIX], "little")
     try:
-        header = load_json(bytes(data[_PREFIX: _PREFIX + size]))
+        header = load_json(head[_PREFIX:])
     except ValueError:
         raise _Invalid("its header is not valid") from None
     if not isinstance(header, dict) or header.get("byteorder") != sys.byteorder:
         raise _Invalid("written on a machine of another byte order")
-    return header, _PREFIX + size
+    header["_sections_at"] = (_PREFIX + size + 7) & ~7
+    return header
 
 
 def _check_log(header: dict[str, Any], log_fd: int, log_size: int, scope: str | None) -> None:
@@ -166,19 +223,115 @@ def _check_log(header: dict[str, Any], log_fd: int, log_size: int, scope: str | 
         raise _Invalid("the log's covered prefix is not the one it was built from")
 
 
-def _read_file(path: str) -> bytes | None:
-    """The index file's bytes, None if absent; a link or foreign file is refused."""
+def _open_file(path: str) -> _IndexFile | None:
+    """The index file, None if absent; a link or foreign file is refused."""
     try:
         fd = open_private(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+        return _IndexFile(fd)
     except OSError as exc:
-        raise RemoteMemoryError(f"cannot read index file {path}: {exc.strerror}") from None
-    finally:
         os.close(fd)
+        raise RemoteMemoryError(f"cannot read index file {path}: {exc.strerror}") from None
+
+
+def _places(header: dict[str, Any], file: _IndexFile) -> dict[str, tuple[int, int, int]]:
+    """``name → (offset in the file, bytes, CRC-32)`` of every section, checked to lie
+    in the file."""
+    places: dict[str, tuple[int, int, int]] = {}
+    end = file.size - _DIGEST
+    base = header["_sections_at"]
+    for name, code in SECTIONS:
+        offset, nbytes, crc = (int(v) for v in header["sections"][name])
+        offset += base
+        if offset < base or nbytes < 0 or offset + nbytes > end:
+            raise _Invalid("its sections are cut short")
+        if nbytes % _ITEMSIZE[code]:
+            raise _Invalid("its sections are cut short")
+        places[name] = (offset, nbytes, crc)
+    return places
+
+
+def _section(file: _IndexFile, name: str, code: str, place: tuple[int, int, int]) -> Any:
+    offset, nbytes, crc = place
+    data = file.read(offset, nbytes)
+    if zlib.crc32(data) != crc:
+        raise _Invalid(f"its {name} do not match their checksum (damaged)")
+    if code == "s":
+        text = data.decode("utf-8")
+        return text.split("\n") if text else []
+    if code == "B":
+        return data if name in ("ids", "terms") else bytearray(data)
+    values = array(code)
+    if values.itemsize != _ITEMSIZE[code]:
+        raise _Invalid("array sizes differ on this machine")
+    values.frombytes(data)
+    return values
+
+
+def _fetcher(
+    file: _IndexFile, places: dict[str, tuple[int, int, int]], ends: array[int],
+    crcs: array[int],
+) -> Callable[[int], tuple[array[int], array[int]]]:
+    postings_at, tfs_at = places["postings"][0], places["tfs"][0]
+
+    def fetch(n: int) -> tuple[array[int], array[int]]:
+        """Term ``n``'s postings and term frequencies, checked against its CRC-32."""
+        start = ends[n - 1] if n else 0
+        count = ends[n] - start
+        try:
+            docs = file.read(postings_at + 4 * start, 4 * count)
+            tfs = file.read(tfs_at + 4 * start, 4 * count)
+        except (_Invalid, OSError):
+            raise IndexDamagedError("the index file was cut short since it was loaded") from None
+        if zlib.crc32(tfs, zlib.crc32(docs)) != crcs[n]:
+            raise IndexDamagedError("a posting list of the index file is damaged")
+        pair = array("I"), array("I")
+        pair[0].frombytes(docs)
+        pair[1].frombytes(tfs)
+        return pair
+
+    return fetch
+
+
+def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict[str, Any]:
+    """The sections of a file whose header was checked; ``every_term``: check the
+    posting lists of every term too (``memlib doctor``), not only when fetched."""
+    places = _places(header, file)
+    sections: dict[str, Any] = {}
+    for name, code in SECTIONS:
+        if name not in _BY_TERM:
+            sections[name] = _section(file, name, code, places[name])
+    n = int(header["covered_lines"])
+    for name in _PER_RECORD:
+        if len(sections[name]) != n:
+            raise _Invalid("its sections disagree on the number of records")
+    id_ends, text_ends, term_ends = (
+        sections[name] for name in ("id_ends", "term_text_ends", "term_ends"))
+    if (id_ends and id_ends[-1] != len(sections["ids"])) or (
+        text_ends and text_ends[-1] != len(sections["terms"])
+    ):
+        raise _Invalid("its sections disagree on the length of their strings")
+    if not len(term_ends) == len(text_ends) == len(sections["term_crcs"]):
+        raise _Invalid("its sections disagree on the number of terms")
+    # What a checked CRC-32 vouches for is trusted to be what the writer wrote (sorted
+    # terms and ids, ascending ends): checking order here would cost a 1M-record reader
+    # more than the rest of its load.
+    total = term_ends[-1] if term_ends else 0
+    if any(places[name][1] != 4 * total for name in _BY_TERM):
+        raise _Invalid("its term frequencies disagree with its postings")
+    fetch = _fetcher(file, places, term_ends, sections.pop("term_crcs"))
+    if every_term:
+        try:
+            for term in range(len(term_ends)):
+                fetch(term)
+        except IndexDamagedError as exc:
+            raise _Invalid(str(exc)) from None
+    sections["ids"] = PackedStrings(sections["ids"], id_ends)
+    sections["terms"] = PackedStrings(sections.pop("terms"), sections.pop("term_text_ends"))
+    sections["fetch"] = fetch
+    return sections
 
 
 def read_index(
@@ -187,59 +340,26 @@ def read_index(
     """The image in ``path`` if it provably describes a prefix of the log, and why not.
 
     ``log_fd`` is a read descriptor on the log; ``log_size`` the bytes readers may use.
+    The posting lists stay in the file until a query asks for them; one found damaged
+    then raises ``IndexDamagedError``.
     """
-    data = _read_file(path)
-    if data is None:
+    file = _open_file(path)
+    if file is None:
         return None, "absent"
     try:
-        view = memoryview(data)
-        header, at = _parse_header(view)
+        header = _parse_header(file)
         _check_log(header, log_fd, log_size, scope)
-        sections: dict[str, Any] = {}
-        end = len(data) - _DIGEST
-        for name, code in SECTIONS:
-            nbytes = int(header["sections"][name])
-            if at + nbytes > end:
-                raise _Invalid("its sections are cut short")
-            chunk = view[at: at + nbytes]
-            if code == "s":
-                text = bytes(chunk).decode("utf-8")
-                sections[name] = text.split("\n") if text else []
-            elif code == "B":
-                sections[name] = bytearray(chunk)
-            elif name in _SHARED:
-                # Most of the file, read by slices: a view of the bytes read, not a copy
-                # (the index copies a term's list out when a query first asks for it).
-                if len(chunk) % _ITEMSIZE[code]:
-                    raise _Invalid("its sections are cut short")
-                sections[name] = chunk.cast(code)  # type: ignore[call-overload]
-            else:
-                values = array(code)
-                if values.itemsize != _ITEMSIZE[code]:
-                    raise _Invalid("array sizes differ on this machine")
-                values.frombytes(chunk)
-                sections[name] = values
-            at += (nbytes + 7) & ~7
-        n = int(header["covered_lines"])
-        for name in ("ids", "kinds", "live", "timestamps", "micros", "tokens",
-                     "content_tokens", "starts", "digests"):
-            if len(sections[name]) != n:
-                raise _Invalid("its sections disagree on the number of records")
-        if len(sections["terms"]) != len(sections["term_ends"]):
-            raise _Invalid("its sections disagree on the number of terms")
-        if len(sections["tfs"]) != len(sections["postings"]):
-            raise _Invalid("its term frequencies disagree with its postings")
         image = IndexImage(
             scope=header["scope"],
             covered_bytes=int(header["covered_bytes"]),
-            covered_lines=n,
+            covered_lines=int(header["covered_lines"]),
             log_crc=int(header["log_crc32"]),
             counters={k: int(v) for k, v in header["counters"].items()},
-            sections=sections,
+            sections=_load(file, header, every_term=False),
         )
     except _Invalid as exc:
         return None, str(exc)
-    except (KeyError, TypeError, ValueError, UnicodeError) as exc:
+    except (KeyError, TypeError, ValueError, UnicodeError, OSError) as exc:
         return None, f"its header is not valid ({type(exc).__name__})"
     return image, "fresh"
 
@@ -247,89 +367,108 @@ def read_index(
 def inspect_index(
     path: str, scope: str | None, log_fd: int, log_size: int, log_lines: int
 ) -> IndexState:
-    """The index file's state against the log, for ``memlib doctor``."""
+    """The index file's state against the log, every byte of it checked (``memlib doctor``)."""
     try:
-        data = _read_file(path)
+        file = _open_file(path)
     except RemoteMemoryError as exc:
         return IndexState("invalid", reason=str(exc))
-    if data is None:
+    if file is None:
         return IndexState("absent")
     try:
-        header, _ = _parse_header(data)
+        header = _parse_header(file)
         _check_log(header, log_fd, log_size, scope)
+        _load(file, header, every_term=True)
         covered = int(header["covered_lines"])
     except _Invalid as exc:
         return IndexState("invalid", reason=str(exc))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, UnicodeError, OSError) as exc:
         return IndexState("invalid", reason=f"its header is not valid ({type(exc).__name__})")
     if covered < log_lines:
         return IndexState("stale", covered, f"{log_lines - covered} records behind the log")
     return IndexState("fresh", covered)
 
 
+def _blob(code: str, value: Any) -> bytes:
+    if code == "s":
+        return "\n".join(value).encode("utf-8")
+    if code == "B":
+        return bytes(value)
+    return value.tobytes()  # type: ignore[no-any-return]
+
+
 def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | None:
-    blobs: list[bytes] = []
-    lengths: dict[str, int] = {}
-    for name, code in SECTIONS:
-        value = image.sections[name]
-        if code == "s":
-            if any("\n" in s for s in value):
-                return None  # not representable: stay in memory only
-            blob = "\n".join(value).encode("utf-8")
-        elif code == "B":
-            blob = bytes(value)
-        else:
-            blob = value.tobytes()
-        lengths[name] = len(blob)
-        blobs.append(blob + b"\0" * (-len(blob) % 8))
-    head, tail = _window_hashes(log_fd, image.covered_bytes)
+    """The file's bytes; ``image.sections`` as ``InvertedIndex.packed()`` gives them
+    (``ids``, ``terms`` sorted, ``term_ends``, ``postings``, ``tfs``) plus ``starts`` and
+    ``digests``."""
+    given = image.sections
+    if any("\n" in s for s in given["retracted"]):
+        return None  # not representable: stay in memory only
+    ids = list(given["ids"])
+    terms = list(given["terms"])
+    postings, tfs, term_ends = given["postings"], given["tfs"], given["term_ends"]
+    crcs = array("I")
+    postings_bytes, tfs_bytes = memoryview(postings).cast("B"), memoryview(tfs).cast("B")
+    start = 0
+    for end in term_ends:
+        crcs.append(zlib.crc32(tfs_bytes[4 * start: 4 * end],
+                               zlib.crc32(postings_bytes[4 * start: 4 * end])))
+        start = end
+    id_blob, id_ends = pack_strings(ids)
+    term_blob, text_ends = pack_strings(terms)
+    id_order, id_hashes = hashed_order(ids)
+    sections = {
+        **given, "ids": id_blob, "id_ends": id_ends, "id_order": id_order,
+        "id_hashes": id_hashes,
+        "terms": term_blob, "term_text_ends": text_ends, "term_crcs": crcs,
+    }
+    blobs = [_blob(code, sections[name]) for name, code in SECTIONS]
+    head_hashes = _window_hashes(log_fd, image.covered_bytes)
     header = {
         "scope": image.scope,
         "covered_bytes": image.covered_bytes,
         "covered_lines": image.covered_lines,
         "log_crc32": image.log_crc,
-        "log_head_sha256": head,
-        "log_tail_sha256": tail,
+        "log_head_sha256": head_hashes[0],
+        "log_tail_sha256": head_hashes[1],
         "log_identity": list(identity),
         "byteorder": sys.byteorder,
         "counters": image.counters,
-        "sections": lengths,
+        "sections": {},
     }
+    # Offsets count from the first section (the first 8-byte boundary after the header).
+    places: dict[str, list[int]] = {}
+    at = 0
+    for (name, _), blob in zip(SECTIONS, blobs, strict=True):
+        places[name] = [at, len(blob), zlib.crc32(blob)]
+        at += (len(blob) + 7) & ~7
+    header["sections"] = places
     encoded = json.dumps(header, sort_keys=True).encode("utf-8")
-    parts = [MAGIC, FORMAT.to_bytes(4, "little"), len(encoded).to_bytes(4, "little"), encoded,
-             *blobs]
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part)
-    parts.append(digest.digest())
+    head = MAGIC + FORMAT.to_bytes(4, "little") + len(encoded).to_bytes(4, "little") + encoded
+    parts = [head, b"\0" * (-len(head) % 8)]
+    for blob in blobs:
+        parts += [blob, b"\0" * (-len(blob) % 8)]
+    parts.append(hashlib.sha256(head).digest())
     return b"".join(parts)
 
 
 def _covers_at_least(path: str, log_fd: int, log_size: int, scope: str, lines: int) -> bool:
     """Whether the file at ``path`` is valid for this log and covers ``lines`` or more."""
     try:
-        fd = open_private(path, os.O_RDONLY)
-    except (FileNotFoundError, RemoteMemoryError):
+        file = _open_file(path)
+    except RemoteMemoryError:
+        return False
+    if file is None:
         return False
     try:
-        data = os.pread(fd, 1 << 16, 0)
-        if len(data) < _PREFIX or data[: len(MAGIC)] != MAGIC:
-            return False
-        size = int.from_bytes(data[len(MAGIC) + 4: _PREFIX], "little")
-        if int.from_bytes(data[len(MAGIC): len(MAGIC) + 4], "little") != FORMAT:
-            return False
-        header = load_json(data[_PREFIX: _PREFIX + size])
+        header = _parse_header(file)
         if int(header["covered_lines"]) < lines:
             return False
         # It covers more: only a whole, undamaged file for this very log counts.
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            header, _ = _parse_header(handle.read())
         _check_log(header, log_fd, log_size, scope)
+        _load(file, header, every_term=True)
         return True
-    except (_Invalid, KeyError, TypeError, ValueError, OSError):
+    except (_Invalid, KeyError, TypeError, ValueError, UnicodeError, OSError):
         return False
-    finally:
-        os.close(fd)
 
 
 def write_index(

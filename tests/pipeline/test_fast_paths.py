@@ -392,46 +392,63 @@ def test_a_fresh_process_imports_numpy_only_for_long_postings(tmp_path: Any) -> 
 @settings(max_examples=200, deadline=None, database=None)
 @given(
     st.lists(st.lists(st.integers(0, 50), max_size=5), min_size=0, max_size=6),
-    st.lists(st.tuples(st.sampled_from(["get", "add", "set", "del", "has"]),
+    st.lists(st.tuples(st.sampled_from(["get", "add", "set", "del", "has", "batch"]),
                        st.integers(0, 8), st.lists(st.integers(0, 50), max_size=3)),
              max_size=25),
-    st.booleans(),
 )
 def test_packed_lists_behave_as_a_dict_of_lists(
-    lists: list[list[int]], operations: list[tuple[str, int, list[int]]], view: bool
+    lists: list[list[int]], operations: list[tuple[str, int, list[int]]]
 ) -> None:
-    """The lazily sliced postings of a loaded index file (``_PackedLists``) answer every
-    mapping operation as the dict of arrays they stand for, catch-up appends included."""
+    """The postings and term frequencies of a loaded index file (``_PackedLists`` over one
+    ``_TermSource``, read per term) answer every mapping operation as the dicts of arrays
+    they stand for, catch-up appends (one by one and in batches) included."""
     from array import array as _array
 
-    from memlib.retrieval.inverted import _append, _PackedLists, _TermPositions
+    from memlib.retrieval.inverted import _append, _PackedLists, _TermSource
+    from memlib.retrieval.strings import PackedStrings, pack_strings
 
-    terms = [f"t{i}" for i in range(len(lists))]
-    ends, packed = _array("Q"), _array("I")
-    for values in lists:
-        packed.extend(values)
-        ends.append(len(packed))
-    source: Any = memoryview(packed.tobytes()).cast("I") if view else packed
-    lazy = _PackedLists(_TermPositions(terms), ends, source)
-    plain: dict[str, Any] = {t: _array("I", v) for t, v in zip(terms, lists, strict=True)}
+    terms = [f"t{i}" for i in range(len(lists))]  # sorted, as an index file's are
+    fetched: list[int] = []
+
+    def fetch(n: int) -> tuple[Any, Any]:
+        fetched.append(n)
+        return _array("I", lists[n]), _array("I", [v + 100 for v in lists[n]])
+
+    source = _TermSource(PackedStrings(*pack_strings(terms)), fetch)
+    lazy = (_PackedLists(source, 0), _PackedLists(source, 1))
+    plain: tuple[dict[str, Any], dict[str, Any]] = (
+        {t: _array("I", v) for t, v in zip(terms, lists, strict=True)},
+        {t: _array("I", [x + 100 for x in v]) for t, v in zip(terms, lists, strict=True)},
+    )
     for op, n, values in operations:
         term = f"t{n}"
-        if op == "get":
-            got = lazy.get(term)
-            assert (None if got is None else list(got)) == (
-                None if term not in plain else list(plain[term]))
-        elif op == "add":
-            _append(lazy, term, values)
-            _append(plain, term, values)
-        elif op == "set":
-            lazy[term] = _array("I", values)
-            plain[term] = _array("I", values)
-        elif op == "del":
-            if term in plain:
-                del lazy[term]
-                del plain[term]
-        else:
-            assert (term in lazy) == (term in plain)
-        assert len(lazy) == len(plain)
-    assert sorted(lazy) == sorted(plain)
-    assert {t: list(lazy[t]) for t in lazy} == {t: list(v) for t, v in plain.items()}
+        tfs = [v + 100 for v in values]
+        for which in (0, 1):
+            mine, theirs = lazy[which], plain[which]
+            wanted = (values, tfs)[which]
+            if op == "get":
+                got = mine.get(term)
+                assert (None if got is None else list(got)) == (
+                    None if term not in theirs else list(theirs[term]))
+            elif op == "add":
+                _append(mine, term, wanted)
+                _append(theirs, term, wanted)
+            elif op == "batch":  # this term and the next, as a tail's settle gives them
+                batch = {term: (values, tfs), f"t{n + 1}": (values[:1], tfs[:1])}
+                mine.add_batch(batch)
+                for name, pair in batch.items():
+                    _append(theirs, name, pair[which])
+            elif op == "set":
+                mine[term] = _array("I", wanted)
+                theirs[term] = _array("I", wanted)
+            elif op == "del":
+                if term in theirs:
+                    del mine[term]
+                    del theirs[term]
+            else:
+                assert (term in mine) == (term in theirs)
+    for mine, theirs in zip(lazy, plain, strict=True):
+        assert len(mine) == len(theirs)
+        assert sorted(mine) == sorted(theirs)
+        assert {t: list(mine[t]) for t in mine} == {t: list(v) for t, v in theirs.items()}
+    assert len(fetched) == len(set(fetched))  # each term read from the file once

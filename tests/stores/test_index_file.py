@@ -9,14 +9,13 @@ scope's, an older format; the log truncated, replaced or restored).
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import multiprocessing
 import os
 import shutil
 import stat
 import subprocess
 import sys
+from array import array
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -104,19 +103,6 @@ def _reference(path: Path, tmp: Path) -> dict[tuple[str, str], str]:
 
 def _index_of(path: Path) -> Path:
     return path.with_name(path.name + ".index")
-
-
-def _resign(data: bytes, *, header: dict[str, Any] | None = None, version: int | None = None
-            ) -> bytes:
-    """``data`` with its header or version changed and a valid checksum again."""
-    body = data[: -32]
-    size = int.from_bytes(body[12:16], "little")
-    old = json.loads(body[16: 16 + size])
-    new = json.dumps({**old, **(header or {})}, sort_keys=True).encode()
-    rest = body[16 + size:]
-    ver = (version if version is not None else jsonl_index.FORMAT).to_bytes(4, "little")
-    body = jsonl_index.MAGIC + ver + len(new).to_bytes(4, "little") + new + rest
-    return body + hashlib.sha256(body).digest()
 
 
 @pytest.fixture
@@ -230,6 +216,7 @@ def test_stale_index_catches_up_from_the_tail(log: Path, tmp_path: Path) -> None
 
 
 def _damaged(kind: str, log: Path, tmp_path: Path) -> None:
+    from support.index_files import resign  # not at import: a child imports this file
     index = _index_of(log)
     data = index.read_bytes()
     if kind == "truncated":
@@ -239,9 +226,9 @@ def _damaged(kind: str, log: Path, tmp_path: Path) -> None:
         flipped[len(data) // 3] ^= 0x10
         index.write_bytes(bytes(flipped))
     elif kind == "other-scope":
-        index.write_bytes(_resign(data, header={"scope": user_scope_for("bob")}))
+        index.write_bytes(resign(data, header={"scope": user_scope_for("bob")}))
     elif kind == "older-format":
-        index.write_bytes(_resign(data, version=jsonl_index.FORMAT - 1))
+        index.write_bytes(resign(data, version=jsonl_index.FORMAT - 1))
     elif kind == "bob's file":
         bob = tmp_path / "bob"
         bob.mkdir(mode=0o700)
@@ -320,13 +307,53 @@ def test_a_damaged_or_foreign_index_is_never_used(
 
 
 
-@pytest.mark.parametrize("version", [1, 2])
+def _term_list_at(index: Path, term: str, section: str) -> int:
+    """Where ``term``'s list begins in ``section`` of the index file (white box: format 4)."""
+    from memlib.retrieval.strings import PackedStrings, SortedPositions
+
+    file = jsonl_index._open_file(os.fspath(index))
+    assert file is not None
+    places = jsonl_index._places(jsonl_index._parse_header(file), file)
+    blob = file.read(*places["terms"][:2])
+    text_ends = array("Q", file.read(*places["term_text_ends"][:2]))
+    term_ends = array("Q", file.read(*places["term_ends"][:2]))
+    n = SortedPositions(PackedStrings(blob, text_ends))[term]
+    return places[section][0] + 4 * (term_ends[n - 1] if n else 0)
+
+
+@pytest.mark.parametrize("section", ["postings", "tfs"])
+def test_a_posting_list_damaged_after_load_is_never_used(
+    log: Path, tmp_path: Path, section: str
+) -> None:
+    # The per-record sections are checked at load; a term's list only when a query first
+    # asks for it: a reader that already trusts the file meets the damage mid-way,
+    # rebuilds from the log and answers exactly as the log does.
+    index = _index_of(log)
+    data = bytearray(index.read_bytes())
+    at = _term_list_at(index, "amber", section)
+    data[at] ^= 0x01
+    expected = _reference(log, tmp_path)
+    reader = RemoteMemoryStore(log, user_id=USER)
+    assert reader.index.searched == N - 1  # loaded from the file: the damage is not read yet
+    index.write_bytes(bytes(data))
+    state = check_store(log, user_id=USER).index
+    assert state is not None and state.status == "invalid", state
+    assert "damaged" in state.reason
+    for ranker in RANKERS:
+        result = RecallEngine(reader, ranker=ranker).recall(
+            QUERIES[0], limit=5, as_of=AS_OF, query_id="q")
+        assert result.to_json() == expected[ranker, QUERIES[0]]
+    assert _answers(log) == expected
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_format_index_is_rebuilt(log: Path, tmp_path: Path, version: int) -> None:
     from support.index_files import older_format  # not at import: a child imports this file
     # Format 2 added each posting's term frequency (BM25 scores from the postings), format
-    # 3 each record's line digest (the vectors file's rows are checked against it): an
-    # older file, whole and for this very log, is never used, and a reader replaces it.
-    assert jsonl_index.FORMAT == 3
+    # 3 each record's line digest (the vectors file's rows are checked against it), 4 a
+    # checksum per section and per term: an older file, whole and for this very log, is
+    # never used, and a reader replaces it.
+    assert jsonl_index.FORMAT == 4
     index = _index_of(log)
     index.write_bytes(older_format(index.read_bytes(), version))
     expected = _reference(log, tmp_path)

@@ -1,32 +1,38 @@
-"""Index files of an older format, made from a current one (tests of the "older format
-means rebuild" rule)."""
+"""Index files changed the way a test needs them, validly signed again (tests of the
+"another scope / an older format means rebuild" rules)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from memlib.stores import jsonl_index
 
-__all__ = ["ADDED_IN", "older_format"]
+__all__ = ["older_format", "resign"]
 
-# The sections each format added, last first: an older file is a newer one without them.
-ADDED_IN = {3: "digests", 2: "tfs"}
+_PREFIX = len(jsonl_index.MAGIC) + 8
+
+
+def resign(data: bytes, *, header: dict[str, Any] | None = None, version: int | None = None
+           ) -> bytes:
+    """``data`` (a current index file) with its header fields or version changed and its
+    checksum valid again: whole and undamaged, only what the test changed differs."""
+    size = int.from_bytes(data[12:16], "little")
+    old = json.loads(data[_PREFIX: _PREFIX + size])
+    sections = data[(_PREFIX + size + 7) & ~7: -32]  # offsets count from the first
+    encoded = json.dumps({**old, **(header or {})}, sort_keys=True).encode()
+    ver = (version if version is not None else jsonl_index.FORMAT).to_bytes(4, "little")
+    head = jsonl_index.MAGIC + ver + len(encoded).to_bytes(4, "little") + encoded
+    return head + b"\0" * (-len(head) % 8) + sections + hashlib.sha256(head).digest()
 
 
 def older_format(data: bytes, version: int) -> bytes:
-    """A genuine file of format ``version`` made from a current one: the sections added
-    since (format 2: each posting's term frequency; 3: each record's line digest) cut."""
-    body = data[: -32]
-    size = int.from_bytes(body[12:16], "little")
-    header = json.loads(body[16: 16 + size])
-    rest = body[16 + size:]
-    names = [name for name, _ in jsonl_index.SECTIONS]
-    for newer in range(jsonl_index.FORMAT, version, -1):
-        assert names.pop() == ADDED_IN[newer]  # the last section is the newest
-        length = header["sections"].pop(ADDED_IN[newer])
-        rest = rest[: len(rest) - ((length + 7) & ~7)]
-    encoded = json.dumps(header, sort_keys=True).encode()
-    body = (jsonl_index.MAGIC + version.to_bytes(4, "little") + len(encoded).to_bytes(4, "little")
-            + encoded + rest)
-    return body + hashlib.sha256(body).digest()
+    """A file that says it is of format ``version``, otherwise whole and for this very log.
+
+    A reader refuses every format but its own before it reads further (format 2 added the
+    term frequencies, 3 the line digests, 4 the per-term checksums and packed strings),
+    so the version field is what is tested.
+    """
+    assert version < jsonl_index.FORMAT
+    return resign(data, version=version)

@@ -1,0 +1,178 @@
+"""Strings packed in one UTF-8 blob, read one at a time (the index file's ids and terms).
+
+A new process that answers one query from a million-record index needs a handful of
+ids (its hits) and a few terms (its query's): decoding every one of them up front cost
+it more time and memory than the rest of the load together. ``PackedStrings`` decodes
+on demand; ``SortedPositions`` finds a string's number by bisection over a sorted
+order (of the strings, or of their CRC-32s), without building a dict of every string.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from typing import overload
+
+__all__ = ["PackedStrings", "SortedPositions", "crc32_of", "hashed_order", "pack_strings"]
+
+
+def pack_strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
+    """``(blob, ends)``: the UTF-8 of ``strings`` back to back, and where each ends."""
+    ends = array("Q")
+    parts = []
+    at = 0
+    for text in strings:
+        data = text.encode("utf-8")
+        parts.append(data)
+        at += len(data)
+        ends.append(at)
+    return b"".join(parts), ends
+
+
+class PackedStrings(Sequence[str]):
+    """A list of strings over ``(blob, ends)``; ``append`` adds past the packed ones."""
+
+    def __init__(self, blob: bytes | memoryview = b"", ends: Sequence[int] = ()) -> None:
+        self._blob, self._ends = blob, ends
+        self._packed = len(ends)
+        self._added: list[str] = []
+
+    def __len__(self) -> int:
+        return self._packed + len(self._added)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if 0 <= i < self._packed:
+            start = self._ends[i - 1] if i else 0
+            return str(self._blob[start: self._ends[i]], "utf-8")
+        if self._packed <= i < len(self):
+            return self._added[i - self._packed]
+        raise IndexError("string index out of range")
+
+    def __iter__(self) -> Iterator[str]:
+        if self._packed:
+            # One decode of the whole blob, cut at the ends (faster than one per string).
+            text = bytes(self._blob[: self._ends[self._packed - 1]])
+            start = 0
+            for end in self._ends:
+                yield str(text[start:end], "utf-8")
+                start = end
+        yield from self._added
+
+    def append(self, text: str) -> None:
+        self._added.append(text)
+
+    def extend(self, texts: Iterable[str]) -> None:
+        self._added.extend(texts)
+
+
+class SortedPositions(MutableMapping[str, int]):
+    """``string → its number`` in a ``PackedStrings``, found by bisection.
+
+    Without ``order`` the strings themselves are sorted. With it, ``order`` lists their
+    numbers sorted by ``hashes`` (each string's ``crc32_of``, ascending, ``hashed_order``):
+    a look-up is then a bisection over integers at C speed plus one decode, which a
+    reader catching up on a thousand appended ids does a thousand times. Strings set
+    afterwards (records appended since the file was written) live in a dict.
+    """
+
+    def __init__(
+        self, strings: PackedStrings, order: Sequence[int] | None = None,
+        hashes: Sequence[int] | None = None,
+    ) -> None:
+        if (order is None) != (hashes is None):
+            raise ValueError("order and hashes go together")
+        self._strings, self._order, self._hashes = strings, order, hashes
+        self._count = len(strings)
+        self._added: dict[str, int] = {}
+        self._gone: set[str] = set()
+
+    def _packed_position(self, key: str) -> int | None:
+        hashes, order = self._hashes, self._order
+        if hashes is not None and order is not None:
+            wanted = crc32_of(key)
+            at = bisect_left(hashes, wanted)
+            while at < self._count and hashes[at] == wanted:  # a collision: rare
+                if self._strings[order[at]] == key:
+                    return order[at]
+                at += 1
+            return None
+        # str comparison is code-point order, which is the UTF-8 byte order the file
+        # was sorted in.
+        strings, order = self._strings, self._order
+        lo, hi = 0, self._count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            n = order[mid] if order is not None else mid
+            if strings[n] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < self._count:
+            n = order[lo] if order is not None else lo
+            if strings[n] == key:
+                return n
+        return None
+
+    def __getitem__(self, key: str) -> int:
+        if key in self._added:
+            return self._added[key]
+        if key not in self._gone:
+            n = self._packed_position(key)
+            if n is not None:
+                return n
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self._gone.discard(key)
+        self._added[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._added.pop(key, None)
+        self._gone.add(key)
+
+    def __iter__(self) -> Iterator[str]:
+        for n, text in enumerate(self._strings):
+            if n >= self._count:
+                break
+            if text not in self._gone and text not in self._added:
+                yield text
+        yield from self._added
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def crc32_of(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8"))
+
+
+def hashed_order(strings: Sequence[str]) -> tuple[array[int], array[int]]:
+    """``(order, hashes)`` for ``SortedPositions``: the numbers of ``strings`` sorted by
+    their CRC-32, and those CRC-32s in that order."""
+    hashes = [crc32_of(text) for text in strings]
+    order = sorted(range(len(hashes)), key=hashes.__getitem__)
+    return array("I", order), array("I", (hashes[n] for n in order))
+
