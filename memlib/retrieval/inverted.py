@@ -59,7 +59,8 @@ class _TermSource:
         return got
 
 
-Batch = dict[str, "tuple[list[int], list[int]]"]
+# A tail's records as a reader catching up settles them: ``(doc, term → tf)`` each.
+Batch = list[tuple[int, "Counter[str]"]]
 
 
 class _PackedLists(MutableMapping[str, "array[int]"]):
@@ -69,10 +70,10 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
     of a few: reading every list up front cost it more than the rest of the load. A list
     taken lives in ``_taken`` and is changed in place there. What is appended to a list
     not taken yet waits: in ``_extra`` (``add``), or, for a reader catching up on a tail,
-    in whole batches of ``term → (docs, tfs)`` (``add_batch``) that cost one step each,
-    not one per term — a thousand records touch ten thousand terms, a query a few.
-    ``which`` picks this mapping's half of a batch and of a fetched pair (0: postings,
-    1: term frequencies).
+    as whole batches of per-record term counts (``add_batch``), looked into only for the
+    terms a query asks for — a thousand records touch ten thousand terms, a query a few.
+    ``which`` picks this mapping's half of a fetched pair and of a batch entry (0: the
+    doc, for the postings; 1: the term frequency).
     """
 
     def __init__(self, source: _TermSource, which: int) -> None:
@@ -98,29 +99,33 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
                 got.extend(extra)
         else:
             got = extra
+        postings = self._which == 0
         for batch in self._batches:
-            pair = batch.get(term)
-            if pair is not None:
-                if got is None:
-                    got = array("I")
-                got.extend(pair[self._which])
+            for doc, counts in batch:
+                tf = counts.get(term)
+                if tf:
+                    if got is None:
+                        got = array("I")
+                    got.append(doc if postings else tf)
         if got is not None:
             self._taken[term] = got
         return got
 
     def add_batch(self, batch: Batch) -> None:
-        """Append every ``batch[term][which]`` (docs past every list's last)."""
-        taken, which = self._taken, self._which
-        if len(taken) < len(batch):
+        """Append each record of ``batch`` (docs past every list's last) to its terms."""
+        taken, postings = self._taken, self._which == 0
+        if len(taken) <= 64:  # the usual case: the few terms queries asked for
             for term, target in taken.items():
-                pair = batch.get(term)
-                if pair is not None:
-                    target.extend(pair[which])
+                for doc, counts in batch:
+                    tf = counts.get(term)
+                    if tf:
+                        target.append(doc if postings else tf)
         else:
-            for term, pair in batch.items():
-                found = taken.get(term)
-                if found is not None:
-                    found.extend(pair[which])
+            for doc, counts in batch:
+                for term, tf in counts.items():
+                    found = taken.get(term)
+                    if found is not None:
+                        found.append(doc if postings else tf)
         self._batches.append(batch)
 
     def _fold(self) -> None:
@@ -129,10 +134,12 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         if not batches:
             return
         applied = set(self._taken)
+        postings = self._which == 0
         for batch in batches:
-            for term, pair in batch.items():
-                if term not in applied:
-                    self._add_now(term, pair[self._which])
+            for doc, counts in batch:
+                for term, tf in counts.items():
+                    if term not in applied:
+                        self._add_now(term, (doc if postings else tf,))
 
     def _add_now(self, term: str, values: Iterable[int] | bytes) -> None:
         target = self._taken.get(term)
@@ -167,7 +174,7 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             return False
         if term in self._taken or term in self._extra or self._packed(term) is not None:
             return True
-        return any(term in batch for batch in self._batches)
+        return any(term in counts for batch in self._batches for _, counts in batch)
 
     def __setitem__(self, term: str, value: array[int]) -> None:
         self._fold()
@@ -384,16 +391,19 @@ class InvertedIndex:
         if runs.batch_numpy(len(texts)) is None:
             # A few records (a reader catching up on a tail): straight into the arrays,
             # without packing each term's docs into bytes first.
+            if isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
+                # Over a loaded index file: counted now, turned into postings per term
+                # only for the terms queries ask for (see the class).
+                batch = [(doc, Counter(tokens)) for doc, tokens in texts]
+                postings.add_batch(batch)
+                tfs.add_batch(batch)
+                return
             by_term: dict[str, tuple[list[int], list[int]]] = {}
             for doc, tokens in texts:
                 for term, tf in Counter(tokens).items():
                     docs_tfs = by_term.setdefault(term, ([], []))
                     docs_tfs[0].append(doc)
                     docs_tfs[1].append(tf)
-            if isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
-                postings.add_batch(by_term)  # a step, not one per term (see the class)
-                tfs.add_batch(by_term)
-                return
             for term, (docs, freqs) in by_term.items():
                 _append(postings, term, docs)
                 _append(tfs, term, freqs)

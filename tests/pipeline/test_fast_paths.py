@@ -403,6 +403,7 @@ def test_packed_lists_behave_as_a_dict_of_lists(
     ``_TermSource``, read per term) answer every mapping operation as the dicts of arrays
     they stand for, catch-up appends (one by one and in batches) included."""
     from array import array as _array
+    from collections import Counter
 
     from memlib.retrieval.inverted import _append, _PackedLists, _TermSource
     from memlib.retrieval.strings import PackedStrings, pack_strings
@@ -433,11 +434,12 @@ def test_packed_lists_behave_as_a_dict_of_lists(
             elif op == "add":
                 _append(mine, term, wanted)
                 _append(theirs, term, wanted)
-            elif op == "batch":  # this term and the next, as a tail's settle gives them
-                batch = {term: (values, tfs), f"t{n + 1}": (values[:1], tfs[:1])}
+            elif op == "batch":  # records holding this term and the next, as a tail's
+                batch = [(doc, Counter({term: doc + 100, f"t{n + 1}": 1})) for doc in values]
                 mine.add_batch(batch)
-                for name, pair in batch.items():
-                    _append(theirs, name, pair[which])
+                for doc, counts in batch:
+                    for name, tf in counts.items():
+                        _append(theirs, name, [(doc, tf)[which]])
             elif op == "set":
                 mine[term] = _array("I", wanted)
                 theirs[term] = _array("I", wanted)
