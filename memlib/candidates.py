@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from .errors import RemoteMemoryScopeError
 from .normalize import RecallQuery, tokenize_all
@@ -72,6 +73,9 @@ class LexicalPostings:
     ``scan(docs)`` parses the hits and nothing else. ``prefetch(docs)`` is called before
     ``timestamps`` / ``ids`` are read at ``docs``, so that a store which keeps them on
     disk reads the few a ranking needs in one query instead of every candidate's.
+    ``scratch`` (None: none) is a dict that lives as long as the index behind the view,
+    where a ranker may keep what it derived from the postings for the next query of a
+    warm process (bm25's per-term saturations, keyed by everything they depend on).
     """
 
     terms: tuple[str, ...]
@@ -89,6 +93,7 @@ class LexicalPostings:
     candidate_docs: Callable[[], Sequence[int]]
     candidates_of: Callable[[Sequence[int]], tuple[RecallCandidate, ...]]
     prefetch: Callable[[Sequence[int]], None] = lambda docs: None
+    scratch: dict[Any, Any] | None = None
 
     def scan(self, docs: Sequence[int]) -> CandidateScan:
         """A ``CandidateScan`` of exactly ``docs``' candidates, in that order, with the

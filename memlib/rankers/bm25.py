@@ -134,9 +134,10 @@ def bm25_scores(
     return Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(totals))
 
 
-# Candidates whose unrounded numpy total is within this of the ``limit``-th best are
-# scored again exactly: rounding to six decimals moves a total by at most 5e-7, and
-# numpy's sums differ from Python's by a few ulps (totals are a few dozen at most).
+# Candidates whose unrounded numpy total is within this (relative, or absolute below 1)
+# of the ``limit``-th best are scored again exactly: rounding to six decimals moves a
+# total by at most 5e-7, and numpy's float32 totals differ from Python's by about 1e-6
+# of their size at most (a few terms, each a product and a quotient of float32s).
 _MARGIN = 1e-5
 
 
@@ -153,39 +154,91 @@ def _exact_sats(
     return sats
 
 
+# Saturations kept in a view's ``scratch`` at most (postings, float32): a warm process
+# asked about the same common words again reads them instead of computing them anew.
+SCRATCH_POSTINGS = 4_000_000
+
+
+def _saturations(
+    np: Any, view: LexicalPostings, term: str, d: Any, f: Any, length: Any, key: tuple[Any, ...],
+    k1: float, b: float, avgdl: float,
+) -> Any:
+    """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting of ``term`` (float32; the
+    exact scores are computed again for the hits), remembered in ``view.scratch``."""
+    scratch = view.scratch
+    wanted = (term, len(d), *key)
+    if scratch is not None:
+        got = scratch.get(wanted)
+        if got is not None:
+            return got
+    tf = f.astype(np.float32)
+    norm = length[d].astype(np.float32) * np.float32(k1 * b / avgdl)
+    norm += np.float32(k1 * (1.0 - b))
+    norm += tf
+    sat = np.divide(tf, norm, out=tf)
+    if scratch is not None:
+        held = scratch.get("postings", 0)
+        if held + len(sat) > SCRATCH_POSTINGS:
+            scratch.clear()
+            held = 0
+        scratch[wanted] = sat
+        scratch["postings"] = held + len(sat)
+    return sat
+
+
+def _kth_largest(np: Any, total: Any, k: int) -> float:
+    """The ``k``-th largest of ``total`` (which holds more than ``k`` values > 0): the
+    partition runs over the values near the top only, found by falling thresholds."""
+    top = float(total.max())
+    for share in (0.9, 0.7, 0.4):
+        near = total[total >= top * share]
+        if len(near) >= k:
+            break
+    else:
+        near = total[total > 0]
+    return float(np.partition(near, len(near) - k)[len(near) - k])
+
+
 def _numpy_superset(
     np: Any, view: LexicalPostings, lengths: Sequence[int], idf: Sequence[float],
-    avgdl: float, k1: float, b: float, limit: int,
+    avgdl: float, k1: float, b: float, limit: int, key: tuple[Any, ...],
 ) -> tuple[int, list[list[tuple[int, int]]]]:
     """``(records holding a scoring term, (doc, tf) pairs per term of those that may
-    reach the top)`` — scored with numpy over the scoring terms' postings only."""
+    reach the top)`` — scored with numpy over the scoring terms' postings only.
+
+    float32 throughout (the totals of a few terms are off by ~1e-6 relative at most, far
+    inside ``_MARGIN``): half the memory traffic of float64, twice as fast on common words.
+    """
     n_docs = len(view.live)
-    live = np.frombuffer(view.live, dtype=np.uint8) if n_docs else np.zeros(0, np.uint8)
+    # Every posting of a store without retractions is live: no mask, no copies.
+    live = (np.frombuffer(view.live, dtype=np.uint8).view(bool)
+            if n_docs and view.retracted_records else None)
     length = np.frombuffer(lengths, dtype=np.uint32) if n_docs else np.zeros(0, np.uint32)
     try:
-        total = np.zeros(n_docs, dtype=np.float64)
-        matched = np.zeros(n_docs, dtype=bool)
+        total = np.zeros(n_docs, dtype=np.float32)
         kept = []
-        for (docs, tfs), weight in zip(view.postings, idf, strict=True):
+        for term, (docs, tfs), weight in zip(view.terms, view.postings, idf, strict=True):
             if not len(docs):
                 kept.append((np.zeros(0, np.uint32), np.zeros(0, np.uint32)))
                 continue
             d = np.frombuffer(docs, dtype=np.uint32)
             f = np.frombuffer(tfs, dtype=np.uint32)
-            keep = live[d].astype(bool)
-            d, f = d[keep], f[keep]  # copies: the index's arrays are free again
-            tf = f.astype(np.float64)
-            norm = k1 * (1.0 - b + b * length[d].astype(np.float64) / avgdl)
-            total[d] += weight * (tf * (k1 + 1.0) / (tf + norm))
-            matched[d] = True
+            sat = _saturations(np, view, term, d, f, length, key, k1, b, avgdl)
+            if live is not None:
+                keep = live[d]
+                d, f, sat = d[keep], f[keep], sat[keep]  # copies: the index's arrays are free
+            # idf > 0 always (Lucene's form), so a doc holds a term iff its total is > 0.
+            # (add.at: one pass, faster than ``total[d] += …``'s gather and scatter.)
+            np.add.at(total, d, np.float32(weight * (k1 + 1.0)) * sat)
             kept.append((d, f))
     finally:
         del live, length
-    scored = np.flatnonzero(matched)
-    if len(scored) > limit:
-        cut = len(scored) - limit
-        kth = float(np.partition(total[scored], cut)[cut])
-        scored = scored[total[scored] >= kth - _MARGIN * max(1.0, abs(kth))]
+    holding = int(np.count_nonzero(total))
+    if holding > limit:
+        kth = _kth_largest(np, total, limit)
+        scored = np.flatnonzero(total >= kth - _MARGIN * max(1.0, abs(kth)))
+    else:
+        scored = np.flatnonzero(total)
     pairs = []
     for d, f in kept:
         at = np.searchsorted(d, scored)
@@ -193,7 +246,7 @@ def _numpy_superset(
         hit = np.zeros(len(scored), dtype=bool)
         hit[inside] = d[at[inside]] == scored[inside]
         pairs.append(list(zip(scored[hit].tolist(), f[at[hit]].tolist(), strict=True)))
-    return int(np.count_nonzero(matched)), pairs
+    return holding, pairs
 
 
 def bm25_top_docs(
@@ -222,6 +275,8 @@ def bm25_top_docs(
             for docs, tfs in view.postings
         ]
         df = {t: len(p) for t, p in zip(terms, pairs, strict=True)}
+    elif not view.retracted_records:  # every posting live
+        df = {t: len(docs) for t, (docs, _) in zip(terms, view.postings, strict=True)}
     else:
         df = {
             t: int(np.count_nonzero(np.frombuffer(view.live, dtype=np.uint8)[
@@ -231,7 +286,8 @@ def bm25_top_docs(
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     if np is not None:
         holding, pairs = _numpy_superset(
-            np, view, lengths, [idf[t] for t in terms], avgdl, k1, b, limit
+            np, view, lengths, [idf[t] for t in terms], avgdl, k1, b, limit,
+            (content, avgdl, k1, b),
         )
     sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
     if np is None:
@@ -240,13 +296,11 @@ def bm25_top_docs(
     ts, ids = view.timestamps, view.ids
     count = len(terms)
 
-    def key(doc: int) -> tuple[float, float, float, str]:
-        doc_sats = sats.get(doc, {})
+    def score_key(doc: int) -> tuple[float, float, float]:
         return (
             -round(totals.get(doc, 0), DECIMALS),
-            -round(len(doc_sats) / count, DECIMALS),
+            -round(len(sats.get(doc, ())) / count, DECIMALS),
             -ts[doc],
-            ids[doc],
         )
 
     pool: list[int] = list(sats)
@@ -254,7 +308,17 @@ def bm25_top_docs(
         # Candidates through a stopword only: total 0, after every scored record.
         pool.extend(d for d in view.candidate_docs() if d not in sats)
     view.prefetch(pool)
-    top = heapq.nsmallest(limit, pool, key=key)
+    # Stage 4's key ends with the memory id; reading an id costs more than the rest of
+    # the key (an index file's ids are decoded one by one), so the ids are read only for
+    # the docs that are in the top ``limit`` or tied with its last on everything else.
+    keyed = [(score_key(doc), doc) for doc in pool]
+    best = heapq.nsmallest(limit, keyed)
+    if best:
+        cutoff = best[-1][0]
+        chosen = [doc for k, doc in keyed if k <= cutoff]
+    else:
+        chosen = []
+    top = sorted(chosen, key=lambda doc: (*score_key(doc), ids[doc]))[:limit]
     return top, Bm25Scores(
         terms, idf, avgdl,
         tuple(sats.get(d, {}) for d in top),

@@ -454,3 +454,66 @@ def test_packed_lists_behave_as_a_dict_of_lists(
         assert sorted(mine) == sorted(theirs)
         assert {t: list(mine[t]) for t in mine} == {t: list(v) for t, v in theirs.items()}
     assert len(fetched) == len(set(fetched))  # each term read from the file once
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.lists(st.floats(0, 50, width=32), min_size=2, max_size=300), st.integers(1, 20))
+def test_kth_largest_is_the_sorted_one(values: list[float], k: int) -> None:
+    import numpy as np
+
+    from memlib.rankers.bm25 import _kth_largest
+
+    total = np.array(values, dtype=np.float32)
+    positive = sorted((v for v in total.tolist() if v > 0), reverse=True)
+    if len(positive) <= k:
+        return  # the caller asks only when more than k records hold a term
+    assert _kth_largest(np, total, k) == positive[k - 1]
+
+
+def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: Any) -> None:
+    """What bm25 keeps between queries of a warm process (per-term saturations and
+    candidate bitsets in the index's ``scratch``) is never used once an append or a
+    retraction changed what it was derived from: every answer is the full scan's."""
+    from datetime import UTC, datetime
+
+    from memlib import RecallEngine
+    from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker
+    from memlib.stores.jsonl import RemoteMemoryStore
+
+    vocabulary = ["amber", "river", "the", "lantern", "quiet", "harbor", "of", "copper"]
+
+    def item(n: int) -> dict[str, Any]:
+        words = " ".join(vocabulary[(n * k) % len(vocabulary)] for k in (1, 2, 3, 5, 7)[
+            : 2 + n % 4])
+        return {"kind": "conversation", "memory_id": f"m-{n}", "content": words,
+                "summary": "turn", "source": {"source_id": f"s-{n}", "source_type": "t",
+                                              "title": "t",
+                                              "captured_at": f"2026-08-0{1 + n % 8}T12:00:00Z"}}
+
+    store = RemoteMemoryStore(tmp_path / "r.jsonl", user_id="alice")
+    store.append_many([item(n) for n in range(300)])
+    as_of = datetime(2026, 8, 10, tzinfo=UTC)
+    queries = ("amber river the", "quiet harbor lantern copper", "the of")
+
+    def check() -> None:
+        for ranker in (Bm25Ranker(), Bm25StopwordsRanker()):
+            for text in queries:
+                fast = RecallEngine(store, ranker=ranker).recall(
+                    text, limit=7, as_of=as_of, query_id="q")
+                full = RecallEngine(store, ranker=_EveryCandidate(ranker)).recall(
+                    text, limit=7, as_of=as_of, query_id="q")
+                assert fast.to_json() == full.to_json()
+
+    with patch.object(postings, "NUMPY_MIN_POSTINGS", 0), \
+            patch.object(postings, "NUMPY_IMPORT_POSTINGS", 0):
+        check()
+        assert store.index.scratch  # the warm path kept something
+        store.append_many([item(n) for n in range(300, 340)])
+        check()
+        store.retract("m-3", reason="wrong", source=item(3)["source"])
+        check()
+        store.append_many([item(n) for n in range(340, 360)])
+        check()
+        # Longer records holding no query term: the lists stay, the average length moves.
+        store.append_many([{**item(n), "content": "zebra " * 40} for n in range(360, 400)])
+        check()
