@@ -92,6 +92,8 @@ class DenseScores:
     scores: Any
     missing: int
     vector_of: Callable[[int], Any] | None = None
+    # ``memory_id → i``, when the store keeps it between queries (else built on use).
+    positions: Mapping[str, int] | None = None
 
     def top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, score)``, best first; ties by memory_id."""
@@ -112,7 +114,9 @@ class DenseScores:
             for m in memory_ids if m in position
         }
 
-    def _positions(self) -> dict[str, int]:
+    def _positions(self) -> Mapping[str, int]:
+        if self.positions is not None:
+            return self.positions
         cached: dict[str, int] | None = self.__dict__.get("_position")
         if cached is None:
             cached = {memory_id: i for i, memory_id in enumerate(self.ids)}

@@ -587,7 +587,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         matrix, rows = table.matrix(), matched.rows
         return DenseScores(
             matched.ids, table.scores(matched, query_vector), searched - len(matched.rows),
-            vector_of=lambda i: matrix[rows[i]],
+            vector_of=lambda i: matrix[rows[i]], positions=matched.positions,
         )
 
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -223,6 +224,11 @@ class Matched:
     rows: Any  # numpy intp
     docs: Any  # numpy intp
     ids: list[str]
+
+    @functools.cached_property
+    def positions(self) -> dict[str, int]:
+        """``memory_id → i``, built once for every query against this state."""
+        return {memory_id: i for i, memory_id in enumerate(self.ids)}
 
 
 @dataclass(frozen=True)
