@@ -186,6 +186,30 @@ def _saturations(
     return sat
 
 
+def _python_superset(
+    pairs: list[list[tuple[int, int]]], lengths: Sequence[int], idf: Sequence[float],
+    avgdl: float, k1: float, b: float, limit: int,
+) -> tuple[int, list[list[tuple[int, int]]]]:
+    """``_numpy_superset`` without numpy (a new process with a few thousand postings):
+    one pass of plain totals, then only the docs that may reach the top ``limit`` keep
+    their pairs, to be scored exactly and keyed (a 1M-record store's rare words hold
+    tens of thousands of records; keying every one cost more than scoring them)."""
+    total: dict[int, float] = {}
+    get = total.get
+    scale, base = k1 * b / avgdl, k1 * (1.0 - b)
+    for term_pairs, weight in zip(pairs, idf, strict=True):
+        gain = weight * (k1 + 1.0)
+        for doc, tf in term_pairs:
+            total[doc] = get(doc, 0.0) + gain * tf / (tf + base + scale * lengths[doc])
+    holding = len(total)
+    if holding <= limit:
+        return holding, pairs
+    kth = heapq.nlargest(limit, total.values())[-1]
+    floor = kth - _MARGIN * max(1.0, abs(kth))
+    return holding, [[(d, tf) for d, tf in term_pairs if total[d] >= floor]
+                     for term_pairs in pairs]
+
+
 def _kth_largest(np: Any, total: Any, k: int) -> float:
     """The ``k``-th largest of ``total`` (which holds more than ``k`` values > 0): the
     partition runs over the values near the top only, found by falling thresholds."""
@@ -289,9 +313,10 @@ def bm25_top_docs(
             np, view, lengths, [idf[t] for t in terms], avgdl, k1, b, limit,
             (content, avgdl, k1, b),
         )
+    else:
+        holding, pairs = _python_superset(pairs, lengths, [idf[t] for t in terms],
+                                          avgdl, k1, b, limit)
     sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
-    if np is None:
-        holding = len(sats)
     totals = {doc: sum(idf[t] * s for t, s in doc_sats.items()) for doc, doc_sats in sats.items()}
     ts, ids = view.timestamps, view.ids
     count = len(terms)
