@@ -13,6 +13,7 @@ from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
 from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
+from .rankers.embeddings import recorded_embedder
 from .result import RecallResult
 from .stores.base import LexicalScanning, MemoryStore, TopScanning, VectorStoring
 
@@ -49,9 +50,13 @@ class RecallEngine:
         vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
         if lexical is not None and vectors is not None and isinstance(self.ranker, DenseScoring):
             # The lexical and the dense path's candidates, read and scored alone.
+            # The store's embedder, else the one its vectors were made by (when memlib
+            # knows it by name): a store opened without one still embeds the question
+            # with its vectors' model, as the CLI does.
+            embedder = vectors.embedder or recorded_embedder(vectors)
             scan, chosen, retrieval = self.ranker.score_stored(
                 query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
-                embedder=vectors.embedder, as_of=moment, limit=query.limit,
+                embedder=embedder, as_of=moment, limit=query.limit,
             )
             scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
         elif lexical is not None and isinstance(self.ranker, LexicalScoring):

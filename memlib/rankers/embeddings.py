@@ -22,7 +22,7 @@ from ..errors import RemoteMemoryError
 __all__ = [
     "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "get_embedder",
     "get_embedding_model",
-    "embedder_names", "embeddings_available", "MODEL_NAME", "DIMENSION",
+    "embedder_names", "embeddings_available", "recorded_embedder", "MODEL_NAME", "DIMENSION",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -193,3 +193,17 @@ def get_embedder(name: str) -> Any:
     raise RemoteMemoryValidationError(
         f"unknown embedder {name!r}; known: {', '.join(embedder_names())} (or minilm, hashing)"
     )
+
+
+def recorded_embedder(store: Any) -> Any | None:
+    """The embedder ``store``'s vectors were made by (a ``VectorStoring`` store), or None
+    when it holds none or memlib does not know the recorded model by name."""
+    from ..errors import RemoteMemoryValidationError
+
+    model = store.vector_state().model
+    if model is None:
+        return None
+    try:
+        return get_embedder(model)
+    except RemoteMemoryValidationError:
+        return None

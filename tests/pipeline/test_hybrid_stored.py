@@ -356,3 +356,23 @@ def test_retracting_a_profile_leaves_the_vectors_file_alone(tmp_path: Path) -> N
         "source_id": "r", "source_type": "manual_retraction", "title": "r",
         "captured_at": "2026-08-20T00:00:00Z"})
     assert not vectors.exists()  # a conversation record's: whose bytes are whose is unknown
+
+
+def test_a_store_opened_without_an_embedder_uses_its_vectors_model(opener: Location):
+    # Vectors of memlib-hashing-64, then a store opened with no embedder and the default
+    # hybrid (whose own model is the sentence model): the question is embedded with the
+    # recorded model, as `memlib recall` does, and the dense path finds the record that
+    # shares no word with it.
+    embedder = HashingEmbedder()
+    store = opener(embedder=embedder)
+    store.append_many(_corpus(12))
+    store.append_many([_item(99, "gardening tomatoes", session=9)])
+    plain = opener()
+    assert plain.embedder is None
+    result = RecallEngine(plain, ranker="hybrid").recall(
+        "garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+    assert "t-99" in [hit["memory_id"] for hit in result["hits"]]
+    assert result["retrieval"]["dense"] > 0
+    expected = RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
+        "garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+    assert result == expected
