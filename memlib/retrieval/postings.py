@@ -3,8 +3,11 @@
 A run lists the distinct doc numbers of one term in ascending order, packed as one of
 three dtypes: "u4" native uint32 (the in-process index), "<i8" little-endian int64
 (SQLite), ">i8" big-endian int64 (PostgreSQL, whose int8send writes that order, so a
-migration can pack runs in SQL). numpy is used for large batches and queries, imported
-only when one needs it, never by ``import memlib``.
+migration can pack runs in SQL). Parallel to a run, a SQL store keeps the term's
+frequency in each doc (packed as the run) and each doc's length in terms, all and
+without stopwords (``LENGTHS``: two little-endian uint32 per doc), so that a recall
+scores from the runs alone (``merge_runs``). numpy is used for large batches and
+queries, imported only when one needs it, never by ``import memlib``.
 """
 
 from __future__ import annotations
@@ -12,25 +15,32 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from operator import itemgetter
 from typing import Any
 
 __all__ = [
+    "LENGTHS",
+    "MergedRuns",
     "NUMPY_IMPORT_BATCH",
     "NUMPY_IMPORT_POSTINGS",
     "NUMPY_MIN_BATCH",
     "NUMPY_MIN_POSTINGS",
     "batch_numpy",
     "count_matches",
+    "merge_runs",
     "numpy_or_none",
     "postings_numpy",
     "pack_docs",
+    "pack_lengths",
     "run_and_tfs_without",
+    "run_columns_without",
     "run_without",
     "runs_by_term",
+    "tf_length_runs_by_term",
     "tf_runs_by_term",
     "unpack_docs",
 ]
@@ -53,7 +63,9 @@ NUMPY_IMPORT_BATCH = 2_048
 # NUMPY_MIN_POSTINGS on.
 NUMPY_IMPORT_POSTINGS = 100_000
 
-_ARRAY_CODE = {"u4": "I", "<i8": "q", ">i8": "q"}
+_ARRAY_CODE = {"u4": "I", "<u4": "I", "<i8": "q", ">i8": "q"}
+# A doc's two lengths in a run's ``lengths``: (all terms, terms without stopwords).
+LENGTHS = "<u4"
 
 
 @cache
@@ -115,6 +127,162 @@ def run_and_tfs_without(
     if len(freqs) > at:
         del freqs[at]
     return pack_docs(docs, dtype), pack_docs(freqs, dtype)
+
+
+def pack_lengths(lengths: Iterable[tuple[int, int]]) -> bytes:
+    """Docs' ``(tokens, content_tokens)`` as a run's ``lengths`` (``LENGTHS``, flat)."""
+    return pack_docs(chain.from_iterable(lengths), LENGTHS)
+
+
+def run_columns_without(
+    run: bytes, tfs: bytes, lengths: bytes, doc: int, dtype: str
+) -> tuple[bytes, bytes, bytes] | None:
+    """``run_and_tfs_without`` that takes the doc's two lengths out of ``lengths`` too;
+    None if the doc is absent."""
+    docs = unpack_docs(run, dtype)
+    if doc not in docs:
+        return None
+    at = docs.index(doc)
+    freqs = unpack_docs(tfs, dtype)
+    del docs[at]
+    if len(freqs) > at:
+        del freqs[at]
+    size = 2 * _item_size(LENGTHS)
+    rest = lengths[: at * size] + lengths[(at + 1) * size:]
+    return pack_docs(docs, dtype), pack_docs(freqs, dtype), rest
+
+
+def _item_size(dtype: str) -> int:
+    return array(_ARRAY_CODE[dtype]).itemsize
+
+
+@dataclass(frozen=True)
+class MergedRuns:
+    """The runs of a query's terms over one doc numbering: doc ``d`` is ``row_ids[d]``,
+    the ``d``-th smallest id in any of the runs.
+
+    ``tokens`` / ``content_tokens`` are each doc's lengths as its runs carry them;
+    ``postings`` holds, per term asked for, ``(docs ascending, tf in each)``.
+    """
+
+    row_ids: Sequence[int]
+    tokens: Sequence[int]
+    content_tokens: Sequence[int]
+    postings: tuple[tuple[Sequence[int], Sequence[int]], ...]
+
+
+def merge_runs(
+    runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]], terms: Sequence[str], dtype: str
+) -> MergedRuns:
+    """Number the docs of ``runs`` (term → its ``(ids, tfs, lengths)`` runs, by first id)
+    and give ``terms``' postings in those numbers, every sequence an ``array("I")``
+    (row ids ``array("q")``).
+
+    numpy does it over many postings (``postings_numpy``); plain Python over few. Raises
+    ValueError when a run's tfs or lengths do not match its ids.
+    """
+    size, pair = _item_size(dtype), 2 * _item_size(LENGTHS)
+    total = 0
+    for term_runs in runs.values():
+        for ids, tfs, lengths in term_runs:
+            count = len(ids) // size
+            if len(ids) != count * size or len(tfs) != len(ids) or len(lengths) != count * pair:
+                raise ValueError("a posting run's ids, term frequencies and lengths differ")
+            total += count
+    np = postings_numpy(total) if total else None
+    if np is None:
+        return _merge_plain(runs, terms, dtype)
+    return _merge_numpy(np, runs, terms, dtype)
+
+
+def _merge_plain(
+    runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]], terms: Sequence[str], dtype: str
+) -> MergedRuns:
+    length_of: dict[int, tuple[int, int]] = {}
+    for term_runs in runs.values():
+        for ids, _, lengths in term_runs:
+            flat = unpack_docs(lengths, LENGTHS)
+            for at, row_id in enumerate(unpack_docs(ids, dtype)):
+                length_of[row_id] = (flat[2 * at], flat[2 * at + 1])
+    row_ids = array("q", sorted(length_of))
+    doc_of = {row_id: doc for doc, row_id in enumerate(row_ids)}
+    postings = []
+    for term in terms:
+        docs, freqs = array("I"), array("I")
+        for ids, tfs, _ in runs.get(term, ()):
+            docs.extend(doc_of[i] for i in unpack_docs(ids, dtype))
+            freqs.extend(iter(unpack_docs(tfs, dtype)))
+        postings.append((docs, freqs))
+    return MergedRuns(
+        row_ids=row_ids,
+        tokens=array("I", (length_of[i][0] for i in row_ids)),
+        content_tokens=array("I", (length_of[i][1] for i in row_ids)),
+        postings=tuple(postings),
+    )
+
+
+def _as_array(np: Any, values: Any, code: str) -> array[int]:
+    """A numpy array as an ``array``: indexing it gives Python ints, as the plain path's."""
+    out = array(code)
+    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.dtype(code))).cast("B"))
+    return out
+
+
+def _merge_numpy(
+    np: Any, runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]], terms: Sequence[str],
+    dtype: str,
+) -> MergedRuns:
+    # Every run once, grouped by term: each column is one join of bytes and one array,
+    # and a term's postings are a slice of them.
+    every_run: list[tuple[bytes, bytes, bytes]] = []
+    slice_of: dict[str, tuple[int, int]] = {}
+    size = np.dtype(dtype).itemsize
+    count = 0
+    for term, term_runs in runs.items():
+        start = count
+        for run in term_runs:
+            every_run.append(run)
+            count += len(run[0]) // size
+        slice_of[term] = (start, count)
+    ids = np.frombuffer(b"".join([i for i, _, _ in every_run]), dtype=dtype)
+    ids = ids.astype(np.int64, copy=False)
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    # A doc's two lengths move as one 8-byte unit, read back as LENGTHS at the end.
+    # (Each big array is let go as soon as it is used: fresh pages cost more here than
+    # the arithmetic.)
+    if span <= 4 * len(ids) + 65_536:
+        # Ids of one store are dense: a mark per id in the range beats sorting them all.
+        offsets = ids - low
+        del ids
+        seen = np.zeros(span, dtype=bool)
+        seen[offsets] = True
+        at = np.flatnonzero(seen)
+        row_ids = at + low
+        by_id = np.empty(span, dtype="<u8")
+        # a doc's runs all carry its same two lengths
+        by_id[offsets] = np.frombuffer(b"".join([n for _, _, n in every_run]), dtype="<u8")
+        per_doc = by_id[at]
+        del by_id, at
+        docs = (np.cumsum(seen, dtype=np.uint32) - 1)[offsets]  # doc of each posting
+        del seen, offsets
+    else:
+        row_ids, first = np.unique(ids, return_index=True)
+        per_doc = np.frombuffer(b"".join([n for _, _, n in every_run]), dtype="<u8")[first]
+        docs = np.searchsorted(row_ids, ids).astype(np.uint32)
+        del ids, first
+    lengths = per_doc.view(LENGTHS).reshape(-1, 2)
+    tfs = np.frombuffer(b"".join([f for _, f, _ in every_run]), dtype=dtype).astype(np.uint32)
+    postings = []
+    for term in terms:
+        start, end = slice_of.get(term, (0, 0))
+        postings.append((_as_array(np, docs[start:end], "I"), _as_array(np, tfs[start:end], "I")))
+    return MergedRuns(
+        row_ids=_as_array(np, row_ids, "q"),
+        tokens=_as_array(np, lengths[:, 0], "I"),
+        content_tokens=_as_array(np, lengths[:, 1], "I"),
+        postings=tuple(postings),
+    )
 
 
 def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:
@@ -217,17 +385,38 @@ def tf_runs_by_term(
     packed as uint32)`` per term: repeats within a doc are counted, not collapsed (the
     ``tf`` of BM25). Term numbers ascending, docs ascending (``texts`` in doc order).
     """
+    return [run[:3] for run in _tf_runs(texts, number_of, dtype, None)]
+
+
+def tf_length_runs_by_term(
+    texts: Sequence[tuple[int, Sequence[str]]], lengths: Sequence[tuple[int, int]],
+    number_of: dict[str, int], dtype: str,
+) -> list[tuple[int, bytes, bytes, bytes]]:
+    """``tf_runs_by_term`` with, per run, the two lengths of each of its docs
+    (``lengths[i]`` is ``texts[i]``'s, packed as ``pack_lengths``): a SQL store's runs."""
+    if len(lengths) != len(texts):
+        raise ValueError("one pair of lengths per text")
+    return _tf_runs(texts, number_of, dtype, lengths)
+
+
+def _tf_runs(
+    texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int], dtype: str,
+    lengths: Sequence[tuple[int, int]] | None,
+) -> list[tuple[int, bytes, bytes, bytes]]:
     np = batch_numpy(len(texts))
     if np is None:
-        by_term: dict[int, tuple[list[int], list[int]]] = {}
-        for doc, terms in texts:
+        by_term: dict[int, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
+        for row, (doc, terms) in enumerate(texts):
+            pair = lengths[row] if lengths is not None else (0, 0)
             for term, tf in Counter(terms).items():
-                docs, tfs = by_term.setdefault(number_of[term], ([], []))
+                docs, tfs, pairs = by_term.setdefault(number_of[term], ([], [], []))
                 docs.append(doc)
                 tfs.append(tf)
+                pairs.append(pair)
         return [
-            (number, pack_docs(docs, dtype), pack_docs(tfs, dtype))
-            for number, (docs, tfs) in sorted(by_term.items())
+            (number, pack_docs(docs, dtype), pack_docs(tfs, dtype),
+             pack_lengths(pairs) if lengths is not None else b"")
+            for number, (docs, tfs, pairs) in sorted(by_term.items())
         ]
     keys = _pair_keys(np, texts, number_of)
     if keys is None:
@@ -240,12 +429,18 @@ def tf_runs_by_term(
     docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
     packed = docs.astype(dtype).tobytes()
     packed_tf = tf.astype(dtype).tobytes()
+    packed_lengths = b""
+    if lengths is not None:
+        pairs = np.array(lengths, dtype=np.int64).reshape(rows, 2)
+        packed_lengths = pairs[row_of].astype(LENGTHS).tobytes()
     size = np.dtype(dtype).itemsize
+    pair_size = 2 * np.dtype(LENGTHS).itemsize
     cuts = np.flatnonzero(np.diff(term_of)) + 1
-    starts = (np.concatenate(([0], cuts)) * size).tolist()
-    ends = (np.append(cuts, len(keys)) * size).tolist()
+    starts = np.concatenate(([0], cuts))
+    ends = np.append(cuts, len(keys))
     return [
-        (number, packed[start:end], packed_tf[start:end])
-        for number, start, end in zip(term_of[np.concatenate(([0], cuts))].tolist(),
-                                      starts, ends, strict=True)
+        (number, packed[start * size:end * size], packed_tf[start * size:end * size],
+         packed_lengths[start * pair_size:end * pair_size])
+        for number, start, end in zip(term_of[starts].tolist(), starts.tolist(),
+                                      ends.tolist(), strict=True)
     ]

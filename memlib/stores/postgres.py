@@ -122,6 +122,13 @@ _MIGRATIONS: tuple[Migration, ...] = (
         "ADD COLUMN IF NOT EXISTS vector_changes bigint NOT NULL DEFAULT 0, "
         "ADD COLUMN IF NOT EXISTS vector_resets bigint NOT NULL DEFAULT 0",
     ),
+    # Version 5: each run's records' lengths, all terms and without stopwords, two
+    # little-endian uint32 per id (parallel to record_ids), so that BM25 reads no record
+    # row per candidate; sql.py backfills them from records.tokens / content_tokens.
+    (
+        "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS lengths bytea NOT NULL "
+        "DEFAULT ''::bytea",
+    ),
 )
 
 
@@ -234,8 +241,8 @@ class PostgresMemoryStore(SqlMemoryStore):
         "SELECT term, record_ids FROM {s}postings WHERE user_scope = ? ORDER BY term, first_id"
     )
     TF_RUNS_OF_TERMS = (
-        "SELECT term, record_ids, tfs FROM {s}postings WHERE user_scope = ? AND term {any} "
-        "ORDER BY term, first_id"
+        "SELECT term, record_ids, tfs, lengths FROM {s}postings WHERE user_scope = ? "
+        "AND term {any} ORDER BY term, first_id"
     )
     EVERY_RUN = (
         "SELECT term, record_ids, user_scope, term, first_id FROM {s}postings ORDER BY first_id"
@@ -243,12 +250,21 @@ class PostgresMemoryStore(SqlMemoryStore):
     SET_TFS = (
         "UPDATE {s}postings SET tfs = ? WHERE user_scope = ? AND term = ? AND first_id = ?"
     )
+    RUN_PAGE = (
+        "SELECT user_scope, term, first_id, record_ids FROM {s}postings "
+        "WHERE (user_scope, term, first_id) > (?, ?, ?) "
+        "ORDER BY user_scope, term, first_id LIMIT ?"
+    )
+    FIRST_RUN_KEY = ("", "", -(2**63))  # no scope, no term is empty
+    SET_LENGTHS = (
+        "UPDATE {s}postings SET lengths = ? WHERE user_scope = ? AND term = ? AND first_id = ?"
+    )
     RUNS_HOLDING = (
-        "SELECT DISTINCT ON (term) term, first_id, record_ids, tfs FROM {s}postings "
+        "SELECT DISTINCT ON (term) term, first_id, record_ids, tfs, lengths FROM {s}postings "
         "WHERE user_scope = ? AND term {any} AND first_id <= ? ORDER BY term, first_id DESC"
     )
     _RUN_KEY = "WHERE user_scope = ? AND term = ? AND first_id = ?"
-    SET_RUN = f"UPDATE {{s}}postings SET record_ids = ?, tfs = ? {_RUN_KEY}"
+    SET_RUN = f"UPDATE {{s}}postings SET record_ids = ?, tfs = ?, lengths = ? {_RUN_KEY}"
     DROP_RUN = f"DELETE FROM {{s}}postings {_RUN_KEY}"
 
     def __init__(
@@ -409,9 +425,9 @@ class PostgresMemoryStore(SqlMemoryStore):
     def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
         scope = self.user_scope
         with conn.cursor().copy(
-            f"COPY {self.schema}.postings (user_scope, term, first_id, record_ids, tfs) "
-            "FROM STDIN (FORMAT BINARY)"
+            f"COPY {self.schema}.postings (user_scope, term, first_id, record_ids, tfs, "
+            "lengths) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["text", "text", "int8", "bytea", "bytea"])
-            for term, first_id, run, tfs in runs:
-                copy.write_row((scope, term, first_id, run, tfs))
+            copy.set_types(["text", "text", "int8", "bytea", "bytea", "bytea"])
+            for term, first_id, run, tfs, lengths in runs:
+                copy.write_row((scope, term, first_id, run, tfs, lengths))

@@ -11,12 +11,15 @@ Tables, in both: ``records`` (one row per record, its JSON in ``body``, ``id`` i
 append order), ``scope_stats`` (the counts a recall reports, per scope) and ``postings``
 (per term, packed runs of record ids: one run per term per written batch, and parallel
 to each a run of the term's frequency in those records; schema 3). A conversation's row
-also holds its searchable text's length in terms, all and without stopwords: with the
-tf runs, what BM25 scores from (``lexical_postings``). A write is
-one transaction: claim the scope's stats row (PostgreSQL writers of one scope queue
-there; SQLite already holds the database's write lock), check the batch against the
-stored state, insert the records and one run per term, take every retracted record out
-of its terms' runs — a record retracted in the same batch too — and add to the counts.
+also holds its searchable text's length in terms, all and without stopwords; since
+schema 5 each run carries those two lengths of each of its records too (``lengths``,
+``retrieval.postings.LENGTHS``), so that ``lexical_postings`` numbers and measures the
+candidates from the runs alone and reads a record row only for the few docs a ranking
+keeps (``prefetch``) and the hits. A write is one transaction: claim the scope's stats
+row (PostgreSQL writers of one scope queue there; SQLite already holds the database's
+write lock), check the batch against the stored state, insert the records and one run
+per term, take every retracted record out of its terms' runs — a record retracted in
+the same batch too — and add to the counts.
 A recall reads its terms' runs, counts matches itself and looks up only the records
 the bounded top-k walk needs. Every query of a scope's rows names the scope in its
 ``WHERE`` clause.
@@ -30,6 +33,10 @@ touching the scope's vectors bumps in its transaction, and ``vector_resets``, bu
 reuses it while ``vector_changes`` (one small row, read by any process) has not moved.
 An append's vectors go in with its records, in its transaction; a retraction deletes
 its target's vector in the same transaction.
+
+Schema 5 adds ``postings.lengths``: written with the run, shortened with it when a
+retraction takes a record out, and computed by the upgrade from ``records.tokens`` /
+``content_tokens`` for the runs written before (``_backfill_run_lengths``).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from array import array as _array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, overload
 
 from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
 from ..errors import (
@@ -60,11 +67,15 @@ from ..retrieval import (
     micros_of,
     pack_docs,
     record_stats,
-    run_and_tfs_without,
     term_stats,
-    tf_runs_by_term,
     top_of_matches,
     unpack_docs,
+)
+from ..retrieval.postings import (
+    merge_runs,
+    pack_lengths,
+    run_columns_without,
+    tf_length_runs_by_term,
 )
 from ..safejson import loads
 from ..vectors import (
@@ -82,14 +93,15 @@ __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
 # a function of the connection for what SQL alone cannot say.
 Migration = tuple[str, ...] | Callable[[Any], None]
 # A posting run as written: (term, the first record id in it, the ids packed, the term's
-# frequency in each of them packed the same way, parallel to the ids).
-Run = tuple[str, int, bytes, bytes]
+# frequency in each of them packed the same way, parallel to the ids, and each one's
+# two lengths packed as ``retrieval.postings.LENGTHS``).
+Run = tuple[str, int, bytes, bytes, bytes]
 
 # The columns of a records row in the order the dialects insert them (after the scope):
 # memory_id, kind, captured_ts, captured_us, retracts, body, and for a conversation its
@@ -114,8 +126,36 @@ def driver_error(
     return RemoteMemoryError(text)
 
 
+_T = TypeVar("_T")
 
 
+class _Prefetched(Sequence[_T]):
+    """One column of the records a ranking keeps, by doc: filled by ``prefetch``, read
+    after it. Reading a doc that was not prefetched is a bug of the reader, said as such
+    (a silent fallback would read a row per doc, what the column exists to avoid)."""
+
+    def __init__(self, size: int, column: str) -> None:
+        self._size, self._column = size, column
+        self.values: dict[int, _T] = {}
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, doc: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, doc: slice) -> Sequence[_T]: ...
+
+    def __getitem__(self, doc: int | slice) -> _T | Sequence[_T]:
+        if isinstance(doc, slice):
+            return [self[d] for d in range(*doc.indices(self._size))]
+        try:
+            return self.values[doc]
+        except KeyError:
+            raise RemoteMemoryError(
+                f"the {self._column} of doc {doc} was read before prefetch() named it"
+            ) from None
 
 
 class _State:
@@ -152,17 +192,24 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     RUNS_OF_TERMS: ClassVar[str]
     # (scope) → (term, run), each term's runs by first id
     ALL_RUNS: ClassVar[str]
-    # (scope, terms, record id) → (term, first id, run) for each term's run that could
-    # hold the id: runs of a term cover ascending, disjoint id ranges, so the last to
-    # start at or before it.
+    # (scope, terms, record id) → (term, first id, run, tfs, lengths) for each term's run
+    # that could hold the id: runs of a term cover ascending, disjoint id ranges, so the
+    # last to start at or before it.
     RUNS_HOLDING: ClassVar[str]
-    SET_RUN: ClassVar[str]  # (run, tfs, scope, term, first id)
-    # (scope, terms) → (term, run, tfs), each term's runs by first id
+    SET_RUN: ClassVar[str]  # (run, tfs, lengths, scope, term, first id)
+    # (scope, terms) → (term, run, tfs, lengths), each term's runs by first id
     TF_RUNS_OF_TERMS: ClassVar[str]
     # Schema 3's backfill: () → (term, run, *key) of every run of every scope, by first
     # id; SET_TFS (tfs, *key).
     EVERY_RUN: ClassVar[str]
     SET_TFS: ClassVar[str]
+    # Schema 5's backfill pages through every run of every scope by its primary key:
+    # RUN_PAGE (*key, LIMIT) → (*key, run), the runs after ``key``; FIRST_RUN_KEY sorts
+    # before any; SET_LENGTHS (lengths, *key).
+    RUN_PAGE: ClassVar[str]
+    FIRST_RUN_KEY: ClassVar[tuple[Any, ...]]
+    SET_LENGTHS: ClassVar[str]
+    _BACKFILL_PAGE: ClassVar[int] = 1_000  # runs per page (tests lower it)
     DROP_RUN: ClassVar[str]  # (scope, term, first id)
 
     schema_label: str  # how ``memlib db`` names the schema
@@ -177,7 +224,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         self._sql: dict[str, str] = {}
         # The scope's vectors as dense_scores last read them: ((changes, model,
         # dimension), memory_ids, matrix), reused while scope_stats says the same.
-        self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any] | None = None
+        # (vector counter, model, dimension), ids, matrix, memory_id → row: one load a change.
+        self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]] | None = (
+            None)
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
 
@@ -248,6 +297,13 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"
         ), [(row_id, self.user_scope, blob) for row_id, blob in rows])
 
+    def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
+        """``(memory_id, packed vector)`` of the scope's vectors, by record id."""
+        return self._blobs(conn).execute(self._q(
+            "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
+            "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
+        ), (self.user_scope,))
+
     def _vectors_deleted(self, conn: Any) -> None:
         """Called after a commit that deleted vectors: what the database keeps of them
         elsewhere (SQLite's write-ahead log) goes too."""
@@ -310,6 +366,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                     conn.execute(statement.format(s=self._prefix))
             if version == 3 and before > 0:
                 self._backfill_term_frequencies(conn)
+            if version == 5 and before > 0:
+                self._backfill_run_lengths(conn)
         conn.execute(self._q(
             f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
@@ -443,12 +501,16 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
         """``LexicalScanning``: the postings (with tf) of the query's terms, read in one
         snapshot; doc numbers are the candidates (every record holding a query term,
-        all searched: a retracted record has left the runs) in id order."""
+        all searched: a retracted record has left the runs) in id order.
+
+        Everything but the tie-breaks comes from the runs: no record row is read here.
+        ``timestamps`` / ``ids`` are read by ``prefetch`` for the docs a ranking keeps,
+        in one query; the bodies by ``candidates_of`` for the hits.
+        """
         conn = self._connection()
         scope = self.user_scope
-        found: dict[str, tuple[list[bytes], list[bytes]]] = {}
+        found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
         stats: Any = None
-        rows: list[Any] = []
         if conn is not None:
             with self._failures("read"), self._transaction(conn, write=False):
                 self._check_query_scope(conn, query)
@@ -456,38 +518,41 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                     "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
                     "WHERE user_scope = ?"
                 ), (scope,)).fetchone()
-                for term, run, tfs in self._blobs(conn).execute(
+                for term, run, tfs, lengths in self._blobs(conn).execute(
                     self._q(self.TF_RUNS_OF_TERMS), (scope, self._many(query.terms))
                 ):
-                    runs_tfs = found.setdefault(term, ([], []))
-                    runs_tfs[0].append(bytes(run))
-                    runs_tfs[1].append(bytes(tfs))
-                fmt = self.RUN_FORMAT
-                every = sorted({
-                    i for runs_of, _ in found.values() for run in runs_of
-                    for i in unpack_docs(run, fmt)
-                })
-                if every:
-                    by_id = {row[0]: row for row in conn.execute(self._q(
-                        "SELECT id, tokens, content_tokens, captured_ts, memory_id "
-                        "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
-                    ), (scope, self._many(every))).fetchall()}
-                    rows = [by_id[i] for i in every]
+                    found.setdefault(term, []).append((bytes(run), bytes(tfs), bytes(lengths)))
         searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
-        row_ids = [int(row[0]) for row in rows]
-        doc_of = {row_id: doc for doc, row_id in enumerate(row_ids)}
-        postings = []
-        for term in terms:
-            docs, freqs = _array("I"), _array("I")
-            for run, tfs in zip(*found.get(term, ([], [])), strict=True):
-                docs.extend(doc_of[i] for i in unpack_docs(run, self.RUN_FORMAT))
-                freqs.extend(iter(unpack_docs(tfs, self.RUN_FORMAT)))
-            if len(docs) != len(freqs):
-                raise RemoteMemoryCorruptionError(
-                    f"posting runs and term frequencies differ in {self._location}"
-                )
-            postings.append((docs, freqs))
+        try:
+            merged = merge_runs(found, terms, self.RUN_FORMAT)
+        except ValueError:
+            raise RemoteMemoryCorruptionError(
+                f"posting runs and their term frequencies or lengths differ in {self._location}"
+            ) from None
+        del found
+        row_ids = merged.row_ids
         count = len(row_ids)
+        timestamps: _Prefetched[float] = _Prefetched(count, "timestamp")
+        ids: _Prefetched[str] = _Prefetched(count, "memory id")
+
+        def prefetch(docs: Sequence[int]) -> None:
+            wanted = {row_ids[d]: d for d in docs if d not in ids.values}
+            if not wanted:
+                return
+            reader = self._connection()
+            with self._failures("read"):
+                rows = reader.execute(self._q(
+                    "SELECT id, captured_ts, memory_id FROM {s}records "
+                    "WHERE {scope_of_ids} = ? AND id {any}"
+                ), (scope, self._many(sorted(wanted)))).fetchall()
+            for row_id, captured_ts, memory_id in rows:
+                doc = wanted.pop(int(row_id))
+                timestamps.values[doc] = float(captured_ts)
+                ids.values[doc] = memory_id
+            if wanted:
+                raise RemoteMemoryCorruptionError(
+                    f"a posting names record {min(wanted)}, missing from {self._location}"
+                )
 
         def candidates_of(docs: Sequence[int]) -> tuple[RecallCandidate, ...]:
             if not docs:
@@ -498,12 +563,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
         return LexicalPostings(
             terms=tuple(terms),
-            postings=tuple(postings),
+            postings=merged.postings,
             live=b"\x01" * count,
-            tokens=_array("I", (int(row[1]) for row in rows)),
-            content_tokens=_array("I", (int(row[2]) for row in rows)),
-            timestamps=[float(row[3]) for row in rows],
-            ids=[row[4] for row in rows],
+            tokens=merged.tokens,
+            content_tokens=merged.content_tokens,
+            timestamps=timestamps,
+            ids=ids,
             searched_records=searched,
             candidate_records=count,
             retracted_records=retracted,
@@ -511,6 +576,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             searched_content_token_count=content_tokens,
             candidate_docs=lambda: range(count),
             candidates_of=candidates_of,
+            prefetch=prefetch,
         )
 
     # -- stored embeddings (VectorStoring) ---------------------------------------------------
@@ -576,20 +642,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                         return DenseScores((), np.zeros(0, dtype=np.float32), searched)
                     check_model(stored_model, stored_dimension, model, dimension)
                     cached = self._load_vectors(conn, stored_model, stored_dimension, changes)
-        _, ids, matrix = cached
+        _, ids, matrix, positions = cached
         scores = matrix @ wanted if ids else np.zeros(0, dtype=np.float32)
-        return DenseScores(ids, scores, searched - len(ids), vector_of=matrix.__getitem__)
+        return DenseScores(ids, scores, searched - len(ids), vector_of=matrix.__getitem__,
+                           positions=positions)
 
     def _load_vectors(
         self, conn: Any, model: str, dimension: int, changes: int
-    ) -> tuple[tuple[int, str, int], tuple[str, ...], Any]:
+    ) -> tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]]:
         """The scope's vectors as one matrix, kept as ``self._dense``."""
         ids: list[str] = []
         packed = bytearray()  # the matrix's own buffer: no second copy of every vector
-        for memory_id, blob in self._blobs(conn).execute(self._q(
-            "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
-            "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
-        ), (self.user_scope,)):
+        for memory_id, blob in self._vector_rows(conn):
             ids.append(memory_id)
             packed += blob
         try:
@@ -600,7 +664,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             raise RemoteMemoryCorruptionError(
                 f"stored vectors are not of {dimension} dimensions in {self._location}"
             )
-        self._dense = ((changes, model, dimension), tuple(ids), matrix)
+        positions = {memory_id: i for i, memory_id in enumerate(ids)}
+        self._dense = ((changes, model, dimension), tuple(ids), matrix, positions)
         return self._dense
 
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
@@ -743,6 +808,55 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 ) from None
             conn.execute(self._q(self.SET_TFS), (tfs, *key))
 
+    def _backfill_run_lengths(self, conn: Any) -> None:
+        """Schema 5 on a store written before it: each run's ``lengths``, from the
+        records' ``tokens`` / ``content_tokens`` (every scope).
+
+        Every conversation's two lengths are read first into two arrays indexed by
+        record id (8 bytes an id), then the runs are rewritten a page at a time in key
+        order: neither the records nor the runs are ever all in memory at once.
+        """
+        missing = 0xFFFF_FFFF  # not a conversation: no run may name it
+        tokens, content = _array("I"), _array("I")
+        last = 0
+        while True:
+            chunk = conn.execute(self._q(
+                "SELECT id, tokens, content_tokens FROM {s}records "
+                "WHERE kind = 'conversation' AND id > ? ORDER BY id LIMIT 50000"
+            ), (last,)).fetchall()
+            if not chunk:
+                break
+            last = int(chunk[-1][0])
+            if last >= len(tokens):
+                grow = last + 1 - len(tokens)
+                tokens.extend(_array("I", [missing]) * grow)
+                content.extend(_array("I", [missing]) * grow)
+            for row_id, n_tokens, n_content in chunk:
+                if n_tokens is None or n_content is None:
+                    raise RemoteMemoryCorruptionError(
+                        f"record {row_id} has no lengths in {self._location}"
+                    )
+                tokens[row_id], content[row_id] = n_tokens, n_content
+        fmt, key = self.RUN_FORMAT, self.FIRST_RUN_KEY
+        page = self._q(self.RUN_PAGE)
+        while True:
+            runs = self._blobs(conn).execute(page, (*key, self._BACKFILL_PAGE)).fetchall()
+            if not runs:
+                break
+            updates = []
+            for *run_key, run in runs:
+                try:
+                    pairs = [(tokens[i], content[i]) for i in unpack_docs(bytes(run), fmt)]
+                except IndexError:  # an id past every conversation's
+                    pairs = [(missing, missing)]
+                if any(n_tokens == missing for n_tokens, _ in pairs):
+                    raise RemoteMemoryCorruptionError(
+                        f"a posting names a record that is no conversation in {self._location}"
+                    )
+                updates.append((pack_lengths(pairs), *run_key))
+            conn.cursor().executemany(self._q(self.SET_LENGTHS), updates)
+            key = tuple(runs[-1][:-1])
+
     def _parse_any(self, body: str) -> StoredMemory:
         """A stored record of any scope (a migration reads them all)."""
         try:
@@ -865,10 +979,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         # One run per term for the whole batch, its ids ascending (append order).
         terms = list(set(chain.from_iterable(tokens for _, tokens in pending)))
         fmt = self.RUN_FORMAT
-        runs = tf_runs_by_term(pending, {term: n for n, term in enumerate(terms)}, fmt)
+        runs = tf_length_runs_by_term(
+            pending, [(len(tokens), content) for tokens, content in stats],
+            {term: n for n, term in enumerate(terms)}, fmt,
+        )
         if runs:
             self._add_runs(conn, [
-                (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs) for n, run, tfs in runs
+                (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs, lengths)
+                for n, run, tfs, lengths in runs
             ])
         # Retractions: the target leaves the postings (and the counts) in this same
         # transaction, whether it was stored before or is in this batch. Its own record
@@ -926,10 +1044,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
         scope = self.user_scope
-        for term, first_id, run, tfs in self._blobs(conn).execute(
+        for term, first_id, run, tfs, lengths in self._blobs(conn).execute(
             self._q(self.RUNS_HOLDING), (scope, self._many(terms), row_id)
         ).fetchall():
-            rest = run_and_tfs_without(bytes(run), bytes(tfs), row_id, self.RUN_FORMAT)
+            rest = run_columns_without(
+                bytes(run), bytes(tfs), bytes(lengths), row_id, self.RUN_FORMAT
+            )
             if rest is None:
                 continue
             if rest[0]:
