@@ -13,6 +13,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from itertools import accumulate
 from typing import overload
 
 __all__ = ["PackedStrings", "SortedPositions", "crc32_of", "hashed_order", "pack_strings"]
@@ -20,15 +21,13 @@ __all__ = ["PackedStrings", "SortedPositions", "crc32_of", "hashed_order", "pack
 
 def pack_strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     """``(blob, ends)``: the UTF-8 of ``strings`` back to back, and where each ends."""
-    ends = array("Q")
-    parts = []
-    at = 0
-    for text in strings:
-        data = text.encode("utf-8")
-        parts.append(data)
-        at += len(data)
-        ends.append(at)
-    return b"".join(parts), ends
+    strings = strings if isinstance(strings, list) else list(strings)
+    text = "".join(strings)
+    blob = text.encode("utf-8")
+    # ASCII (ids, most terms): a string's bytes are its characters, no encode apiece.
+    sizes = (map(len, strings) if len(blob) == len(text)
+             else (len(s.encode("utf-8")) for s in strings))
+    return blob, array("Q", accumulate(sizes))
 
 
 class PackedStrings(Sequence[str]):

@@ -18,7 +18,7 @@ The header names the user scope, the covered prefix (bytes, lines, its CRC-32, t
 SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (a hint
 only), the index's counters and, for each section, its offset (from the first
 section), length and CRC-32. A reader reads and checks the per-record sections at
-load and a term's posting list (against its entry in ``term_crcs``) when a query
+load and a term's posting list (against the CRC-32s of its blocks) when a query
 first asks for it; ``memlib doctor`` checks every byte.
 """
 
@@ -68,7 +68,7 @@ _PREFIX = len(MAGIC) + 8
 # 4 keeps ids and terms packed (read one at a time), terms sorted (found by bisection),
 # ids found through ``id_hashes`` (their CRC-32s, sorted) and ``id_order`` (the doc
 # numbers in that order), a CRC-32 per section
-# and, for the postings, a CRC-32 per term: a reader reads and checks what it uses.
+# and, for the postings, a CRC-32 per block: a reader reads and checks what it uses.
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "B"),
     ("id_ends", "Q"),
@@ -86,13 +86,17 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("terms", "B"),
     ("term_text_ends", "Q"),
     ("term_ends", "Q"),
-    ("term_crcs", "I"),
+    ("postings_crcs", "I"),
+    ("tfs_crcs", "I"),
     ("postings", "I"),
     ("tfs", "I"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
-# Read per term, when a query first asks for the term (checked by its "term_crcs").
+# Read per term, when a query first asks for the term, and checked then by the CRC-32s
+# of the blocks of BLOCK bytes that hold its list ("postings_crcs", "tfs_crcs"): a CRC
+# per term cost a store of many rare terms more to write than the lists themselves.
 _BY_TERM = frozenset({"postings", "tfs"})
+BLOCK = 1 << 16
 _PER_RECORD = ("kinds", "live", "timestamps", "micros", "tokens", "content_tokens",
                "starts", "digests", "id_ends", "id_order", "id_hashes")
 
@@ -270,29 +274,50 @@ def _section(file: _IndexFile, name: str, code: str, place: tuple[int, int, int]
     return values
 
 
+def _block_crcs(data: memoryview) -> array[int]:
+    return array("I", (zlib.crc32(data[at: at + BLOCK]) for at in range(0, len(data), BLOCK)))
+
+
 def _fetcher(
     file: _IndexFile, places: dict[str, tuple[int, int, int]], ends: array[int],
-    crcs: array[int],
+    crcs: dict[str, array[int]],
 ) -> Callable[[int], tuple[array[int], array[int]]]:
-    postings_at, tfs_at = places["postings"][0], places["tfs"][0]
-
-    def fetch(n: int) -> tuple[array[int], array[int]]:
-        """Term ``n``'s postings and term frequencies, checked against its CRC-32."""
-        start = ends[n - 1] if n else 0
-        count = ends[n] - start
+    def read(name: str, start: int, stop: int) -> array[int]:
+        """Bytes ``start:stop`` of section ``name``, every block they touch checked."""
+        at, nbytes, _ = places[name]
+        first, last = start // BLOCK, (stop - 1) // BLOCK if stop > start else start // BLOCK
+        low, high = first * BLOCK, min(nbytes, (last + 1) * BLOCK)
         try:
-            docs = file.read(postings_at + 4 * start, 4 * count)
-            tfs = file.read(tfs_at + 4 * start, 4 * count)
+            data = file.read(at + low, high - low) if high > low else b""
         except (_Invalid, OSError):
             raise IndexDamagedError("the index file was cut short since it was loaded") from None
-        if zlib.crc32(tfs, zlib.crc32(docs)) != crcs[n]:
-            raise IndexDamagedError("a posting list of the index file is damaged")
-        pair = array("I"), array("I")
-        pair[0].frombytes(docs)
-        pair[1].frombytes(tfs)
-        return pair
+        view = memoryview(data)
+        for block in range(first, last + 1) if high > low else ():
+            part = view[block * BLOCK - low: min(high, (block + 1) * BLOCK) - low]
+            if zlib.crc32(part) != crcs[name][block]:
+                raise IndexDamagedError("a posting list of the index file is damaged")
+        values = array("I")
+        values.frombytes(view[start - low: stop - low])
+        return values
+
+    def fetch(n: int) -> tuple[array[int], array[int]]:
+        """Term ``n``'s postings and term frequencies, their blocks checked."""
+        start = 4 * (ends[n - 1] if n else 0)
+        stop = 4 * ends[n]
+        return read("postings", start, stop), read("tfs", start, stop)
 
     return fetch
+
+
+def _check_blocks(
+    file: _IndexFile, places: dict[str, tuple[int, int, int]], crcs: dict[str, array[int]]
+) -> None:
+    """Every block of the posting lists against its CRC-32 (``memlib doctor``)."""
+    for name in _BY_TERM:
+        at, nbytes, _ = places[name]
+        for block, low in enumerate(range(0, nbytes, BLOCK)):
+            if zlib.crc32(file.read(at + low, min(BLOCK, nbytes - low))) != crcs[name][block]:
+                raise _Invalid(f"its {name} do not match their checksums (damaged)")
 
 
 def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict[str, Any]:
@@ -313,7 +338,7 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
         text_ends and text_ends[-1] != len(sections["terms"])
     ):
         raise _Invalid("its sections disagree on the length of their strings")
-    if not len(term_ends) == len(text_ends) == len(sections["term_crcs"]):
+    if len(term_ends) != len(text_ends):
         raise _Invalid("its sections disagree on the number of terms")
     # What a checked CRC-32 vouches for is trusted to be what the writer wrote (sorted
     # terms and ids, ascending ends): checking order here would cost a 1M-record reader
@@ -321,13 +346,12 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
     total = term_ends[-1] if term_ends else 0
     if any(places[name][1] != 4 * total for name in _BY_TERM):
         raise _Invalid("its term frequencies disagree with its postings")
-    fetch = _fetcher(file, places, term_ends, sections.pop("term_crcs"))
+    crcs = {name: sections.pop(f"{name}_crcs") for name in _BY_TERM}
+    if any(len(crcs[name]) != -(-places[name][1] // BLOCK) for name in _BY_TERM):
+        raise _Invalid("its block checksums disagree with its postings")
     if every_term:
-        try:
-            for term in range(len(term_ends)):
-                fetch(term)
-        except IndexDamagedError as exc:
-            raise _Invalid(str(exc)) from None
+        _check_blocks(file, places, crcs)
+    fetch = _fetcher(file, places, term_ends, crcs)
     sections["ids"] = PackedStrings(sections["ids"], id_ends)
     sections["terms"] = PackedStrings(sections.pop("terms"), sections.pop("term_text_ends"))
     sections["fetch"] = fetch
@@ -405,21 +429,16 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
         return None  # not representable: stay in memory only
     ids = list(given["ids"])
     terms = list(given["terms"])
-    postings, tfs, term_ends = given["postings"], given["tfs"], given["term_ends"]
-    crcs = array("I")
-    postings_bytes, tfs_bytes = memoryview(postings).cast("B"), memoryview(tfs).cast("B")
-    start = 0
-    for end in term_ends:
-        crcs.append(zlib.crc32(tfs_bytes[4 * start: 4 * end],
-                               zlib.crc32(postings_bytes[4 * start: 4 * end])))
-        start = end
+    postings, tfs = given["postings"], given["tfs"]
     id_blob, id_ends = pack_strings(ids)
     term_blob, text_ends = pack_strings(terms)
     id_order, id_hashes = hashed_order(ids)
     sections = {
         **given, "ids": id_blob, "id_ends": id_ends, "id_order": id_order,
         "id_hashes": id_hashes,
-        "terms": term_blob, "term_text_ends": text_ends, "term_crcs": crcs,
+        "terms": term_blob, "term_text_ends": text_ends,
+        "postings_crcs": _block_crcs(memoryview(postings).cast("B")),
+        "tfs_crcs": _block_crcs(memoryview(tfs).cast("B")),
     }
     blobs = [_blob(code, sections[name]) for name, code in SECTIONS]
     head_hashes = _window_hashes(log_fd, image.covered_bytes)

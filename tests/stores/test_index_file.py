@@ -191,6 +191,31 @@ def test_fresh_index_answers_exactly_like_the_log(log: Path, tmp_path: Path) -> 
     assert _answers(log) == _reference(log, tmp_path)
 
 
+@pytest.mark.parametrize("block", [4, 12, 64])
+def test_lists_across_many_checksum_blocks(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    # Blocks of a few bytes: every list of the small log spans many of them, starts and
+    # ends inside one, or fills one exactly; each is read and checked like 64 KiB ones.
+    monkeypatch.setattr(jsonl_index, "BLOCK", block)
+    path = folder / "records.jsonl"
+    _fill(path, 300)
+    _extras(path)
+    assert RemoteMemoryStore(path, user_id=USER).write_index_file()
+    expected = _reference(path, tmp_path)
+    assert _answers(path) == expected
+    state = check_store(path, user_id=USER).index
+    assert state is not None and state.status == "fresh", state
+    # One flipped bit inside a list that spans blocks: found when read, and by doctor.
+    index = _index_of(path)
+    data = bytearray(index.read_bytes())
+    data[_term_list_at(index, "amber", "postings") + 4 * 10 + 3] ^= 0x01  # doc + 2**24
+    index.write_bytes(bytes(data))
+    state = check_store(path, user_id=USER).index
+    assert state is not None and state.status == "invalid", state
+    assert _answers(path) == expected
+
+
 def test_a_copied_folder_keeps_its_index(log: Path, tmp_path: Path) -> None:
     # Another inode (a copy, a restore of the same bytes): the whole prefix is checked.
     copy = tmp_path / "copy"
