@@ -58,7 +58,11 @@ def forget(model: Any) -> None:
     every text (the raw throughput, the store's, a query asked again on another backend)
     starts from an empty cache, or it would time dictionary look-ups.
     """
-    cache = getattr(model, "_cache", None)
+    from memlib.rankers.embeddings import LazyEmbeddingModel, get_embedding_model
+
+    # ``get_embedder("minilm")`` hands out the lazy wrapper: the cache is its model's.
+    target = get_embedding_model() if isinstance(model, LazyEmbeddingModel) else model
+    cache = getattr(target, "_cache", None)
     if cache is not None:
         cache.clear()
 
