@@ -19,7 +19,6 @@ from .inverted import InvertedIndex, lexical_from_index, scan_from_index
 from .postings import (
     count_matches,
     pack_docs,
-    run_and_tfs_without,
     run_without,
     runs_by_term,
     tf_runs_by_term,
@@ -40,7 +39,6 @@ __all__ = [
     "pack_docs",
     "query_as_of",
     "record_stats",
-    "run_and_tfs_without",
     "run_without",
     "runs_by_term",
     "scan_from_index",

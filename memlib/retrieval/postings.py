@@ -36,7 +36,6 @@ __all__ = [
     "postings_numpy",
     "pack_docs",
     "pack_lengths",
-    "run_and_tfs_without",
     "run_columns_without",
     "run_without",
     "runs_by_term",
@@ -113,22 +112,6 @@ def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
     return pack_docs(docs, dtype)
 
 
-def run_and_tfs_without(
-    run: bytes, tfs: bytes, doc: int, dtype: str
-) -> tuple[bytes, bytes] | None:
-    """``run_without`` for a run and its parallel run of term frequencies: the doc and
-    its tf leave together; None if the doc is absent."""
-    docs = unpack_docs(run, dtype)
-    if doc not in docs:
-        return None
-    at = docs.index(doc)
-    freqs = unpack_docs(tfs, dtype)
-    del docs[at]
-    if len(freqs) > at:
-        del freqs[at]
-    return pack_docs(docs, dtype), pack_docs(freqs, dtype)
-
-
 def pack_lengths(lengths: Iterable[tuple[int, int]]) -> bytes:
     """Docs' ``(tokens, content_tokens)`` as a run's ``lengths`` (``LENGTHS``, flat)."""
     return pack_docs(chain.from_iterable(lengths), LENGTHS)
@@ -137,8 +120,8 @@ def pack_lengths(lengths: Iterable[tuple[int, int]]) -> bytes:
 def run_columns_without(
     run: bytes, tfs: bytes, lengths: bytes, doc: int, dtype: str
 ) -> tuple[bytes, bytes, bytes] | None:
-    """``run_and_tfs_without`` that takes the doc's two lengths out of ``lengths`` too;
-    None if the doc is absent."""
+    """``run`` without ``doc``: the doc, its term frequency in ``tfs`` and its two
+    lengths in ``lengths`` leave together; None if the doc is absent."""
     docs = unpack_docs(run, dtype)
     if doc not in docs:
         return None

@@ -9,7 +9,6 @@ retractions), which is how a future import of exported history would write it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +25,6 @@ USER = "alice"
 SOURCE = {"source_id": "s", "source_type": "dialect_test", "title": "dialects",
           "captured_at": "2026-08-09T12:00:00Z"}
 QUERIES = ("layered memory", "retracted twice", "profile tea")
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:{tmp_path / 'memlib.sqlite'}"
-    else:
-        yield request.getfixturevalue("pg_url")
 
 
 def _item(kind: str, memory_id: str, content: str) -> dict[str, Any]:

@@ -57,14 +57,6 @@ QUERIES = ("layered memory", "the memory of the store", "sqlite persistence", "t
 RANKERS = ("bm25", "bm25+stopwords")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:{tmp_path / 'memlib.sqlite'}"
-    else:
-        yield request.getfixturevalue("pg_url")
-
-
 def _item(memory_id: str, content: str, summary: str = "") -> dict[str, Any]:
     return {"kind": "conversation", "memory_id": memory_id, "content": content,
             "summary": summary or content[:30], "source": SOURCE}
