@@ -72,9 +72,6 @@ class PackedStrings(Sequence[str]):
     def append(self, text: str) -> None:
         self._added.append(text)
 
-    def extend(self, texts: Iterable[str]) -> None:
-        self._added.extend(texts)
-
 
 class SortedPositions(MutableMapping[str, int]):
     """``string → its number`` in a ``PackedStrings``, found by bisection.

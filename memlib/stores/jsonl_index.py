@@ -284,19 +284,19 @@ def _fetcher(
 ) -> Callable[[int], tuple[array[int], array[int]]]:
     def read(name: str, start: int, stop: int) -> array[int]:
         """Bytes ``start:stop`` of section ``name``, every block they touch checked."""
+        values = array("I")
+        if stop <= start:
+            return values
         at, nbytes, _ = places[name]
-        first, last = start // BLOCK, (stop - 1) // BLOCK if stop > start else start // BLOCK
-        low, high = first * BLOCK, min(nbytes, (last + 1) * BLOCK)
+        low = start // BLOCK * BLOCK
+        high = min(nbytes, -(-stop // BLOCK) * BLOCK)  # whole blocks around the list
         try:
-            data = file.read(at + low, high - low) if high > low else b""
+            view = memoryview(file.read(at + low, high - low))
         except (_Invalid, OSError):
             raise IndexDamagedError("the index file was cut short since it was loaded") from None
-        view = memoryview(data)
-        for block in range(first, last + 1) if high > low else ():
-            part = view[block * BLOCK - low: min(high, (block + 1) * BLOCK) - low]
-            if zlib.crc32(part) != crcs[name][block]:
+        for offset in range(0, high - low, BLOCK):
+            if zlib.crc32(view[offset: offset + BLOCK]) != crcs[name][(low + offset) // BLOCK]:
                 raise IndexDamagedError("a posting list of the index file is damaged")
-        values = array("I")
         values.frombytes(view[start - low: stop - low])
         return values
 

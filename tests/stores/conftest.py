@@ -15,3 +15,11 @@ def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:{tmp_path / 'memlib.sqlite'}"
     else:
         yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A private (0700) folder for a store's files."""
+    made = tmp_path / "st"
+    made.mkdir(mode=0o700)
+    return made

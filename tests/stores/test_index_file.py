@@ -106,13 +106,6 @@ def _index_of(path: Path) -> Path:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    made = tmp_path / "st"
-    made.mkdir(mode=0o700)
-    return made
-
-
-@pytest.fixture
 def log(folder: Path) -> Path:
     path = folder / "records.jsonl"
     _fill(path)

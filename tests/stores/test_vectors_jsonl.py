@@ -110,13 +110,6 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    made = tmp_path / "st"
-    made.mkdir(mode=0o700)
-    return made
-
-
-@pytest.fixture
 def log(folder: Path) -> Path:
     """12 conversation records with vectors, a profile, and one retraction."""
     path = folder / "records.jsonl"
