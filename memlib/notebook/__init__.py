@@ -5,7 +5,10 @@
 - ``frames``: library values (records, candidates, a score, results, files) as tables.
 - ``plots``: matplotlib pictures of those views and frames.
 - ``explorers``: an ipywidgets form that redraws any view.
-- ``exercises``: refusals and checks as error tables.
+- ``refusals``: refusals and checks as error tables.
+- ``exercises``: the graded exercises, ``check(id, answer)`` and ``hint(id)``; one module
+  per notebook.
+- ``solutions``: writes each notebook's solution twin under ``notebooks/solutions/``.
 - ``fixtures``: stores and damaged files built for the course (course-only; each writes
   only under the folder or file it is given).
 

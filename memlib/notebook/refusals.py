@@ -1,4 +1,4 @@
-"""Exercises: refusals and checks shown as tables, so a notebook shows errors, not tracebacks.
+"""Refusals: what the library refuses, shown as tables, so a notebook shows errors, not tracebacks.
 
 Each runs attempts that the library may refuse and reports the typed error's name and
 message one row each; only ``RemoteMemoryError`` is caught, anything else is a bug and

@@ -1,0 +1,41 @@
+"""What graders share: the sample store, built once per process in a folder of its own.
+
+Graders compute the expected answer from the library over this store, so a check
+agrees with what the notebook shows without the notebook's variables being passed in.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from typing import Any
+
+from ...normalize import normalize_recall_query
+from ...sample import SAMPLE_AS_OF, open_sample_store
+from ...stores.base import MemoryStore
+from .._common import ANY_SCOPE
+
+__all__ = ["as_text", "sample_store", "terms_of"]
+
+
+@functools.cache
+def sample_store() -> MemoryStore:
+    """The sample corpus in a private temporary folder, removed when the process exits."""
+    root = tempfile.mkdtemp(prefix="memlib-grader-")
+    atexit.register(shutil.rmtree, root, True)
+    return open_sample_store(root)
+
+
+def terms_of(text: str) -> tuple[str, ...]:
+    """The terms the baseline pipeline cuts ``text`` into."""
+    return normalize_recall_query(text, user_scope=ANY_SCOPE, query_id="grader",
+                                  issued_at=SAMPLE_AS_OF).terms
+
+
+def as_text(answer: Any, what: str) -> str:
+    """``answer`` as a string, or a ``TypeError`` that says which shape was expected."""
+    if not isinstance(answer, str):
+        raise TypeError(f"{what} should be a string, not {type(answer).__name__}")
+    return answer

@@ -1,0 +1,101 @@
+"""Exercises of ``00_tour.ipynb``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import RemoteMemoryError
+from ...sample import SAMPLE_AS_OF
+from ..views import rank_keys_view, recall
+from . import Exercise, Verdict, exercise, right, wrong
+from ._common import as_text, sample_store, terms_of
+
+TARGET = "conversation-010"
+
+
+def _top_hit(answer: Any) -> Verdict:
+    text = as_text(answer, "the query")
+    try:
+        hits = recall(sample_store(), text, SAMPLE_AS_OF, 10).hits
+    except RemoteMemoryError as exc:
+        return wrong(f"recall refuses this query: {exc}")
+    if not hits:
+        return wrong(f"no record shares a term with {text!r} (its terms: "
+                     f"{', '.join(terms_of(text))}): use words from the record's title")
+    ids = [h.memory_id for h in hits]
+    if ids[0] == TARGET:
+        return right(f"{TARGET} ranks first of {len(ids)} hit(s)")
+    if TARGET in ids:
+        return wrong(f"{TARGET} is a hit, but at rank {ids.index(TARGET) + 1}: {ids[0]} beats it — "
+                     f"use more words only {TARGET} has")
+    return wrong(f"{TARGET} is not among the hits (top: {ids[0]}): none of the terms "
+                 f"{', '.join(terms_of(text))} is in it")
+
+
+exercise(Exercise(
+    id="00.1",
+    title="a query whose top hit is conversation-010",
+    grade=_top_hit,
+    hints=(
+        "Look at the title of conversation-010 in the records table at the top.",
+        "Hits are ranked by the share of query terms a record holds: pick words that "
+        "conversation-010 has and the others do not.",
+        "Chinese text is cut into overlapping pairs of characters, so 记忆 is one term.",
+    ),
+    solution='# Exercise 00.1 — solution\nanswer = "llm记忆 LoCoMo"',
+    wrong_answers=(
+        ("kubernetes autoscaling", "no record shares a term"),
+        ("layered memory", "is not among the hits"),
+        ("memory evaluation", "at rank"),
+        (42, "should be a string"),
+        ("   ", "refuses this query"),
+    ),
+))
+
+
+STAGES = ("normalize", "candidate", "score", "stable rank", "render")
+_SPELLINGS = {"rank": "stable rank", "ranking": "stable rank", "stable_rank": "stable rank",
+              "stable ranking": "stable rank", "candidates": "candidate", "scoring": "score",
+              "rendering": "render", "normalise": "normalize", "normalization": "normalize"}
+TIE_QUERY = "embedding reranker"
+
+
+def _deciding_stage(answer: Any) -> Verdict:
+    text = " ".join(as_text(answer, "the stage").lower().split())
+    stage = _SPELLINGS.get(text, text)
+    if stage not in STAGES:
+        return wrong(f"{text!r} is not a stage: name one of {', '.join(STAGES)}")
+    keys = rank_keys_view(sample_store(), TIE_QUERY, SAMPLE_AS_OF, 10)
+    first, second = keys.loc[0], keys.loc[1]
+    # The stage that decides is the one whose output first differs between the two records.
+    decided_by = "score" if keys.loc[0, "ahead_of_next_by"] == "total" else "stable rank"
+    if stage == decided_by:
+        return right(f"{first['memory_id']} and {second['memory_id']} tie on total "
+                     f"({first['total']:.6f}); the stable rank's last key, "
+                     f"{keys.loc[0, 'ahead_of_next_by']}, orders them")
+    reasons = {
+        "score": f"both totals are {first['total']:.6f}: the score cannot tell them apart",
+        "candidate": "both are candidates; being a candidate says nothing about order",
+        "normalize": "normalize sees only the query, never a record",
+        "render": "render prints the hits in the order it is given",
+    }
+    return wrong(reasons.get(stage, f"{stage} is not where the order is decided"))
+
+
+exercise(Exercise(
+    id="00.2",
+    title="which stage puts conversation-005 before conversation-006",
+    grade=_deciding_stage,
+    hints=(
+        f"Run the explorer with the query {TIE_QUERY!r} and compare the two hits' totals.",
+        "When two totals are equal, something must still decide which hit comes first, "
+        "the same way on every run.",
+    ),
+    solution='# Exercise 00.2 — solution\nanswer = "stable rank"',
+    wrong_answers=(
+        ("score", "cannot tell them apart"),
+        ("candidate", "says nothing about order"),
+        ("render", "in the order it is given"),
+        ("the database", "is not a stage"),
+    ),
+))
