@@ -71,7 +71,8 @@ def solution_notebook(student: dict[str, Any], name: str) -> dict[str, Any]:
         cell["execution_count"] = None
     for cell in twin["cells"]:
         if cell["cell_type"] == "markdown":
-            cell["source"] = _lines(_UP_LINK.sub("](../../", _source(cell)))
+            text = _UP_LINK.sub("](../../", _source(cell)).replace("](solutions/", "](./")
+            cell["source"] = _lines(text)
     twin["cells"].insert(1, {"cell_type": "markdown", "id": "solutions-banner", "metadata": {},
                              "source": _lines(BANNER.format(name=name))})
     return twin

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
+# The student notebooks and their solution twins: nbval runs both, so both are checked here.
+NOTEBOOKS = sorted(FOLDER.glob("*.ipynb")) + sorted(FOLDER.glob("solutions/*.ipynb"))
 HELPERS = sorted(
     p.stem
     for p in (Path(__file__).resolve().parents[2] / "memlib" / "notebook").glob("*.py")
@@ -47,7 +49,7 @@ def test_there_is_a_course() -> None:
     assert len(NOTEBOOKS) >= 1
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(FOLDER).as_posix())
 def test_executed_top_to_bottom(path: Path) -> None:
     counts = [c.get("execution_count") for c in _cells(path) if c["cell_type"] == "code"]
     assert counts, f"{path.name} has no code cell"
@@ -56,7 +58,7 @@ def test_executed_top_to_bottom(path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(FOLDER).as_posix())
 def test_no_errors_or_machine_specific_output(path: Path) -> None:
     for index, cell in enumerate(_cells(path)):
         for output in cell.get("outputs", []):
@@ -65,7 +67,7 @@ def test_no_errors_or_machine_specific_output(path: Path) -> None:
             assert leak is None, f"{path.name} cell {index} prints {leak.group()!r}"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(FOLDER).as_posix())
 def test_only_widget_cells_skip_comparison(path: Path) -> None:
     for index, cell in enumerate(_cells(path)):
         tags = set(cell.get("metadata", {}).get("tags", []))

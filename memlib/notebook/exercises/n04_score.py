@@ -1,0 +1,93 @@
+"""Exercises of ``04_score.ipynb``."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from ...sample import SAMPLE_AS_OF
+from ..views import score_view
+from . import Exercise, Verdict, exercise, right, wrong
+from ._common import sample_store
+
+RECORD = "conversation-009"
+HALF_QUERY = "conversation memory"
+TOTAL_QUERY = "conversation memory retained"
+
+
+def _row(query: str, as_of: datetime) -> Any:
+    return score_view(sample_store(), query, as_of, 10).set_index("memory_id").loc[RECORD]
+
+
+def _half_recency(answer: Any) -> Verdict:
+    if not isinstance(answer, datetime):
+        raise TypeError(f"the answer should be a datetime, not {type(answer).__name__}")
+    if answer.tzinfo is None:
+        return wrong("a naive datetime has no timezone: add tzinfo=UTC")
+    recency = float(_row(HALF_QUERY, answer)["recency"])
+    if recency == 0.5:
+        return right(f"at {answer.isoformat()} {RECORD} is 30 days old: recency 1/(1+30/30) = 0.5")
+    captured = datetime.fromisoformat(str(_row(HALF_QUERY, answer)["captured_at"])
+                                      .replace("Z", "+00:00"))
+    age = (answer - captured) / timedelta(days=1)
+    if recency > 0.5:
+        return wrong(f"at that moment it is {age:g} days old, recency {recency}: too early — "
+                     "recency is 0.5 at an age of exactly 30 days")
+    if math.isclose(age, 30, abs_tol=1):
+        return wrong(f"{age:g} days: close, but the age counts from the captured time of day "
+                     "(09:00 UTC), to the second")
+    return wrong(f"at that moment it is {age:g} days old, recency {recency}: too late")
+
+
+def _total(answer: Any) -> Verdict:
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        raise TypeError(f"the answer should be a number, not {type(answer).__name__}")
+    row = _row(TOTAL_QUERY, SAMPLE_AS_OF)
+    total, recency = float(row["total"]), float(row["recency"])
+    if math.isclose(answer, total, abs_tol=5e-7):
+        return right(f"0.85 × {row['lexical_coverage']:g} + 0.15 × {recency} = {total}")
+    if math.isclose(answer, 0.85 + recency, abs_tol=5e-6):
+        return wrong("recency is weighted too: it contributes 0.15 × recency, not recency")
+    if math.isclose(answer, 0.85 * 2 / 3 + 0.15 * recency, abs_tol=5e-6):
+        return wrong("count the matched terms again: its text says “retained”")
+    if math.isclose(answer, 0.85 + 0.15, abs_tol=5e-6):
+        return wrong(f"{RECORD} is not fresh: its recency at SAMPLE_AS_OF is below 1 "
+                     "(the score table above has it)")
+    if math.isclose(answer, total, abs_tol=5e-3):
+        return wrong("nearly: give it to 6 decimals, as the breakdown rounds it")
+    return wrong("coverage × 0.85 plus recency × 0.15: which part is off?")
+
+
+exercise(Exercise(
+    id="04.1",
+    title="the as_of at which conversation-009's recency is exactly 0.5",
+    grade=_half_recency,
+    hints=(
+        "recency = 1 / (1 + age_days / 30): solve for recency = 0.5.",
+        f"{RECORD} was captured at 2026-06-15T09:00:00Z.",
+    ),
+    solution=("# Exercise 04.1 — solution\nfrom datetime import UTC, datetime\n\n"
+              "answer = datetime(2026, 7, 15, 9, 0, tzinfo=UTC)"),
+    wrong_answers=(
+        (datetime(2026, 7, 15, 9, 0), "naive"),
+        (datetime(2026, 7, 15, 12, 0, tzinfo=SAMPLE_AS_OF.tzinfo), "to the second"),
+        (datetime(2026, 7, 1, tzinfo=SAMPLE_AS_OF.tzinfo), "too early"),
+        (datetime(2026, 9, 1, tzinfo=SAMPLE_AS_OF.tzinfo), "too late"),
+        ("2026-07-15", "should be a datetime"),
+    ),
+))
+
+exercise(Exercise(
+    id="04.2",
+    title="conversation-009's total for “conversation memory retained”, by hand",
+    grade=_total,
+    hints=(
+        f"How many of the three query terms does {RECORD} hold? Its text is in 03.",
+        "Its recency at SAMPLE_AS_OF is the same as in the score table above: the age does "
+        "not depend on the query.",
+    ),
+    solution="# Exercise 04.2 — solution\nanswer = 0.85 * 3 / 3 + 0.15 * 0.348331",
+    wrong_answers=((1.198331, "weighted too"), (0.618917, "count the matched terms"),
+                   (1.0, "not fresh"), (0.9, "6 decimals"), ("0.9", "should be a number")),
+))
