@@ -96,3 +96,15 @@ def test_links_resolve_and_no_outside_contract(path: Path) -> None:
             assert resolved.exists(), f"{path.name} cell {index}: broken link {target}"
             if resolved.name == "reference.md" and anchor:
                 assert anchor in anchors, f"{path.name} cell {index}: no anchor #{anchor}"
+
+
+@pytest.mark.parametrize("path", STUDENT, ids=lambda p: p.name)
+def test_slides_follow_the_outline(path: Path) -> None:
+    """Each notebook presents as slides (RISE): its metadata is what the outline gives."""
+    from memlib.notebook.slides import with_slides
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    assert notebook == with_slides(notebook), (
+        f"{path.name}: slide metadata out of date — run python -m memlib.notebook.slides")
+    kinds = [c["metadata"].get("slideshow", {}).get("slide_type") for c in notebook["cells"]]
+    assert kinds.count("slide") >= len(SECTIONS) + 1

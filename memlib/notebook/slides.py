@@ -1,0 +1,69 @@
+"""Slide metadata, so each notebook presents as slides in RISE for JupyterLab.
+
+The rule is the notebook's own outline, so nobody tags cells by hand and a new section
+is a new slide: the title cell and every ``## `` section open a slide, every ``### ``
+subsection a sub-slide, and the setup cell (the first code cell: imports and a
+temporary store) is skipped. Every other cell follows the slide it is under.
+
+    python -m memlib.notebook.slides          # (re)write the metadata of every notebook
+
+A test checks that every committed notebook already carries exactly this metadata.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["slide_type", "with_slides"]
+
+
+def slide_type(cell: dict[str, Any], index: int, first_code: int) -> str | None:
+    """The RISE slide type of a cell, or None for "under the current slide"."""
+    source = cell.get("source", "")
+    text = source if isinstance(source, str) else "".join(source)
+    if index == 0:
+        return "slide"
+    if index == first_code:
+        return "skip"
+    if cell["cell_type"] == "markdown":
+        if text.startswith("## "):
+            return "slide"
+        if text.startswith("### "):
+            return "subslide"
+    return None
+
+
+def with_slides(notebook: dict[str, Any]) -> dict[str, Any]:
+    """``notebook`` with each cell's ``slideshow`` metadata set by the rule above."""
+    out = copy.deepcopy(notebook)
+    cells = out["cells"]
+    first_code = next((i for i, c in enumerate(cells) if c["cell_type"] == "code"), -1)
+    for index, cell in enumerate(cells):
+        metadata = cell.setdefault("metadata", {})
+        kind = slide_type(cell, index, first_code)
+        if kind is None:
+            metadata.pop("slideshow", None)
+        else:
+            metadata["slideshow"] = {"slide_type": kind}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    folder = Path(argv[0]) if argv else Path("notebooks")
+    for path in sorted(folder.glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        updated = with_slides(notebook)
+        if updated != notebook:
+            path.write_text(json.dumps(updated, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
