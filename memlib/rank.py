@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from .candidates import RecallCandidate
+from .errors import RemoteMemoryValidationError
 from .normalize import RecallQuery
 from .result import RecallHit, RecallScope
 from .score import RecallScoreBreakdown, score_recall_candidate
@@ -37,6 +38,14 @@ def rank_key(scored: Scored) -> tuple[float, float, float, str]:
 def rank_scored_candidates(
     query: RecallQuery, scored: Iterable[Scored], *, limit: int | None = None
 ) -> tuple[RecallHit, ...]:
+    """Order scored candidates and make the top ones hits of ``query``.
+
+    A candidate of another recall is refused, as scoring refuses it: otherwise its hit
+    would silently carry this query's ``query_id``.
+    """
+    scored = list(scored)
+    if any(candidate.query_id != query.query_id for candidate, _ in scored):
+        raise RemoteMemoryValidationError("candidate belongs to another recall query")
     ordered = sorted(scored, key=rank_key)[: query.limit if limit is None else limit]
     return tuple(
         RecallHit(

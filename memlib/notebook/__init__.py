@@ -8,6 +8,8 @@
 - ``refusals``: refusals and checks as error tables.
 - ``exercises``: the graded exercises, ``check(id, answer)`` and ``hint(id)``; one module
   per notebook.
+- ``boundaries``: notebook 13's no-key probe, checklist audit and review view.
+- ``slides``: RISE slide metadata from each notebook's outline.
 - ``solutions``: writes each notebook's solution twin under ``notebooks/solutions/``.
 - ``fixtures``: stores and damaged files built for the course (course-only; each writes
   only under the folder or file it is given).

@@ -31,6 +31,7 @@ from memlib import (
     user_scope_for,
 )
 from memlib.normalize import tokenize
+from memlib.rank import rank_scored_candidates
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_USER_ID
 
 AS_OF = SAMPLE_AS_OF
@@ -243,6 +244,18 @@ def test_candidate_from_another_query_is_refused(make_record):
     with pytest.raises(RemoteMemoryValidationError,
                        match="candidate belongs to another recall query"):
         stable_rank_recall_candidates(q2, [candidate], as_of=AS_OF)
+
+
+def test_ranking_scored_candidates_of_another_query_is_refused(make_record):
+    # Scored for q-1, ranked for q-2: the hits would carry q-2's id over q-1's evidence.
+    record = make_record("c-1", "layered memory")
+    q1, q2 = _query("layered memory", query_id="q-1"), _query("layered memory", query_id="q-2")
+    (candidate,) = build_recall_candidates(q1, [record])
+    scored = [(candidate, score_recall_candidate(q1, candidate, as_of=AS_OF))]
+    assert rank_scored_candidates(q1, scored)[0].query_id == "q-1"
+    with pytest.raises(RemoteMemoryValidationError,
+                       match="candidate belongs to another recall query"):
+        rank_scored_candidates(q2, scored)
 
 
 # -- stable rank (§3.4) -----------------------------------------------------------------

@@ -1,0 +1,879 @@
+"""Boundaries and review (notebook 13): the chapter's edges, its checklist, the no-key probe.
+
+- ``BOUNDARIES`` / ``boundary_frame``: chapters s09–s13, who owns what, and where memlib
+  implements it (or why it does not), with one fact read from a store.
+- ``CHECKLIST`` / ``checklist_frame``: the chapter's nine questions, each checked live on a
+  store; ``audit_result`` checks the ones a single ``RecallResult`` can show (2–8), and
+  ``tampered_results`` builds results that break exactly one of them.
+- ``query_id_frame``: one ``query_id`` from the query through candidates to hits and blocks.
+- ``probe``: code run in a clean interpreter, with an audit hook and a recording
+  ``os.environ`` installed before it runs — sockets, writes, variables read.
+- ``run_cli`` / ``cli_commands`` / ``COMMAND_MAP``: the chapter's commands and memlib's.
+- ``review_view``: the explorer's view, the whole pipeline for one query, stage by stage.
+
+Every output is deterministic: fixed query ids, no path, no pid, no clock.
+pandas is imported on first use, never by importing this module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..candidates import build_recall_candidates, scan_recall_candidates, searchable_text
+from ..engine import RecallEngine
+from ..errors import RemoteMemoryError
+from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, normalize_text, tokenize
+from ..rank import stable_rank_recall_candidates
+from ..records import LIMITS, MemoryKind, StoredMemory, parse_timestamp, user_scope_for
+from ..render import render_recall_context
+from ..result import RecallHit, RecallResult
+from ..score import score_recall_candidate
+from ..stores.base import MemoryStore
+from ._common import QUERY_ID, pandas
+from .views import recall
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "BOUNDARIES",
+    "CHECKLIST",
+    "COMMAND_MAP",
+    "KEY_VARIABLES",
+    "RESULT_ITEMS",
+    "Boundary",
+    "ChecklistItem",
+    "CliRun",
+    "Command",
+    "ProbeReport",
+    "audit_frame",
+    "audit_result",
+    "boundary_frame",
+    "checklist_frame",
+    "cli_commands",
+    "cli_section",
+    "commands_frame",
+    "contract_shape_frame",
+    "describe_result",
+    "hits_frame",
+    "probe",
+    "probe_frame",
+    "query_id_frame",
+    "review_view",
+    "run_cli",
+    "tampered_results",
+]
+
+# What the online path needs and nothing else may read: the probe watches for these.
+KEY_VARIABLES: tuple[str, ...] = ("ANTHROPIC_API_KEY", "MODEL_ID")
+
+
+# -- 1 · the neighbouring chapters ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Boundary:
+    """One row of the chapter's boundary table, and where memlib stands on it."""
+
+    chapter: str
+    name: str
+    owner: str
+    core_object: str
+    question: str
+    question_zh: str
+    in_memlib: str
+
+
+BOUNDARIES: tuple[Boundary, ...] = (
+    Boundary("s09", "Transcript", "session", "event evidence",
+             "What really happened in this turn?", "这一轮真实发生了什么?",
+             "not stored: a transcript is only a record's source "
+             "(MemorySource.source_type, memlib/records.py)"),
+    Boundary("s10", "Workspace Memory", "workspace", "durable project facts",
+             "What holds for this project in the long run?", "这个项目长期有效什么?",
+             "not in memlib: records belong to a user scope, never to a project"),
+    Boundary("s11", "User Memory", "user", "profile + explicit preferences",
+             "How does this user work by default, across projects?",
+             "这个用户跨项目默认怎样?",
+             "not in memlib: explicit preferences are s11's; a PROFILE record is the "
+             "service's snapshot with provenance (memlib/render.py)"),
+    Boundary("s12", "Remote Memory", "remote user / service", "stored records + recall hits",
+             "Which piece of long-term history does the current question need?",
+             "当前问题需要哪段长期历史?",
+             "all of memlib: records.py, stores/, normalize → render, engine.py, "
+             "agent/ (recall_history), runtime.py"),
+    Boundary("s13", "Large output externalisation", "(the next chapter)",
+             "large tool outputs → pointers",
+             "How does a huge tool output stay out of the prompt?",
+             "工具返回很大的内容时,Prompt 中保留指针而不是完整结果",
+             "not in memlib: a recall result is small by construction (≤ 10 hits, each "
+             "snippet a summary); nothing is stored outside the prompt"),
+)
+
+
+def _conversations(store: MemoryStore) -> list[StoredMemory]:
+    return [r for r in store.read_all() if r.kind is MemoryKind.CONVERSATION]
+
+
+def _boundary_facts(store: MemoryStore, query: str, as_of: datetime) -> dict[str, str]:
+    """One fact per chapter, read from ``store`` now (what the row claims, seen live)."""
+    records = store.read_all()
+    talks = _conversations(store)
+    cited = sum(r.source.source_type == "conversation_transcript" for r in talks)
+    fields = [f.name for f in dataclasses.fields(StoredMemory)]
+    project_fields = [f for f in fields if "workspace" in f or "project" in f]
+    profile = store.latest_profile()
+    if profile is not None:
+        own_words = recall(store, profile.summary, as_of, LIMIT_MAX).hits
+        profile_hits = sum(h.scope.memory_kind is MemoryKind.PROFILE for h in own_words)
+        s11 = (f"the latest profile searched with its own summary: {len(own_words)} hits, "
+               f"{profile_hits} of them a profile")
+    else:
+        s11 = "this store holds no profile"
+    result = recall(store, query, as_of, 5)
+    payload = result.to_json()
+    by_id = {r.memory_id: r for r in records}
+    contents = sum(by_id[h.memory_id].content in payload for h in result.hits)
+    return {
+        "s09": f"{cited} of {len(talks)} conversation records cite a conversation_transcript",
+        "s10": (f"StoredMemory fields: {', '.join(fields)} — "
+                f"{len(project_fields)} name a workspace or project"),
+        "s11": s11,
+        "s12": (f"{query!r}: {result.searched_records} searched → "
+                f"{result.candidate_records} candidates → {len(result.hits)} hits; "
+                f"{len(records)} records before and {len(store.read_all())} after"),
+        "s13": (f"at most {LIMIT_MAX} hits × a summary of ≤ {LIMITS['summary']:,} chars; "
+                f"the content of {contents} of {len(result.hits)} hits is in the JSON"),
+    }
+
+
+def boundary_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataFrame:
+    """The boundary table, with a fact per row computed from ``store`` now."""
+    facts = _boundary_facts(store, query, as_of)
+    rows = [
+        {
+            "chapter": f"{b.chapter} {b.name}",
+            "owner": b.owner,
+            "core object": b.core_object,
+            "answers": b.question,
+            "in memlib": b.in_memlib,
+            "seen in this store now": facts[b.chapter],
+        }
+        for b in BOUNDARIES
+    ]
+    return pandas().DataFrame(rows)
+
+
+# -- 2 · the nine-item checklist -------------------------------------------------------------
+
+Outcome = tuple[bool, str]
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """One question of the chapter's checklist, the notebooks that teach it, its live check.
+
+    ``check(store, query, as_of)`` returns ``(holds, fact)``: what it saw, in one line.
+    """
+
+    number: int
+    zh: str
+    en: str
+    proved_in: tuple[str, ...]
+    check: Callable[[MemoryStore, str, datetime], Outcome]
+
+
+def _query(store: MemoryStore, text: str, as_of: datetime, limit: int = 5,
+           query_id: str = QUERY_ID) -> RecallQuery:
+    return normalize_recall_query(text, user_scope=store.user_scope, limit=limit,
+                                  query_id=query_id, issued_at=as_of)
+
+
+def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    from ..agent.tools import RECALL_HISTORY_DESCRIPTION
+
+    params = [p for p in inspect.signature(RecallEngine.recall).parameters if p != "self"]
+    sees_chat = [p for p in params if p in ("messages", "history", "chat", "conversation")]
+    warns = "'continue last time'" in RECALL_HISTORY_DESCRIPTION
+    fact = (f"recall takes only ({', '.join(params)}) — no chat; the tool description "
+            f"{'says' if warns else 'does not say'} 'continue last time' is not a query")
+    return not sees_chat and warns, fact
+
+
+def _fullwidth(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    forms = (query, f"  {query.upper()}  ", _fullwidth(query))
+    terms = {_query(store, form, as_of).terms for form in forms}
+    chinese = "分层记忆"
+    pairs = tuple(sorted({chinese[i:i + 2] for i in range(len(chinese) - 1)}))
+    cjk = _query(store, chinese, as_of).terms
+    fact = (f"{len(forms)} spellings ({', '.join(repr(f) for f in forms)}) → "
+            f"{len(terms)} term set; {chinese} → {', '.join(cjk)}")
+    return len(terms) == 1 and cjk == pairs, fact
+
+
+def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    result = recall(store, query, as_of, 5)
+    terms = set(result.query.terms)
+    retracted = {r.retracts for r in store.read_all() if r.kind is MemoryKind.RETRACTION}
+    live = [r for r in _conversations(store) if r.memory_id not in retracted]
+    sharing = [r for r in live if terms & set(tokenize(searchable_text(r)))]
+    fact = (f"{result.searched_records} searched (counted here: {len(live)}), "
+            f"{result.candidate_records} candidates (counted here: {len(sharing)}), "
+            f"{len(result.hits)} hits")
+    holds = (result.searched_records == len(live) and result.candidate_records == len(sharing)
+             and result.searched_records >= result.candidate_records >= len(result.hits))
+    return holds, fact
+
+
+def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    q = _query(store, query, as_of, query_id="review-1")
+    other = _query(store, query, as_of, query_id="review-2")
+    candidates = scan_recall_candidates(q, store.read_all()).candidates
+    hits = RecallEngine(store).recall(query, as_of=as_of, query_id="review-1").hits
+    ids = {c.query_id for c in candidates} | {h.query_id for h in hits}
+    refused = _refusal(lambda: score_recall_candidate(other, candidates[0], as_of=as_of)) \
+        if candidates else "(no candidate to try)"
+    fact = (f"{len(candidates)} candidates and {len(hits)} hits all carry "
+            f"{', '.join(sorted(ids))}; scoring one for review-2: {refused}")
+    return ids == {"review-1"} and refused.startswith("refused"), fact
+
+
+def _refusal(action: Callable[[], Any]) -> str:
+    try:
+        action()
+    except RemoteMemoryError as exc:
+        return f"refused ({type(exc).__name__}: {exc})"
+    return "accepted"
+
+
+def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    hits = recall(store, query, as_of, LIMIT_MAX).hits
+    by_id = {r.memory_id: r for r in store.read_all()}
+    complete = [
+        h for h in hits
+        if h.scope.user_scope == store.user_scope == by_id[h.memory_id].user_scope
+        and h.scope.memory_kind is by_id[h.memory_id].kind
+        and h.provenance == by_id[h.memory_id].source
+    ]
+    fact = (f"{len(complete)} of {len(hits)} hits carry the store's scope and exactly "
+            "their record's source")
+    return len(complete) == len(hits), fact
+
+
+def _check_contributions(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    hits = recall(store, query, as_of, LIMIT_MAX).hits
+    if not hits:
+        return True, "no hit to explain"
+    explained = [h for h in hits if _explained(h)]
+    b = hits[0].score_breakdown
+    fact = (f"rank 1: {b.lexical_weight} × {b.lexical_coverage} + {b.recency_weight} × "
+            f"{b.recency} = {b.total}; {len(explained)} of {len(hits)} hits add up")
+    return len(explained) == len(hits), fact
+
+
+def _explained(hit: RecallHit) -> bool:
+    b = hit.score_breakdown
+    return (
+        b.lexical_coverage == round(len(b.matched_terms) / b.query_term_count, 6)
+        and abs(b.lexical_contribution - b.lexical_weight * b.lexical_coverage) <= 1e-6
+        and abs(b.recency_contribution - b.recency_weight * b.recency) <= 1e-6
+        and abs(b.total - (b.lexical_contribution + b.recency_contribution)) <= 1e-6
+    )
+
+
+def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    q = _query(store, query, as_of, limit=LIMIT_MAX)
+    candidates = list(scan_recall_candidates(q, store.read_all()).candidates)
+    shuffled = candidates[:]
+    random.Random(12).shuffle(shuffled)
+    orders = [candidates, candidates[::-1], shuffled]
+    ranked = {tuple(h.memory_id for h in stable_rank_recall_candidates(q, order, as_of=as_of))
+              for order in orders}
+    fact = (f"{len(candidates)} candidates in {len(orders)} orders (as stored, reversed, "
+            f"shuffled) → {len(ranked)} ranking")
+    return len(ranked) == 1, fact
+
+
+def _check_limit_scope(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    counts = [len(recall(store, query, as_of, n).hits) for n in range(1, LIMIT_MAX + 1)]
+    within = all(c <= n for n, c in zip(range(1, LIMIT_MAX + 1), counts, strict=True))
+    stranger = normalize_recall_query(query, user_scope=user_scope_for("mallory"),
+                                      query_id=QUERY_ID, issued_at=as_of)
+    refused = _refusal(lambda: build_recall_candidates(stranger, store.read_all()))
+    fact = (f"limit 1…{LIMIT_MAX} → {', '.join(map(str, counts))} hits; "
+            f"another user's query over these records: {refused}")
+    return within and refused.startswith("refused"), fact
+
+
+def _fingerprint(store: MemoryStore) -> tuple[int, dict[str, str]]:
+    path = getattr(store, "path", None)
+    files: dict[str, str] = {}
+    if isinstance(path, Path) and path.parent.is_dir():
+        for item in sorted(path.parent.iterdir()):
+            if item.is_file():
+                files[item.name] = hashlib.sha256(item.read_bytes()).hexdigest()
+    return len(store.read_all()), files
+
+
+def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+    before = _fingerprint(store)
+    for limit in (1, 5, LIMIT_MAX):
+        recall(store, query, as_of, limit)
+    after = _fingerprint(store)
+    fact = (f"3 recalls: {before[0]} records before, {after[0]} after; "
+            f"{len(after[1])} store files, {'none' if before == after else 'some'} changed")
+    return before == after, fact
+
+
+CHECKLIST: tuple[ChecklistItem, ...] = (
+    ChecklistItem(1, "query 是否自包含", "the query is self-contained",
+                  ("10_agent_loop",), _check_self_contained),
+    ChecklistItem(2, "normalize 是否让中英文输入稳定",
+                  "normalize makes Chinese and English input stable",
+                  ("02_normalize",), _check_normalize),
+    ChecklistItem(3, "candidate 数量是否能和 searched records 区分",
+                  "candidate count is told apart from searched records",
+                  ("03_candidates",), _check_counts),
+    ChecklistItem(4, "hit 是否绑定正确 query", "each hit is bound to the right query",
+                  ("13_boundaries_and_review", "06_hits_and_tool_result"), _check_query_id),
+    ChecklistItem(5, "scope 与 provenance 是否完整", "scope and provenance are complete",
+                  ("06_hits_and_tool_result", "01_stored_records"), _check_scope_provenance),
+    ChecklistItem(6, "score 的每项 contribution 是否可解释",
+                  "every contribution of the score is explainable",
+                  ("04_score",), _check_contributions),
+    ChecklistItem(7, "并列分数是否不依赖存储迭代顺序",
+                  "tied scores do not depend on storage order",
+                  ("05_stable_rank",), _check_storage_order),
+    ChecklistItem(8, "limit 和 scope 是否生效", "limit and scope take effect",
+                  ("06_hits_and_tool_result", "09_failures_and_concurrency"), _check_limit_scope),
+    ChecklistItem(9, "recall 是否保持只读", "recall stays read-only",
+                  ("06_hits_and_tool_result", "00_tour"), _check_read_only),
+)
+
+
+def checklist_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataFrame:
+    """The nine items, each checked on ``store`` now: what was seen, and does it hold."""
+    rows = []
+    for item in CHECKLIST:
+        holds, fact = item.check(store, query, as_of)
+        rows.append({"item": item.number, "checklist": item.en, "清单": item.zh,
+                     "proved in": ", ".join(item.proved_in), "checked now": fact,
+                     "holds": holds})
+    return pandas().DataFrame(rows)
+
+
+# -- a single result: what it alone can show (items 2–8) ---------------------------------
+
+RESULT_ITEMS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
+
+
+def _hit_key(hit: RecallHit) -> tuple[float, float, float, str]:
+    """Stage 4's key (``memlib.rank.rank_key``), read from a hit instead of a candidate."""
+    b = hit.score_breakdown
+    return (-b.total, -b.lexical_coverage, -hit.provenance.captured_datetime.timestamp(),
+            hit.memory_id)
+
+
+def _in_rank_order(hits: Sequence[RecallHit]) -> bool:
+    return [_hit_key(h) for h in hits] == sorted(_hit_key(h) for h in hits)
+
+
+def audit_result(result: RecallResult) -> dict[int, Outcome]:
+    """Items 2–8 checked on one result alone: ``{item: (holds, what was seen)}``.
+
+    Items 1 (the query the model wrote) and 9 (the store before and after) need more
+    than a result, so they are not here. Item 6 recomputes the baseline's arithmetic
+    (weight × value, summed): a result of another ranker sums its signals instead.
+    """
+    q, hits = result.query, result.hits
+    again = normalize_recall_query(q.text, user_scope=q.user_scope, limit=q.limit,
+                                   query_id=q.query_id, issued_at=parse_timestamp(q.issued_at))
+    stable = (again.normalized_text == normalize_text(q.text) == q.normalized_text
+              and again.terms == q.terms)
+    bound = [h for h in hits if h.query_id == q.query_id]
+    complete = [h for h in hits if h.scope.memory_kind is MemoryKind.CONVERSATION and all(
+        (h.provenance.source_id, h.provenance.source_type, h.provenance.title,
+         h.provenance.captured_at))]
+    explained = [h for h in hits if _explained(h)]
+    ranks_ok = [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    scoped = [h for h in hits if h.scope.user_scope == q.user_scope]
+    return {
+        2: (stable,
+            f"normalizing {q.text!r} again gives the same terms ({', '.join(q.terms)})"
+            if stable else f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
+            f"not ({', '.join(q.terms)})"),
+        3: (result.searched_records >= result.candidate_records >= len(hits),
+            f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
+            f"{len(hits)} hits"),
+        4: (len(bound) == len(hits),
+            f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}"),
+        5: (len(complete) == len(hits),
+            f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source"),
+        6: (len(explained) == len(hits),
+            f"{len(explained)} of {len(hits)} totals are weight × value summed"),
+        7: (ranks_ok and _in_rank_order(hits),
+            "ranks 1…n follow total ↓, coverage ↓, captured_at ↓, memory_id ↑"
+            if ranks_ok and _in_rank_order(hits) else
+            "the ranks do not follow total ↓, coverage ↓, captured_at ↓, memory_id ↑"),
+        8: (len(hits) <= q.limit and len(scoped) == len(hits),
+            f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope"),
+    }
+
+
+def audit_frame(result: RecallResult) -> pd.DataFrame:
+    """``audit_result`` as a table, one item a row."""
+    by_number = {item.number: item for item in CHECKLIST}
+    rows = [{"item": n, "checklist": by_number[n].en, "holds": ok, "seen": fact}
+            for n, (ok, fact) in audit_result(result).items()]
+    return pandas().DataFrame(rows)
+
+
+def _rebuilt(result: RecallResult, hits: Iterable[RecallHit], **changes: Any) -> RecallResult:
+    return dataclasses.replace(result, hits=tuple(hits), **changes)
+
+
+def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallResult]:
+    """Three results a broken service could return, each failing one item of the audit.
+
+    A: two tied hits ranked in storage order; B: recency dropped from the totals; C: the
+    query's limit ignored. Built from real recalls of ``store`` (which is not changed).
+    """
+    tie = recall(store, "embedding reranker", as_of, 5)
+    first, second, *rest = tie.hits
+    swapped = [dataclasses.replace(second, rank=1), dataclasses.replace(first, rank=2), *rest]
+    plain = recall(store, "layered memory", as_of, 5)
+    no_recency = [
+        dataclasses.replace(h, score_breakdown=dataclasses.replace(
+            h.score_breakdown, total=h.score_breakdown.lexical_contribution))
+        for h in plain.hits
+    ]
+    narrow = dataclasses.replace(plain.query, limit=len(plain.hits) - 1)
+    return {
+        "A": _rebuilt(tie, swapped),
+        "B": _rebuilt(plain, no_recency),
+        "C": _rebuilt(plain, plain.hits, query=narrow),
+    }
+
+
+def describe_result(result: RecallResult) -> str:
+    """The query and counts of a result, in one line."""
+    q = result.query
+    return (f"query {q.text!r} · query_id {q.query_id} · limit {q.limit} · user_scope "
+            f"{q.user_scope} · {result.searched_records} searched · "
+            f"{result.candidate_records} candidates · {len(result.hits)} hits")
+
+
+def hits_frame(result: RecallResult) -> pd.DataFrame:
+    """Every field a checklist item looks at, one hit a row."""
+    rows = [
+        {
+            "rank": h.rank,
+            "memory_id": h.memory_id,
+            "query_id": h.query_id,
+            "user_scope": h.scope.user_scope,
+            "source_id": h.provenance.source_id,
+            "captured_at": h.provenance.captured_at,
+            "coverage": h.score_breakdown.lexical_coverage,
+            "recency": h.score_breakdown.recency,
+            "lexical_contribution": h.score_breakdown.lexical_contribution,
+            "recency_contribution": h.score_breakdown.recency_contribution,
+            "total": h.score_breakdown.total,
+        }
+        for h in result.hits
+    ]
+    return pandas().DataFrame(rows)
+
+
+# -- 3 · the no-key boundary: a probe in a clean interpreter --------------------------------
+
+# Runs as ``python -I -B -c PROBE_SCRIPT <memlib's folder> <code> <marker>``. The audit
+# hook (PEP 578) and the recording os.environ are in place before ``code`` runs; their
+# record starts then and stops before the report is printed, so Python's own start-up
+# and the report itself are not counted.
+PROBE_SCRIPT = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+code, marker = sys.argv[2], sys.argv[3]
+report = {"sockets": 0, "connections": 0, "written": [], "folders": [], "processes": 0,
+          "env": []}
+state = {"on": False, "busy": False}
+WRITE = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+NETWORK = {"socket.connect", "socket.getaddrinfo", "socket.sendto", "socket.sendmsg"}
+SPAWN = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+         "os.fork", "os.forkpty"}
+
+def hook(event, args):
+    if not state["on"] or state["busy"]:
+        return
+    state["busy"] = True
+    try:
+        if event == "open":
+            path, flags = args[0], args[2]
+            if isinstance(flags, int) and flags & WRITE and not isinstance(path, int):
+                report["written"].append(os.path.abspath(os.fsdecode(path)))
+        elif event == "socket.__new__":
+            report["sockets"] += 1
+        elif event in NETWORK:
+            report["connections"] += 1
+        elif event == "os.mkdir":
+            report["folders"].append(os.path.abspath(os.fsdecode(args[0])))
+        elif event in SPAWN:
+            report["processes"] += 1
+    finally:
+        state["busy"] = False
+
+sys.addaudithook(hook)
+
+class RecordingEnviron(type(os.environ)):
+    # os.getenv, environ.get and "in" all end here.
+    def __getitem__(self, key):
+        if state["on"] and key not in report["env"]:
+            report["env"].append(key)
+        return super().__getitem__(key)
+
+os.environ.__class__ = RecordingEnviron
+error = None
+state["on"] = True
+try:
+    exec(compile(code, "<probe>", "exec"), {"__name__": "__probe__"})
+except BaseException as exc:
+    error = type(exc).__name__ + (": " + " ".join(str(exc).split()) if str(exc) else "")
+state["on"] = False
+report["error"] = error
+report["anthropic"] = "anthropic" in sys.modules
+sys.stdout.flush()
+print("\n" + marker + json.dumps(report))
+"""
+_MARKER = "memlib-probe-report:"
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """What ``code`` did in a clean interpreter, paths shown relative to the probe's
+    folders (``~/`` the home, ``./`` the working folder)."""
+
+    code: str
+    sockets: int
+    connections: int
+    files_written: tuple[str, ...]
+    folders_created: tuple[str, ...]
+    processes: int
+    env_read: tuple[str, ...]
+    anthropic_imported: bool
+    error: str | None
+    left_on_disk: tuple[str, ...]
+    printed: str
+
+    @property
+    def key_variables_read(self) -> tuple[str, ...]:
+        return tuple(name for name in self.env_read if name in KEY_VARIABLES)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "sockets": self.sockets,
+            "files written": len(self.files_written),
+            "folders created": len(self.folders_created),
+            "variables read": len(self.env_read),
+            "key variables read": ", ".join(self.key_variables_read) or "none",
+            "anthropic imported": self.anthropic_imported,
+            "outcome": self.error or "ok",
+        }
+
+
+def _memlib_parent() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _clean_env(root: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment without the key, the model or memlib's own settings, HOME in root."""
+    env = {
+        name: value for name, value in os.environ.items()
+        if not name.startswith(("ANTHROPIC_", "WORKBUDDY_", "MEMLIB_"))
+        and name not in (*KEY_VARIABLES, "HOME", "TMPDIR")
+    }
+    env.update(HOME=str(root / "home"), TMPDIR=str(root / "tmp"), PYTHONIOENCODING="utf-8")
+    env.update(extra or {})
+    return env
+
+
+def _folders(root: Path) -> dict[Path, str]:
+    return {root / "home": "~", root / "cwd": ".", root / "tmp": "$TMPDIR"}
+
+
+def _shown(path: str, root: Path) -> str:
+    """A path as ``~/…``, ``./…`` or ``$TMPDIR/…``; anything else by its name only."""
+    target = Path(path)
+    for folder, label in _folders(root).items():
+        for base in {folder, folder.resolve()}:
+            if target == base or base in target.parents:
+                relative = target.relative_to(base).as_posix()
+                return label if relative == "." else f"{label}/{relative}"
+    return f"<elsewhere>/{target.name}"
+
+
+def probe(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 120) -> ProbeReport:
+    """Run ``code`` in a new interpreter and report its side effects.
+
+    The interpreter is ``sys.executable -I -B`` (isolated, no bytecode written: a
+    ``.pyc`` would be Python's write, not the code's) in a fresh folder, with ``HOME``
+    and ``TMPDIR`` inside it and none of ``ANTHROPIC_*``, ``MODEL_ID``, ``MEMLIB_*`` or
+    ``WORKBUDDY_*`` set (``env`` adds variables). An audit hook counts sockets,
+    connections, processes, folders created and files opened for writing; ``os.environ``
+    records every variable looked up. An exception of ``code`` is reported, not raised.
+    """
+    with tempfile.TemporaryDirectory(prefix="memlib-probe-") as folder:
+        root = Path(folder)
+        for sub in _folders(root):
+            sub.mkdir()
+        before = set(_tree(root))
+        proc = subprocess.run(
+            [sys.executable, "-I", "-B", "-c", PROBE_SCRIPT, _memlib_parent(), code, _MARKER],
+            cwd=root / "cwd", env=_clean_env(root, env), capture_output=True, text=True,
+            encoding="utf-8", timeout=timeout, check=False,
+        )
+        printed, _, data = proc.stdout.rpartition(_MARKER)
+        if proc.returncode != 0 or not data:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the probe did not finish (exit {proc.returncode}): {last}")
+        report = json.loads(data)
+        left = tuple(_shown(str(p), root) for p in _tree(root) if p not in before)
+        return ProbeReport(
+            code=code,
+            sockets=report["sockets"],
+            connections=report["connections"],
+            files_written=tuple(_shown(p, root) for p in report["written"]),
+            folders_created=tuple(_shown(p, root) for p in report["folders"]),
+            processes=report["processes"],
+            env_read=tuple(report["env"]),
+            anthropic_imported=report["anthropic"],
+            error=report["error"],
+            left_on_disk=left,
+            printed=printed.rstrip("\n"),
+        )
+
+
+def _tree(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() or not any(p.iterdir()))
+
+
+def probe_frame(reports: Iterable[ProbeReport]) -> pd.DataFrame:
+    """One probe a row: what it opened, wrote and read, and how it ended."""
+    return pandas().DataFrame([r.row() for r in reports])
+
+
+# -- 4 · the chapter's commands and memlib's -------------------------------------------------
+
+@dataclass(frozen=True)
+class CliRun:
+    """One ``memlib`` command: its exit status and what it printed (the folder as <root>)."""
+
+    args: tuple[str, ...]
+    status: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> CliRun:
+    """``memlib ARGS`` in a new interpreter, in a fresh folder, without the key.
+
+    ``{root}`` in an argument is that folder (``--store jsonl:{root}/records.jsonl``);
+    it is written ``<root>`` in what the command prints.
+    """
+    with tempfile.TemporaryDirectory(prefix="memlib-cli-") as folder:
+        root = Path(folder)
+        for sub in _folders(root):
+            sub.mkdir()
+        argv = [a.replace("{root}", str(root)) for a in args]
+        starter = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                   "from memlib.cli import main; sys.exit(main(sys.argv[1:]))")
+        proc = subprocess.run(
+            [sys.executable, "-I", "-B", "-c", starter, _memlib_parent(), *argv],
+            cwd=root / "cwd", env=_clean_env(root, None), input=stdin, capture_output=True,
+            text=True, encoding="utf-8", timeout=timeout, check=False,
+        )
+
+        def redact(text: str) -> str:
+            for form in {str(root.resolve()), str(root)}:
+                text = text.replace(form, "<root>")
+            return text
+
+        return CliRun(tuple(args), proc.returncode, redact(proc.stdout), redact(proc.stderr))
+
+
+def cli_commands() -> tuple[str, ...]:
+    """The commands ``memlib --help`` lists, in its order."""
+    text = run_cli("--help").stdout
+    return tuple(re.findall(r"^    ([a-z][\w-]*)\s{2,}", text, flags=re.MULTILINE))
+
+
+def cli_section(text: str, heading: str) -> str:
+    """The lines of ``text`` after the ``# {heading}…`` line, up to the next ``# `` line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {heading}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")),
+               len(lines))
+    return "\n".join(lines[start + 1:end]).strip("\n")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command or call of the chapter and what does the same in memlib."""
+
+    chapter: str
+    memlib_cli: str
+    python: str
+    note: str
+
+
+COMMAND_MAP: tuple[Command, ...] = (
+    Command("python s12_cloud_memory/code.py --demo", "memlib demo",
+            "RecallEngine(open_sample_store(root)).recall('layered memory', as_of=SAMPLE_AS_OF)",
+            "offline, the sample corpus, the same bytes every run"),
+    Command("MODEL_ID=<model> ANTHROPIC_API_KEY=<key> python s12_cloud_memory/code.py",
+            "MODEL_ID=… ANTHROPIC_API_KEY=… memlib chat",
+            "agent_loop(text, client=runtime_client(), model=os.environ['MODEL_ID'], "
+            "store=store)",
+            "online; without the two variables: one line on stderr, exit 2"),
+    Command("(none: the chapter's loop is online only)", "memlib chat --scripted",
+            "agent_loop(text, client=scripted_client(), model=SCRIPTED_MODEL_ID, store=store)",
+            "the same SDK and loop on a scripted transport: no key, no network"),
+    Command("store.append(kind=…, memory_id=…, content=…, summary=…, source=…)",
+            "memlib append --memory-id … --content … --summary … --source-id … "
+            "--source-type … --title … --captured-at T",
+            "store.append(kind=…, memory_id=…, content=…, summary=…, source=MemorySource(…))",
+            "or JSON lines on stdin; memlib import FILE for many"),
+    Command("RecallEngine(store).recall(' LAYERED Memory ', limit=5)",
+            "memlib recall ' LAYERED Memory ' --limit 5 --json",
+            "RecallEngine(store).recall(' LAYERED Memory ', limit=5).to_json()",
+            "--as-of and --query-id pin the clock and the id"),
+    Command("session-start profile injection", "memlib profile",
+            "render_remote_profile(store.latest_profile())", "the <remote_profile> block"),
+    Command("WORKBUDDY_HOME, WORKBUDDY_USER_ID", "the same variables, or --store URL "
+            "($MEMLIB_STORE) and --user ID", "default_runtime()",
+            "read on first use, never at import"),
+    Command("python3 -m pytest -q tests/test_remote_memory.py", "make test",
+            "pytest -q tests/pipeline tests/stores", "the contract's tests"),
+    Command("python3 scripts/verify.py", "make check", "—",
+            "ruff, mypy, every test, nbval over every notebook"),
+)
+
+
+def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
+    """``COMMAND_MAP`` as a table, with whether ``memlib --help`` lists each command
+    (None when it is not a ``memlib`` command)."""
+    listed = set(cli_commands() if commands is None else commands)
+    rows = []
+    for c in COMMAND_MAP:
+        words = c.memlib_cli.split()
+        name = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "memlib"), None)
+        rows.append({"chapter": c.chapter, "memlib": c.memlib_cli, "Python": c.python,
+                     "note": c.note, "listed by memlib --help": None if name is None
+                     else name in listed})
+    return pandas().DataFrame(rows)
+
+
+# -- 5 · other rankers, the same contract ----------------------------------------------------
+
+def contract_shape_frame(store: MemoryStore, query: str, as_of: datetime,
+                         rankers: Sequence[str] = ("baseline", "bm25", "bm25+stopwords"),
+                         ) -> pd.DataFrame:
+    """For each ranker: its top hit, and whether its result has the baseline's shape."""
+    def shape(result: RecallResult) -> tuple[list[str], list[str], list[str]]:
+        data = result.to_dict()
+        hit = data["hits"][0] if data["hits"] else {}
+        return sorted(data), sorted(hit), sorted(hit.get("score_breakdown", {}))
+
+    results = {name: RecallEngine(store, ranker=name).recall(
+        query, limit=5, as_of=as_of, query_id=QUERY_ID) for name in rankers}
+    base = shape(results[rankers[0]])
+    rows = []
+    for name, result in results.items():
+        keys, hit, breakdown = shape(result)
+        rows.append({
+            "ranker": name,
+            "top hit": result.hits[0].memory_id if result.hits else None,
+            "same result keys": keys == base[0],
+            "same hit keys": hit == base[1],
+            "breakdown keys added": ", ".join(k for k in breakdown if k not in base[2]) or "—",
+            "renders": render_recall_context(result).startswith("<recalled_context"),
+        })
+    return pandas().DataFrame(rows)
+
+
+# -- 6 · one query_id through every stage -----------------------------------------------------
+
+def query_id_frame(store: MemoryStore, query: str, as_of: datetime,
+                   query_id: str = "review-1") -> pd.DataFrame:
+    """Where ``query_id`` appears, stage by stage, for one recall run by hand."""
+    q = _query(store, query, as_of, query_id=query_id)
+    candidates = scan_recall_candidates(q, store.read_all()).candidates
+    breakdowns = [score_recall_candidate(q, c, as_of=as_of) for c in candidates]
+    hits = stable_rank_recall_candidates(q, candidates, as_of=as_of)
+    result = RecallEngine(store).recall(query, as_of=as_of, query_id=query_id)
+    payload = result.to_dict()
+    block = render_recall_context(result)
+
+    def ids(values: Iterable[str]) -> str:
+        return ", ".join(sorted(set(values))) or "—"
+
+    rows = [
+        ("normalize", "RecallQuery", 1, q.query_id),
+        ("candidate", "RecallCandidate", len(candidates), ids(c.query_id for c in candidates)),
+        ("score", "RecallScoreBreakdown", len(breakdowns),
+         "(no field: made from a candidate of this query, checked by score_recall_candidate)"),
+        ("stable rank", "RecallHit", len(hits), ids(h.query_id for h in hits)),
+        ("result", "to_json() query + hits", 1 + len(payload["hits"]),
+         ids([payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])])),
+        ("render", "<recalled_context query_id=…>", 1,
+         ids(re.findall(r'<recalled_context query_id="([^"]*)"', block))),
+    ]
+    return pandas().DataFrame(rows, columns=["stage", "object", "count", "query_id"])
+
+
+# -- 7 · the explorer's view: the whole pipeline for one query --------------------------------
+
+def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """One recall reviewed stage by stage: what each stage produced, as text.
+
+    Every value is a string so the column reads the same in a table and in a widget.
+    """
+    result = recall(store, query, as_of, limit)
+    q = result.query
+    best = max((h.score_breakdown.total for h in result.hits), default=None)
+    rows = [
+        ("normalize", "memlib.normalize", "normalized_text", q.normalized_text),
+        ("normalize", "memlib.normalize", "terms", ", ".join(q.terms)),
+        ("normalize", "memlib.normalize", "query_id", q.query_id),
+        ("store", "memlib.stores", "stored records", str(len(store.read_all()))),
+        ("candidate", "memlib.candidates", "searched_records", str(result.searched_records)),
+        ("candidate", "memlib.candidates", "candidate_records", str(result.candidate_records)),
+        ("candidate", "memlib.candidates", "retracted_records", str(result.retracted_records)),
+        ("score", "memlib.score", "best total", "—" if best is None else f"{best:.6f}"),
+        ("stable rank", "memlib.rank", f"hits (limit {q.limit})", str(len(result.hits))),
+        ("stable rank", "memlib.rank", "rank 1",
+         result.hits[0].memory_id if result.hits else "—"),
+        ("result", "memlib.result", "every hit bound to query_id",
+         str(all(h.query_id == q.query_id for h in result.hits))),
+        ("result", "memlib.result", "empty_reason", str(result.empty_reason)),
+        ("result", "memlib.result", "tool JSON chars", str(len(result.to_json()))),
+        ("render", "memlib.render", "rendered chars", str(len(render_recall_context(result)))),
+    ]
+    return pandas().DataFrame(rows, columns=["stage", "module", "output", "value"])

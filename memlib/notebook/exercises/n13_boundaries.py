@@ -1,0 +1,172 @@
+"""Exercises of ``13_boundaries_and_review.ipynb``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...sample import SAMPLE_AS_OF
+from ..boundaries import BOUNDARIES, CHECKLIST, RESULT_ITEMS, audit_result, tampered_results
+from . import Exercise, Verdict, exercise, right, wrong
+from ._common import sample_store
+
+
+@dataclass(frozen=True)
+class Situation:
+    """A question an agent meets, the core object it is about, and why that decides."""
+
+    text: str
+    about: str  # a ``Boundary.core_object``: the owner is looked up, never typed in
+    why: str
+
+
+SITUATIONS: dict[str, Situation] = {
+    "A": Situation("Did the tool call made a minute ago in this session succeed, and what "
+                   "exactly did it return?", "event evidence",
+                   "it asks what happened in this very session: the transcript's evidence. "
+                   "A transcript may later become a record's source, but that is not recall"),
+    "B": Situation("Does this repository's test suite need PostgreSQL 15?",
+                   "durable project facts",
+                   "it is a fact of one project, true for anyone who works on it — not of "
+                   "the user, and not a piece of history"),
+    "C": Situation("Does this user want answers in German, whatever the project?",
+                   "profile + explicit preferences",
+                   "it is the user's default across projects, an explicit preference: s11 "
+                   "owns those, while s12's profile is a service snapshot with provenance"),
+    "D": Situation("What did we decide about the retention policy back in June?",
+                   "stored records + recall hits",
+                   "it needs one piece of long-term history for the current question: a "
+                   "recall over stored records"),
+    "E": Situation("A search tool just returned 4 MB of log lines: how do they stay out of "
+                   "the prompt?", "large tool outputs → pointers",
+                   "it is about a tool's huge output, kept outside with a pointer in the "
+                   "prompt — the next chapter; s12 only keeps its own result small"),
+}
+CHAPTERS = tuple(b.chapter for b in BOUNDARIES)
+
+
+def owner_of(situation: Situation) -> str:
+    """The chapter whose core object the situation is about (from the boundary table)."""
+    return next(b.chapter for b in BOUNDARIES if b.core_object == situation.about)
+
+
+def _labelled(answer: Any, what: str) -> dict[str, Any]:
+    if not isinstance(answer, Mapping):
+        raise TypeError(f"the answer should be a dict like {what}, not {type(answer).__name__}")
+    return {str(key).strip().upper(): value for key, value in answer.items()}
+
+
+def _chapter(value: Any) -> str | None:
+    """``"s09"``, ``"S9"``, ``"09"`` or ``9`` as ``"s09"``; None when it is none of these."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return f"s{value:02d}"
+    if isinstance(value, str):
+        match = re.fullmatch(r"s?(\d{1,2})", value.strip().lower())
+        if match:
+            return f"s{int(match.group(1)):02d}"
+    return None
+
+
+def _owners(answer: Any) -> Verdict:
+    given = _labelled(answer, '{"A": "s09", "B": …}')
+    missing = [label for label in SITUATIONS if label not in given]
+    if missing:
+        return wrong(f"give a chapter for each of {', '.join(SITUATIONS)}: "
+                     f"missing {', '.join(missing)}")
+    problems = []
+    for label, situation in SITUATIONS.items():
+        chapter = _chapter(given[label])
+        if chapter not in CHAPTERS:
+            problems.append(f"{label}: {given[label]!r} is not a chapter of the table "
+                            f"({', '.join(CHAPTERS)})")
+        elif chapter != owner_of(situation):
+            problems.append(f"{label}: not {chapter} — {situation.why}")
+    if problems:
+        return wrong("; ".join(problems[:2]) + (" …" if len(problems) > 2 else ""))
+    return right(", ".join(f"{label} {owner_of(s)}" for label, s in SITUATIONS.items())
+                 + ": each question goes to the chapter whose core object it is about")
+
+
+exercise(Exercise(
+    id="13.1",
+    title="which chapter owns each situation",
+    grade=_owners,
+    hints=(
+        "For each situation ask the table's question column: is it about this turn, this "
+        "project, this user, long-term history, or a huge tool output?",
+        "A preference stated for every project belongs to the user (s11); a decision from "
+        "months ago is history that only a recall brings back (s12).",
+        "The answer is a dict of five labels, e.g. {\"A\": \"s09\", \"B\": \"s10\", …}.",
+    ),
+    solution=('# Exercise 13.1 — solution\n'
+              'answer = {"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s13"}'),
+    wrong_answers=(
+        ({"A": "s09", "B": "s10", "C": "s12", "D": "s12", "E": "s13"}, "C: not s12"),
+        ({"A": "s12", "B": "s10", "C": "s11", "D": "s12", "E": "s13"}, "this very session"),
+        ({"A": "s09", "B": "s11", "C": "s11", "D": "s12", "E": "s13"}, "fact of one project"),
+        ({"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s12"}, "huge output"),
+        ({"A": "s09", "B": "s10", "C": "s11", "D": "s12"}, "missing E"),
+        ({"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s14"}, "not a chapter"),
+        ("s12", "should be a dict"),
+    ),
+))
+
+
+def _violated(answer: Any) -> Verdict:
+    given = _labelled(answer, '{"A": 4, "B": …}')
+    results = tampered_results(sample_store(), SAMPLE_AS_OF)
+    missing = [label for label in results if label not in given]
+    if missing:
+        return wrong(f"give an item number for each of {', '.join(results)}: "
+                     f"missing {', '.join(missing)}")
+    numbers = [item.number for item in CHECKLIST]
+    problems, found = [], []
+    for label, result in results.items():
+        audit = audit_result(result)
+        failing = [n for n, (ok, _) in audit.items() if not ok]
+        number = given[label]
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise TypeError(f"{label} should be an item number (an int), not {number!r}")
+        if number not in numbers:
+            problems.append(f"{label}: the checklist items are numbered "
+                            f"{numbers[0]} to {numbers[-1]}")
+        elif number in failing:
+            found.append(f"{label} breaks item {number} ({audit[number][1]})")
+        elif number in audit:
+            problems.append(f"{label}: item {number} holds for this result — "
+                            f"{audit[number][1]}")
+        else:
+            problems.append(f"{label}: item {number} cannot be seen in one result (it needs "
+                            f"the model's query or the store before and after); look at "
+                            f"items {RESULT_ITEMS[0]}–{RESULT_ITEMS[-1]}")
+    if problems:
+        return wrong("; ".join(problems[:2]) + (" …" if len(problems) > 2 else ""))
+    return right("; ".join(found))
+
+
+exercise(Exercise(
+    id="13.2",
+    title="which checklist item each broken result violates",
+    grade=_violated,
+    hints=(
+        "One result alone can show items 2 to 8. Go down them for each table: normalized "
+        "terms, the three counts, query_id, scope and source, the sum of contributions, "
+        "the order of the ranks, the number of hits against the limit.",
+        "A: compare the two rows field by field — what decides between two equal totals? "
+        "B: add lexical_contribution and recency_contribution. C: read the query's limit.",
+        "The answer is a dict of item numbers, e.g. {\"A\": 4, \"B\": 5, \"C\": 6}.",
+    ),
+    solution='# Exercise 13.2 — solution\nanswer = {"A": 7, "B": 6, "C": 8}',
+    wrong_answers=(
+        ({"A": 4, "B": 6, "C": 8}, "A: item 4 holds"),
+        ({"A": 7, "B": 3, "C": 8}, "B: item 3 holds"),
+        ({"A": 7, "B": 6, "C": 9}, "cannot be seen in one result"),
+        ({"A": 7, "B": 6, "C": 12}, "numbered 1 to 9"),
+        ({"A": 7, "B": 6}, "missing C"),
+        ([7, 6, 8], "should be a dict"),
+    ),
+))
