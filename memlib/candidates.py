@@ -1,4 +1,6 @@
-"""Stage 2 — candidates: which conversation records overlap the query (SPEC §3.2).
+"""Stage 2 — candidates: which conversation records overlap the query.
+
+The rules for learners: docs/reference.md#candidates.
 
 A candidate has no score and no rank yet; it only says "this record shares terms with
 this query". Keeping it separate is what lets an index or another retriever replace

@@ -1,4 +1,4 @@
-"""``RecallEngine``: the five stages in order, over one store (SPEC §3).
+"""``RecallEngine``: the five stages in order, over one store (docs/reference.md).
 
 The engine holds no state of its own between recalls and writes nothing: a recall is
 a pure function of the store's records, the text, ``limit`` and ``as_of``.

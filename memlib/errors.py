@@ -1,4 +1,4 @@
-"""The error hierarchy (SPEC §6).
+"""The error hierarchy (docs/reference.md#errors).
 
 Every error memlib raises on purpose is a ``RemoteMemoryError``. Callers that want to
 tell "your input was wrong" from "the store is damaged" catch the subclass.

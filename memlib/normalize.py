@@ -1,4 +1,4 @@
-"""Stage 1 — normalize: raw recall text → ``RecallQuery`` (SPEC §3.1).
+"""Stage 1 — normalize: raw recall text → ``RecallQuery`` (docs/reference.md#normalize).
 
 The same tokenizer (``memlib.terms``) turns stored records into terms (stage 2), so a
 query and a record always agree on what a "term" is.

@@ -1,4 +1,4 @@
-"""Stored records: the durable evidence a store keeps (SPEC §1).
+"""Stored records: the durable evidence a store keeps (docs/reference.md#records).
 
 A record is validated when it is built, so an invalid one never reaches a store, and
 the same constructor checks what a store reads back from disk.
@@ -44,12 +44,12 @@ LIMITS: Mapping[str, int] = {
     "title": 1_000,
 }
 MEMORY_ID_MAX = 200
-# Distinct terms (SPEC §3.1) of a record's summary and content together. An index keeps
-# a posting list per distinct term, so this, not the character limit, is what bounds
-# the memory one record can cost: 20,000 random Han characters are 20,000 bigrams, all
-# new to the index. Natural text stays far below it: a LoCoMo turn has at most 66, the
-# course's records at most 35, and the whole Chinese chapter of the course (10,582
-# characters, code included) 1,534.
+# Distinct terms (docs/reference.md#normalize) of a record's summary and content
+# together. An index keeps a posting list per distinct term, so this, not the character
+# limit, is what bounds the memory one record can cost: 20,000 random Han characters are
+# 20,000 bigrams, all new to the index. Natural text stays far below it: a LoCoMo turn
+# has at most 66, the course's records at most 35, and the whole Chinese chapter of the
+# course (10,582 characters, code included) 1,534.
 MAX_TERMS = 4_096
 # Text this short cannot reach MAX_TERMS in any script (see check_terms).
 _TERMS_SHORT = MAX_TERMS // MAX_GROWTH
@@ -66,7 +66,7 @@ _CANONICAL_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{0,5}[1-9])?Z"
 )
 # Digits of a fraction past the sixth: ``fromisoformat`` drops them without a word, and
-# a stored instant must be the one given (SPEC §1: fractional seconds kept).
+# a stored instant must be the one given (fractional seconds are kept: docs/reference.md#records).
 _PAST_MICROSECONDS = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}[.,][0-9]{6}([0-9]+)")
 
 

@@ -1,4 +1,4 @@
-"""Stage 5 — render: the selected hits as a prompt block (SPEC §3.6, §4).
+"""Stage 5 — render: the selected hits as a prompt block (docs/reference.md#render).
 
 Everything that came from a store is escaped, attributes and text alike, so a stored
 record can never close the wrapper or open a tag of its own. Invisible and

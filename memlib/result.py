@@ -1,4 +1,4 @@
-"""What a recall returns: hits and the result around them (SPEC §3.5).
+"""What a recall returns: hits and the result around them (docs/reference.md#result).
 
 A hit is a read-only projection of one stored record for one query. It is never
 written anywhere; another query, ``as_of`` or ``limit`` gives other hits.

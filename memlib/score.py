@@ -1,4 +1,4 @@
-"""Stage 3 — score: an explained number for one candidate (SPEC §3.3).
+"""Stage 3 — score: an explained number for one candidate (docs/reference.md#score).
 
 The baseline is deliberately simple: how many query terms a record covers, plus a
 little credit for being recent. Every part is returned, not just the total, so a
@@ -64,8 +64,8 @@ class RecallScoreBreakdown:
     total: float
     lexical_weight: float = LEXICAL_WEIGHT
     recency_weight: float = RECENCY_WEIGHT
-    # Rankers beyond the baseline (SPEC §7) name themselves and list their signals;
-    # the baseline leaves both empty so its JSON stays exactly the chapter's.
+    # Rankers beyond the baseline (docs/reference.md#rankers) name themselves and list
+    # their signals; the baseline leaves both empty so its JSON stays exactly the chapter's.
     ranker: str | None = None
     signals: tuple[RecallSignal, ...] = field(default=())
 
@@ -109,7 +109,7 @@ def ranker_breakdown(
     total: float,
     signals: tuple[RecallSignal, ...],
 ) -> RecallScoreBreakdown:
-    """The breakdown of a ranker beyond the baseline (SPEC §7).
+    """The breakdown of a ranker beyond the baseline (docs/reference.md#rankers).
 
     Its ``total`` is the sum of the signals' contributions and sits in the lexical
     fields with weight 1 (recency weight 0, listed among the signals when used), so

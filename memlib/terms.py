@@ -1,4 +1,6 @@
-"""Terms: what the tokenizer cuts any text into (SPEC §3.1), for queries and records.
+"""Terms: what the tokenizer cuts any text into, for queries and records.
+
+The rules for learners: docs/reference.md#normalize.
 
 A leaf module (it imports nothing of memlib), so that ``records`` can count a record's
 distinct terms when it is written while ``normalize`` builds queries on the same cut.
