@@ -5,7 +5,7 @@ is a new slide: the title cell and every ``## `` section open a slide, every ``#
 subsection a sub-slide, and the setup cell (the first code cell: imports and a
 temporary store) is skipped. Every other cell follows the slide it is under.
 
-    python -m memlib.notebook.slides          # (re)write the metadata of every notebook
+    python -m memlib.notebook slides          # (re)write the metadata of every notebook
 
 A test checks that every committed notebook already carries exactly this metadata.
 """
@@ -13,10 +13,6 @@ A test checks that every committed notebook already carries exactly this metadat
 from __future__ import annotations
 
 import copy
-import json
-import sys
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 __all__ = ["slide_type", "with_slides"]
@@ -51,19 +47,3 @@ def with_slides(notebook: dict[str, Any]) -> dict[str, Any]:
         else:
             metadata["slideshow"] = {"slide_type": kind}
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    folder = Path(argv[0]) if argv else Path("notebooks")
-    for path in sorted(folder.glob("*.ipynb")):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        updated = with_slides(notebook)
-        if updated != notebook:
-            path.write_text(json.dumps(updated, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
-            print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

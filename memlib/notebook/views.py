@@ -2,13 +2,15 @@
 
 A view returns plain data (a DataFrame, or a ``Rendered`` block) built with the
 library's own stages, so a notebook shows the real pipeline and copies none of it; an
-explorer (``memlib.notebook.explorers``) redraws any of them from a form. The last
-section lines views up over several queries, limits or stores. Recalls here use the
-fixed ``QUERY_ID``, so every output is the same on every run.
+explorer (``memlib.notebook.explorers``) redraws any of them from a form. Later sections
+line views up over several queries, limits or stores, and the last one explores what lies
+beyond the chapter: the agent loop, the rankers, the backends. Recalls here use
+the fixed ``QUERY_ID``, so every output is the same on every run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..candidates import retracted_ids, scan_recall_candidates, searchable_text
 from ..engine import RecallEngine
+from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery, normalize_recall_query, tokenize
-from ..rank import rank_key
+from ..rank import rank_key, stable_rank_recall_candidates
 from ..records import MemoryKind
 from ..render import render_recall_context, render_remote_profile
-from ..result import RecallResult
+from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
 from ..stores.base import MemoryStore
 from ._common import QUERY_ID, pandas
@@ -32,15 +35,20 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = [
+    "AGENT_QUERY_PREFIX",
+    "HYBRID_HASHING",
     "QUERY_ID",
     "SORT_KEYS",
     "Rendered",
     "View",
+    "agent_view",
     "as_of_at_noon",
+    "backends_view",
     "candidates_view",
     "counts_frame",
     "counts_view",
     "deciding_key",
+    "explored_rankers",
     "hits_view",
     "keys_subset_ranks",
     "limit_sweep",
@@ -50,16 +58,18 @@ __all__ = [
     "profile_view",
     "rank_keys_view",
     "rank_view",
+    "rankers_view",
     "ranks_by_store",
     "recall",
     "records_view",
+    "reference_hits",
     "render_view",
     "score_view",
     "tie_breaker_frame",
 ]
 
 View = Callable[[MemoryStore, str, datetime, int], Any]
-# The stable rank's keys, in the order they are consulted (SPEC §3.4).
+# The stable rank's keys, in the order they are consulted (docs/reference.md#rank).
 SORT_KEYS: tuple[str, ...] = ("total", "lexical_coverage", "captured_at", "memory_id")
 
 
@@ -395,3 +405,136 @@ def tie_breaker_frame(
         frame.insert(0, "case", name)
         frames.append(frame)
     return pandas().concat(frames, ignore_index=True)
+
+
+# -- beyond the chapter: the agent loop, the rankers, the backends ------------------------
+#
+# These views take what their notebook explores: a store (the agent loop, the rankers)
+# or a mapping of labelled stores (the backends). Each is still
+# ``view(store, query, as_of, limit)``, so an explorer redraws it like any other.
+
+# The recall ids of an explored exchange: fixed, so its tool results never vary.
+AGENT_QUERY_PREFIX = "nb-explore"
+# The hybrid ranker with an embedder that needs no model: exact and offline.
+HYBRID_HASHING = "hybrid (hashing)"
+
+
+def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """One offline exchange through ``agent_loop``, one content block a row.
+
+    The user sends ``query``; the scripted model (the real ``anthropic`` client on a
+    scripted HTTP transport) calls ``recall_history`` with exactly ``query`` and
+    ``limit``, then answers from the tool result. A query the contract refuses comes
+    back as an ``is_error`` tool result, and the model's answer quotes the message.
+    """
+    from ..agent import SCRIPTED_MODEL_ID, ScriptedModel, agent_loop, scripted_client
+
+    model = ScriptedModel(queries=(query,), limit=limit)
+    transcript = agent_loop(query, client=scripted_client(model), model=SCRIPTED_MODEL_ID,
+                            store=store, as_of=as_of, query_id_prefix=AGENT_QUERY_PREFIX)
+    rows = []
+    for entry in transcript.entries:
+        hits: int | None = None
+        hit_ids = ""
+        text = " ".join((entry.text or "").split())
+        if entry.block_type == "tool_result" and entry.content is not None:
+            if entry.is_error:
+                text = entry.content
+            else:
+                ids = [hit["memory_id"] for hit in json.loads(entry.content)["hits"]]
+                hits, hit_ids = len(ids), ", ".join(ids)
+        rows.append({
+            "turn": entry.turn,
+            "role": entry.role,
+            "block": entry.block_type,
+            "tool_use_id": entry.tool_use_id or "",
+            "tool_input": entry.tool_input_json,
+            "is_error": entry.is_error,
+            "hits": hits,
+            "hit_ids": hit_ids,
+            "text": text,
+        })
+    frame = pandas().DataFrame(rows, columns=["turn", "role", "block", "tool_use_id",
+                                              "tool_input", "is_error", "hits", "hit_ids",
+                                              "text"])
+    frame["is_error"] = frame["is_error"].astype("boolean")
+    frame["hits"] = frame["hits"].astype("Int64")
+    return frame
+
+
+def explored_rankers() -> dict[str, Any]:
+    """The rankers ``rankers_view`` lines up: each built-in lexical one by name, and
+    ``hybrid`` with the hashing embedder (no model, no download, the same vectors on
+    every machine) instead of all-MiniLM-L6-v2."""
+    from ..rankers import get_ranker
+    from ..rankers.embeddings import HashingEmbedder
+    from ..rankers.hybrid import HybridRanker
+
+    rankers: dict[str, Any] = {name: get_ranker(name)
+                               for name in ("baseline", "bm25", "bm25+stopwords")}
+    rankers[HYBRID_HASHING] = HybridRanker(model=HashingEmbedder())
+    return rankers
+
+
+def rankers_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
+    """One row per rank; per ranker its hit's ``memory_id`` and ``total``.
+
+    Totals are on each ranker's own scale (a share of terms plus recency, a sum of BM25
+    contributions, a fused score): compare orders across rankers, numbers within one.
+    """
+    results = {
+        label: RecallEngine(store, ranker=ranker).recall(query, limit=limit, as_of=as_of,
+                                                         query_id=QUERY_ID)
+        for label, ranker in explored_rankers().items()
+    }
+    depth = max(len(result.hits) for result in results.values())
+    rows = []
+    for position in range(depth):
+        row: dict[str, Any] = {"rank": position + 1}
+        for label, result in results.items():
+            hit = result.hits[position] if position < len(result.hits) else None
+            row[f"{label} memory_id"] = hit.memory_id if hit else None
+            row[f"{label} total"] = hit.score if hit else None
+        rows.append(row)
+    columns = ["rank"] + [f"{label} {part}" for label in results for part in ("memory_id",
+                                                                               "total")]
+    return pandas().DataFrame(rows, columns=columns)
+
+
+def reference_hits(store: MemoryStore, query: str, as_of: datetime,
+                   limit: int) -> tuple[RecallHit, ...]:
+    """The chapter's own pipeline over ``store.read_all()``: full scan, score, rank."""
+    q = _query(store, query, as_of, limit)
+    return stable_rank_recall_candidates(q, scan_recall_candidates(q, store.read_all())
+                                         .candidates, as_of=as_of)
+
+
+def backends_view(stores: Mapping[str, MemoryStore], query: str, as_of: datetime,
+                  limit: int) -> pd.DataFrame:
+    """The same recall through every store of ``stores`` and through the reference.
+
+    One row per rank: per backend the hit's ``memory_id`` and ``total``, then
+    ``reference`` (the chapter's full scan over the first store's records, no index),
+    and ``equal``: every column's hit is the same ``RecallHit`` (id, scope, provenance,
+    score breakdown), not only the same id.
+    """
+    if not stores:
+        raise RemoteMemoryValidationError("backends_view needs at least one store")
+    columns: dict[str, tuple[RecallHit, ...]] = {
+        label: recall(store, query, as_of, limit).hits for label, store in stores.items()
+    }
+    columns["reference"] = reference_hits(next(iter(stores.values())), query, as_of, limit)
+    depth = max(len(hits) for hits in columns.values())
+    rows = []
+    for position in range(depth):
+        row: dict[str, Any] = {"rank": position + 1}
+        found = [hits[position] if position < len(hits) else None for hits in columns.values()]
+        for label, hit in zip(columns, found, strict=True):
+            row[f"{label} memory_id"] = hit.memory_id if hit else None
+            row[f"{label} total"] = hit.score if hit else None
+        dicts = [hit.to_dict() if hit else None for hit in found]
+        row["equal"] = all(d is not None and d == dicts[0] for d in dicts)
+        rows.append(row)
+    names = ["rank"] + [f"{label} {part}" for label in columns for part in ("memory_id",
+                                                                             "total")]
+    return pandas().DataFrame(rows, columns=[*names, "equal"])

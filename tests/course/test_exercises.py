@@ -101,12 +101,12 @@ def test_student_cells_start_unanswered(path: Path) -> None:
 @pytest.mark.parametrize("path", STUDENT, ids=lambda p: p.name)
 def test_solution_twin_is_rebuilt_from_the_student_notebook(path: Path) -> None:
     twin_path = FOLDER / "solutions" / path.name
-    assert twin_path.exists(), f"run python -m memlib.notebook.solutions {path.stem}"
+    assert twin_path.exists(), f"run python -m memlib.notebook solutions {path.stem}"
     twin = _load(twin_path)
     rebuilt = solution_notebook(_load(path), path.name)
     assert sources(twin) == sources(rebuilt), (
         f"solutions/{path.name} drifted from {path.name}: "
-        f"run python -m memlib.notebook.solutions {path.stem}")
+        f"run python -m memlib.notebook solutions {path.stem}")
     for index, exercise_id in answer_cells(twin):
         assert f"{exercise_id} · correct" in _output_text(twin["cells"][index + 1]), (
             f"solutions/{path.name}: the solution of {exercise_id} is not graded correct")

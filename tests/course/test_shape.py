@@ -105,6 +105,6 @@ def test_slides_follow_the_outline(path: Path) -> None:
 
     notebook = json.loads(path.read_text(encoding="utf-8"))
     assert notebook == with_slides(notebook), (
-        f"{path.name}: slide metadata out of date — run python -m memlib.notebook.slides")
+        f"{path.name}: slide metadata out of date — run python -m memlib.notebook slides")
     kinds = [c["metadata"].get("slideshow", {}).get("slide_type") for c in notebook["cells"]]
     assert kinds.count("slide") >= len(SECTIONS) + 1

@@ -1,0 +1,68 @@
+"""``python -m memlib.notebook``: the course's maintenance commands.
+
+    python -m memlib.notebook solutions [NAME ...]   write and run the solution twins
+    python -m memlib.notebook slides                 slide metadata from each outline
+    python -m memlib.notebook reports                refresh the packaged report copies
+
+Run them from the repository root. They write course files (notebooks, package data),
+never a store, which is why they live here and not in the ``memlib`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _solutions(args: argparse.Namespace) -> None:
+    from .solutions import write_solutions
+
+    for target in write_solutions(args.folder, args.names, execute=not args.no_execute):
+        print(f"wrote {target}")
+
+
+def _slides(args: argparse.Namespace) -> None:
+    from .slides import with_slides
+
+    for path in sorted(args.folder.glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        updated = with_slides(notebook)
+        if updated != notebook:
+            path.write_text(json.dumps(updated, indent=1, ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+            print(f"wrote {path}")
+
+
+def _reports(args: argparse.Namespace) -> None:
+    from .reports import write_packaged_reports
+
+    root = Path.cwd()
+    for path in write_packaged_reports(root / "reports", root / "memlib" / "data" / "reports"):
+        print(f"wrote {path.relative_to(root)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memlib.notebook",
+                                     description="Maintain the course's generated files.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    solutions = commands.add_parser("solutions", help="write and run each notebook's twin")
+    solutions.add_argument("names", nargs="*", help="notebooks to rebuild (default: all)")
+    solutions.add_argument("--folder", type=Path, default=Path("notebooks"))
+    solutions.add_argument("--no-execute", action="store_true",
+                           help="write sources only (the twin then has no outputs)")
+    solutions.set_defaults(run=_solutions)
+    slides = commands.add_parser("slides", help="set the RISE slide metadata of every notebook")
+    slides.add_argument("--folder", type=Path, default=Path("notebooks"))
+    slides.set_defaults(run=_slides)
+    reports = commands.add_parser("reports", help="refresh memlib/data/reports from reports/")
+    reports.set_defaults(run=_reports)
+    args = parser.parse_args(argv)
+    args.run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

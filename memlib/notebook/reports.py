@@ -1,0 +1,143 @@
+"""The committed reports the notebooks read, shipped inside the package.
+
+Notebooks 11 and 12 chart figures from ``reports/`` at the root of the repository: the
+LoCoMo development-split report of the rankers and the newest full benchmark report.
+A notebook that looked for that folder from its working directory would break as soon
+as the notebooks folder is copied elsewhere, so a copy of each ships as package data
+under ``memlib/data/reports/`` and :func:`load_report` reads it from there.
+
+The rankers report is copied byte for byte. The benchmark report is about 100 KB, of
+which notebook 12 reads a few tables: its copy is :func:`bench_slice` of it, which keeps
+only those (and names the file it came from). ``tests/course/test_reports.py`` rebuilds
+both copies from ``reports/`` and compares, so a new benchmark run cannot leave the
+notebooks on an old one. After a run, refresh the copies from the repository root:
+
+    python -m memlib.notebook reports
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import RemoteMemoryError, RemoteMemoryValidationError
+
+__all__ = [
+    "BENCH",
+    "BENCH_KEEP",
+    "RANKERS_DEV_SPLIT",
+    "bench_slice",
+    "load_report",
+    "newest_full_bench",
+    "packaged_reports",
+    "write_packaged_reports",
+]
+
+RANKERS_DEV_SPLIT = "rankers-dev-split"
+BENCH = "bench"
+# A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
+_FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
+
+# What notebook 12 reads of a benchmark report: ``True`` keeps a value whole, a mapping
+# keeps those keys of it (applied to each element of a list).
+_LATENCY: Mapping[str, Any] = {"p50_ms": True, "p95_ms": True}
+_WALL: Mapping[str, Any] = {"wall_s": True}
+_COLD_RANKER: Mapping[str, Any] = {"jsonl_no_index": _WALL, "jsonl_index": _WALL,
+                                   "sqlite": _WALL}
+_LEXICAL_RANKERS = ("baseline", "bm25", "bm25+stopwords")
+BENCH_KEEP: Mapping[str, Any] = {
+    "date": True,
+    "machine": {"cpu": True, "cores": True},
+    "corpus": True,
+    "sizes": {
+        "n": True,
+        "append_only": True,
+        "reference": _LATENCY,
+        "jsonl": _LATENCY,
+        "sqlite": _LATENCY,
+        "postgresql": _LATENCY,
+        "bm25s": {"recall": _LATENCY},
+        "fts5": {"recall": _LATENCY},
+        "warm_lexical": {
+            "jsonl": {ranker: {"rare": _LATENCY, "common": _LATENCY}
+                      for ranker in _LEXICAL_RANKERS},
+            "bm25s": {"rare": _LATENCY},
+        },
+    },
+    "cold": {
+        "floor": _WALL,
+        "rows": {
+            "n": True,
+            **{ranker: _COLD_RANKER for ranker in _LEXICAL_RANKERS},
+            "catch_up_1000": {"wall_s": True, "over_fresh": True},
+        },
+    },
+}
+
+
+def _keep(value: Any, spec: Any) -> Any:
+    if spec is True:
+        return value
+    if isinstance(value, list):
+        return [_keep(item, spec) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _keep(value[key], part) for key, part in spec.items() if key in value}
+    return value
+
+
+def bench_slice(report: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """What notebook 12 reads of a full benchmark report, and the report's file name."""
+    return {"source": source, **_keep(report, BENCH_KEEP)}
+
+
+def _packaged() -> Any:
+    return resources.files("memlib").joinpath("data", "reports")
+
+
+def load_report(name: str) -> dict[str, Any]:
+    """The packaged copy of a report: ``"rankers-dev-split"`` or ``"bench"``."""
+    if name not in (RANKERS_DEV_SPLIT, BENCH):
+        raise RemoteMemoryValidationError(
+            f"unknown report {name!r}; known: {RANKERS_DEV_SPLIT}, {BENCH}")
+    try:
+        text = _packaged().joinpath(f"{name}.json").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RemoteMemoryError(
+            f"memlib is installed without its report {name}.json (package data "
+            "memlib/data/reports/ is missing)") from None
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def newest_full_bench(reports: Path) -> Path:
+    """The newest ``bench-YYYYMMDD.json`` in ``reports`` (partial runs are skipped)."""
+    runs = sorted(p for p in reports.iterdir() if _FULL_BENCH.match(p.name))
+    if not runs:
+        raise RemoteMemoryError(f"no full benchmark report (bench-YYYYMMDD.json) in {reports}")
+    return runs[-1]
+
+
+def packaged_reports(reports: Path) -> dict[str, str]:
+    """The text each packaged copy must hold, built from the repository's ``reports``."""
+    bench = newest_full_bench(reports)
+    sliced = bench_slice(json.loads(bench.read_text(encoding="utf-8")), bench.name)
+    return {
+        f"{RANKERS_DEV_SPLIT}.json":
+            (reports / f"{RANKERS_DEV_SPLIT}.json").read_text(encoding="utf-8"),
+        f"{BENCH}.json": json.dumps(sliced, indent=1, ensure_ascii=False) + "\n",
+    }
+
+
+def write_packaged_reports(reports: Path, target: Path) -> list[Path]:
+    """Write the packaged copies into ``target`` (``memlib/data/reports``)."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in packaged_reports(reports).items():
+        path = target / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

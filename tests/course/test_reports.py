@@ -1,0 +1,81 @@
+"""The reports the notebooks read ship with the package, and cannot drift from ``reports/``.
+
+Notebooks 11 and 12 read ``load_report``'s packaged copies, never the repository's
+``reports/`` folder, so they run wherever the notebooks folder is copied. These tests
+rebuild each copy from ``reports/`` — the rankers report byte for byte, the newest full
+benchmark report through ``bench_slice`` — and compare it with what is packaged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memlib.errors import RemoteMemoryValidationError
+from memlib.notebook.reports import (
+    BENCH,
+    RANKERS_DEV_SPLIT,
+    bench_slice,
+    load_report,
+    newest_full_bench,
+    packaged_reports,
+    write_packaged_reports,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = ROOT / "reports"
+PACKAGED = ROOT / "memlib" / "data" / "reports"
+REFRESH = "run `python -m memlib.notebook reports` from the repository root"
+
+
+def test_the_rankers_report_is_packaged_byte_for_byte() -> None:
+    source = (REPORTS / f"{RANKERS_DEV_SPLIT}.json").read_bytes()
+    assert (PACKAGED / f"{RANKERS_DEV_SPLIT}.json").read_bytes() == source, REFRESH
+    assert load_report(RANKERS_DEV_SPLIT) == json.loads(source)
+
+
+def test_the_bench_copy_is_the_slice_of_the_newest_full_run() -> None:
+    newest = newest_full_bench(REPORTS)
+    full = json.loads(newest.read_text(encoding="utf-8"))
+    packaged = load_report(BENCH)
+    assert packaged["source"] == newest.name, f"the packaged slice is of {packaged['source']}; "\
+        f"the newest full run is {newest.name}: {REFRESH}"
+    assert packaged == bench_slice(full, newest.name), REFRESH
+
+
+def test_every_packaged_file_is_rebuilt_from_reports() -> None:
+    expected = packaged_reports(REPORTS)
+    assert sorted(p.name for p in PACKAGED.iterdir()) == sorted(expected)
+    for name, text in expected.items():
+        assert (PACKAGED / name).read_text(encoding="utf-8") == text, f"{name}: {REFRESH}"
+
+
+def test_the_slice_keeps_what_notebook_12_reads(tmp_path: Path) -> None:
+    full = json.loads(newest_full_bench(REPORTS).read_text(encoding="utf-8"))
+    sliced = bench_slice(full, "bench-x.json")
+    assert len(json.dumps(sliced)) < len(json.dumps(full)) / 5
+    measured = [s for s in sliced["sizes"] if not s.get("append_only")]
+    assert measured and all({"p50_ms", "p95_ms"} <= set(s["jsonl"]) for s in measured)
+    assert "p50_ms" in measured[0]["sqlite"] and "p50_ms" in measured[0]["bm25s"]["recall"]
+    assert all("walls_s" not in s["jsonl"] for s in measured)  # raw samples are dropped
+    row = sliced["cold"]["rows"][0]
+    assert set(row["baseline"]) == {"jsonl_no_index", "jsonl_index", "sqlite"}
+    assert row["catch_up_1000"]["wall_s"] == full["cold"]["rows"][0]["catch_up_1000"]["wall_s"]
+    assert sliced["cold"]["floor"] == {"wall_s": full["cold"]["floor"]["wall_s"]}
+    # A newer full run (not a partial one) is the one sliced.
+    for name in ("bench-20260101.json", "bench-20990101-cold.json", "bench-20990101.json"):
+        (tmp_path / name).write_text(json.dumps(full), encoding="utf-8")
+    assert newest_full_bench(tmp_path).name == "bench-20990101.json"
+
+
+def test_copies_written_elsewhere_match(tmp_path: Path) -> None:
+    written = write_packaged_reports(REPORTS, tmp_path / "copies")
+    for path in written:
+        assert path.read_bytes() == (PACKAGED / path.name).read_bytes()
+
+
+def test_an_unknown_report_is_a_one_line_error() -> None:
+    with pytest.raises(RemoteMemoryValidationError, match="unknown report 'bench-20261201'"):
+        load_report("bench-20261201")
