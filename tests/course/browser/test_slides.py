@@ -1,0 +1,60 @@
+"""Every notebook presents as slides in RISE for JupyterLab, in headless Chromium.
+
+RISE serves a notebook at ``/rise/<path>`` and turns it into reveal.js sections. Each
+cell whose slide type is ``slide`` must open one top-level section (the rule is
+``memlib.notebook.slides``), the first section must be the notebook's title, and the
+skipped setup cell must not be shown.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .jupyterlab import JupyterLab
+from .test_explorers import NOTEBOOKS, UI_TIMEOUT, browser, lab  # noqa: F401 — fixtures
+
+pytestmark = pytest.mark.browser
+
+SLIDES = sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def _cells(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _kind(cell: dict[str, Any]) -> str | None:
+    return cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
+
+
+@pytest.mark.parametrize("path", SLIDES, ids=lambda p: p.name)
+def test_notebook_presents_as_slides(lab: JupyterLab, browser: Any, path: Path) -> None:  # noqa: F811
+    cells = _cells(path)
+    slides = sum(1 for c in cells if _kind(c) == "slide")
+    setup = next("".join(c["source"]) for c in cells if _kind(c) == "skip")
+    title = "".join(cells[0]["source"]).splitlines()[0].removeprefix("# ")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UI_TIMEOUT)
+    try:
+        page.goto(f"{lab.url}/rise/{path.name}?token={lab.token}", wait_until="domcontentloaded")
+        sections = page.locator(".reveal .slides > section")
+        # The deck is built first and its markdown rendered after: wait for the title
+        # heading, then for the number of sections to settle.
+        sections.first.locator("h1").first.wait_for(state="visible")
+        deadline, seen = time.monotonic() + UI_TIMEOUT / 1000, -1
+        while sections.count() != seen and time.monotonic() < deadline:
+            seen = sections.count()
+            time.sleep(1.0)
+        assert sections.count() == slides, (
+            f"{path.name}: RISE shows {sections.count()} slides, the metadata has {slides}")
+        first = sections.first.inner_text()
+        assert first.startswith(title.replace("`", "")), f"{path.name}: first slide {first[:80]!r}"
+        shown = page.locator(".reveal .slides").inner_text()
+        assert setup.splitlines()[0] not in shown or setup.splitlines()[0] in first, (
+            f"{path.name}: the skipped setup cell is on a slide")
+    finally:
+        page.close()
