@@ -27,6 +27,7 @@ __all__ = [
     "AgentError",
     "AgentTranscript",
     "AgentTurnLimitError",
+    "FlakyAPI",
     "ModelAPIError",
     "ScriptedModel",
     "ToolOutcome",
@@ -52,7 +53,8 @@ _HOMES = {
     "prompt": ("AGENT_RULES", "build_system_prompt"),
     "loop": ("agent_loop", "AgentTranscript", "TranscriptEntry"),
     "errors": ("AgentError", "ModelAPIError", "AgentTurnLimitError", "explain_api_error"),
-    "scripted": ("ScriptedModel", "scripted_client", "derive_query", "SCRIPTED_MODEL_ID"),
+    "scripted": ("ScriptedModel", "scripted_client", "derive_query", "SCRIPTED_MODEL_ID",
+                 "FlakyAPI"),
 }
 _WHERE = {name: module for module, names in _HOMES.items() for name in names}
 

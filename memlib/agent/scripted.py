@@ -26,6 +26,7 @@ from .tools import DEFAULT_LIMIT, RECALL_HISTORY, STORE_ERROR_PREFIX
 __all__ = [
     "SCRIPTED_API_KEY",
     "SCRIPTED_MODEL_ID",
+    "FlakyAPI",
     "ScriptedModel",
     "derive_query",
     "scripted_client",
@@ -279,3 +280,53 @@ def scripted_client(model: ScriptedModel | None = None) -> Any:
         max_retries=0,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
+
+
+# The error type the real API names in the body of each status (what the SDK reads).
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
+                500: "api_error", 529: "overloaded_error"}
+
+
+class FlakyAPI:
+    """A scripted Messages API that fails first: each of ``failures`` (an HTTP status, or
+    ``"timeout"``) answers one request, then ``model`` answers the rest.
+
+    It counts the requests it received (``sent``) and the failures it sent (``failed``).
+    Each failure asks for a 1 ms ``retry-after``, so the SDK's retries wait 1 ms, not
+    seconds; an error body echoes the key it was sent, as a careless server might, so a
+    caller can check that the key reaches no message.
+    """
+
+    def __init__(self, *failures: int | str, model: ScriptedModel | None = None) -> None:
+        unknown = [f for f in failures if f != "timeout" and f not in _ERROR_TYPES]
+        if unknown:
+            raise ValueError(f"FlakyAPI cannot send {unknown[0]!r}: a status of "
+                             f"{sorted(_ERROR_TYPES)} or 'timeout'")
+        self.failures = list(failures)
+        self.model = model if model is not None else ScriptedModel()
+        self.sent = 0
+        self.failed = 0
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.sent += 1
+        if not self.failures:
+            return self.model(request)
+        failure = self.failures.pop(0)
+        self.failed += 1
+        if failure == "timeout":
+            raise httpx2.ReadTimeout("scripted timeout", request=request)
+        key = request.headers.get("x-api-key", "")
+        body = {"type": "error", "error": {"type": _ERROR_TYPES[int(failure)],
+                                           "message": f"scripted {failure}, key {key}"}}
+        return httpx2.Response(int(failure), json=body, headers={"retry-after-ms": "1"})
+
+    def client(self, *, api_key: str = SCRIPTED_API_KEY, max_retries: int = 2) -> Any:
+        """A real ``anthropic.Anthropic`` on this transport, retrying as ``runtime_client()``
+        does by default (the SDK's two retries)."""
+        import anthropic
+
+        return anthropic.Anthropic(
+            api_key=api_key, base_url=_BASE_URL, max_retries=max_retries,
+            http_client=httpx2.Client(transport=httpx2.MockTransport(self)),
+        )

@@ -25,14 +25,14 @@ def _solutions(args: argparse.Namespace) -> None:
 
 
 def _slides(args: argparse.Namespace) -> None:
+    from ._common import write_notebook
     from .slides import with_slides
 
     for path in sorted(args.folder.glob("*.ipynb")):
         notebook = json.loads(path.read_text(encoding="utf-8"))
         updated = with_slides(notebook)
         if updated != notebook:
-            path.write_text(json.dumps(updated, indent=1, ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            write_notebook(path, updated)
             print(f"wrote {path}")
 
 

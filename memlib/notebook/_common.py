@@ -33,3 +33,13 @@ def pyplot() -> Any:
 
     warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
     return plt
+
+
+def write_notebook(path: Any, notebook: dict[str, Any]) -> None:
+    """Write a notebook as nbformat does (keys sorted, indent 1, UTF-8 as it is), so a
+    file this package writes and one Jupyter saves differ only where the content does."""
+    import json
+    from pathlib import Path
+
+    text = json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    Path(path).write_text(text, encoding="utf-8")

@@ -482,23 +482,11 @@ def describe_result(result: RecallResult) -> str:
 
 def hits_frame(result: RecallResult) -> pd.DataFrame:
     """Every field a checklist item looks at, one hit a row."""
-    rows = [
-        {
-            "rank": h.rank,
-            "memory_id": h.memory_id,
-            "query_id": h.query_id,
-            "user_scope": h.scope.user_scope,
-            "source_id": h.provenance.source_id,
-            "captured_at": h.provenance.captured_at,
-            "coverage": h.score_breakdown.lexical_coverage,
-            "recency": h.score_breakdown.recency,
-            "lexical_contribution": h.score_breakdown.lexical_contribution,
-            "recency_contribution": h.score_breakdown.recency_contribution,
-            "total": h.score_breakdown.total,
-        }
-        for h in result.hits
-    ]
-    return pandas().DataFrame(rows)
+    from .frames import hits_frame as frame
+
+    return frame(result, ("rank", "memory_id", "query_id", "user_scope", "source_id",
+                          "captured_at", "coverage", "recency", "lexical_contribution",
+                          "recency_contribution", "total"))
 
 
 # -- 3 · the no-key boundary: a probe in a clean interpreter --------------------------------

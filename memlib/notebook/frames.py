@@ -35,6 +35,7 @@ __all__ = [
     "file_state",
     "flatten",
     "hit_fields_frame",
+    "hits_frame",
     "insertion_order_frame",
     "normalize_frame",
     "payload_outline",
@@ -144,6 +145,34 @@ def hit_fields_frame(result: RecallResult) -> pd.DataFrame:
     frame = pandas().DataFrame({f"rank {h.rank}": flatten(h.to_dict()) for h in result.hits})
     frame.index.name = "field"
     return frame.astype(str)
+
+
+# What a hit table can show, each read from one hit; HIT_COLUMNS is the usual choice.
+_HIT_FIELDS: Mapping[str, Any] = {
+    "rank": lambda h: h.rank,
+    "memory_id": lambda h: h.memory_id,
+    "query_id": lambda h: h.query_id,
+    "user_scope": lambda h: h.scope.user_scope,
+    "source_id": lambda h: h.provenance.source_id,
+    "captured_at": lambda h: h.provenance.captured_at,
+    "matched_terms": lambda h: ", ".join(h.score_breakdown.matched_terms),
+    "coverage": lambda h: h.score_breakdown.lexical_coverage,
+    "recency": lambda h: h.score_breakdown.recency,
+    "lexical_contribution": lambda h: h.score_breakdown.lexical_contribution,
+    "recency_contribution": lambda h: h.score_breakdown.recency_contribution,
+    "total": lambda h: h.score_breakdown.total,
+}
+HIT_COLUMNS = ("rank", "memory_id", "total", "coverage", "recency", "matched_terms",
+               "captured_at")
+
+
+def hits_frame(result: RecallResult, columns: Sequence[str] = HIT_COLUMNS) -> pd.DataFrame:
+    """The hits of a result, one a row, with the chosen ``columns`` (see ``_HIT_FIELDS``)."""
+    unknown = [c for c in columns if c not in _HIT_FIELDS]
+    if unknown:
+        raise ValueError(f"no hit column {unknown[0]!r}; choose from {', '.join(_HIT_FIELDS)}")
+    rows = [{c: _HIT_FIELDS[c](h) for c in columns} for h in result.hits]
+    return pandas().DataFrame(rows, columns=list(columns))
 
 
 def payload_outline(payload: str) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._common import write_notebook
 from .exercises import all_exercises
 
 __all__ = ["ANSWER_CELL", "answer_cells", "solution_notebook", "write_solutions"]
@@ -94,7 +95,7 @@ def write_solutions(folder: Path, names: Sequence[str] = (), *, execute: bool = 
         if execute:
             twin = _execute(twin, out_dir)
         target = out_dir / path.name
-        target.write_text(json.dumps(twin, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_notebook(target, twin)
         written.append(target)
     return written
 
@@ -104,6 +105,6 @@ def _execute(notebook: dict[str, Any], cwd: Path) -> dict[str, Any]:
     from nbclient import NotebookClient
 
     node = nbformat.reads(json.dumps(notebook), as_version=4)
-    NotebookClient(node, timeout=900, kernel_name="python3",
+    NotebookClient(node, timeout=900, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(cwd)}}).execute()
     return json.loads(nbformat.writes(node))

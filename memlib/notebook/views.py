@@ -462,6 +462,36 @@ def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
     return frame
 
 
+def api_failures_frame(store: MemoryStore, question: str, as_of: datetime,
+                       cases: Mapping[str, Sequence[int | str]]) -> pd.DataFrame:
+    """One offline exchange per case, the API failing first as the case says
+    (``memlib.agent.FlakyAPI``), with the SDK's retries ``runtime_client()`` keeps: how
+    many HTTP requests were sent, how many retries, and how the loop ended — with the
+    one sentence of its ``ModelAPIError`` and whether the echoed key reached it."""
+    from ..agent import SCRIPTED_MODEL_ID, FlakyAPI, ModelAPIError, agent_loop
+
+    key = "demo-key-0123456789"  # not a real key: the flaky server echoes it back
+    rows = []
+    for label, failures in cases.items():
+        api = FlakyAPI(*failures)
+        try:
+            transcript = agent_loop(question, client=api.client(api_key=key),
+                                    model=SCRIPTED_MODEL_ID, store=store, as_of=as_of,
+                                    query_id_prefix="nb-api")
+            ended = {"loop ends with": f"an answer ({transcript.stop_reason})", "reason": "",
+                     "status_code": None, "message": transcript.final_text.splitlines()[0]}
+        except ModelAPIError as exc:
+            ended = {"loop ends with": type(exc).__name__, "reason": exc.reason,
+                     "status_code": exc.status_code, "message": str(exc)}
+        gave_up = ended["reason"] != ""
+        rows.append({"server answers": label, "HTTP requests": api.sent,
+                     "SDK retries": api.failed - gave_up, **ended,
+                     "key in message": key in str(ended["message"])})
+    frame = pandas().DataFrame(rows)
+    frame["status_code"] = frame["status_code"].astype("Int64")
+    return frame
+
+
 def explored_rankers() -> dict[str, Any]:
     """The rankers ``rankers_view`` lines up: each built-in lexical one by name, and
     ``hybrid`` with the hashing embedder (no model, no download, the same vectors on

@@ -61,6 +61,9 @@ def test_executed_top_to_bottom(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(FOLDER).as_posix())
 def test_no_errors_or_machine_specific_output(path: Path) -> None:
     for index, cell in enumerate(_cells(path)):
+        # nbclient's record_timing writes wall-clock times into cell metadata.
+        assert "execution" not in cell.get("metadata", {}), (
+            f"{path.name} cell {index} records execution times: run with record_timing=False")
         for output in cell.get("outputs", []):
             assert output.get("output_type") != "error", f"{path.name} cell {index} saved an error"
             leak = LEAKS.search(_text(output))

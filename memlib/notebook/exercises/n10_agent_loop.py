@@ -65,32 +65,12 @@ def _outcome(answer: Any) -> Verdict:
 def http_requests(statuses: Sequence[int] = STATUSES, max_retries: int = 2) -> int:
     """HTTP requests the SDK sends for one scripted exchange whose first answers are
     ``statuses`` (then 200s), with the retries ``runtime_client()`` leaves on."""
-    import anthropic
-    import httpx2
+    from ...agent import SCRIPTED_MODEL_ID, FlakyAPI, agent_loop
 
-    from ...agent import SCRIPTED_MODEL_ID, ScriptedModel, agent_loop
-
-    pending = list(statuses)
-    model = ScriptedModel()
-    sent = 0
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        nonlocal sent
-        sent += 1
-        if pending:
-            status = pending.pop(0)
-            body = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
-            # A 1 ms "retry-after": the SDK honours it, so no backoff is waited out.
-            return httpx2.Response(status, json=body, headers={"retry-after-ms": "1"})
-        return model(request)
-
-    client = anthropic.Anthropic(
-        api_key="grader-key", base_url="https://api.anthropic.com", max_retries=max_retries,
-        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
-    )
-    agent_loop(QUESTION, client=client, model=SCRIPTED_MODEL_ID, store=sample_store(),
-               as_of=SAMPLE_AS_OF, query_id_prefix="grader")
-    return sent
+    api = FlakyAPI(*statuses)
+    agent_loop(QUESTION, client=api.client(max_retries=max_retries), model=SCRIPTED_MODEL_ID,
+               store=sample_store(), as_of=SAMPLE_AS_OF, query_id_prefix="grader")
+    return api.sent
 
 
 def _requests(answer: Any) -> Verdict:
