@@ -7,6 +7,8 @@ need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 # Browser tests drive Debian's chromium through Playwright (never `playwright install`).
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# A CJK font, so plots and the browser draw Chinese (matplotlib finds it on its own).
+[ -f /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ] || need+=(fonts-noto-cjk)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

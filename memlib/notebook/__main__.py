@@ -3,6 +3,8 @@
     python -m memlib.notebook solutions [NAME ...]   write and run the solution twins
     python -m memlib.notebook slides                 slide metadata from each outline
     python -m memlib.notebook reports                refresh the packaged report copies
+    python -m memlib.notebook translate zh [NAME ...] write and run the zh edition
+    python -m memlib.notebook translate zh --template  refresh its catalogs to translate
 
 Run them from the repository root. They write course files (notebooks, package data),
 never a store, which is why they live here and not in the ``memlib`` command.
@@ -36,6 +38,32 @@ def _slides(args: argparse.Namespace) -> None:
             print(f"wrote {path}")
 
 
+def _translate(args: argparse.Namespace) -> None:
+    from ._common import execute_notebook, write_notebook
+    from .translate import catalog_path, catalog_template, parse_catalog, translated_notebook
+
+    root = Path.cwd()
+    out_dir = args.folder / args.lang
+    out_dir.mkdir(exist_ok=True)
+    for path in sorted(args.folder.glob("*.ipynb")):
+        if args.names and path.stem not in args.names and path.name not in args.names:
+            continue
+        english = json.loads(path.read_text(encoding="utf-8"))
+        catalog_file = catalog_path(root, args.lang, path.name)
+        old = (parse_catalog(catalog_file.read_text(encoding="utf-8"))
+               if catalog_file.exists() else {})
+        if args.template:
+            catalog_file.parent.mkdir(parents=True, exist_ok=True)
+            catalog_file.write_text(catalog_template(english, old), encoding="utf-8")
+            print(f"wrote {catalog_file.relative_to(root)}")
+            continue
+        edition = translated_notebook(english, old, path.name)
+        if not args.no_execute:
+            edition = execute_notebook(edition, out_dir)
+        write_notebook(out_dir / path.name, edition)
+        print(f"wrote {out_dir / path.name}")
+
+
 def _reports(args: argparse.Namespace) -> None:
     from .reports import write_packaged_reports
 
@@ -57,6 +85,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     slides = commands.add_parser("slides", help="set the RISE slide metadata of every notebook")
     slides.add_argument("--folder", type=Path, default=Path("notebooks"))
     slides.set_defaults(run=_slides)
+    translate = commands.add_parser("translate",
+                                    help="write and run an edition (zh) from its catalogs")
+    translate.add_argument("lang", help="the edition: i18n/LANG/ → notebooks/LANG/")
+    translate.add_argument("names", nargs="*", help="notebooks to rebuild (default: all)")
+    translate.add_argument("--folder", type=Path, default=Path("notebooks"))
+    translate.add_argument("--template", action="store_true",
+                           help="(re)write the catalogs instead: current translations kept, "
+                                "every new or changed English cell to translate")
+    translate.add_argument("--no-execute", action="store_true",
+                           help="write sources only (the edition then has no outputs)")
+    translate.set_defaults(run=_translate)
     reports = commands.add_parser("reports", help="refresh memlib/data/reports from reports/")
     reports.set_defaults(run=_reports)
     args = parser.parse_args(argv)

@@ -20,17 +20,51 @@ def pandas() -> Any:
     return pandas
 
 
-def pyplot() -> Any:
-    """pyplot, with the "Glyph … missing from font" warning silenced.
+# Fonts with Han and kana glyphs, most wanted first: Debian's fonts-noto-cjk (installed by
+# scripts/system-deps.sh), then fonts-wqy-microhei, then what macOS and Windows ship.
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei",
+             "PingFang SC", "Microsoft YaHei")
+_CJK_FILES = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+              "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
 
-    The default fonts have no Han or kana glyphs: a CJK label is drawn as boxes, and
-    the warning (raised when the figure is drawn, after the helper returned) would
-    otherwise land in a cell's output or an explorer's Output widget.
+
+def cjk_font() -> str | None:
+    """The CJK font matplotlib will fall back to, or None when the machine has none.
+
+    matplotlib caches the font list of its first run: a font installed after that is
+    unknown to it. When the list lacks every CJK font but a known font file exists, the
+    file is added to this process's font manager.
+    """
+    from pathlib import Path
+
+    from matplotlib import font_manager
+
+    names = {font.name for font in font_manager.fontManager.ttflist}
+    found = next((name for name in CJK_FONTS if name in names), None)
+    if found is None:
+        for path in (f for f in _CJK_FILES if Path(f).exists()):
+            font_manager.fontManager.addfont(path)
+        names = {font.name for font in font_manager.fontManager.ttflist}
+        found = next((name for name in CJK_FONTS if name in names), None)
+    return found
+
+
+def pyplot() -> Any:
+    """pyplot, with a CJK font after the default one, so Chinese and Japanese labels draw.
+
+    DejaVu Sans stays first (Latin text looks as it always did); matplotlib falls back,
+    glyph by glyph, to the CJK font for Han and kana. On a machine without one, the
+    "Glyph … missing from font" warning (raised when the figure is drawn, after the
+    helper returned) is silenced, so it never lands in a cell or an explorer's output.
     """
     import warnings
 
     import matplotlib.pyplot as plt
 
+    cjk = cjk_font()
+    if cjk is not None:
+        # A list of families is what matplotlib falls back along, glyph by glyph.
+        plt.rcParams["font.family"] = ["DejaVu Sans", cjk]
     warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
     return plt
 
@@ -43,3 +77,18 @@ def write_notebook(path: Any, notebook: dict[str, Any]) -> None:
 
     text = json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     Path(path).write_text(text, encoding="utf-8")
+
+
+def execute_notebook(notebook: dict[str, Any], cwd: Any) -> dict[str, Any]:
+    """``notebook`` run top to bottom in a fresh kernel in ``cwd`` (nbclient, the
+    notebook extra), without wall-clock times in the cell metadata."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    node = nbformat.reads(json.dumps(notebook), as_version=4)
+    NotebookClient(node, timeout=900, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    result: dict[str, Any] = json.loads(nbformat.writes(node))
+    return result

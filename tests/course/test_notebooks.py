@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
-# The student notebooks and their solution twins: nbval runs both, so both are checked here.
-NOTEBOOKS = sorted(FOLDER.glob("*.ipynb")) + sorted(FOLDER.glob("solutions/*.ipynb"))
+# The student notebooks, their solution twins, and every other edition (notebooks/zh/)
+# with its twins: nbval runs them all, so all are checked here.
+NOTEBOOKS = sorted(p for p in FOLDER.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 HELPERS = sorted(
     p.stem
     for p in (Path(__file__).resolve().parents[2] / "memlib" / "notebook").glob("*.py")

@@ -1,0 +1,130 @@
+"""Other editions of the course: the same code cells, the prose from a catalog.
+
+The English notebooks in ``notebooks/`` are the source of every code cell. An edition
+(``zh``) keeps its prose in one Markdown file per notebook, ``i18n/zh/<name>.md``: each
+markdown cell of the notebook is one section, opened by a marker that names the cell and
+the English text it translates::
+
+    <!-- cell c04 en=3f2a9c1b7d20 -->
+    ## 1 · 存储
+
+The build (``python -m memlib.notebook translate zh``) writes ``notebooks/zh/<name>.ipynb``:
+the English notebook with each markdown cell replaced by its section (links that leave the
+notebooks folder one folder deeper), then runs it. ``en=`` is the first 12 hex digits of
+the SHA-256 of the English cell: when the English text changes, the build stops and names
+the sections to update, so an edit to one edition cannot silently skip the other. A test
+rebuilds every edition from its catalog and compares.
+
+``python -m memlib.notebook translate zh --template NAME`` writes a catalog to start from:
+every section holds the English text, with the current ``en=``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Catalog",
+    "StaleTranslationError",
+    "catalog_template",
+    "english_hash",
+    "parse_catalog",
+    "translated_notebook",
+]
+
+_MARKER = re.compile(r"^<!-- cell (?P<id>[\w-]+) en=(?P<en>[0-9a-f]{12}) -->[ \t]*$", re.M)
+_UP_LINK = re.compile(r"\]\(\.\./")
+
+
+class StaleTranslationError(ValueError):
+    """A catalog misses a markdown cell, or translates an older English text of it."""
+
+
+@dataclass(frozen=True)
+class Section:
+    cell_id: str
+    english: str  # the hash of the English text it translates
+    text: str
+
+
+Catalog = Mapping[str, Section]
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
+
+
+def english_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def parse_catalog(text: str) -> dict[str, Section]:
+    """The sections of a catalog file, by cell id."""
+    markers = list(_MARKER.finditer(text))
+    sections: dict[str, Section] = {}
+    for number, marker in enumerate(markers):
+        end = markers[number + 1].start() if number + 1 < len(markers) else len(text)
+        body = text[marker.end():end].strip("\n")
+        cell_id = marker.group("id")
+        if cell_id in sections:
+            raise StaleTranslationError(f"cell {cell_id} has two sections")
+        sections[cell_id] = Section(cell_id, marker.group("en"), body)
+    return sections
+
+
+def catalog_template(notebook: Mapping[str, Any], old: Catalog | None = None) -> str:
+    """A catalog of ``notebook``: each section the old translation when it is current,
+    else the English text to translate."""
+    parts = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        english = _source(cell)
+        digest = english_hash(english)
+        kept = (old or {}).get(cell["id"])
+        body = kept.text if kept is not None and kept.english == digest else english
+        parts.append(f"<!-- cell {cell['id']} en={digest} -->\n{body.strip(chr(10))}\n")
+    return "\n".join(parts)
+
+
+def translated_notebook(english: Mapping[str, Any], catalog: Catalog, name: str) -> dict[str, Any]:
+    """``english`` with each markdown cell from ``catalog``; outputs not yet computed.
+
+    Raises :class:`StaleTranslationError` naming every missing or outdated section.
+    """
+    edition = copy.deepcopy(dict(english))
+    problems = []
+    used = set()
+    for cell in edition["cells"]:
+        if cell["cell_type"] == "markdown":
+            section = catalog.get(cell["id"])
+            digest = english_hash(_source(cell))
+            if section is None:
+                problems.append(f"{cell['id']} (missing)")
+                continue
+            if section.english != digest:
+                problems.append(f"{cell['id']} (English changed: en={digest})")
+                continue
+            used.add(cell["id"])
+            cell["source"] = _UP_LINK.sub("](../../", section.text).splitlines(keepends=True)
+        else:
+            cell["outputs"] = [] if cell["cell_type"] == "code" else cell.get("outputs")
+            if cell["cell_type"] == "code":
+                cell["execution_count"] = None
+    unused = sorted(set(catalog) - used - {p.split()[0] for p in problems})
+    problems += [f"{cell_id} (no such markdown cell)" for cell_id in unused]
+    if problems:
+        raise StaleTranslationError(f"{name}: update these sections of its catalog: "
+                                    + ", ".join(problems))
+    return edition
+
+
+def catalog_path(root: Path, lang: str, name: str) -> Path:
+    return root / "i18n" / lang / f"{Path(name).stem}.md"
