@@ -1,4 +1,7 @@
-"""``memlib demo``: recall on the sample corpus, the same output every run."""
+"""``memlib demo``: recall on the sample corpus, the same output every run.
+
+``--lang zh`` runs it on the Chinese sample corpus with a Chinese query.
+"""
 
 from __future__ import annotations
 
@@ -12,25 +15,31 @@ from ..render import render_recall_context, render_remote_profile
 from ._common import write_line
 from .recall import limit_arg
 
-__all__ = ["DEMO_QUERY", "DEMO_QUERY_ID", "cmd_demo", "register"]
+__all__ = ["DEMO_QUERIES", "DEMO_QUERY", "DEMO_QUERY_ID", "cmd_demo", "register"]
 
 DEMO_QUERY = "layered memory"
 DEMO_QUERY_ID = "demo-query-001"
+# The query of each sample corpus (``memlib.sample.SAMPLE_QUERY_ZH`` for zh; written out so
+# that ``memlib --help`` does not import the sample module).
+DEMO_QUERIES = {"en": DEMO_QUERY, "zh": "分层记忆"}
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..sample import SAMPLE_AS_OF, open_sample_store
 
+    lang = getattr(args, "lang", "en")
+    query = DEMO_QUERIES[lang]
+
     def run(root: str) -> None:
-        store = open_sample_store(root)
+        store = open_sample_store(root, lang=lang)
         result = RecallEngine(store).recall(
-            DEMO_QUERY, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
+            query, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
         )
         write_line("# Session start: the latest profile snapshot")
         write_line(render_remote_profile(store.latest_profile()))
         write_line("")
         at = format_timestamp(SAMPLE_AS_OF)
-        write_line(f"# recall_history({DEMO_QUERY!r}, limit={args.limit}) at {at}")
+        write_line(f"# recall_history({query!r}, limit={args.limit}) at {at}")
         write_line(result.to_json())
         write_line("")
         write_line("# Rendered context for the prompt")
@@ -49,6 +58,11 @@ def register(subparsers: Any) -> None:
         "demo", help="offline demo on the sample corpus (same output every run)"
     )
     demo.add_argument("--limit", type=limit_arg, default=5)
+    demo.add_argument(
+        "--lang", choices=tuple(DEMO_QUERIES), default="en",
+        help="language of the sample corpus and query: en (default) or zh (Chinese, "
+        "query 分层记忆)",
+    )
     demo.add_argument(
         "--root", help="keep the demo store in this folder instead of a temporary one"
     )

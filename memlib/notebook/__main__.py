@@ -57,7 +57,7 @@ def _translate(args: argparse.Namespace) -> None:
             catalog_file.write_text(catalog_template(english, old), encoding="utf-8")
             print(f"wrote {catalog_file.relative_to(root)}")
             continue
-        edition = translated_notebook(english, old, path.name)
+        edition = translated_notebook(english, old, path.name, args.lang)
         if not args.no_execute:
             edition = execute_notebook(edition, out_dir)
         write_notebook(out_dir / path.name, edition)

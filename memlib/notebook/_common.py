@@ -35,6 +35,7 @@ def cjk_font() -> str | None:
     unknown to it. When the list lacks every CJK font but a known font file exists, the
     file is added to this process's font manager.
     """
+    import sys
     from pathlib import Path
 
     from matplotlib import font_manager
@@ -42,8 +43,10 @@ def cjk_font() -> str | None:
     names = {font.name for font in font_manager.fontManager.ttflist}
     found = next((name for name in CJK_FONTS if name in names), None)
     if found is None:
-        for path in (f for f in _CJK_FILES if Path(f).exists()):
-            font_manager.fontManager.addfont(path)
+        # conda-forge's font-ttf-noto-cjk installs under the environment's own fonts/.
+        conda = sorted((Path(sys.prefix) / "fonts").glob("NotoSansCJK*"))
+        for path in [*(Path(f) for f in _CJK_FILES if Path(f).exists()), *conda]:
+            font_manager.fontManager.addfont(str(path))
         names = {font.name for font in font_manager.fontManager.ttflist}
         found = next((name for name in CJK_FONTS if name in names), None)
     return found

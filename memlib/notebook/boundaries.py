@@ -44,6 +44,7 @@ from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
 from ..stores.base import MemoryStore
 from ._common import QUERY_ID, pandas
+from .language import tr
 from .views import recall
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -165,12 +166,12 @@ def boundary_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataFr
     facts = _boundary_facts(store, query, as_of)
     rows = [
         {
-            "chapter": f"{b.chapter} {b.name}",
-            "owner": b.owner,
-            "core object": b.core_object,
-            "answers": b.question,
-            "in memlib": b.in_memlib,
-            "seen in this store now": facts[b.chapter],
+            tr("chapter", "模块"): f"{b.chapter} {b.name}",
+            tr("owner", "所有者"): b.owner,
+            tr("core object", "核心对象"): b.core_object,
+            tr("answers", "回答的问题"): b.question,
+            tr("in memlib", "在 memlib 中"): b.in_memlib,
+            tr("seen in this store now", "此刻在这个存储中看到"): facts[b.chapter],
         }
         for b in BOUNDARIES
     ]
@@ -374,7 +375,8 @@ def checklist_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataF
     for item in CHECKLIST:
         holds, fact = item.check(store, query, as_of)
         rows.append({"item": item.number, "checklist": item.en, "清单": item.zh,
-                     "proved in": ", ".join(item.proved_in), "checked now": fact,
+                     tr("proved in", "在哪里验证"): ", ".join(item.proved_in),
+                     tr("checked now", "此刻检查所见"): fact,
                      "holds": holds})
     return pandas().DataFrame(rows)
 
@@ -577,12 +579,13 @@ class ProbeReport:
         return {
             "code": self.code,
             "sockets": self.sockets,
-            "files written": len(self.files_written),
-            "folders created": len(self.folders_created),
-            "variables read": len(self.env_read),
-            "key variables read": ", ".join(self.key_variables_read) or "none",
-            "anthropic imported": self.anthropic_imported,
-            "outcome": self.error or "ok",
+            tr("files written", "写入的文件"): len(self.files_written),
+            tr("folders created", "创建的文件夹"): len(self.folders_created),
+            tr("variables read", "读取的变量"): len(self.env_read),
+            tr("key variables read", "读取的密钥变量"):
+                ", ".join(self.key_variables_read) or "none",
+            tr("anthropic imported", "导入了 anthropic"): self.anthropic_imported,
+            tr("outcome", "结果"): self.error or "ok",
         }
 
 
@@ -772,9 +775,10 @@ def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
     for c in COMMAND_MAP:
         words = c.memlib_cli.split()
         name = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "memlib"), None)
-        rows.append({"chapter": c.chapter, "memlib": c.memlib_cli, "Python": c.python,
-                     "note": c.note, "listed by memlib --help": None if name is None
-                     else name in listed})
+        rows.append({tr("chapter", "本章"): c.chapter, "memlib": c.memlib_cli, "Python": c.python,
+                     tr("note", "说明"): c.note,
+                     tr("listed by memlib --help", "memlib --help 是否列出"):
+                         None if name is None else name in listed})
     return pandas().DataFrame(rows)
 
 
@@ -796,12 +800,13 @@ def contract_shape_frame(store: MemoryStore, query: str, as_of: datetime,
     for name, result in results.items():
         keys, hit, breakdown = shape(result)
         rows.append({
-            "ranker": name,
-            "top hit": result.hits[0].memory_id if result.hits else None,
-            "same result keys": keys == base[0],
-            "same hit keys": hit == base[1],
-            "breakdown keys added": ", ".join(k for k in breakdown if k not in base[2]) or "—",
-            "renders": render_recall_context(result).startswith("<recalled_context"),
+            tr("ranker", "排序器"): name,
+            tr("top hit", "第一个命中"): result.hits[0].memory_id if result.hits else None,
+            tr("same result keys", "结果的键相同"): keys == base[0],
+            tr("same hit keys", "命中的键相同"): hit == base[1],
+            tr("breakdown keys added", "明细新增的键"):
+                ", ".join(k for k in breakdown if k not in base[2]) or "—",
+            tr("renders", "能渲染"): render_recall_context(result).startswith("<recalled_context"),
         })
     return pandas().DataFrame(rows)
 
@@ -826,14 +831,16 @@ def query_id_frame(store: MemoryStore, query: str, as_of: datetime,
         ("normalize", "RecallQuery", 1, q.query_id),
         ("candidate", "RecallCandidate", len(candidates), ids(c.query_id for c in candidates)),
         ("score", "RecallScoreBreakdown", len(breakdowns),
-         "(no field: made from a candidate of this query, checked by score_recall_candidate)"),
+         tr("(no field: made from a candidate of this query, checked by score_recall_candidate)",
+            "（没有这个字段：由本查询的候选算出，score_recall_candidate 负责检查）")),
         ("stable rank", "RecallHit", len(hits), ids(h.query_id for h in hits)),
         ("result", "to_json() query + hits", 1 + len(payload["hits"]),
          ids([payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])])),
         ("render", "<recalled_context query_id=…>", 1,
          ids(re.findall(r'<recalled_context query_id="([^"]*)"', block))),
     ]
-    return pandas().DataFrame(rows, columns=["stage", "object", "count", "query_id"])
+    columns = [tr("stage", "阶段"), tr("object", "对象"), tr("count", "数量"), "query_id"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 # -- 7 · the explorer's view: the whole pipeline for one query --------------------------------
@@ -850,18 +857,23 @@ def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
         ("normalize", "memlib.normalize", "normalized_text", q.normalized_text),
         ("normalize", "memlib.normalize", "terms", ", ".join(q.terms)),
         ("normalize", "memlib.normalize", "query_id", q.query_id),
-        ("store", "memlib.stores", "stored records", str(len(store.read_all()))),
+        ("store", "memlib.stores", tr("stored records", "存储记录数"), str(len(store.read_all()))),
         ("candidate", "memlib.candidates", "searched_records", str(result.searched_records)),
         ("candidate", "memlib.candidates", "candidate_records", str(result.candidate_records)),
         ("candidate", "memlib.candidates", "retracted_records", str(result.retracted_records)),
-        ("score", "memlib.score", "best total", "—" if best is None else f"{best:.6f}"),
-        ("stable rank", "memlib.rank", f"hits (limit {q.limit})", str(len(result.hits))),
-        ("stable rank", "memlib.rank", "rank 1",
+        ("score", "memlib.score", tr("best total", "最高 total"),
+         "—" if best is None else f"{best:.6f}"),
+        ("stable rank", "memlib.rank", tr(f"hits (limit {q.limit})", f"命中数（limit {q.limit}）"),
+         str(len(result.hits))),
+        ("stable rank", "memlib.rank", tr("rank 1", "第 1 名"),
          result.hits[0].memory_id if result.hits else "—"),
-        ("result", "memlib.result", "every hit bound to query_id",
+        ("result", "memlib.result", tr("every hit bound to query_id", "每个命中都绑定 query_id"),
          str(all(h.query_id == q.query_id for h in result.hits))),
         ("result", "memlib.result", "empty_reason", str(result.empty_reason)),
-        ("result", "memlib.result", "tool JSON chars", str(len(result.to_json()))),
-        ("render", "memlib.render", "rendered chars", str(len(render_recall_context(result)))),
+        ("result", "memlib.result", tr("tool JSON chars", "工具 JSON 字符数"),
+         str(len(result.to_json()))),
+        ("render", "memlib.render", tr("rendered chars", "渲染出的字符数"),
+         str(len(render_recall_context(result)))),
     ]
-    return pandas().DataFrame(rows, columns=["stage", "module", "output", "value"])
+    columns = [tr("stage", "阶段"), tr("module", "模块"), tr("output", "输出"), tr("value", "值")]
+    return pandas().DataFrame(rows, columns=columns)

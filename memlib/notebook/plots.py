@@ -16,6 +16,7 @@ from ..sample import SAMPLE_AS_OF
 from ..score import LEXICAL_WEIGHT, RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, recency_of
 from ..stores.base import MemoryStore
 from ._common import pandas, pyplot
+from .language import tr
 from .views import as_of_at_noon, recall
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +63,8 @@ def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    ax.set_title("captured_at (the event) vs stored_at (the write)", fontsize="medium")
+    ax.set_title(tr("captured_at (the event) vs stored_at (the write)",
+                    "captured_at（事件发生）与 stored_at（写入存储）"), fontsize="medium")
     return ax
 
 
@@ -98,7 +100,7 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
                 s=80,
                 color="tab:red",
                 zorder=4,
-                label=f"{kind.value}, retracted",
+                label=tr(f"{kind.value}, retracted", f"{kind.value}，已撤回"),
             )
     if latest is not None:
         ax.scatter(
@@ -108,7 +110,7 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
             facecolors="none",
             edgecolors="black",
             zorder=5,
-            label=f"injected: {latest.memory_id}",
+            label=tr(f"injected: {latest.memory_id}", f"会话启动时注入：{latest.memory_id}"),
         )
     for record in records:
         is_latest = latest is not None and record.memory_id == latest.memory_id
@@ -128,7 +130,7 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
     ax.set_xlabel("captured_at (2026)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
-    ax.set_title(title or "records by captured_at")
+    ax.set_title(title or tr("records by captured_at", "按 captured_at 排列的记录"))
     fig.tight_layout()
     return fig
 
@@ -155,7 +157,8 @@ def overlap_heatmap(overlap: pd.DataFrame, ax: Any = None) -> Any:
     ax.set_yticks([y - 0.5 for y in range(1, len(overlap))], minor=True)
     ax.grid(which="minor", color="white", lw=1.5)
     ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("query terms (a filled cell = the record shares that term; ✔ = candidate)")
+    ax.set_xlabel(tr("query terms (a filled cell = the record shares that term; ✔ = candidate)",
+                     "查询词项（填色格 = 该记录含有这个词项；✔ = 候选）"))
     return ax
 
 
@@ -173,8 +176,9 @@ def funnel_bars(counts: pd.DataFrame, ax: Any = None) -> Any:
     for y, v in enumerate(values[::-1]):
         ax.text(v + 0.2, y, str(v), va="center")
     ax.set_xlim(0, max(values + [1]) * 1.15)
-    ax.set_xlabel("records")
-    ax.set_title(f"what each stage keeps for {row['query']!r}", fontsize="medium")
+    ax.set_xlabel(tr("records", "记录数"))
+    ax.set_title(tr(f"what each stage keeps for {row['query']!r}",
+                    f"各阶段为 {row['query']!r} 留下的记录"), fontsize="medium")
     return ax
 
 
@@ -210,10 +214,10 @@ def recency_curve(
                         textcoords="offset points", xytext=(4, 4), fontsize="small")
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.axvline(RECENCY_HALF_LIFE_DAYS, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("age in days (as_of − captured_at)")
+    ax.set_xlabel(tr("age in days (as_of − captured_at)", "距今天数（as_of − captured_at）"))
     ax.set_ylabel("recency")
     ax.set_ylim(0, 1.05)
-    ax.set_title("Recency decays but never reaches 0")
+    ax.set_title(tr("Recency decays but never reaches 0", "新近度会衰减，但永不归零"))
     return ax
 
 
@@ -229,16 +233,19 @@ def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
     labels = list(scores["memory_id"])[::-1]
     lexical = list(scores["lexical_contribution"])[::-1]
     recency = list(scores["recency_contribution"])[::-1]
-    ax.barh(labels, lexical, color="tab:blue", label=f"lexical ({LEXICAL_WEIGHT} × coverage)")
+    ax.barh(labels, lexical, color="tab:blue",
+            label=tr(f"lexical ({LEXICAL_WEIGHT} × coverage)",
+                     f"词项（{LEXICAL_WEIGHT} × 覆盖率）"))
     ax.barh(labels, recency, left=lexical, color="tab:orange",
-            label=f"recency ({RECENCY_WEIGHT} × recency)")
+            label=tr(f"recency ({RECENCY_WEIGHT} × recency)",
+                     f"新近度（{RECENCY_WEIGHT} × 新近度）"))
     if "total" in scores:
         for y, (left, width, total) in enumerate(zip(lexical, recency,
                                                      list(scores["total"])[::-1], strict=True)):
             ax.text(left + width + 0.01, y, f"{total:.6f}", va="center", fontsize="small")
     ax.set_xlim(0, 1.15)
     ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_xlabel("score (total = lexical + recency)")
+    ax.set_xlabel(tr("score (total = lexical + recency)", "评分（total = 词项 + 新近度）"))
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize="small",
               frameon=False)
     return ax
@@ -254,7 +261,9 @@ def rank_keys_plot(frame: pd.DataFrame, ax: Any = None) -> Any:
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 0.5 * max(len(frame), 2) + 1.2))
     labels = [
-        f"{memory_id} (rank {rank})" if rank is not pandas().NA else f"{memory_id} (past limit)"
+        tr(f"{memory_id} (rank {rank})", f"{memory_id}（第 {rank} 名）")
+        if rank is not pandas().NA
+        else tr(f"{memory_id} (past limit)", f"{memory_id}（超出 limit）")
         for rank, memory_id in zip(frame["rank"], frame["memory_id"], strict=True)
     ]
     positions = list(range(len(frame)))
@@ -266,14 +275,18 @@ def rank_keys_plot(frame: pd.DataFrame, ax: Any = None) -> Any:
     for y, (total, coverage, key) in enumerate(
         zip(frame["total"], frame["lexical_coverage"], frame["ahead_of_next_by"], strict=True)
     ):
-        note = f"{total:.6f} · coverage {coverage:.2f}" + (f" · ahead by {key}" if key else "")
+        note = tr(f"{total:.6f} · coverage {coverage:.2f}", f"{total:.6f} · 覆盖率 {coverage:.2f}")
+        if key:
+            note += tr(f" · ahead by {key}", f" · 凭 {key} 领先")
         ax.text(total + 0.01, y, note, va="center", fontsize="small")
     ax.set_yticks(positions, labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 2.0)
     ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_xlabel("total (grey: scored, then cut by the limit)")
-    ax.set_title("ranked candidates and the key that ordered each pair")
+    ax.set_xlabel(tr("total (grey: scored, then cut by the limit)",
+                     "total（灰色：已评分，但被 limit 截掉）"))
+    ax.set_title(tr("ranked candidates and the key that ordered each pair",
+                    "排好序的候选，以及决定每一对先后的排序键"))
     ax.figure.tight_layout()
     return ax
 
@@ -300,15 +313,16 @@ def order_vs_rank_plot(
             marker="o",
             label=memory_id,
         )
-    left.set_title("line in the JSONL file (shuffled)")
-    left.set_ylabel("position")
-    right.set_title("rank (the same in every store)")
+    left.set_title(tr("line in the JSONL file (shuffled)", "在 JSONL 文件中的行（已打乱）"))
+    left.set_ylabel(tr("position", "位置"))
+    right.set_title(tr("rank (the same in every store)", "rank（在每个存储中都相同）"))
     right.set_ylabel("rank")
     for ax in (left, right):
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelrotation=30)
     right.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
-    fig.suptitle(f"query {query!r}: insertion order moves, rank does not")
+    fig.suptitle(tr(f"query {query!r}: insertion order moves, rank does not",
+                    f"查询 {query!r}：插入顺序会变，rank 不变"))
     fig.tight_layout()
     return fig
 
@@ -327,10 +341,11 @@ def hits_per_limit_plot(sweeps: Mapping[str, pd.DataFrame]) -> Any:
     for (label, frame), width in zip(sweeps.items(), widths, strict=True):
         ax.plot(frame["limit"], frame["hits"], marker="o", lw=max(width, 1.5), label=label)
     ax.set_xlabel("limit")
-    ax.set_ylabel("hits returned")
+    ax.set_ylabel(tr("hits returned", "返回的命中数"))
     ax.set_xticks(range(1, 11))
     ax.set_ylim(-0.3, 10.5)
-    ax.set_title("limit caps the hits; the candidates cap them too")
+    ax.set_title(tr("limit caps the hits; the candidates cap them too",
+                    "limit 限制命中数，候选数量同样限制它"))
     ax.legend(fontsize="small", loc="upper left")
     fig.tight_layout()
     return fig
@@ -346,11 +361,13 @@ def budget_plot(sweep: pd.DataFrame, budget: int = 4_000) -> Any:
     colors = ["tab:red" if o else "tab:blue" for o in over]
     ax.bar(sweep["limit"], sweep["rendered_chars"], color=colors)
     ax.axhline(budget, color="black", lw=1, ls="--")
-    ax.text(0.6, budget, f" budget {budget:,} characters", va="bottom", fontsize="small")
+    ax.text(0.6, budget, tr(f" budget {budget:,} characters", f" 预算 {budget:,} 字符"),
+            va="bottom", fontsize="small")
     ax.set_xticks(list(sweep["limit"]))
     ax.set_xlabel("limit")
-    ax.set_ylabel("characters in <recalled_context>")
+    ax.set_ylabel(tr("characters in <recalled_context>", "<recalled_context> 中的字符数"))
     ax.set_ylim(0, max(budget, int(sweep["rendered_chars"].max())) * 1.15)
-    ax.set_title("the rendered block grows with each hit (red: over budget)")
+    ax.set_title(tr("the rendered block grows with each hit (red: over budget)",
+                    "渲染块随每个命中增长（红色：超出预算）"))
     fig.tight_layout()
     return fig

@@ -89,10 +89,13 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
 
     def _slice(self, term: str) -> array[int] | None:
         got = self._taken.get(term)
-        if got is not None or term in self._gone:
+        if got is not None:
             return got
-        n = self._source.positions.get(term)
-        extra = self._extra.pop(term, None)
+        # A deleted term keeps nothing of before; a batch waiting now came after the
+        # deletion (deleting folds the batches first), so it brings the term back.
+        gone = term in self._gone
+        n = None if gone else self._source.positions.get(term)
+        extra = None if gone else self._extra.pop(term, None)
         if n is not None:
             got = self._source.take(n, self._which)
             if extra is not None:
@@ -109,6 +112,7 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
                     got.append(doc if postings else tf)
         if got is not None:
             self._taken[term] = got
+            self._gone.discard(term)
         return got
 
     def add_batch(self, batch: Batch) -> None:
@@ -170,9 +174,10 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         return default if got is None else got
 
     def __contains__(self, term: object) -> bool:
-        if not isinstance(term, str) or term in self._gone:
+        if not isinstance(term, str):
             return False
-        if term in self._taken or term in self._extra or self._packed(term) is not None:
+        if term not in self._gone and (term in self._taken or term in self._extra
+                                       or self._packed(term) is not None):
             return True
         return any(term in counts for batch in self._batches for _, counts in batch)
 

@@ -141,3 +141,26 @@ def test_no_answer_is_printed_before_its_exercise(path: Path) -> None:
         for form in forms:
             assert form not in shown, (
                 f"{path.name}: the answer of {exercise_id} ({form!r}) is printed above it")
+
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@pytest.fixture
+def chinese() -> Any:
+    from memlib.notebook.language import use_language
+
+    use_language("zh")
+    yield
+    use_language("en")
+
+
+@pytest.mark.parametrize("item", EXERCISES, ids=lambda e: e.id)
+def test_the_zh_edition_gets_every_hint_and_message_in_chinese(item: Any, chinese: Any) -> None:
+    assert len(item.hints_zh) == len(item.hints), f"{item.id}: one Chinese hint per hint"
+    assert all(CJK.search(h) for h in item.hints_zh)
+    assert "尚未作答" in repr(check(item.id, ...))
+    for answer, _ in item.wrong_answers:
+        feedback = check(item.id, answer)
+        assert feedback.status == "try again"
+        assert CJK.search(feedback.message), f"{item.id} {answer!r}: {feedback.message}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 from memlib.notebook._common import cjk_font, pyplot
 
@@ -24,3 +25,11 @@ def test_a_chinese_title_draws_without_a_missing_glyph() -> None:
         plt.close(figure)
     missing = [str(w.message) for w in caught if "missing from font" in str(w.message)]
     assert missing == []
+
+
+def test_a_font_installed_after_matplotlib_cached_its_list_is_found(monkeypatch: Any) -> None:
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    monkeypatch.setattr(manager, "ttflist", [f for f in manager.ttflist if "CJK" not in f.name])
+    assert cjk_font() is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from memlib.notebook.exercises import STATUS_WORDS
 from memlib.notebook.solutions import answer_cells, solution_notebook, sources
 from memlib.notebook.translate import (
     StaleTranslationError,
@@ -46,7 +47,7 @@ def test_there_is_a_chinese_edition() -> None:
 def test_edition_is_built_from_its_catalog(case: tuple[str, Path]) -> None:
     lang, path = case
     catalog = parse_catalog(catalog_path(REPO, lang, path.name).read_text(encoding="utf-8"))
-    rebuilt = translated_notebook(_load(path), catalog, path.name)
+    rebuilt = translated_notebook(_load(path), catalog, path.name, lang)
     edition = FOLDER / lang / path.name
     assert edition.exists(), f"run python -m memlib.notebook translate {lang} {path.stem}"
     assert sources(_load(edition)) == sources(rebuilt), (
@@ -59,7 +60,8 @@ def test_every_section_is_translated(case: tuple[str, Path]) -> None:
     lang, path = case
     catalog = parse_catalog(catalog_path(REPO, lang, path.name).read_text(encoding="utf-8"))
     if lang == "zh":
-        untranslated = [cell_id for cell_id, s in catalog.items() if not CJK.search(s.text)]
+        untranslated = [cell_id for cell_id, s in catalog.items()
+                        if not s.code and not CJK.search(s.text)]
         assert untranslated == [], f"{lang}/{path.name}: sections still in English: {untranslated}"
 
 
@@ -71,9 +73,10 @@ def test_edition_twin_and_links(case: tuple[str, Path]) -> None:
     assert twin_path.exists(), f"run python -m memlib.notebook solutions --folder notebooks/{lang}"
     twin = _load(twin_path)
     assert sources(twin) == sources(solution_notebook(edition, path.name, lang))
+    correct = STATUS_WORDS[lang]["correct"]
     for index, exercise_id in answer_cells(twin):
         text = json.dumps(twin["cells"][index + 1].get("outputs", []), ensure_ascii=False)
-        assert f"{exercise_id} · correct" in text, f"{lang}/solutions/{path.name} {exercise_id}"
+        assert f"{exercise_id} · {correct}" in text, f"{lang}/solutions/{path.name} {exercise_id}"
     for cell in edition["cells"]:
         if cell["cell_type"] != "markdown":
             continue
@@ -89,6 +92,18 @@ def test_a_changed_english_cell_stops_the_build() -> None:
                           "source": ["# Title"]}]}
     catalog = parse_catalog(f"<!-- cell m1 en={english_hash('# Title')} -->\n# 标题\n")
     assert "".join(translated_notebook(english, catalog, "x")["cells"][0]["source"]) == "# 标题"
+    code = {"cell_type": "code", "id": "k1", "metadata": {}, "outputs": [],
+            "execution_count": 3, "source": ["print('layered memory')"]}
+    english["cells"].append(code)
+    built = translated_notebook(english, catalog, "x", "zh")["cells"][1]
+    assert "".join(built["source"]).startswith("from memlib.notebook.language import")
+    assert built["execution_count"] is None
+    swapped = parse_catalog(f"<!-- cell m1 en={english_hash('# Title')} -->\n# 标题\n"
+                            f"<!-- code k1 en={english_hash(chr(10).join(code['source']))} -->\n"
+                            "```python\nprint('分层记忆')\n```\n")
+    built = translated_notebook(english, swapped, "x", "zh")["cells"][1]
+    assert "".join(built["source"]).endswith("print('分层记忆')")
+    english["cells"].pop()
     english["cells"][0]["source"] = ["# A new title"]
     with pytest.raises(StaleTranslationError, match="m1 \\(English changed"):
         translated_notebook(english, catalog, "x")

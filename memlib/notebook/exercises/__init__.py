@@ -20,7 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..language import language, tr
+
 __all__ = [
+    "STATUS_WORDS",
     "Exercise",
     "Feedback",
     "Verdict",
@@ -37,18 +40,24 @@ Status = Literal["not attempted", "try again", "correct"]
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a grader decided: ``ok`` and the one thing to tell the learner."""
+    """What a grader decided: ``ok`` and the one thing to tell the learner, in English
+    and (for the zh edition) in Chinese."""
 
     ok: bool
     message: str
+    zh: str | None = None
+
+    @property
+    def text(self) -> str:
+        return tr(self.message, self.zh)
 
 
-def wrong(message: str) -> Verdict:
-    return Verdict(False, message)
+def wrong(message: str, zh: str | None = None) -> Verdict:
+    return Verdict(False, message, zh)
 
 
-def right(message: str) -> Verdict:
-    return Verdict(True, message)
+def right(message: str, zh: str | None = None) -> Verdict:
+    return Verdict(True, message, zh)
 
 
 @dataclass(frozen=True)
@@ -56,9 +65,10 @@ class Exercise:
     """One graded exercise.
 
     ``grade(answer, **context)`` returns a :class:`Verdict`; ``hints`` are shown one at a
-    time by :func:`hint`; ``solution`` is the code of the answer cell in the solution
-    notebook; ``wrong_answers`` are common mistakes, each with a part of the hint it must
-    get — the tests check every one of them, so a check that accepts anything fails.
+    time by :func:`hint` (``hints_zh`` in the zh edition); ``solution`` is the code of the
+    answer cell in the solution notebook; ``wrong_answers`` are common mistakes, each with
+    a part of the hint it must get — the tests check every one of them, so a check that
+    accepts anything fails.
     """
 
     id: str
@@ -68,6 +78,17 @@ class Exercise:
     solution: str
     wrong_answers: tuple[tuple[Any, str], ...]
     context: Callable[[], Mapping[str, Any]] | None = field(default=None)
+    hints_zh: tuple[str, ...] = ()
+
+
+# What each status reads as, per language (the English words are also the statuses).
+STATUS_WORDS = {
+    "en": {"not attempted": "not attempted", "try again": "try again", "correct": "correct",
+           "hint": "hint"},
+    "zh": {"not attempted": "尚未作答", "try again": "再试一次", "correct": "正确",
+           "hint": "提示"},
+}
+_MARKS = {"not attempted": "…", "try again": "✗", "correct": "✓", "hint": "?"}
 
 
 @dataclass(frozen=True)
@@ -77,14 +98,15 @@ class Feedback:
     exercise: str
     status: Status | Literal["hint"]
     message: str
+    lang: str = "en"
 
     @property
     def correct(self) -> bool:
         return self.status == "correct"
 
     def __repr__(self) -> str:
-        marks = {"not attempted": "…", "try again": "✗", "correct": "✓", "hint": "?"}
-        return f"{marks[self.status]} {self.exercise} · {self.status} — {self.message}"
+        word = STATUS_WORDS[self.lang][self.status]
+        return f"{_MARKS[self.status]} {self.exercise} · {word} — {self.message}"
 
     __str__ = __repr__
 
@@ -124,15 +146,19 @@ def _find(exercise_id: str) -> Exercise | None:
 
 def check(exercise_id: str, answer: Any, **context: Any) -> Feedback:
     """Grade ``answer``: not attempted yet, try again (with a hint), or correct."""
+    lang = language()
     item = _find(exercise_id)
     if item is None:
         known = ", ".join(e.id for e in all_exercises())
-        return Feedback(exercise_id, "try again", f"there is no exercise {exercise_id!r} "
-                        f"(the course has {known})")
+        return Feedback(exercise_id, "try again",
+                        tr(f"there is no exercise {exercise_id!r} (the course has {known})",
+                           f"没有练习 {exercise_id!r}（课程中有 {known}）"), lang)
+    more = f"hint({item.id!r})"
     if answer is Ellipsis:
         return Feedback(item.id, "not attempted",
-                        f"replace the `...` with your answer and run both cells again. "
-                        f"Stuck? hint({item.id!r})")
+                        tr(f"replace the `...` with your answer and run both cells again. "
+                           f"Stuck? {more}",
+                           f"把 `...` 换成你的答案，再运行这两个单元格。卡住了？{more}"), lang)
     if item.context is not None:
         context = {**item.context(), **context}
     try:
@@ -140,19 +166,29 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Feedback:
     except Exception as exc:  # noqa: BLE001 — a learner's answer must never show a traceback
         reason = " ".join(str(exc).split()) or type(exc).__name__
         return Feedback(item.id, "try again",
-                        f"this answer could not be checked ({type(exc).__name__}: {reason}). "
-                        f"hint({item.id!r}) says what shape it needs")
+                        tr(f"this answer could not be checked ({type(exc).__name__}: {reason}). "
+                           f"{more} says what shape it needs",
+                           f"无法检查这个答案（{type(exc).__name__}: {reason}）。"
+                           f"{more} 会说明答案应是什么形式"), lang)
     if verdict.ok:
-        return Feedback(item.id, "correct", verdict.message)
-    return Feedback(item.id, "try again", f"{verdict.message} (more: hint({item.id!r}))")
+        return Feedback(item.id, "correct", verdict.text, lang)
+    return Feedback(item.id, "try again",
+                    verdict.text + tr(f" (more: {more})", f"（更多：{more}）"), lang)
 
 
 def hint(exercise_id: str, number: int = 1) -> Feedback:
     """The ``number``-th hint of an exercise (1 is the gentlest)."""
+    lang = language()
     item = _find(exercise_id)
     if item is None:
-        return Feedback(exercise_id, "hint", f"there is no exercise {exercise_id!r}")
-    if not 1 <= number <= len(item.hints):
-        return Feedback(item.id, "hint", f"hints are numbered 1 to {len(item.hints)}")
-    more = (f" (next: hint({item.id!r}, {number + 1}))" if number < len(item.hints) else "")
-    return Feedback(item.id, "hint", f"{number}/{len(item.hints)}: {item.hints[number - 1]}{more}")
+        return Feedback(exercise_id, "hint", tr(f"there is no exercise {exercise_id!r}",
+                                                f"没有练习 {exercise_id!r}"), lang)
+    hints = item.hints_zh if lang == "zh" and item.hints_zh else item.hints
+    if not 1 <= number <= len(hints):
+        return Feedback(item.id, "hint", tr(f"hints are numbered 1 to {len(hints)}",
+                                            f"提示的编号是 1 到 {len(hints)}"), lang)
+    more = ""
+    if number < len(hints):
+        more = tr(f" (next: hint({item.id!r}, {number + 1}))",
+                  f"（下一条：hint({item.id!r}, {number + 1})）")
+    return Feedback(item.id, "hint", f"{number}/{len(hints)}: {hints[number - 1]}{more}", lang)

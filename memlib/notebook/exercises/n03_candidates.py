@@ -20,21 +20,29 @@ def _only_candidate(answer: Any) -> Verdict:
     try:
         terms = terms_of(text)
     except RemoteMemoryError as exc:
-        return wrong(f"normalize refuses it: {exc}")
+        return wrong(f"normalize refuses it: {exc}", zh=f"规范化拒绝了它：{exc}")
     view = candidates_view(sample_store(), text, SAMPLE_AS_OF, 10)
     chosen = set(view.loc[view["decision"] == "candidate", "memory_id"])
     if len(terms) != 2:
-        return wrong(f"{text!r} has {len(terms)} term(s) ({', '.join(terms)}): use exactly two")
+        return wrong(f"{text!r} has {len(terms)} term(s) ({', '.join(terms)}): use exactly two",
+                     zh=f"{text!r} 有 {len(terms)} 个词项（{', '.join(terms)}）：恰好用两个")
     if chosen == {TARGET}:
         return right(f"{', '.join(terms)}: {TARGET} is the only candidate — found by its text, "
-                     "not its title")
+                     "not its title",
+                     zh=f"{', '.join(terms)}：{TARGET} 是唯一的候选——靠它的正文找到，"
+                        "而不是标题")
     if TARGET not in chosen and set(terms) & TITLE_TERMS:
         return wrong(f"{TARGET}'s title is “Retention policy”, but titles are not searched: only "
-                     "summary + content, and those say something else")
+                     "summary + content, and those say something else",
+                     zh=f"{TARGET} 的标题是“Retention policy”，但标题不参与检索：只检索 "
+                        "summary + content，而它们说的是别的")
     if TARGET not in chosen:
-        return wrong(f"{TARGET} shares none of {', '.join(terms)}: read its summary and content")
+        return wrong(f"{TARGET} shares none of {', '.join(terms)}: read its summary and content",
+                     zh=f"{TARGET} 不包含 {', '.join(terms)} 中的任何一个："
+                        "读一读它的 summary 和 content")
     others = sorted(chosen - {TARGET})
-    return wrong(f"{', '.join(others)} also share(s) a term: choose words only {TARGET} has")
+    return wrong(f"{', '.join(others)} also share(s) a term: choose words only {TARGET} has",
+                 zh=f"{', '.join(others)} 也有共同词项：选只有 {TARGET} 才有的词")
 
 
 def _counts(answer: Any) -> Verdict:
@@ -46,14 +54,19 @@ def _counts(answer: Any) -> Verdict:
     searched, candidates = answer
     if tuple(answer) == expected:
         return right(f"searched {expected[0]}, candidates {expected[1]}: profiles are never "
-                     "searched, and one shared term is enough")
+                     "searched, and one shared term is enough",
+                     zh=f"检索了 {expected[0]} 条，候选 {expected[1]} 条：用户画像从不参与检索，"
+                        "而且一个共同词项就足够")
     if searched != expected[0]:
         return wrong("searched_records counts the conversation records of the scope only — "
-                     "profiles are never searched")
+                     "profiles are never searched",
+                     zh="searched_records 只统计该作用域内的对话记录——用户画像从不参与检索")
     if candidates > expected[1]:
-        return wrong("a profile mentions Berlin, but a profile is never a candidate")
+        return wrong("a profile mentions Berlin, but a profile is never a candidate",
+                     zh="有一份用户画像提到了 Berlin，但用户画像永远不会成为候选")
     return wrong("a candidate needs only ONE shared term with the query: count every record "
-                 "that says memory or Berlin")
+                 "that says memory or Berlin",
+                 zh="候选只需与查询有「一个」共同词项：数出每一条提到 memory 或 Berlin 的记录")
 
 
 exercise(Exercise(
@@ -64,6 +77,11 @@ exercise(Exercise(
         "conversation-009 is titled “Retention policy”. Which of its fields are searched?",
         "Read its summary and content in the records table of 01 (or with the explorer) and "
         "pick two words no other conversation uses.",
+    ),
+    hints_zh=(
+        "conversation-009 的标题是“Retention policy”。它的哪些字段参与检索？",
+        "在 01 的记录表中（或用探索器）读它的 summary 和 content，"
+        "挑两个其他对话都没用过的词。",
     ),
     solution='# Exercise 03.1 — solution\nanswer = "retained year"',
     wrong_answers=(
@@ -81,6 +99,10 @@ exercise(Exercise(
     hints=(
         "searched_records counts what candidate building examined; which kinds does it examine?",
         "Look for each of the two terms in every conversation record; profile-002 says Berlin.",
+    ),
+    hints_zh=(
+        "searched_records 统计的是构建候选时检查过的记录；它检查哪些种类的记录？",
+        "在每条对话记录里分别找这两个词项；profile-002 提到了 Berlin。",
     ),
     solution="# Exercise 03.2 — solution\nanswer = (13, 3)",
     wrong_answers=(((15, 4), "never searched"), ((13, 4), "never a candidate"),

@@ -16,6 +16,9 @@ from ._common import sample_store
 FIELD_QUERY_ID = "nb-06-fields"
 QUESTIONS = ("whose", "when", "recency added", "which recall")
 LABELS = ("hits", "no match", "empty corpus")
+# The zh edition's names of the payloads of 06.2 (the queries themselves stay as typed).
+_PAYLOAD_ZH = {"“backend engineer” (profile words)": "“backend engineer”（用户画像中的词）",
+               "empty-store": "空存储"}
 _MISSING = object()
 
 
@@ -41,29 +44,40 @@ def _resolve(data: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-def _field(question: str, path: str, hit: Mapping[str, Any], wanted: Any) -> str | None:
-    """Why ``path`` does not answer ``question`` (None when it does)."""
+def _field(
+    question: str, path: str, hit: Mapping[str, Any], wanted: Any
+) -> tuple[str, str] | None:
+    """Why ``path`` does not answer ``question``, in English and Chinese (None when it does)."""
     if path.startswith("query."):
         return (f"{path} is in the payload's query object, not in the hit: each hit carries "
-                "its own fields")
+                "its own fields",
+                f"{path} 在工具结果的 query 对象里，不在命中里：每个命中都带着自己的字段")
     value = _resolve(hit, path)
     if value is _MISSING:
         if "stored_at" in path:
             return ("a hit carries no stored_at: when the event happened is its captured_at, "
-                    "in the provenance")
+                    "in the provenance",
+                    "命中不带 stored_at：事件发生的时间是 provenance 中的 captured_at")
         return (f"{path!r} is not a field of a hit: use the dotted names of the field table "
-                "above (e.g. provenance.title)")
+                "above (e.g. provenance.title)",
+                f"{path!r} 不是命中的字段：请使用上面字段表中带点的名称"
+                "（例如 provenance.title）")
     if value == wanted and path.startswith("source."):
         return ("source.* is the compatibility copy kept for older callers: the field to read "
-                "is in provenance")
+                "is in provenance",
+                "source.* 是为旧调用方保留的兼容副本：该读的字段在 provenance 里")
     if value == wanted:
         return None
     if path == "score_breakdown.recency":
         return ("that is recency itself, a factor between 0 and 1 before its weight: what it "
-                "added to the total is its contribution")
+                "added to the total is its contribution",
+                "这是新近度本身，一个乘以权重之前、介于 0 和 1 之间的因子："
+                "它给总分加了多少，是它的贡献")
     if path == "score_breakdown.weights.recency":
-        return "that is recency's weight (0.15), the same for every hit: what did it add here?"
-    return f"{path} holds {value!r}: that does not answer “{question}”"
+        return ("that is recency's weight (0.15), the same for every hit: what did it add here?",
+                "这是新近度的权重（0.15），每个命中都一样：它在这里加了多少？")
+    return (f"{path} holds {value!r}: that does not answer “{question}”",
+            f"{path} 的值是 {value!r}：它回答不了“{question}”")
 
 
 def _which_field(answer: Any) -> Verdict:
@@ -72,19 +86,24 @@ def _which_field(answer: Any) -> Verdict:
     missing = [q for q in QUESTIONS if q not in answer]
     if missing:
         return wrong(f"the answer needs the keys {', '.join(map(repr, QUESTIONS))}; "
-                     f"missing: {', '.join(map(repr, missing))}")
+                     f"missing: {', '.join(map(repr, missing))}",
+                     zh=f"答案需要这些键：{', '.join(map(repr, QUESTIONS))}；"
+                     f"缺少：{', '.join(map(repr, missing))}")
     hit, wanted = _hit()
     for question in QUESTIONS:
         path = answer[question]
         if not isinstance(path, str):
-            return wrong(f"“{question}”: give the field's dotted name as a string")
+            return wrong(f"“{question}”: give the field's dotted name as a string",
+                         zh=f"“{question}”：请用字符串给出字段的带点名称")
         for prefix in ("hits[0].", "hits.0.", "hit."):
             path = path.removeprefix(prefix)
         problem = _field(question, path.strip(), hit, wanted[question])
         if problem is not None:
-            return wrong(f"“{question}”: {problem}")
+            return wrong(f"“{question}”: {problem[0]}", zh=f"“{question}”：{problem[1]}")
     return right("scope says whose, provenance when and from where, the breakdown why, and "
-                 "query_id which recall the hit belongs to")
+                 "query_id which recall the hit belongs to",
+                 zh="scope 说明是谁的，provenance 说明何时、从哪里来，评分明细说明为什么，"
+                 "query_id 说明命中属于哪一次召回")
 
 
 @functools.cache
@@ -115,29 +134,42 @@ def _classify(answer: Any) -> Verdict:
         raise TypeError("the answer should be a function that takes the JSON payload (a str)")
     classify: Callable[[str], Any] = answer
     for name, payload in _payloads().items():
+        name_zh = _PAYLOAD_ZH.get(name, name)
         try:
             got = classify(payload)
         except (TypeError, KeyError, IndexError, AttributeError, ValueError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"
+            reason = reason_zh = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, (TypeError, AttributeError)) and "str" in str(exc):
                 reason += " — the payload is JSON text: json.loads(payload) gives the dict"
-            return wrong(f"on the {name} payload your function raised {reason}")
+                reason_zh += "——载荷是 JSON 文本：json.loads(payload) 才得到 dict"
+            return wrong(f"on the {name} payload your function raised {reason}",
+                         zh=f"对{name_zh}的载荷，你的函数抛出了 {reason_zh}")
         want = _expected(payload)
         if got not in LABELS:
             return wrong(f"on the {name} payload your function returned {got!r}: return one of "
-                         f"{', '.join(map(repr, LABELS))}")
+                         f"{', '.join(map(repr, LABELS))}",
+                         zh=f"对{name_zh}的载荷，你的函数返回了 {got!r}：请返回 "
+                         f"{', '.join(map(repr, LABELS))} 之一")
         if got == want:
             continue
         if want == "hits":
-            return wrong(f"the {name} payload has hits: it is not empty at all")
+            return wrong(f"the {name} payload has hits: it is not empty at all",
+                         zh=f"{name_zh}的载荷有命中：它根本不是空的")
         if want == "empty corpus":
             return wrong(f"the {name} payload says {got!r}, but nothing was searched: "
                          "empty_reason and candidate_records are the same as for a query that "
-                         "matched nothing — searched_records tells them apart")
+                         "matched nothing — searched_records tells them apart",
+                         zh=f"{name_zh}的载荷被判为 {got!r}，但它什么也没检索："
+                         "empty_reason 和 candidate_records 与一个什么都没匹配上的查询完全相同"
+                         "——区分二者的是 searched_records")
         return wrong(f"the {name} payload searched records and found no shared term: "
-                     f"{got!r} is wrong — searched_records > 0 means there was a corpus")
+                     f"{got!r} is wrong — searched_records > 0 means there was a corpus",
+                     zh=f"{name_zh}的载荷检索了记录，但没有共同词项：{got!r} 不对——"
+                     "searched_records > 0 说明有语料")
     return right("hits first; with none, searched_records = 0 means an empty corpus and "
-                 "> 0 a query that matched nothing")
+                 "> 0 a query that matched nothing",
+                 zh="先看命中；没有命中时，searched_records = 0 表示语料为空，"
+                 "> 0 表示查询什么都没匹配上")
 
 
 exercise(Exercise(
@@ -149,6 +181,12 @@ exercise(Exercise(
         "query_id, scope.*, provenance.*, source.*, score_breakdown.*.",
         "source.* and score are compatibility copies; answer with the fields they copy.",
         "recency is a number between 0 and 1; what it added to the total is weighted.",
+    ),
+    hints_zh=(
+        "上面的字段表按组列出了命中的每个字段及其带点的名称："
+        "query_id、scope.*、provenance.*、source.*、score_breakdown.*。",
+        "source.* 和 score 是兼容副本；请用它们所复制的那些字段作答。",
+        "recency 是介于 0 和 1 之间的数；它给总分加的那部分乘过权重。",
     ),
     solution=("# Exercise 06.1 — solution\nanswer = {\n"
               '    "whose": "scope.user_scope",\n'
@@ -185,6 +223,14 @@ exercise(Exercise(
         "With no hits, empty_reason is “no_matching_terms” in both empty cases, and "
         "candidate_records is 0 in both: which count differs?",
         "searched_records = 0: there was nothing to search.",
+    ),
+    hints_zh=(
+        "函数拿到的是 JSON 文本：json.loads(payload) 得到上面概要中的 dict"
+        "（query、hits、searched_records、candidate_records、retracted_records、"
+        "empty_reason）。",
+        "没有命中时，两种空结果的 empty_reason 都是“no_matching_terms”，"
+        "candidate_records 也都是 0：哪个计数不同？",
+        "searched_records = 0：没有可检索的东西。",
     ),
     solution=("# Exercise 06.2 — solution\n"
               "def kind_of_result(payload):\n"
