@@ -20,6 +20,17 @@ from memlib.sample import SAMPLE_AS_OF, fixed_clock, open_sample_store, sample_r
 AS_OF = SAMPLE_AS_OF
 
 
+@pytest.fixture(autouse=True)
+def _course_speaks_english() -> Any:
+    """Every test starts in English: the course's language is process state, and an
+    edition's notebook replayed in-process (the browser tests' oracle) switches it."""
+    from memlib.notebook.language import use_language
+
+    use_language("en")
+    yield
+    use_language("en")
+
+
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 

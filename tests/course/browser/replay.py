@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib.errors import RemoteMemoryError
+from memlib.notebook.language import language, use_language
 from memlib.notebook.views import as_of_at_noon
 
 
@@ -43,10 +44,16 @@ class Replay:
     notebook: Path
     explorers: list[Recorded] = field(default_factory=list)
     cell_errors: list[str] = field(default_factory=list)
+    lang: str = "en"  # what the notebook's setup cell chose (an edition's use_language)
 
     def expect(self, index: int, query: str, as_of: datetime, limit: int) -> dict[str, Any]:
         e = self.explorers[index]
-        return expected_value(e.view, e.store, query, as_of, limit)
+        before = language()
+        use_language(self.lang)  # the kernel speaks the edition's language; so does the oracle
+        try:
+            return expected_value(e.view, e.store, query, as_of, limit)
+        finally:
+            use_language(before)
 
 
 def _cell_value(value: Any) -> str | None:
@@ -172,7 +179,7 @@ def replay(notebook: Path, workdir: Path, plan: Plan) -> tuple[Replay, dict[str,
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     workdir.mkdir(parents=True, exist_ok=True)
-    old_cwd, old_tempdir = Path.cwd(), tempfile.tempdir
+    old_cwd, old_tempdir, old_lang = Path.cwd(), tempfile.tempdir, language()
     os.chdir(notebook.parent)
     tempfile.tempdir = str(workdir)
     try:
@@ -190,4 +197,8 @@ def replay(notebook: Path, workdir: Path, plan: Plan) -> tuple[Replay, dict[str,
     finally:
         os.chdir(old_cwd)
         tempfile.tempdir = old_tempdir
+        # An edition's setup cell switched this process's language: keep it for the
+        # oracle, and give the rest of the session back its own.
+        result.lang = language()
+        use_language(old_lang)
     return result, namespace
