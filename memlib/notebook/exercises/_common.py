@@ -17,7 +17,7 @@ from ...sample import SAMPLE_AS_OF, open_sample_store
 from ...stores.base import MemoryStore
 from .._common import ANY_SCOPE
 
-__all__ = ["as_text", "sample_store", "terms_of"]
+__all__ = ["as_int", "as_number", "as_text", "sample_store", "terms_of"]
 
 
 @functools.cache
@@ -39,3 +39,17 @@ def as_text(answer: Any, what: str) -> str:
     if not isinstance(answer, str):
         raise TypeError(f"{what} should be a string, not {type(answer).__name__}")
     return answer
+
+
+def as_int(answer: Any, what: str = "the answer", shape: str = "a whole number") -> int:
+    """``answer`` as an int (not a bool), or a ``TypeError`` naming the shape expected."""
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        raise TypeError(f"{what} should be {shape}, not {type(answer).__name__}")
+    return answer
+
+
+def as_number(answer: Any, what: str = "the answer") -> float:
+    """``answer`` as an int or a float (not a bool), or a ``TypeError``."""
+    if isinstance(answer, bool) or not isinstance(answer, int | float):
+        raise TypeError(f"{what} should be a number, not {type(answer).__name__}")
+    return float(answer)

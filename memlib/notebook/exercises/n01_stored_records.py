@@ -7,7 +7,7 @@ from typing import Any
 
 from ...records import MemorySource, user_scope_for
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import as_text
+from ._common import as_int, as_text
 
 OSAKA = "2026-08-10T09:30:00+09:00"
 USERS = ("Straße", "STRASSE", "strasse ", "Strasse-1")
@@ -49,8 +49,7 @@ def _captured_at(answer: Any) -> Verdict:
 
 
 def _scopes(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        raise TypeError(f"the answer should be a whole number, not {type(answer).__name__}")
+    as_int(answer)
     scopes = {user_scope_for(user) for user in USERS}
     if answer == len(scopes):
         return right(f"{len(USERS)} ids, {len(scopes)} scopes: strip and casefold make "

@@ -9,7 +9,7 @@ from typing import Any
 from ...sample import SAMPLE_AS_OF
 from ..views import score_view
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import sample_store
+from ._common import as_number, sample_store
 
 RECORD = "conversation-009"
 HALF_QUERY = "conversation memory"
@@ -49,8 +49,7 @@ def _half_recency(answer: Any) -> Verdict:
 
 
 def _total(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        raise TypeError(f"the answer should be a number, not {type(answer).__name__}")
+    as_number(answer)
     row = _row(TOTAL_QUERY, SAMPLE_AS_OF)
     total, recency = float(row["total"]), float(row["recency"])
     if math.isclose(answer, total, abs_tol=5e-7):

@@ -10,7 +10,7 @@ from ...render import escape_xml
 from ...sample import SAMPLE_AS_OF
 from ..views import limit_sweep
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import as_text, sample_store
+from ._common import as_int, as_text, sample_store
 
 TITLE = 'Bob\'s <draft> & "final" notes'
 BUDGET_QUERY = "memory recall"
@@ -73,9 +73,7 @@ def _largest_fitting(query: str, budget: int) -> tuple[int, dict[int, int]]:
 
 
 def _largest_limit(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        raise TypeError(f"the answer should be a whole number (a limit), not "
-                        f"{type(answer).__name__}")
+    as_int(answer, shape="a whole number (a limit)")
     expected, sizes = _largest_fitting(BUDGET_QUERY, BUDGET)
     if answer == expected:
         after = (f"; limit {answer + 1} would render {sizes[answer + 1]:,}"

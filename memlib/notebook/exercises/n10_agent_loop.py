@@ -12,7 +12,7 @@ from typing import Any
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import as_text, sample_store
+from ._common import as_int, as_text, sample_store
 
 QUESTION = "What did we decide about the layered memory design?"
 # 10.1: the model's plan (a refused query first, then a good one) and the turn budget.
@@ -85,9 +85,7 @@ def http_requests(statuses: Sequence[int] = STATUSES, max_retries: int = 2) -> i
 
 
 def _requests(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        raise TypeError(f"the number of HTTP requests should be an int, "
-                        f"not {type(answer).__name__}")
+    as_int(answer, "the number of HTTP requests", "an int")
     expected = http_requests()
     failed = len(STATUSES)
     if answer == expected:

@@ -10,7 +10,7 @@ from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
 from ...stopwords import english_stopwords
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import as_text, sample_store, terms_of
+from ._common import as_number, as_text, sample_store, terms_of
 
 # 11.2: the idf weight of this term, which DF of the N searched records hold.
 TERM = "the"
@@ -68,8 +68,7 @@ def idf_weight() -> tuple[float, int, int]:
 
 
 def _idf(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, int | float):
-        raise TypeError(f"the weight should be a number, not {type(answer).__name__}")
+    as_number(answer, "the weight")
     weight, n, df = idf_weight()
 
     def near(value: float) -> bool:

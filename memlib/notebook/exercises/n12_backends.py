@@ -8,7 +8,7 @@ from ...engine import RecallEngine
 from ...rankers.baseline import upper_bound
 from ...sample import SAMPLE_AS_OF
 from . import Exercise, Verdict, exercise, right, wrong
-from ._common import sample_store
+from ._common import as_int, sample_store
 
 # 12.1: a query of TERMS terms whose limit-th best total so far is BEST.
 TERMS = 5
@@ -17,19 +17,13 @@ BEST = 0.55
 QUERY = "embedding reranker memory"
 
 
-def _as_int(answer: Any, what: str) -> int:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        raise TypeError(f"{what} should be an int, not {type(answer).__name__}")
-    return answer
-
-
 def largest_skipped_group() -> int:
     """The largest matched-term count ``m`` whose bound the best total already beats."""
     return max(m for m in range(TERMS + 1) if upper_bound(m, TERMS) < BEST)
 
 
 def _skipped(answer: Any) -> Verdict:
-    m = _as_int(answer, "the number of matched terms")
+    m = as_int(answer, "the number of matched terms", "an int")
     expected = largest_skipped_group()
     if m == expected:
         return right(f"a record matching {m} of {TERMS} terms reaches at most "
@@ -67,7 +61,7 @@ def candidate_count() -> tuple[int, int, int, int]:
 
 
 def _candidates(answer: Any) -> Verdict:
-    n = _as_int(answer, "the number of candidate records")
+    n = as_int(answer, "the number of candidate records", "an int")
     expected, searched, total, largest = candidate_count()
     if n == expected:
         return right(f"{expected}: the union of the posting lists; {total - expected} "
