@@ -45,7 +45,6 @@ SAMPLE_AS_OF = datetime(2026, 8, 10, 12, 0, tzinfo=UTC)
 SAMPLE_STORED_AT = datetime(2026, 8, 10, 8, 0, tzinfo=UTC)
 SAMPLE_QUERY = "layered memory"
 SAMPLE_QUERY_ZH = "分层记忆"
-SAMPLE_LANGUAGES = ("en", "zh")
 
 C, P = MemoryKind.CONVERSATION, MemoryKind.PROFILE
 
@@ -162,6 +161,7 @@ _ROWS_ZH: tuple[_Row, ...] = (
 )
 
 _CORPORA: dict[str, tuple[_Row, ...]] = {"en": _ROWS, "zh": _ROWS_ZH}
+SAMPLE_LANGUAGES = tuple(_CORPORA)
 
 
 def _rows(lang: str) -> tuple[_Row, ...]:

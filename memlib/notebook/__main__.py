@@ -39,15 +39,13 @@ def _slides(args: argparse.Namespace) -> None:
 
 
 def _translate(args: argparse.Namespace) -> None:
-    from ._common import execute_notebook, write_notebook
+    from ._common import execute_notebook, selected_notebooks, write_notebook
     from .translate import catalog_path, catalog_template, parse_catalog, translated_notebook
 
     root = Path.cwd()
     out_dir = args.folder / args.lang
     out_dir.mkdir(exist_ok=True)
-    for path in sorted(args.folder.glob("*.ipynb")):
-        if args.names and path.stem not in args.names and path.name not in args.names:
-            continue
+    for path in selected_notebooks(args.folder, args.names):
         english = json.loads(path.read_text(encoding="utf-8"))
         catalog_file = catalog_path(root, args.lang, path.name)
         old = (parse_catalog(catalog_file.read_text(encoding="utf-8"))
@@ -99,7 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = commands.add_parser("reports", help="refresh memlib/data/reports from reports/")
     reports.set_defaults(run=_reports)
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    except (ValueError, KeyError, OSError) as exc:
+        # A stale catalog, an answer cell of no exercise, a missing file: one line, the
+        # way ``memlib`` reports bad input. Anything else is a bug and keeps its traceback.
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"python -m memlib.notebook: error: {message}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -1,4 +1,5 @@
-"""What every helper module shares: the fixed query id, and pandas / pyplot on first use.
+"""What the helper modules share: the fixed query id, pandas / pyplot on first use, and
+reading, writing and running notebook files (the course's maintenance commands).
 
 pandas and matplotlib are imported inside these functions, never at module level, so
 ``import memlib.notebook`` (and any of its modules) stays as light as ``import memlib``.
@@ -6,6 +7,9 @@ pandas and matplotlib are imported inside these functions, never at module level
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 # Every recall and query a helper builds carries this id, so outputs never vary with it.
@@ -95,3 +99,25 @@ def execute_notebook(notebook: dict[str, Any], cwd: Any) -> dict[str, Any]:
                    resources={"metadata": {"path": str(cwd)}}).execute()
     result: dict[str, Any] = json.loads(nbformat.writes(node))
     return result
+
+
+# A link that leaves the notebooks folder ("](../docs/…") from a notebook one folder deeper.
+_UP_LINK = re.compile(r"\]\(\.\./")
+
+
+def cell_source(cell: Mapping[str, Any]) -> str:
+    """A cell's text, whether stored as one string or as a list of lines."""
+    source = cell.get("source", "")
+    return source if isinstance(source, str) else "".join(source)
+
+
+def one_folder_deeper(text: str) -> str:
+    """Markdown ``text`` with its links out of the notebooks folder fixed for a notebook
+    one folder deeper (a twin in solutions/, an edition in zh/)."""
+    return _UP_LINK.sub("](../../", text)
+
+
+def selected_notebooks(folder: Path, names: Sequence[str] = ()) -> list[Path]:
+    """The notebooks of ``folder``, or those of them ``names`` names (stem or file name)."""
+    return [p for p in sorted(folder.glob("*.ipynb"))
+            if not names or p.stem in names or p.name in names]

@@ -15,13 +15,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ._common import cell_source
+
 __all__ = ["slide_type", "with_slides"]
 
 
 def slide_type(cell: dict[str, Any], index: int, first_code: int) -> str | None:
     """The RISE slide type of a cell, or None for "under the current slide"."""
-    source = cell.get("source", "")
-    text = source if isinstance(source, str) else "".join(source)
+    text = cell_source(cell)
     if index == 0:
         return "slide"
     if index == first_code:

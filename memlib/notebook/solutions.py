@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._common import execute_notebook, write_notebook
+from ._common import (
+    cell_source,
+    execute_notebook,
+    one_folder_deeper,
+    selected_notebooks,
+    write_notebook,
+)
 from .exercises import all_exercises
 
 __all__ = ["ANSWER_CELL", "answer_cells", "solution_notebook", "write_solutions"]
@@ -41,15 +47,6 @@ BANNERS = {
         "> `memlib/notebook/exercises/` 中的练习,不要直接修改本文件。"
     ),
 }
-# Links that leave the notebooks folder are one folder deeper from solutions/.
-_UP_LINK = re.compile(r"\]\(\.\./")
-
-
-def _source(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
-
-
 def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
@@ -59,7 +56,7 @@ def answer_cells(notebook: dict[str, Any]) -> list[tuple[int, str]]:
     found = []
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] == "code":
-            match = ANSWER_CELL.match(_source(cell))
+            match = ANSWER_CELL.match(cell_source(cell))
             if match:
                 found.append((index, match.group(1)))
     return found
@@ -80,7 +77,7 @@ def solution_notebook(student: dict[str, Any], name: str, lang: str = "en") -> d
         cell["execution_count"] = None
     for cell in twin["cells"]:
         if cell["cell_type"] == "markdown":
-            text = _UP_LINK.sub("](../../", _source(cell)).replace("](solutions/", "](./")
+            text = one_folder_deeper(cell_source(cell)).replace("](solutions/", "](./")
             cell["source"] = _lines(text)
     twin["cells"].insert(1, {"cell_type": "markdown", "id": "solutions-banner", "metadata": {},
                              "source": _lines(BANNERS[lang].format(name=name))})
@@ -89,7 +86,7 @@ def solution_notebook(student: dict[str, Any], name: str, lang: str = "en") -> d
 
 def sources(notebook: dict[str, Any]) -> list[tuple[str, str]]:
     """What must agree between a twin on disk and a rebuilt one: each cell's type and text."""
-    return [(c["cell_type"], _source(c)) for c in notebook["cells"]]
+    return [(c["cell_type"], cell_source(c)) for c in notebook["cells"]]
 
 
 def write_solutions(folder: Path, names: Sequence[str] = (), *, execute: bool = True) -> list[Path]:
@@ -98,9 +95,7 @@ def write_solutions(folder: Path, names: Sequence[str] = (), *, execute: bool = 
     lang = folder.name if folder.name in BANNERS else "en"  # notebooks/zh is the zh edition
     out_dir.mkdir(exist_ok=True)
     written = []
-    for path in sorted(folder.glob("*.ipynb")):
-        if names and path.stem not in names and path.name not in names:
-            continue
+    for path in selected_notebooks(folder, names):
         student = json.loads(path.read_text(encoding="utf-8"))
         twin = solution_notebook(student, path.name, lang)
         if execute:

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._common import cell_source, one_folder_deeper
+
 __all__ = [
     "Catalog",
     "StaleTranslationError",
@@ -51,7 +53,6 @@ _FENCE = re.compile(r"\A```python\n(?P<code>.*?)\n```\Z", re.S)
 # What the build puts at the top of an edition's setup cell (its first code cell).
 SETUP = ('from memlib.notebook.language import use_language\n\n'
          'use_language("{lang}")  # this edition speaks {lang}: feedback, labels, widgets\n\n')
-_UP_LINK = re.compile(r"\]\(\.\./")
 
 
 class StaleTranslationError(ValueError):
@@ -67,11 +68,6 @@ class Section:
 
 
 Catalog = Mapping[str, Section]
-
-
-def _source(cell: Mapping[str, Any]) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
 
 
 def english_hash(text: str) -> str:
@@ -109,7 +105,7 @@ def catalog_template(notebook: Mapping[str, Any], old: Catalog | None = None) ->
                 parts.append(f"<!-- code {cell['id']} en={kept.english} -->\n"
                              f"```python\n{kept.text}\n```\n")
             continue
-        english = _source(cell)
+        english = cell_source(cell)
         digest = english_hash(english)
         body = kept.text if kept is not None and kept.english == digest else english
         parts.append(f"<!-- cell {cell['id']} en={digest} -->\n{body.strip(chr(10))}\n")
@@ -129,7 +125,7 @@ def translated_notebook(english: Mapping[str, Any], catalog: Catalog, name: str,
     setup_done = False
     for cell in edition["cells"]:
         section = catalog.get(cell["id"])
-        digest = english_hash(_source(cell))
+        digest = english_hash(cell_source(cell))
         if cell["cell_type"] == "markdown" or (section is not None and section.code):
             if section is None:
                 problems.append(f"{cell['id']} (missing)")
@@ -140,13 +136,13 @@ def translated_notebook(english: Mapping[str, Any], catalog: Catalog, name: str,
             used.add(cell["id"])
             text = section.text
             if cell["cell_type"] == "markdown":
-                text = _UP_LINK.sub("](../../", text)
+                text = one_folder_deeper(text)
             cell["source"] = text.splitlines(keepends=True)
         if cell["cell_type"] == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
             if not setup_done:
-                cell["source"] = (SETUP.format(lang=lang) + _source(cell)).splitlines(
+                cell["source"] = (SETUP.format(lang=lang) + cell_source(cell)).splitlines(
                     keepends=True)
                 setup_done = True
     unused = sorted(set(catalog) - used - {p.split()[0] for p in problems})

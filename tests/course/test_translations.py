@@ -109,3 +109,23 @@ def test_a_changed_english_cell_stops_the_build() -> None:
         translated_notebook(english, catalog, "x")
     with pytest.raises(StaleTranslationError, match="m1 \\(missing\\)"):
         translated_notebook(english, {}, "x")
+
+
+def test_a_stale_catalog_is_one_line_from_the_build_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memlib.notebook.__main__ import main
+
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "i18n" / "zh").mkdir(parents=True)
+    english = {"cells": [{"cell_type": "markdown", "id": "m1", "metadata": {},
+                          "source": ["# Title"]}], "metadata": {}, "nbformat": 4,
+               "nbformat_minor": 5}
+    (tmp_path / "notebooks" / "x.ipynb").write_text(json.dumps(english), encoding="utf-8")
+    (tmp_path / "i18n" / "zh" / "x.md").write_text("<!-- cell m1 en=000000000000 -->\n# 标题\n",
+                                                   encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["translate", "zh", "--no-execute"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "m1 (English changed" in err
+    assert not (tmp_path / "notebooks" / "zh" / "x.ipynb").exists()
