@@ -271,13 +271,17 @@ class ScriptedModel:
 
 def scripted_client(model: ScriptedModel | None = None) -> Any:
     """A real ``anthropic.Anthropic`` whose HTTP transport is the scripted model."""
+    return _client(model if model is not None else ScriptedModel(), SCRIPTED_API_KEY, 0)
+
+
+def _client(handler: Any, api_key: str, max_retries: int) -> Any:
+    """The real SDK client, its HTTP answered by ``handler`` (an ``httpx2`` handler)."""
     import anthropic
 
-    handler = model if model is not None else ScriptedModel()
     return anthropic.Anthropic(
-        api_key=SCRIPTED_API_KEY,
+        api_key=api_key,
         base_url=_BASE_URL,
-        max_retries=0,
+        max_retries=max_retries,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
 
@@ -324,9 +328,4 @@ class FlakyAPI:
     def client(self, *, api_key: str = SCRIPTED_API_KEY, max_retries: int = 2) -> Any:
         """A real ``anthropic.Anthropic`` on this transport, retrying as ``runtime_client()``
         does by default (the SDK's two retries)."""
-        import anthropic
-
-        return anthropic.Anthropic(
-            api_key=api_key, base_url=_BASE_URL, max_retries=max_retries,
-            http_client=httpx2.Client(transport=httpx2.MockTransport(self)),
-        )
+        return _client(self, api_key, max_retries)
