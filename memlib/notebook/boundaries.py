@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..candidates import build_recall_candidates, scan_recall_candidates, searchable_text
 from ..engine import RecallEngine
 from ..errors import RemoteMemoryError
-from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, normalize_text, tokenize
+from ..normalize import LIMIT_MAX, normalize_recall_query, normalize_text, tokenize
 from ..rank import stable_rank_recall_candidates
 from ..records import LIMITS, MemoryKind, StoredMemory, parse_timestamp, user_scope_for
 from ..render import render_recall_context
@@ -45,7 +45,7 @@ from ..score import score_recall_candidate
 from ..stores.base import MemoryStore
 from ._common import QUERY_ID, pandas
 from .language import tr
-from .views import recall
+from .views import recall, recall_query
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -197,12 +197,6 @@ class ChecklistItem:
     check: Callable[[MemoryStore, str, datetime], Outcome]
 
 
-def _query(store: MemoryStore, text: str, as_of: datetime, limit: int = 5,
-           query_id: str = QUERY_ID) -> RecallQuery:
-    return normalize_recall_query(text, user_scope=store.user_scope, limit=limit,
-                                  query_id=query_id, issued_at=as_of)
-
-
 def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     from ..agent.tools import RECALL_HISTORY_DESCRIPTION
 
@@ -220,10 +214,10 @@ def _fullwidth(text: str) -> str:
 
 def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     forms = (query, f"  {query.upper()}  ", _fullwidth(query))
-    terms = {_query(store, form, as_of).terms for form in forms}
+    terms = {recall_query(store, form, as_of).terms for form in forms}
     chinese = "分层记忆"
     pairs = tuple(sorted({chinese[i:i + 2] for i in range(len(chinese) - 1)}))
-    cjk = _query(store, chinese, as_of).terms
+    cjk = recall_query(store, chinese, as_of).terms
     fact = (f"{len(forms)} spellings ({', '.join(repr(f) for f in forms)}) → "
             f"{len(terms)} term set; {chinese} → {', '.join(cjk)}")
     return len(terms) == 1 and cjk == pairs, fact
@@ -244,8 +238,8 @@ def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
 
 
 def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
-    q = _query(store, query, as_of, query_id="review-1")
-    other = _query(store, query, as_of, query_id="review-2")
+    q = recall_query(store, query, as_of, query_id="review-1")
+    other = recall_query(store, query, as_of, query_id="review-2")
     candidates = scan_recall_candidates(q, store.read_all()).candidates
     hits = RecallEngine(store).recall(query, as_of=as_of, query_id="review-1").hits
     ids = {c.query_id for c in candidates} | {h.query_id for h in hits}
@@ -300,7 +294,7 @@ def _explained(hit: RecallHit) -> bool:
 
 
 def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
-    q = _query(store, query, as_of, limit=LIMIT_MAX)
+    q = recall_query(store, query, as_of, limit=LIMIT_MAX)
     candidates = list(scan_recall_candidates(q, store.read_all()).candidates)
     shuffled = candidates[:]
     random.Random(12).shuffle(shuffled)
@@ -816,7 +810,7 @@ def contract_shape_frame(store: MemoryStore, query: str, as_of: datetime,
 def query_id_frame(store: MemoryStore, query: str, as_of: datetime,
                    query_id: str = "review-1") -> pd.DataFrame:
     """Where ``query_id`` appears, stage by stage, for one recall run by hand."""
-    q = _query(store, query, as_of, query_id=query_id)
+    q = recall_query(store, query, as_of, query_id=query_id)
     candidates = scan_recall_candidates(q, store.read_all()).candidates
     breakdowns = [score_recall_candidate(q, c, as_of=as_of) for c in candidates]
     hits = stable_rank_recall_candidates(q, candidates, as_of=as_of)

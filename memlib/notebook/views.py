@@ -61,6 +61,7 @@ __all__ = [
     "rankers_view",
     "ranks_by_store",
     "recall",
+    "recall_query",
     "records_view",
     "reference_hits",
     "render_view",
@@ -104,9 +105,11 @@ def recall(
     return RecallEngine(store).recall(query, limit=limit, as_of=as_of, query_id=query_id)
 
 
-def _query(store: MemoryStore, text: str, as_of: datetime, limit: int) -> RecallQuery:
+def recall_query(store: MemoryStore, text: str, as_of: datetime, limit: int = 5,
+                 query_id: str = QUERY_ID) -> RecallQuery:
+    """The ``RecallQuery`` a recall of ``store`` builds, with a fixed ``query_id``."""
     return normalize_recall_query(
-        text, user_scope=store.user_scope, limit=limit, query_id=QUERY_ID, issued_at=as_of
+        text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=as_of
     )
 
 
@@ -114,7 +117,7 @@ def _query(store: MemoryStore, text: str, as_of: datetime, limit: int) -> Recall
 
 def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every stored record, with how many of the query's terms it shares."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     frame = records_frame(store.read_all())
     terms = set(q.terms)
     frame["shared_terms"] = [
@@ -127,7 +130,7 @@ def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 
 def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """The ``RecallQuery`` a recall would build, one field a row."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     data = q.to_dict()
     data["terms"] = ", ".join(q.terms)
     return pandas().DataFrame({"field": list(data), "value": [str(v) for v in data.values()]})
@@ -137,7 +140,7 @@ def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) 
 
 def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every record with what candidate building decided about it, and why."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     records = store.read_all()
     scan = scan_recall_candidates(q, records)
     matched = {c.record.memory_id: c.matched_terms for c in scan.candidates}
@@ -166,7 +169,7 @@ def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
     0s is a searched record that did not become a candidate. (A term never contains
     ``#`` or ``?``, so no query can collide with the last two columns.)
     """
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     records = store.read_all()
     scan = scan_recall_candidates(q, records)
     matched = {c.record.memory_id: set(c.matched_terms) for c in scan.candidates}
@@ -202,7 +205,7 @@ def counts_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
 
 def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """The breakdown of every candidate, in storage order (not ranked yet)."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     rows = []
     for c in scan_recall_candidates(q, store.read_all()).candidates:
         b = score_recall_candidate(q, c, as_of=as_of)
@@ -227,7 +230,7 @@ def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
 
 def rank_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every candidate with its sort keys; rows above ``limit`` get a rank, the rest none."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     scored = [(c, score_recall_candidate(q, c, as_of=as_of))
               for c in scan_recall_candidates(q, store.read_all()).candidates]
     rows = []
@@ -534,7 +537,7 @@ def rankers_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 def reference_hits(store: MemoryStore, query: str, as_of: datetime,
                    limit: int) -> tuple[RecallHit, ...]:
     """The chapter's own pipeline over ``store.read_all()``: full scan, score, rank."""
-    q = _query(store, query, as_of, limit)
+    q = recall_query(store, query, as_of, limit)
     return stable_rank_recall_candidates(q, scan_recall_candidates(q, store.read_all())
                                          .candidates, as_of=as_of)
 
