@@ -1,21 +1,23 @@
 """``RecallEngine``: the five stages in order, over one store (docs/reference.md).
 
 The engine holds no state of its own between recalls and writes nothing: a recall is
-a pure function of the store's records, the text, ``limit`` and ``as_of``.
+a pure function of the store's records, the text, ``limit`` and ``as_of`` (and, beyond
+the chapter, ``known_at`` and ``min_score``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from .candidates import CandidateScan
-from .normalize import RecallQuery, as_utc, normalize_recall_query
+from .explain import RecallExplanation, explain_recall
+from .normalize import as_utc, normalize_recall_query
+from .paths import min_score_for, scored_candidates
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
-from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
-from .rankers.embeddings import recorded_embedder
+from .records import format_timestamp
 from .result import RecallResult
-from .stores.base import LexicalScanning, MemoryStore, TopScanning, VectorStoring
+from .stores.base import MemoryStore
+from .stores.known_at import KnownAtStore, store_known_at
 
 __all__ = ["RecallEngine"]
 
@@ -25,61 +27,56 @@ class RecallEngine:
         self.store = store
         self.ranker = get_ranker(ranker)
 
-    def _scan(self, query: RecallQuery) -> CandidateScan:
-        # A store with an index may walk candidates best-first and stop early, pruning
-        # by the ranker's own bound; a ranker without one must see every candidate.
-        if isinstance(self.store, TopScanning) and isinstance(self.ranker, ScoreBound):
-            return self.store.scan_top_candidates(query, self.ranker)
-        return self.store.scan_candidates(query)
-
     def recall(
         self,
         text: str,
         limit: int = 5,
         as_of: datetime | None = None,
         query_id: str | None = None,
+        *,
+        known_at: datetime | str | None = None,
+        min_score: float | str | None = None,
     ) -> RecallResult:
+        """The five stages over the store (``known_at``: as it stood then), keeping the
+        hits whose score reaches ``min_score`` (a number, ``"suggested"`` or None)."""
         moment = as_utc(as_of)
+        floor = min_score_for(self.ranker, min_score)
+        store = self.store if known_at is None else store_known_at(self.store, known_at)
         query = normalize_recall_query(
-            text, user_scope=self.store.user_scope, limit=limit, query_id=query_id,
+            text, user_scope=store.user_scope, limit=limit, query_id=query_id,
             issued_at=moment,
         )
-        retrieval = None
-        store = self.store
-        lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
-        vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
-        if lexical is not None and vectors is not None and isinstance(self.ranker, DenseScoring):
-            # The lexical and the dense path's candidates, read and scored alone.
-            # The store's embedder, else the one its vectors were made by (when memlib
-            # knows it by name): a store opened without one still embeds the question
-            # with its vectors' model, as the CLI does.
-            embedder = vectors.embedder or recorded_embedder(vectors)
-            scan, chosen, retrieval = self.ranker.score_stored(
-                query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
-                embedder=embedder, as_of=moment, limit=query.limit,
-            )
-            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
-        elif lexical is not None and isinstance(self.ranker, LexicalScoring):
-            # Scored from the index's postings: only the hits are read (rankers/base.py).
-            scan, chosen = self.ranker.score_lexical(
-                query, lexical.lexical_postings, as_of=moment, limit=query.limit
-            )
-            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
-        elif isinstance(self.ranker, TopScoring):
-            scan = self._scan(query)
-            # Only the hits get their signals built (rankers/base.py explains why).
-            chosen = self.ranker.score_top(query, scan, as_of=moment, limit=query.limit)
-            scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
-        else:
-            scan = self._scan(query)
-            breakdowns = self.ranker.score_candidates(query, scan, as_of=moment)
-            scored = list(zip(scan.candidates, breakdowns, strict=True))
+        scan, scored, retrieval = scored_candidates(
+            store, self.ranker, query, moment, limit=query.limit
+        )
         hits = rank_scored_candidates(query, scored)
+        kept = hits if floor is None else tuple(h for h in hits if h.score >= floor)
         return RecallResult(
             query=query,
-            hits=hits,
+            hits=kept,
             searched_records=scan.searched_records,
             candidate_records=scan.candidate_records,
             retracted_records=scan.retracted_records,
             retrieval=retrieval,
+            min_score=floor,
+            below_min_score=len(hits) - len(kept),
+            known_at=None if not isinstance(store, KnownAtStore)
+            else format_timestamp(store.known_at),
+        )
+
+    def explain(
+        self,
+        text: str,
+        memory_id: str,
+        limit: int = 5,
+        as_of: datetime | None = None,
+        query_id: str | None = None,
+        *,
+        known_at: datetime | str | None = None,
+        min_score: float | str | None = None,
+    ) -> RecallExplanation:
+        """[beyond] Where ``memory_id`` stopped for this recall, and why (``explain.py``)."""
+        return explain_recall(
+            self.store, self.ranker, text, memory_id, limit=limit, as_of=as_of,
+            query_id=query_id, known_at=known_at, min_score=min_score,
         )

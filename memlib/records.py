@@ -32,6 +32,7 @@ __all__ = [
     "check_terms",
     "record_from_item",
     "record_json",
+    "memory_id_of",
 ]
 
 # Characters per field. The numbers are a teaching limit, not a storage one: they keep
@@ -77,6 +78,11 @@ class MemoryKind(str, Enum):  # noqa: UP042 (StrEnum would change format() of me
 
     def __str__(self) -> str:
         return self.value
+
+
+def memory_id_of(value: object, field_name: str = "memory_id") -> str:
+    """``value`` if it is a valid memory id, else the Validation error that says why."""
+    return _memory_id(value, field_name)
 
 
 def collapse_whitespace(value: str) -> str:
@@ -264,6 +270,11 @@ class StoredMemory:
 
     ``retracts`` names the target of a RETRACTION record and is None for every other
     kind, so conversation and profile records keep the chapter's exact JSON shape.
+
+    [beyond] A supersede (``store.supersede``) writes two records in one batch and links
+    them both ways: the new record's ``supersedes`` names the old one, and the old one's
+    retraction names its successor in ``superseded_by``. Both are None otherwise and
+    then absent from the JSON.
     """
 
     memory_id: str
@@ -274,6 +285,8 @@ class StoredMemory:
     source: MemorySource
     stored_at: str
     retracts: str | None = field(default=None)
+    supersedes: str | None = field(default=None)
+    superseded_by: str | None = field(default=None)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memory_id", _memory_id(self.memory_id))
@@ -291,6 +304,18 @@ class StoredMemory:
             object.__setattr__(self, "retracts", _memory_id(self.retracts, "retracts"))
         elif self.retracts is not None:
             raise RemoteMemoryValidationError("only a retraction record may name 'retracts'")
+        if self.superseded_by is not None:
+            if kind is not MemoryKind.RETRACTION:
+                raise RemoteMemoryValidationError(
+                    "only a retraction record may name 'superseded_by'"
+                )
+            object.__setattr__(
+                self, "superseded_by", _memory_id(self.superseded_by, "superseded_by")
+            )
+        if self.supersedes is not None:
+            if kind is MemoryKind.RETRACTION:
+                raise RemoteMemoryValidationError("a retraction cannot supersede a record")
+            object.__setattr__(self, "supersedes", _memory_id(self.supersedes, "supersedes"))
 
     @property
     def captured_at(self) -> str:
@@ -312,6 +337,10 @@ class StoredMemory:
         }
         if self.retracts is not None:
             data["retracts"] = self.retracts
+        if self.supersedes is not None:
+            data["supersedes"] = self.supersedes
+        if self.superseded_by is not None:
+            data["superseded_by"] = self.superseded_by
         return data
 
     @classmethod
@@ -329,7 +358,7 @@ class StoredMemory:
         missing = [k for k in required if k not in data]
         if missing:
             raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
-        extra = sorted(set(data) - set(required) - {"retracts"})
+        extra = sorted(set(data) - set(required) - _LINK_KEYS)
         if extra:
             raise RemoteMemoryValidationError(f"record has unknown fields: {', '.join(extra)}")
         return cls(
@@ -341,9 +370,12 @@ class StoredMemory:
             source=MemorySource.from_dict(data["source"]),
             stored_at=data["stored_at"],
             retracts=data.get("retracts"),
+            supersedes=data.get("supersedes"),
+            superseded_by=data.get("superseded_by"),
         )
 
 
+_LINK_KEYS = frozenset(("retracts", "supersedes", "superseded_by"))
 _RECORD_KEYS = frozenset(
     ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
 )
@@ -412,6 +444,7 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
     record.__dict__.update(
         memory_id=memory_id, user_scope=user_scope, kind=kind, content=content,
         summary=summary, source=made_source, stored_at=stored_at, retracts=None,
+        supersedes=None, superseded_by=None,
     )
     return record
 
@@ -489,4 +522,8 @@ def record_json(record: StoredMemory) -> str:
     )
     if record.retracts is not None:
         text += ',"retracts":' + _quote(record.retracts)
+    if record.supersedes is not None:
+        text += ',"supersedes":' + _quote(record.supersedes)
+    if record.superseded_by is not None:
+        text += ',"superseded_by":' + _quote(record.superseded_by)
     return text + "}"

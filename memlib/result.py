@@ -15,9 +15,15 @@ from .normalize import RecallQuery
 from .records import MemoryKind, MemorySource
 from .score import RecallScoreBreakdown
 
-__all__ = ["RecallScope", "RecallHit", "RecallResult", "EMPTY_REASON_NO_MATCH"]
+__all__ = [
+    "RecallScope", "RecallHit", "RecallResult", "EMPTY_REASON_NO_MATCH",
+    "EMPTY_REASON_BELOW_MIN_SCORE",
+]
 
 EMPTY_REASON_NO_MATCH = "no_matching_terms"
+# [beyond] Every hit was under the recall's ``min_score``: the model reads "nothing
+# relevant", not "nothing shares a word".
+EMPTY_REASON_BELOW_MIN_SCORE = "below_min_score"
 
 
 @dataclass(frozen=True)
@@ -74,11 +80,19 @@ class RecallResult:
     # [beyond] How many records each retrieval path gave (``hybrid`` on a store with
     # vectors: lexical, dense, both, unembedded); absent for single-path rankers.
     retrieval: Mapping[str, int] | None = None
+    # [beyond] The floor this recall was given (None: none) and how many of its top
+    # ``limit`` it dropped for being under it.
+    min_score: float | None = None
+    below_min_score: int = 0
+    # [beyond] The instant the recall saw the store as of (``stored_at ≤ known_at``).
+    known_at: str | None = None
 
     @property
     def empty_reason(self) -> str | None:
         # Derived, so it can never disagree with the hits.
-        return None if self.hits else EMPTY_REASON_NO_MATCH
+        if self.hits:
+            return None
+        return EMPTY_REASON_BELOW_MIN_SCORE if self.below_min_score else EMPTY_REASON_NO_MATCH
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -90,6 +104,12 @@ class RecallResult:
         }
         if self.retrieval is not None:
             out["retrieval"] = dict(self.retrieval)
+        # Only when asked for, so a plain recall keeps the chapter's exact JSON.
+        if self.known_at is not None:
+            out["known_at"] = self.known_at
+        if self.min_score is not None:
+            out["min_score"] = self.min_score
+            out["below_min_score"] = self.below_min_score
         out["empty_reason"] = self.empty_reason
         return out
 

@@ -19,6 +19,7 @@ and drops a record's vector when the batch retracts it (``vectors.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from ..records import (
     MemorySource,
     StoredMemory,
     format_timestamp,
+    memory_id_of,
     record_from_item,
     user_scope_for,
 )
@@ -73,6 +75,12 @@ class MemoryStore(Protocol):
         self, memory_id: str, *, reason: str, source: MemorySource | Mapping[str, Any],
         retraction_id: str | None = None,
     ) -> StoredMemory: ...
+
+    def supersede(
+        self, memory_id: str, new_record: Mapping[str, Any], *, reason: str,
+        source: MemorySource | Mapping[str, Any] | None = None,
+        retraction_id: str | None = None,
+    ) -> tuple[StoredMemory, StoredMemory]: ...
 
     def read_all(self) -> tuple[StoredMemory, ...]: ...
 
@@ -257,6 +265,7 @@ class BaseMemoryStore:
         cannot go stale before the write.
         """
         seen = {record.memory_id: record.kind for record in batch}
+        BaseMemoryStore._check_supersede(batch, state, seen)
         # Retraction rules first: retracting the same record twice is "already
         # retracted", not a clash of the default retraction ids.
         retracted_here: set[str] = set()
@@ -281,6 +290,53 @@ class BaseMemoryStore:
             counted.add(record.memory_id)
         if duplicates:
             raise RemoteMemoryDuplicateError(duplicates)
+
+    @staticmethod
+    def _check_supersede(
+        batch: Sequence[StoredMemory], state: StoreState, seen: Mapping[str, MemoryKind]
+    ) -> None:
+        """A supersede's own rules, worded for it (the retraction rules then hold too).
+
+        The pair must be one batch and name each other, so no reader ever sees a new
+        record whose old one is still live, or an old one gone without its successor.
+        """
+        by_id = {record.memory_id: record for record in batch}
+        for record in batch:
+            if record.supersedes is not None:
+                links = [r for r in batch if r.superseded_by == record.memory_id]
+                if len(links) != 1 or links[0].retracts != record.supersedes:
+                    raise RemoteMemoryValidationError(
+                        f"memory {record.memory_id} names {record.supersedes} in 'supersedes' "
+                        "without its retraction in the same batch (use supersede())"
+                    )
+            if record.superseded_by is None:
+                continue
+            new = by_id.get(record.superseded_by)
+            target = record.retracts
+            if new is None or new.supersedes != target:
+                raise RemoteMemoryValidationError(
+                    f"retraction {record.memory_id} names a successor that is not in its "
+                    "batch (use supersede())"
+                )
+            kind = state.kind_of(target) if target is not None else None
+            if kind is None:
+                if target in seen:
+                    raise RemoteMemoryValidationError(
+                        f"cannot supersede {target}: it is written in the same batch"
+                    )
+                raise RemoteMemoryValidationError(
+                    f"cannot supersede {target}: no such memory in this scope"
+                )
+            if kind is MemoryKind.RETRACTION:
+                raise RemoteMemoryValidationError(f"cannot supersede a retraction: {target}")
+            if target is not None and state.is_retracted(target):
+                raise RemoteMemoryValidationError(
+                    f"cannot supersede {target}: it is already retracted"
+                )
+            if new.kind is not kind:
+                raise RemoteMemoryValidationError(
+                    f"cannot supersede {kind.value} record {target} with a {new.kind.value} record"
+                )
 
     def _append_batch(
         self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
@@ -339,6 +395,40 @@ class BaseMemoryStore:
         )
         self._append_batch((record,))
         return record
+
+    def supersede(
+        self, memory_id: str, new_record: Mapping[str, Any], *, reason: str,
+        source: MemorySource | Mapping[str, Any] | None = None,
+        retraction_id: str | None = None,
+    ) -> tuple[StoredMemory, StoredMemory]:
+        """[beyond] Replace ``memory_id`` by ``new_record`` and keep the history.
+
+        One atomic batch of two records: ``new_record`` (an ``append`` item, of the old
+        record's kind) with ``supersedes=memory_id``, and the old record's retraction
+        with ``superseded_by`` = the new id, whose ``source`` defaults to the new
+        record's. Both are written or neither, and the rules are checked under the
+        store's lock or transaction: of two writers superseding the same record, one
+        wins and the other is refused ("already retracted"). Returns ``(new, retraction)``.
+        """
+        stored_at = self._now()
+        made = self._record(new_record, stored_at)
+        new = dataclasses.replace(made, supersedes=memory_id_of(memory_id))
+        retraction = StoredMemory(
+            memory_id=retraction_id or retraction_id_for(memory_id),
+            user_scope=self._user_scope,
+            kind=MemoryKind.RETRACTION,
+            content=reason,
+            summary=f"Superseded {memory_id} by {new.memory_id}",
+            source=new.source if source is None else (
+                source if isinstance(source, MemorySource) else MemorySource.from_dict(source)
+            ),
+            stored_at=stored_at,
+            retracts=memory_id,
+            superseded_by=new.memory_id,
+        )
+        batch = (new, retraction)
+        self._append_batch(batch, self._vectors_of(batch))
+        return batch
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         raise NotImplementedError

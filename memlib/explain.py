@@ -1,0 +1,279 @@
+"""[beyond] ``explain``: where did record X stop, for this recall? (docs/reference.md#explain)
+
+A recall answers "what came back". Its reader's next question is often about a record
+that did not: was it forgotten, withdrawn, never a candidate, or just outranked? The
+pipeline's stages answer it in order, and the first that stopped the record is the
+verdict:
+
+====================  ===========  =====================================================
+verdict               stage        what is said
+====================  ===========  =====================================================
+``not_in_scope``      scope        only that: never whether another scope holds the id
+``not_yet_stored``    known_at     when it was stored, after ``known_at``
+``superseded``        retraction   by which record, when, and the reason given
+``retracted``         retraction   when, and the reason given
+``not_conversation``  kind         a profile (injected at session start) or a retraction
+``no_shared_term``    candidates   the record's terms beside the query's
+``not_in_pool``       candidates   ``hybrid`` only: shares a term, in neither of its pools
+``below_cut``         rank         its place and breakdown beside the last hit's, and
+                                   the signal (or tie-breaker) that put it below
+``below_min_score``   min_score    within ``limit``, but under the recall's floor
+``hit``               hit          its rank and score
+====================  ===========  =====================================================
+
+The order is computed by the same scoring path as the recall (``paths.py``), without
+the cut, so "ranked 7th" is the place the recall gave it: a test holds every verdict
+equal on every backend and ranker, and equal to what ``recall`` shows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .candidates import searchable_text
+from .normalize import RecallQuery, as_utc, normalize_recall_query
+from .paths import min_score_for, scored_candidates
+from .rank import rank_key, rank_scored_candidates
+from .rankers import Ranker
+from .records import MemoryKind, StoredMemory, format_timestamp, memory_id_of, parse_timestamp
+from .result import RecallHit
+from .retrieval.tokens import searchable_terms
+from .score import RecallScoreBreakdown
+from .stores.base import MemoryStore
+from .stores.known_at import known_at_moment, store_known_at
+
+__all__ = ["RecallExplanation", "VERDICTS", "explain_recall", "deciding_signal"]
+
+VERDICTS: Mapping[str, str] = {
+    "not_in_scope": "scope",
+    "not_yet_stored": "known_at",
+    "superseded": "retraction",
+    "retracted": "retraction",
+    "not_conversation": "kind",
+    "no_shared_term": "candidates",
+    "not_in_pool": "candidates",
+    "below_cut": "rank",
+    "below_min_score": "min_score",
+    "hit": "hit",
+}
+# More than any store holds: the order without its cut (``heapq`` sorts it all).
+_WHOLE_ORDER = 2**31 - 1
+# Terms shown in the one-line message; the explanation itself keeps them all.
+_SHOWN_TERMS = 12
+
+
+@dataclass(frozen=True)
+class RecallExplanation:
+    """Why one record is, or is not, among one recall's hits."""
+
+    memory_id: str
+    verdict: str
+    message: str
+    query: RecallQuery
+    ranker: str
+    known_at: str | None = None
+    min_score: float | None = None
+    # below_cut / below_min_score / hit: its place in the whole order, of how many.
+    rank: int | None = None
+    candidates: int | None = None
+    breakdown: RecallScoreBreakdown | None = None
+    # below_cut: the recall's last hit, and what put the record under it.
+    last_hit: RecallHit | None = None
+    deciding: str | None = None
+    # retracted / superseded: the retraction record's facts.
+    retracted_at: str | None = None
+    reason: str | None = None
+    successor: str | None = None
+    # no_shared_term / not_in_pool: both sides of the comparison.
+    record_terms: tuple[str, ...] = ()
+    kind: str | None = None
+    stored_at: str | None = None
+
+    @property
+    def stage(self) -> str:
+        return VERDICTS[self.verdict]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "memory_id": self.memory_id,
+            "verdict": self.verdict,
+            "stage": self.stage,
+            "message": self.message,
+            "query": self.query.to_dict(),
+            "ranker": self.ranker,
+        }
+        optional: dict[str, Any] = {
+            "known_at": self.known_at,
+            "min_score": self.min_score,
+            "rank": self.rank,
+            "candidates": self.candidates,
+            "breakdown": None if self.breakdown is None else self.breakdown.to_dict(),
+            "last_hit": None if self.last_hit is None else self.last_hit.to_dict(),
+            "deciding": self.deciding,
+            "retracted_at": self.retracted_at,
+            "reason": self.reason,
+            "successor": self.successor,
+            "record_terms": list(self.record_terms) or None,
+            "kind": self.kind,
+            "stored_at": self.stored_at,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+
+def _signals(breakdown: RecallScoreBreakdown) -> dict[str, float]:
+    if breakdown.signals:
+        return {s.name: s.contribution for s in breakdown.signals}
+    return dict(breakdown.contributions)
+
+
+def deciding_signal(
+    record: tuple[Any, RecallScoreBreakdown], last: tuple[Any, RecallScoreBreakdown]
+) -> str:
+    """What put ``record`` below ``last`` in stage 4's order: the signal it lost most
+    on when its total is lower, else the first tie-breaker that differs."""
+    mine, theirs = record[1], last[1]
+    if mine.total < theirs.total:
+        own, other = _signals(mine), _signals(theirs)
+        deficits = {name: other.get(name, 0.0) - own.get(name, 0.0) for name in other}
+        return max(deficits, key=lambda name: (deficits[name], name))
+    if mine.lexical_coverage < theirs.lexical_coverage:
+        return "lexical_coverage (tie-breaker)"
+    if record[0].captured_at < last[0].captured_at:
+        return "captured_at (tie-breaker)"
+    return "memory_id (tie-breaker)"
+
+
+def _terms(terms: tuple[str, ...]) -> str:
+    shown = ", ".join(terms[:_SHOWN_TERMS])
+    return f"[{shown}{', …' if len(terms) > _SHOWN_TERMS else ''}]"
+
+
+def _find(store: MemoryStore, memory_id: str) -> StoredMemory | None:
+    by_id = getattr(store, "records_by_id", None)
+    if by_id is not None:
+        found = by_id([memory_id])
+        return found[0] if found else None
+    return next((r for r in store.read_all() if r.memory_id == memory_id), None)
+
+
+def explain_recall(
+    store: MemoryStore,
+    ranker: Ranker,
+    text: str,
+    memory_id: str,
+    *,
+    limit: int = 5,
+    as_of: datetime | None = None,
+    query_id: str | None = None,
+    known_at: datetime | str | None = None,
+    min_score: float | str | None = None,
+) -> RecallExplanation:
+    """The verdict on ``memory_id`` for ``recall(text, limit, as_of, …)`` (module docstring)."""
+    memory_id = memory_id_of(memory_id)
+    moment = as_utc(as_of)
+    floor = min_score_for(ranker, min_score)
+    past = None if known_at is None else known_at_moment(known_at)
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
+    )
+    known = None if past is None else format_timestamp(past)
+
+    def verdict(name: str, message: str, **facts: Any) -> RecallExplanation:
+        return RecallExplanation(
+            memory_id=memory_id, verdict=name, message=message, query=query,
+            ranker=ranker.name, known_at=known, min_score=floor, **facts,
+        )
+
+    record = _find(store, memory_id)
+    if record is None:
+        return verdict("not_in_scope", f"memory {memory_id} is not in this scope")
+    view: MemoryStore = store
+    if past is not None:
+        if parse_timestamp(record.stored_at) > past:
+            return verdict(
+                "not_yet_stored",
+                f"memory {memory_id} was stored at {record.stored_at}, after known_at {known}",
+                stored_at=record.stored_at,
+            )
+        view = store_known_at(store, past)
+    retraction = next(
+        (r for r in view.records(MemoryKind.RETRACTION) if r.retracts == memory_id), None
+    )
+    if retraction is not None:
+        when, reason = retraction.stored_at, retraction.content
+        if retraction.superseded_by is not None:
+            return verdict(
+                "superseded",
+                f"memory {memory_id} was superseded by {retraction.superseded_by} at {when}: "
+                f"{reason}",
+                retracted_at=when, reason=reason, successor=retraction.superseded_by,
+            )
+        return verdict(
+            "retracted", f"memory {memory_id} was retracted at {when}: {reason}",
+            retracted_at=when, reason=reason,
+        )
+    if record.kind is not MemoryKind.CONVERSATION:
+        why = (
+            "profiles are injected at session start, never recalled"
+            if record.kind is MemoryKind.PROFILE
+            else f"it retracts {record.retracts}, and is never recalled"
+        )
+        return verdict(
+            "not_conversation", f"memory {memory_id} is a {record.kind.value} record: {why}",
+            kind=record.kind.value,
+        )
+    _, scored, _ = scored_candidates(
+        view, ranker, query, moment, limit=_WHOLE_ORDER, bounded=False
+    )
+    order = sorted(scored, key=rank_key)
+    place = next((i for i, (c, _) in enumerate(order) if c.record.memory_id == memory_id), None)
+    if place is None:
+        record_terms = tuple(sorted(set(searchable_terms(searchable_text(record)))))
+        shared = sorted(set(record_terms) & set(query.terms))
+        if not shared:
+            return verdict(
+                "no_shared_term",
+                f"memory {memory_id} shares no term with the query: query terms "
+                f"{_terms(query.terms)}, record terms {_terms(record_terms)}",
+                record_terms=record_terms,
+            )
+        return verdict(
+            "not_in_pool",
+            f"memory {memory_id} shares {_terms(tuple(shared))} with the query but is in "
+            f"none of the {ranker.name} ranker's candidate pools",
+            record_terms=record_terms,
+        )
+    rank = place + 1
+    breakdown = order[place][1]
+    facts: dict[str, Any] = {"rank": rank, "candidates": len(order), "breakdown": breakdown}
+    cut = min(query.limit, len(order))
+    if rank > query.limit:
+        hits = rank_scored_candidates(query, order[:cut])
+        last = hits[-1]
+        signal = deciding_signal(order[place], order[cut - 1])
+        return verdict(
+            "below_cut",
+            f"memory {memory_id} ranked {rank} of {len(order)}, below the cut at limit "
+            f"{query.limit}: score {breakdown.total:.6f} against {last.score:.6f} of the last "
+            f"hit {last.memory_id}; decided by {signal}",
+            last_hit=last, deciding=signal, **facts,
+        )
+    if floor is not None and breakdown.total < floor:
+        return verdict(
+            "below_min_score",
+            f"memory {memory_id} ranked {rank}, within limit {query.limit}, but its score "
+            f"{breakdown.total:.6f} is under min_score {floor:g}",
+            **facts,
+        )
+    return verdict(
+        "hit", f"memory {memory_id} is hit {rank} (score {breakdown.total:.6f})", **facts
+    )
+

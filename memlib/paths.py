@@ -1,0 +1,103 @@
+"""Stages 2 and 3 by the fastest path a store and a ranker share, and the score floor.
+
+The engine (``recall``) and ``explain`` both score through here, so the order
+``explain`` reports is the one the recall cut.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+
+from .candidates import CandidateScan, RecallCandidate
+from .errors import RemoteMemoryValidationError
+from .normalize import RecallQuery
+from .rankers import Ranker
+from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
+from .rankers.embeddings import recorded_embedder
+from .score import RecallScoreBreakdown
+from .stores.base import LexicalScanning, MemoryStore, TopScanning, VectorStoring
+
+__all__ = ["Scored", "min_score_for", "scored_candidates"]
+
+
+def min_score_for(ranker: Ranker, min_score: float | str | None) -> float | None:
+    """The floor a recall applies: a number as given, ``"suggested"`` the ranker's
+    calibrated one (docs/abstention.md), None none."""
+    if min_score is None:
+        return None
+    if isinstance(min_score, str):
+        if min_score != "suggested":
+            try:
+                min_score = float(min_score)
+            except ValueError:
+                raise RemoteMemoryValidationError(
+                    f"min_score must be a number or 'suggested', not {min_score!r}"
+                ) from None
+        else:
+            suggested: float | None = getattr(ranker, "suggested_min_score", None)
+            if suggested is None:
+                raise RemoteMemoryValidationError(
+                    f"ranker {ranker.name!r} has no suggested min_score; give a number"
+                )
+            return suggested
+    if isinstance(min_score, bool) or not isinstance(min_score, int | float):
+        raise RemoteMemoryValidationError("min_score must be a number or 'suggested'")
+    if not math.isfinite(min_score):
+        raise RemoteMemoryValidationError("min_score must be a finite number")
+    return float(min_score)
+
+
+Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
+
+
+def scored_candidates(
+    store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *,
+    limit: int, bounded: bool = True,
+) -> tuple[CandidateScan, Scored, Mapping[str, int] | None]:
+    """Stages 2 and 3 by the fastest path the store and the ranker share: the scan, the
+    top ``limit`` scored (any order; more when several tie) and the retrieval counts.
+
+    ``bounded=False`` keeps the store from walking only ``query.limit`` candidates, for a
+    caller that wants more of the order than the recall shows (``explain``). Every path
+    gives what the reference scan + ranker give (the parity tests hold them equal).
+    """
+    retrieval = None
+    lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
+    vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
+    if lexical is not None and vectors is not None and isinstance(ranker, DenseScoring):
+        # The lexical and the dense path's candidates, read and scored alone.
+        # The store's embedder, else the one its vectors were made by (when memlib
+        # knows it by name): a store opened without one still embeds the question
+        # with its vectors' model, as the CLI does.
+        embedder = vectors.embedder or recorded_embedder(vectors)
+        scan, chosen, retrieval = ranker.score_stored(
+            query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
+            embedder=embedder, as_of=moment, limit=limit,
+        )
+        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+    elif lexical is not None and isinstance(ranker, LexicalScoring):
+        # Scored from the index's postings: only the hits are read (rankers/base.py).
+        scan, chosen = ranker.score_lexical(
+            query, lexical.lexical_postings, as_of=moment, limit=limit
+        )
+        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+    elif isinstance(ranker, TopScoring):
+        scan = _scan(store, ranker, query, bounded)
+        # Only the hits get their signals built (rankers/base.py explains why).
+        chosen = ranker.score_top(query, scan, as_of=moment, limit=limit)
+        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
+    else:
+        scan = _scan(store, ranker, query, bounded)
+        breakdowns = ranker.score_candidates(query, scan, as_of=moment)
+        scored = list(zip(scan.candidates, breakdowns, strict=True))
+    return scan, scored, retrieval
+
+
+def _scan(store: MemoryStore, ranker: Ranker, query: RecallQuery, bounded: bool) -> CandidateScan:
+    # A store with an index may walk candidates best-first and stop early, pruning
+    # by the ranker's own bound; a ranker without one must see every candidate.
+    if bounded and isinstance(store, TopScanning) and isinstance(ranker, ScoreBound):
+        return store.scan_top_candidates(query, ranker)
+    return store.scan_candidates(query)
