@@ -20,10 +20,12 @@ from . import (
     doctor,
     embed,
     evaluate,
+    explain,
     imports,
     profile,
     recall,
     retract,
+    supersede,
 )
 from ._common import (
     EXIT_FAILURE,
@@ -40,7 +42,10 @@ __all__ = [
 ]
 
 # In this order in ``memlib --help``.
-COMMANDS = (demo, recall, append, profile, retract, chat, imports, embed, evaluate, doctor, db)
+COMMANDS = (
+    demo, recall, explain, append, profile, retract, supersede, chat, imports, embed, evaluate,
+    doctor, db,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ __all__ = [
     "error_line",
     "open_cli_store",
     "parse_as_of",
+    "parse_known_at",
     "store_embedder",
     "write_line",
 ]
@@ -52,6 +53,15 @@ def parse_as_of(text: str | None) -> datetime | None:
         return as_utc(datetime.fromisoformat(text.strip()))
     except ValueError:
         raise RemoteMemoryValidationError(f"invalid --as-of timestamp: {text!r}") from None
+
+
+def parse_known_at(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(text.strip()))
+    except ValueError:
+        raise RemoteMemoryValidationError(f"invalid --known-at timestamp: {text!r}") from None
 
 
 def _embedder_name(args: argparse.Namespace) -> str | None:

@@ -10,9 +10,9 @@ from ..rankers import get_ranker
 from ..rankers.base import DenseScoring
 from ..render import render_recall_context
 from ..stores.base import VectorStoring
-from ._common import open_cli_store, parse_as_of, store_embedder, write_line
+from ._common import open_cli_store, parse_as_of, parse_known_at, store_embedder, write_line
 
-__all__ = ["cmd_recall", "limit_arg", "register"]
+__all__ = ["add_recall_options", "cmd_recall", "limit_arg", "open_recall_engine", "register"]
 
 
 def limit_arg(text: str) -> int:
@@ -22,19 +22,29 @@ def limit_arg(text: str) -> int:
         raise argparse.ArgumentTypeError("limit must be an integer") from None
 
 
-def cmd_recall(args: argparse.Namespace) -> int:
+def open_recall_engine(args: argparse.Namespace) -> RecallEngine:
     store = open_cli_store(args)
     ranker = get_ranker(args.ranker)
     if isinstance(ranker, DenseScoring) and isinstance(store, VectorStoring):
         store_embedder(store, args)  # the query is embedded by the model of the stored vectors
-    engine = RecallEngine(store, ranker=ranker)
+    return RecallEngine(store, ranker=ranker)
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    engine = open_recall_engine(args)
     result = engine.recall(
-        args.text, limit=args.limit, as_of=parse_as_of(args.as_of), query_id=args.query_id
+        args.text, limit=args.limit, as_of=parse_as_of(args.as_of), query_id=args.query_id,
+        known_at=parse_known_at(args.known_at), min_score=args.min_score,
     )
     if args.json:
         write_line(result.to_json())
     elif result.hits:
         write_line(render_recall_context(result))
+    elif result.below_min_score:
+        write_line(
+            f"no hits ({result.empty_reason}): {result.below_min_score} scored under "
+            f"min_score {result.min_score:g}"
+        )
     else:
         write_line(
             f"no hits ({result.empty_reason}): searched {result.searched_records} "
@@ -43,12 +53,25 @@ def cmd_recall(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_recall_options(parser: Any) -> None:
+    """The options ``recall`` and ``explain`` share: the same recall, explained or run."""
+    parser.add_argument("--limit", type=limit_arg, default=5)
+    parser.add_argument("--as-of", help="ISO-8601 instant for recency (default: now, UTC)")
+    parser.add_argument(
+        "--known-at", help="ISO-8601 instant: recall the store as it stood then "
+        "(records and retractions stored at or before it)",
+    )
+    parser.add_argument(
+        "--min-score", help="drop hits scoring under this floor: a number, or 'suggested' "
+        "(the ranker's calibrated floor)",
+    )
+    parser.add_argument("--query-id")
+    parser.add_argument("--ranker", default="baseline")
+
+
 def register(subparsers: Any) -> None:
     recall = subparsers.add_parser("recall", help="recall conversation records for a query")
     recall.add_argument("text")
-    recall.add_argument("--limit", type=limit_arg, default=5)
-    recall.add_argument("--as-of", help="ISO-8601 instant (default: now, UTC)")
-    recall.add_argument("--query-id")
-    recall.add_argument("--ranker", default="baseline")
+    add_recall_options(recall)
     recall.add_argument("--json", action="store_true", help="print the tool JSON")
     recall.set_defaults(func=cmd_recall)

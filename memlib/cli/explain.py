@@ -1,0 +1,35 @@
+"""``memlib explain TEXT --memory-id X``: where record X stopped for that recall, and why."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._common import parse_as_of, parse_known_at, write_line
+from .recall import add_recall_options, open_recall_engine
+
+__all__ = ["cmd_explain", "register"]
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    engine = open_recall_engine(args)
+    explanation = engine.explain(
+        args.text, args.memory_id, limit=args.limit, as_of=parse_as_of(args.as_of),
+        query_id=args.query_id, known_at=parse_known_at(args.known_at),
+        min_score=args.min_score,
+    )
+    line = f"{explanation.verdict}: {explanation.message}"
+    write_line(explanation.to_json() if args.json else line)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    explain = subparsers.add_parser(
+        "explain", help="say where a record stopped for a recall (scope, retraction, "
+        "candidates, rank, min_score) and why",
+    )
+    explain.add_argument("text")
+    explain.add_argument("--memory-id", required=True)
+    add_recall_options(explain)
+    explain.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    explain.set_defaults(func=cmd_explain)

@@ -1,0 +1,58 @@
+"""``memlib supersede OLD_ID --memory-id NEW --content … --reason …``: replace a record.
+
+The new record and the old one's retraction are one atomic batch (``store.supersede``);
+the old record stays in the history, visible to ``recall --known-at`` before the change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..normalize import as_utc
+from ..records import MemoryKind, MemorySource, format_timestamp
+from ._common import open_cli_store, write_line
+
+__all__ = ["cmd_supersede", "register"]
+
+
+def cmd_supersede(args: argparse.Namespace) -> int:
+    store = open_cli_store(args)
+    captured_at = args.captured_at or format_timestamp(as_utc(None))
+    source = MemorySource(
+        source_id=args.source_id,
+        source_type=args.source_type,
+        title=args.title or f"Supersedes {args.old_id}",
+        captured_at=captured_at,
+    )
+    new, retraction = store.supersede(
+        args.old_id,
+        {"kind": args.kind, "memory_id": args.memory_id, "content": args.content,
+         "summary": args.summary or args.content, "source": source},
+        reason=args.reason,
+    )
+    for record in (new, retraction):
+        write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    supersede = subparsers.add_parser(
+        "supersede", help="replace a record by a new one, keeping the old in the history",
+    )
+    supersede.add_argument("old_id", metavar="OLD_ID")
+    supersede.add_argument("--memory-id", required=True, help="the new record's id")
+    supersede.add_argument("--content", required=True)
+    supersede.add_argument("--summary", help="(default: the content)")
+    supersede.add_argument("--reason", required=True, help="why the old record is replaced")
+    supersede.add_argument(
+        "--kind", default=MemoryKind.CONVERSATION.value,
+        choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value],
+        help="the old record's kind (default: conversation)",
+    )
+    supersede.add_argument("--source-id", default="cli")
+    supersede.add_argument("--source-type", default="conversation_transcript")
+    supersede.add_argument("--title")
+    supersede.add_argument("--captured-at", help="ISO-8601 (default: now, UTC)")
+    supersede.set_defaults(func=cmd_supersede)
