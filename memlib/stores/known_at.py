@@ -18,8 +18,9 @@ one reads the scope's records once and indexes those known at T: an audit's cost
 the hot path's (``benchmarks/`` has the figures).
 
 Stored vectors: a retraction drops its record's vector, so a record retracted after T
-has none any more; like a record not embedded yet, it is then found by the lexical
-path only, and scored with a vector computed at recall time.
+has none any more. The view embeds those records again with the store's model (they
+are the few a later retraction touched) and adds them to the dense scores, so the dense
+path finds them as it did at T.
 """
 
 from __future__ import annotations
@@ -67,8 +68,13 @@ class KnownAtStore:
     def __init__(self, store: MemoryStore, known_at: datetime | str) -> None:
         self.store = store
         self.known_at = known_at_moment(known_at)
-        records = tuple(
-            r for r in store.read_all() if parse_timestamp(r.stored_at) <= self.known_at
+        every = store.read_all()
+        known = [parse_timestamp(r.stored_at) <= self.known_at for r in every]
+        records = tuple(r for r, keep in zip(every, known, strict=True) if keep)
+        # Targets of retractions stored after T: live at T, without a stored vector now.
+        self._retracted_later = frozenset(
+            r.retracts for r, keep in zip(every, known, strict=True)
+            if not keep and r.kind is MemoryKind.RETRACTION and r.retracts is not None
         )
         self._records = records
         self.index = InvertedIndex()
@@ -189,11 +195,42 @@ class KnownAtVectorStore(KnownAtStore):
         now = self._vectors.dense_scores(query, vector, model=model, dimension=dimension)
         live = self._live()
         keep = [i for i, memory_id in enumerate(now.ids) if memory_id in live]
-        full_vector_of = now.vector_of
+        ids = [now.ids[i] for i in keep]
+        scores = now.scores[keep]
+        rows: list[Any] = []
+        if now.vector_of is not None:
+            full = now.vector_of
+            rows = [full(i) for i in keep]
+        revived = self._revived(live, set(ids), model)
+        if revived:
+            import numpy as np  # dense scores are numpy arrays already
+
+            matrix = np.asarray(
+                self._embedder_of(model).encode([self._by_id[m].content for m in revived]),
+                dtype=np.float32,
+            )
+            query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+            ids += revived
+            scores = np.concatenate([scores, matrix @ query_vector])
+            rows += list(matrix)
         return DenseScores(
-            [now.ids[i] for i in keep], now.scores[keep], self.index.searched - len(keep),
-            vector_of=None if full_vector_of is None else (lambda j: full_vector_of(keep[j])),
+            ids, scores, self.index.searched - len(ids),
+            vector_of=rows.__getitem__ if now.vector_of is not None or not keep else None,
         )
+
+    def _revived(self, live: set[str], embedded: set[str], model: str) -> list[str]:
+        """Records live at T whose vector a later retraction dropped, when the store's
+        model can embed them again."""
+        gone = sorted(m for m in self._retracted_later if m in live and m not in embedded)
+        if not gone or self._embedder_of(model) is None:
+            return []
+        return gone
+
+    def _embedder_of(self, model: str) -> Any:
+        from ..rankers.embeddings import recorded_embedder
+
+        embedder = self.embedder or recorded_embedder(self._vectors)
+        return embedder if embedder is not None and embedder.name == model else None
 
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
         raise self._read_only()
