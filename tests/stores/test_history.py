@@ -338,3 +338,117 @@ def _compare_at(store: MemoryStore, plan: list[tuple[datetime, tuple[Any, ...]]]
         assert (profile and profile.memory_id) == (again and again.memory_id)
     finally:
         replay.close()
+
+
+# -- explain: parity, and agreement with recall ---------------------------------------------
+
+CORPUS = (
+    ("c-01", "layered memory design for the agent", "2026-08-01T12:00:00Z", "a"),
+    ("c-02", "layered memory review notes", "2026-08-03T09:30:00Z", "a"),
+    ("c-03", "the memory design of remote recall", "2026-08-09T12:00:00Z", "a"),
+    ("c-04", "sqlite wal keeps the default store", "2026-08-05T08:00:00Z", "b"),
+    ("c-05", "sqlite wal keeps the default store", "2026-08-05T08:00:00Z", "b"),
+    ("c-06", "design of the recall tool and its query", "2026-07-28T18:00:00Z", "b"),
+    ("c-07", "分层记忆 的 设计", "2026-08-06T10:00:00Z", "c"),
+    ("c-08", "memory of the café meeting", "2026-06-15T09:00:00Z", "c"),
+    ("c-09", "the design was withdrawn", "2026-08-07T15:00:00Z", "c"),
+)
+EXPLAIN_QUERIES = ("layered memory design", "sqlite default store", "分层记忆 design")
+MIDWAY = T0 + timedelta(hours=12)
+
+
+@pytest.fixture(scope="module")
+def explained_stores(locations: Callable[[str, str], str]) -> Iterator[dict[str, MemoryStore]]:
+    """The same history on every backend: the corpus at T0, then at T0 + 1 day a
+    retraction of c-09, a supersede of c-04 and a new profile."""
+    stores = {}
+    for backend_name in BACKENDS:
+        clock = Clock()
+        store = _open(locations(backend_name, "explain"), "explain-user", clock, vectors=True)
+        store.append_many([
+            _item(m, text, captured_at=captured, source=source)
+            for m, text, captured, source in CORPUS
+        ] + [_item("p-1", "backend engineer", kind="profile")])
+        clock.now = T0 + timedelta(days=1)
+        store.retract("c-09", reason="said in jest", source=_source("r"))
+        store.supersede("c-04", _item("c-04b", "postgresql is now the default store",
+                                      captured_at="2026-08-10T09:00:00Z", source="b"),
+                        reason="moved to a server")
+        stores[backend_name] = store
+    yield stores
+    for store in stores.values():
+        store.close()
+
+
+@pytest.mark.parametrize("ranker", RANKERS)
+def test_explain_gives_one_verdict_on_every_backend_and_agrees_with_recall(
+    explained_stores: dict[str, MemoryStore], ranker: str,
+) -> None:
+    ids = [m for m, *_ in CORPUS] + ["c-04b", "p-1", "retract-c-09", "not-there"]
+    verdicts: set[str] = set()
+    for text, known_at, min_score in itertools.product(
+        EXPLAIN_QUERIES, (None, MIDWAY), (None, 0.6 if ranker == "baseline" else None),
+    ):
+        options: dict[str, Any] = {
+            "limit": 2, "as_of": AS_OF, "query_id": "q", "known_at": known_at,
+            "min_score": min_score,
+        }
+        per_backend = {
+            name: [RecallEngine(store, ranker=ranker).explain(text, m, **options).to_json()
+                   for m in ids]
+            for name, store in explained_stores.items()
+        }
+        assert per_backend["sqlite"] == per_backend["jsonl"], (text, known_at)
+        assert per_backend["postgresql"] == per_backend["jsonl"], (text, known_at)
+        engine = RecallEngine(explained_stores["jsonl"], ranker=ranker)
+        result = engine.recall(text, **options)
+        # The cut by limit comes before the floor: its last hit is the unfloored one's.
+        cut = engine.recall(text, **{**options, "min_score": None})
+        shown = {h.memory_id: h for h in result.hits}
+        for memory_id, raw in zip(ids, per_backend["jsonl"], strict=True):
+            said = json.loads(raw)
+            verdicts.add(said["verdict"])
+            assert (said["verdict"] == "hit") == (memory_id in shown), said["message"]
+            if said["verdict"] == "hit":
+                assert said["rank"] == shown[memory_id].rank
+                assert said["breakdown"] == shown[memory_id].score_breakdown.to_dict()
+            elif said["verdict"] == "below_cut":
+                assert said["rank"] > 2 and len(result.hits) + result.below_min_score == 2
+                assert said["last_hit"] == cut.hits[-1].to_dict()
+                assert said["breakdown"]["total"] <= said["last_hit"]["score"]
+            elif said["verdict"] == "below_min_score":
+                assert said["rank"] <= 2 and said["breakdown"]["total"] < min_score
+    expected = {"hit", "below_cut", "superseded", "retracted", "not_conversation",
+                "not_in_scope", "not_yet_stored"}
+    if ranker != "hybrid":  # its dense path makes a candidate of every embedded record
+        expected.add("no_shared_term")
+    if ranker == "baseline":
+        expected.add("below_min_score")
+    assert expected <= verdicts
+
+
+def test_explain_names_the_stage_and_the_facts(explained_stores: dict[str, MemoryStore]) -> None:
+    engine = RecallEngine(explained_stores["sqlite"])
+    said = {m: engine.explain("layered memory design", m, limit=2, as_of=AS_OF, query_id="q")
+            for m in ("c-01", "c-02", "c-03", "c-04", "c-09", "p-1", "not-there", "c-07")}
+    assert said["c-04"].message == (
+        "memory c-04 was superseded by c-04b at 2026-08-11T08:00:00Z: moved to a server")
+    assert said["c-09"].message == (
+        "memory c-09 was retracted at 2026-08-11T08:00:00Z: said in jest")
+    assert said["not-there"].message == "memory not-there is not in this scope"
+    assert said["p-1"].verdict == "not_conversation" and said["p-1"].stage == "kind"
+    assert said["c-07"].verdict == "no_shared_term"
+    assert said["c-07"].record_terms == ("notes", "分层", "层记", "的", "记忆", "设计")
+    # c-01 and c-02 both cover 2 of 3 terms; c-01 is older: recency decided, and the
+    # breakdowns say so.
+    below = said["c-02"] if said["c-02"].verdict == "below_cut" else said["c-01"]
+    assert below.verdict == "below_cut" and below.deciding == "recency"
+    assert below.last_hit is not None and below.breakdown is not None
+    assert below.breakdown.lexical_coverage == below.last_hit.score_breakdown.lexical_coverage
+    assert below.breakdown.recency < below.last_hit.score_breakdown.recency
+    # Before the supersede, the old record is back, and the new one was not stored yet.
+    then = engine.explain("sqlite default store", "c-04", limit=2, as_of=AS_OF, known_at=MIDWAY)
+    assert then.verdict == "hit"
+    later = engine.explain("sqlite default store", "c-04b", limit=2, as_of=AS_OF, known_at=MIDWAY)
+    assert later.message == (
+        "memory c-04b was stored at 2026-08-11T08:00:00Z, after known_at 2026-08-10T20:00:00Z")
