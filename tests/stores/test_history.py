@@ -20,7 +20,6 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,7 +246,10 @@ def _apply(store: MemoryStore, ops: list[tuple[Any, ...]]) -> None:
             store.supersede(op[1], op[2], reason="corrected")
 
 
-def _plan(history: list[tuple[tuple[Any, ...], timedelta]]) -> list[tuple[datetime, tuple[Any, ...]]]:
+Plan = list[tuple[datetime, tuple[Any, ...]]]
+
+
+def _plan(history: list[tuple[tuple[Any, ...], timedelta]]) -> Plan:
     """The generated history as valid operations with their instants (targets that do
     not apply are skipped, so every kept operation is one a store accepts)."""
     plan: list[tuple[datetime, tuple[Any, ...]]] = []
