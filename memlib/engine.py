@@ -23,9 +23,15 @@ __all__ = ["RecallEngine"]
 
 
 class RecallEngine:
-    def __init__(self, store: MemoryStore, *, ranker: str | Ranker = DEFAULT_RANKER) -> None:
+    def __init__(
+        self, store: MemoryStore, *, ranker: str | Ranker = DEFAULT_RANKER,
+        min_score: float | str | None = None,
+    ) -> None:
         self.store = store
         self.ranker = get_ranker(ranker)
+        # [beyond] The floor of every recall that names none (an agent's engine: the
+        # model's tool calls cannot pass one). Checked now, so a bad one fails at start.
+        self.min_score = min_score_for(self.ranker, min_score)
 
     def recall(
         self,
@@ -38,9 +44,10 @@ class RecallEngine:
         min_score: float | str | None = None,
     ) -> RecallResult:
         """The five stages over the store (``known_at``: as it stood then), keeping the
-        hits whose score reaches ``min_score`` (a number, ``"suggested"`` or None)."""
+        hits whose score reaches ``min_score`` (a number, ``"suggested"``, or None for the
+        engine's own floor, itself None unless it was given one)."""
         moment = as_utc(as_of)
-        floor = min_score_for(self.ranker, min_score)
+        floor = self.min_score if min_score is None else min_score_for(self.ranker, min_score)
         store = self.store if known_at is None else store_known_at(self.store, known_at)
         query = normalize_recall_query(
             text, user_scope=store.user_scope, limit=limit, query_id=query_id,
@@ -78,5 +85,6 @@ class RecallEngine:
         """[beyond] Where ``memory_id`` stopped for this recall, and why (``explain.py``)."""
         return explain_recall(
             self.store, self.ranker, text, memory_id, limit=limit, as_of=as_of,
-            query_id=query_id, known_at=known_at, min_score=min_score,
+            query_id=query_id, known_at=known_at,
+            min_score=self.min_score if min_score is None else min_score,
         )

@@ -78,7 +78,11 @@ def default_runtime() -> Runtime:
         if _runtime is None:
             user_id = default_user_id()
             store = open_store(default_store_url(user_id), user_id=user_id)
-            _runtime = Runtime(store=store, engine=RecallEngine(store), user_id=user_id)
+            # $MEMLIB_MIN_SCORE: a number or "suggested" (docs/abstention.md).
+            floor = os.environ.get("MEMLIB_MIN_SCORE") or None
+            _runtime = Runtime(
+                store=store, engine=RecallEngine(store, min_score=floor), user_id=user_id
+            )
         return _runtime
 
 

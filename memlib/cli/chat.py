@@ -64,6 +64,8 @@ def register(subparsers: Any) -> None:
     chat.add_argument("--max-turns", type=_positive, default=None,
                       help="model requests allowed per user message (default 6)")
     chat.add_argument("--max-tokens", type=_positive, default=1024)
+    chat.add_argument("--min-score", help="every recall_history call drops hits under this "
+                      "floor: a number or 'suggested' (default: $MEMLIB_MIN_SCORE, else none)")
     chat.set_defaults(func=cmd_chat)
 
 
@@ -78,6 +80,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from ..agent.loop import DEFAULT_MAX_TURNS, agent_loop
     from ..agent.prompt import build_system_prompt
     from ..agent.scripted import SCRIPTED_MODEL_ID, scripted_client
+    from ..engine import RecallEngine
     from ..sample import SAMPLE_AS_OF, open_sample_store
     from ..stores.base import MemoryStore
 
@@ -103,8 +106,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
             store = open_cli_store(args)
         stack.callback(store.close)
         system = build_system_prompt(store)
+        floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
+        engine = RecallEngine(store, min_score=floor)
         options: dict[str, Any] = {
-            "client": client, "model": model, "store": store, "as_of": as_of, "system": system,
+            "client": client, "model": model, "engine": engine, "as_of": as_of, "system": system,
             "max_turns": args.max_turns or DEFAULT_MAX_TURNS, "max_tokens": args.max_tokens,
             "query_id_prefix": prefix,
         }

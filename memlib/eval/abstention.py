@@ -24,9 +24,13 @@ The suggested floor is the largest number of two significant digits that keeps o
 R@10 at ``keep`` (0.98) times the unfloored own R@10 or more: the largest floor that
 keeps it is always one of the evidence hits' scores, so it is found exactly, then
 rounded down (0.5234 → 0.52, 7.83 → 7.8) — rounding down can only keep more. Its
-figures are recomputed at the rounded floor. A curve carries, per question, the few
-scores its figures depend on, so the figures at any floor (a notebook's slider, the
-suggestion) come from the curve alone, without ranking again.
+figures are recomputed at the rounded floor. Three conversations are few and a floor
+chosen on the questions it is judged on flatters itself, so :func:`cross_validate`
+also judges each conversation at the floor chosen on the others.
+
+A curve carries, per question, the few scores its figures depend on, so the figures at
+any floor (a notebook's slider, the suggestion, the cross-validation) come from the
+curve alone, without ranking again.
 """
 
 from __future__ import annotations
@@ -57,9 +61,13 @@ __all__ = [
     "PROTOCOL",
     "QuestionScores",
     "abstention_curve",
+    "check_conversations",
+    "check_keep",
+    "cross_validate",
     "curve_from_scores",
     "figures_at",
     "floor_grid",
+    "headline_questions",
     "questions_of",
     "rank_hits",
     "round_down_2sig",
@@ -128,7 +136,20 @@ def rank_hits(
 
 
 def headline_questions(conversation: LocomoConversation) -> list[LocomoQuestion]:
+    """The questions the protocol asks: categories 1-4 (all carry evidence once parsed)."""
     return [q for q in conversation.questions if q.category in HEADLINE_CATEGORIES]
+
+
+def check_conversations(conversations: Sequence[LocomoConversation]) -> None:
+    """Refuse what the protocol cannot run on: a conversation alone has no foreign one."""
+    if len(conversations) < 2:
+        raise RemoteMemoryValidationError(
+            "abstention needs at least 2 conversations (foreign recalls use the next one)")
+
+
+def check_keep(keep: float) -> None:
+    if not 0 < keep <= 1:
+        raise RemoteMemoryValidationError(f"keep must be in (0, 1]: {keep!r}")
 
 
 def score_questions(
@@ -143,9 +164,7 @@ def score_questions(
     A ``DenseScoring`` ranker scores as on a store with vectors unless ``stored_vectors``
     is False, as in :func:`locomo.evaluate_ranker`. ``progress(1)`` follows each question
     (its own and its foreign recall)."""
-    if len(conversations) < 2:
-        raise RemoteMemoryValidationError(
-            "abstention needs at least 2 conversations (foreign recalls use the next one)")
+    check_conversations(conversations)
     ranker_obj = get_ranker(ranker)
     dense = stored_vectors and isinstance(ranker_obj, DenseScoring)
     # Built once per conversation: each serves as one conversation's own store and as the
@@ -212,26 +231,37 @@ def _exact_r10(questions: Sequence[QuestionScores], floor: float | None) -> floa
     return total / len(questions)
 
 
-def figures_at(questions: Sequence[QuestionScores], floor: float | None) -> dict[str, Any]:
-    """One row of a curve: the figures with hits scoring under ``floor`` dropped."""
-    n = len(questions)
+def _figures(judged: Sequence[tuple[QuestionScores, float | None]]) -> dict[str, float]:
+    """The four figures over questions each judged at its own floor (cross-validation
+    gives each held-out conversation the floor chosen on the others)."""
+    n = len(judged)
 
-    def share(count: int) -> float:
-        return round(count / n, _DECIMALS) if n else 0.0
+    def share(total: float) -> float:
+        return round(total / n, _DECIMALS) if n else 0.0
 
     return {
-        "floor": floor,
-        "foreign_abstain": share(sum(1 for q in questions if not _kept(q.foreign_top, floor))),
-        "own_r10": round(_exact_r10(questions, floor), _DECIMALS),
-        "own_h10": share(sum(1 for q in questions if any(_kept(s, floor) for s in q.found))),
-        "own_abstain": share(sum(1 for q in questions if not _kept(q.own_top, floor))),
+        "foreign_abstain": share(sum(not _kept(q.foreign_top, f) for q, f in judged)),
+        "own_r10": share(sum(sum(_kept(s, f) for s in q.found) / q.evidence for q, f in judged)),
+        "own_h10": share(sum(any(_kept(s, f) for s in q.found) for q, f in judged)),
+        "own_abstain": share(sum(not _kept(q.own_top, f) for q, f in judged)),
     }
+
+
+def figures_at(questions: Sequence[QuestionScores], floor: float | None) -> dict[str, Any]:
+    """One row of a curve: the figures with hits scoring under ``floor`` dropped."""
+    return {"floor": floor, **_figures([(q, floor) for q in questions])}
 
 
 def curve_from_scores(
     ranker: str, questions: Sequence[QuestionScores], *, floors: Sequence[float] | None = None,
+    conversations: Sequence[tuple[str, int]] = (),
 ) -> dict[str, Any]:
-    """A JSON-able curve: figures per floor, and the per-question scores behind them."""
+    """A JSON-able curve: figures per floor, and the per-question scores behind them.
+
+    ``conversations`` names the runs of consecutive questions that share a conversation,
+    ``(sample_id, count)`` in order: what :func:`cross_validate` holds out."""
+    if conversations and sum(count for _, count in conversations) != len(questions):
+        raise RemoteMemoryValidationError("conversation counts do not add up to the questions")
     grid = floor_grid(questions) if floors is None else sorted(set(floors))
     rows = [figures_at(questions, None)] + [figures_at(questions, f) for f in grid]
     return {
@@ -240,6 +270,7 @@ def curve_from_scores(
         "depth": DEPTH,
         "unfloored": rows[0],
         "rows": rows,
+        "conversations": [{"sample_id": sid, "questions": count} for sid, count in conversations],
         # Columns (one value per question, in protocol order) keep the report compact.
         "questions": {
             "evidence": [q.evidence for q in questions],
@@ -263,7 +294,8 @@ def abstention_curve(
     name = ranker if isinstance(ranker, str) else str(getattr(ranker_obj, "name", ranker_obj))
     scores = score_questions(
         conversations, ranker_obj, progress=progress, stored_vectors=stored_vectors)
-    return curve_from_scores(name, scores, floors=floors)
+    runs = [(c.sample_id, len(headline_questions(c))) for c in conversations]
+    return curve_from_scores(name, scores, floors=floors, conversations=runs)
 
 
 def questions_of(curve: Mapping[str, Any]) -> tuple[QuestionScores, ...]:
@@ -297,17 +329,25 @@ def _largest_keeping(questions: Sequence[QuestionScores], target: float) -> floa
     return None
 
 
+def _choose(
+    questions: Sequence[QuestionScores], keep: float,
+) -> tuple[float | None, float | None]:
+    """The largest floor keeping ``keep`` of the unfloored own R@10, and it rounded down;
+    None when nothing is found unfloored (any floor keeps a recall of 0)."""
+    unfloored = _exact_r10(questions, None)
+    largest = _largest_keeping(questions, keep * unfloored) if unfloored > 0 else None
+    return largest, None if largest is None else round_down_2sig(largest)
+
+
 def suggest_floor(curve: Mapping[str, Any], keep: float = KEEP) -> dict[str, Any]:
     """The suggested floor of a curve and its figures, recomputed there exactly.
 
     ``floor`` is None when no floor is worth suggesting: nothing was found unfloored
     (any floor keeps a recall of 0), or no evidence hit was ranked."""
-    if not 0 < keep <= 1:
-        raise RemoteMemoryValidationError(f"keep must be in (0, 1]: {keep!r}")
+    check_keep(keep)
     questions = questions_of(curve)
     unfloored = _exact_r10(questions, None)
-    largest = _largest_keeping(questions, keep * unfloored) if unfloored > 0 else None
-    floor = None if largest is None else round_down_2sig(largest)
+    largest, floor = _choose(questions, keep)
     figures = figures_at(questions, floor)
     r10 = _exact_r10(questions, floor)
     fits = [r["floor"] for r in curve["rows"]
@@ -320,4 +360,47 @@ def suggest_floor(curve: Mapping[str, Any], keep: float = KEEP) -> dict[str, Any
         "own_r10_ratio": round(r10 / unfloored, _DECIMALS) if unfloored else None,
         "largest_floor": largest,
         "largest_grid_floor": max(fits) if fits and unfloored > 0 else None,
+    }
+
+
+def cross_validate(curve: Mapping[str, Any], keep: float = KEEP) -> dict[str, Any]:
+    """Leave one conversation out: each conversation's questions judged at the floor
+    chosen on the other conversations', as :func:`suggest_floor` chooses it.
+
+    A floor chosen on the questions it is then judged on flatters itself; the data's
+    README asks for this figure beside the in-sample one. ``pooled`` judges every
+    question at its fold's floor; its ratio is to the unfloored own R@10 of all."""
+    check_keep(keep)
+    runs = curve.get("conversations") or []
+    if len(runs) < 2:
+        raise RemoteMemoryValidationError("cross-validation needs a curve of 2+ conversations")
+    questions = questions_of(curve)
+    folds: list[dict[str, Any]] = []
+    judged: list[tuple[QuestionScores, float | None]] = []
+    start = 0
+    for run in runs:
+        end = start + int(run["questions"])
+        held = questions[start:end]
+        _, floor = _choose(questions[:start] + questions[end:], keep)
+        judged += [(q, floor) for q in held]
+        unfloored = _exact_r10(held, None)
+        folds.append({
+            "held_out": run["sample_id"], "floor": floor, "n": len(held),
+            **_figures([(q, floor) for q in held]),
+            "own_r10_unfloored": round(unfloored, _DECIMALS),
+            "own_r10_ratio": (
+                round(_exact_r10(held, floor) / unfloored, _DECIMALS) if unfloored else None),
+        })
+        start = end
+    unfloored = _exact_r10(questions, None)
+    kept = sum(sum(_kept(s, f) for s in q.found) / q.evidence for q, f in judged)
+    return {
+        "keep": keep,
+        "folds": folds,
+        "pooled": {
+            **_figures(judged),
+            "own_r10_unfloored": round(unfloored, _DECIMALS),
+            "own_r10_ratio": (
+                round(kept / len(questions) / unfloored, _DECIMALS) if unfloored else None),
+        },
     }

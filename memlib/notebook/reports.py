@@ -1,16 +1,19 @@
 """The committed reports the notebooks read, shipped inside the package.
 
 Notebooks 11 and 12 chart figures from ``reports/`` at the root of the repository: the
-LoCoMo development-split report of the rankers and the newest full benchmark report.
-A notebook that looked for that folder from its working directory would break as soon
-as the notebooks folder is copied elsewhere, so a copy of each ships as package data
-under ``memlib/data/reports/`` and :func:`load_report` reads it from there.
+LoCoMo development-split report of the rankers and the newest full benchmark report;
+the abstention curves of a score floor on the same split (``benchmarks/abstention.py``)
+ship for the notebooks too. A notebook that looked for that folder from its working
+directory would break as soon as the notebooks folder is copied elsewhere, so a copy of
+each ships as package data under ``memlib/data/reports/`` and :func:`load_report` reads
+it from there.
 
-The rankers report is copied byte for byte. The benchmark report is about 100 KB, of
-which notebook 12 reads a few tables: its copy is :func:`bench_slice` of it, which keeps
-only those (and names the file it came from). ``tests/course/test_reports.py`` rebuilds
-both copies from ``reports/`` and compares, so a new benchmark run cannot leave the
-notebooks on an old one. After a run, refresh the copies from the repository root:
+The rankers and abstention reports are copied byte for byte. The benchmark report is
+about 100 KB, of which notebook 12 reads a few tables: its copy is :func:`bench_slice`
+of it, which keeps only those (and names the file it came from).
+``tests/course/test_reports.py`` rebuilds every copy from ``reports/`` and compares, so
+a new benchmark run cannot leave the notebooks on an old one. After a run, refresh the
+copies from the repository root:
 
     python -m memlib.notebook reports
 """
@@ -27,6 +30,7 @@ from typing import Any
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 
 __all__ = [
+    "ABSTENTION_DEV_SPLIT",
     "BENCH",
     "BENCH_KEEP",
     "RANKERS_DEV_SPLIT",
@@ -38,7 +42,11 @@ __all__ = [
 ]
 
 RANKERS_DEV_SPLIT = "rankers-dev-split"
+ABSTENTION_DEV_SPLIT = "abstention-dev-split"
 BENCH = "bench"
+# The reports packaged as they are in ``reports/``.
+_VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT)
+_KNOWN = (*_VERBATIM, BENCH)
 # A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
 _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
 
@@ -99,10 +107,11 @@ def _packaged() -> Any:
 
 
 def load_report(name: str) -> dict[str, Any]:
-    """The packaged copy of a report: ``"rankers-dev-split"`` or ``"bench"``."""
-    if name not in (RANKERS_DEV_SPLIT, BENCH):
+    """The packaged copy of a report: ``"rankers-dev-split"``, ``"abstention-dev-split"``
+    or ``"bench"``."""
+    if name not in _KNOWN:
         raise RemoteMemoryValidationError(
-            f"unknown report {name!r}; known: {RANKERS_DEV_SPLIT}, {BENCH}")
+            f"unknown report {name!r}; known: {', '.join(_KNOWN)}")
     try:
         text = _packaged().joinpath(f"{name}.json").read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -125,11 +134,12 @@ def packaged_reports(reports: Path) -> dict[str, str]:
     """The text each packaged copy must hold, built from the repository's ``reports``."""
     bench = newest_full_bench(reports)
     sliced = bench_slice(json.loads(bench.read_text(encoding="utf-8")), bench.name)
-    return {
-        f"{RANKERS_DEV_SPLIT}.json":
-            (reports / f"{RANKERS_DEV_SPLIT}.json").read_text(encoding="utf-8"),
-        f"{BENCH}.json": json.dumps(sliced, indent=1, ensure_ascii=False) + "\n",
+    copies = {
+        f"{name}.json": (reports / f"{name}.json").read_text(encoding="utf-8")
+        for name in _VERBATIM
     }
+    copies[f"{BENCH}.json"] = json.dumps(sliced, indent=1, ensure_ascii=False) + "\n"
+    return copies
 
 
 def write_packaged_reports(reports: Path, target: Path) -> list[Path]:

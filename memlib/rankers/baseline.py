@@ -44,6 +44,8 @@ class BaselineRanker:
     """Coverage and recency, weighted (a ``ScoreBound``: an index may walk for it)."""
 
     name = "baseline"
+    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
+    suggested_min_score = 0.33
 
     def score_candidates(
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime

@@ -364,6 +364,8 @@ class Bm25Ranker:
     """Okapi BM25 (Lucene's non-negative idf) over memlib's terms."""
 
     name = "bm25"
+    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
+    suggested_min_score = 5.9
     stopwords = False
 
     def __init__(self, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
@@ -415,4 +417,6 @@ class Bm25StopwordsRanker(Bm25Ranker):
     """BM25 with English stopwords left out of the query's scoring terms and of lengths."""
 
     name = "bm25+stopwords"
+    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
+    suggested_min_score = 4.4
     stopwords = True

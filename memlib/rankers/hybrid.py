@@ -138,6 +138,8 @@ class _Fused:
 
 class HybridRanker:
     name = "hybrid"
+    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
+    suggested_min_score = 0.42
 
     def __init__(
         self,

@@ -2,8 +2,9 @@
 
 Notebooks 11 and 12 read ``load_report``'s packaged copies, never the repository's
 ``reports/`` folder, so they run wherever the notebooks folder is copied. These tests
-rebuild each copy from ``reports/`` — the rankers report byte for byte, the newest full
-benchmark report through ``bench_slice`` — and compare it with what is packaged.
+rebuild each copy from ``reports/`` — the rankers and abstention reports byte for byte,
+the newest full benchmark report through ``bench_slice`` — and compare it with what is
+packaged.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from memlib.errors import RemoteMemoryValidationError
 from memlib.notebook.reports import (
+    ABSTENTION_DEV_SPLIT,
     BENCH,
     RANKERS_DEV_SPLIT,
     bench_slice,
@@ -30,10 +32,20 @@ PACKAGED = ROOT / "memlib" / "data" / "reports"
 REFRESH = "run `python -m memlib.notebook reports` from the repository root"
 
 
-def test_the_rankers_report_is_packaged_byte_for_byte() -> None:
-    source = (REPORTS / f"{RANKERS_DEV_SPLIT}.json").read_bytes()
-    assert (PACKAGED / f"{RANKERS_DEV_SPLIT}.json").read_bytes() == source, REFRESH
-    assert load_report(RANKERS_DEV_SPLIT) == json.loads(source)
+@pytest.mark.parametrize("name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT])
+def test_the_dev_split_reports_are_packaged_byte_for_byte(name: str) -> None:
+    source = (REPORTS / f"{name}.json").read_bytes()
+    assert (PACKAGED / f"{name}.json").read_bytes() == source, REFRESH
+    assert load_report(name) == json.loads(source)
+
+
+def test_the_abstention_report_has_a_suggested_floor_per_ranker() -> None:
+    report = load_report(ABSTENTION_DEV_SPLIT)
+    rankers = report["rankers"]
+    assert rankers and set(report["suggested_floors"]) == set(rankers)
+    for name, entry in rankers.items():
+        assert entry["suggestion"]["floor"] == report["suggested_floors"][name]
+        assert entry["curve"]["rows"][0]["floor"] is None  # the unfloored reference row
 
 
 def test_the_bench_copy_is_the_slice_of_the_newest_full_run() -> None:

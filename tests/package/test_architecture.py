@@ -24,6 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memlib.candidates", "memlib.score", "memlib.result", "memlib.rank", "memlib.render"),
     ("memlib.retrieval", "memlib.rankers"),
     ("memlib.stores",),
+    ("memlib.paths",),
+    ("memlib.explain",),
     ("memlib.engine",),
     ("memlib.runtime", "memlib.sample", "memlib.bulk", "memlib.doctor"),
     ("memlib.agent", "memlib.eval", "memlib.notebook"),
