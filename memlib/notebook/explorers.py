@@ -1,11 +1,14 @@
 """Explorers: an ipywidgets form (query, as_of, limit) that redraws any view.
 
+A view that takes more than the three (``explain_view``'s record) names each extra
+argument in ``choices``: a drop-down per argument, passed to the view by name.
+
 ipywidgets and matplotlib are imported when an explorer is built, never before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +28,7 @@ def explorer(
     as_of: datetime,
     limit: int = 5,
     after: Callable[[Any], Any] | None = None,
+    choices: Mapping[str, Sequence[str]] | None = None,
 ) -> Any:
     """A query / as_of / limit form that redraws ``view`` into an Output widget.
 
@@ -40,6 +44,10 @@ def explorer(
     day = widgets.DatePicker(value=as_of.date(), description="as_of")
     size = widgets.IntSlider(value=limit, min=1, max=10, description="limit",
                              continuous_update=False)
+    picks = {
+        name: widgets.Dropdown(options=list(options), value=options[0], description=name)
+        for name, options in (choices or {}).items()
+    }
     out = widgets.Output()
     status = widgets.HTML()
 
@@ -47,7 +55,8 @@ def explorer(
         out.outputs = ()
         moment = as_of_at_noon(day.value or as_of.date())
         try:
-            value = view(store, text.value, moment, size.value)
+            picked = {name: pick.value for name, pick in picks.items()}
+            value = view(store, text.value, moment, size.value, **picked)
         except RemoteMemoryError as exc:
             status.value = ""
             out.append_stdout(f"error: {exc}\n")
@@ -61,12 +70,15 @@ def explorer(
             if extra is not None:
                 _show_figure(out, extra)
 
-    for control in (text, day, size):
+    for control in (text, day, size, *picks.values()):
         control.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([widgets.HBox([text, day, size]), status, out])
+    rows = [widgets.HBox([text, day, size])]
+    if picks:
+        rows.append(widgets.HBox(list(picks.values())))
+    box = widgets.VBox([*rows, status, out])
     box.redraw = redraw
-    box.controls = {"query": text, "as_of": day, "limit": size}
+    box.controls = {"query": text, "as_of": day, "limit": size, **picks}
     return box
 
 

@@ -1,0 +1,297 @@
+"""Notebook 14's history and views: explain, known_at, supersede, min_score.
+
+The history is the sample corpus (stored 2026-08-10 08:00 UTC) plus three later writes,
+each at a pinned instant so every output is the same on every run:
+
+- 2026-08-11 09:00: ``conversation-001`` (SQLite WAL) is superseded by ``conversation-014``
+  (the store moved to PostgreSQL);
+- 2026-08-11 10:00: ``conversation-008`` (the café planning note) is retracted;
+- 2026-08-12 09:00: ``conversation-015`` is imported late: captured on 2026-08-01, stored
+  eleven days after.
+
+The notebook makes these writes itself, one call each, from the constants here;
+``history_store`` makes the same ones for the graders and the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..engine import RecallEngine
+from ..explain import RecallExplanation
+from ..records import MemorySource, StoredMemory, format_timestamp
+from ..sample import fixed_clock, open_sample_store
+from ..stores.base import MemoryStore
+from ..stores.jsonl import RemoteMemoryStore
+from ._common import QUERY_ID, pandas, pyplot
+from .language import tr
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "IMPORTED_AT",
+    "LATE_ITEM",
+    "LATER_AS_OF",
+    "RETRACTED_AT",
+    "RETRACTION_REASON",
+    "RETENTION_ITEM",
+    "RETRACTION_SOURCE",
+    "SUPERSEDED_AT",
+    "SUPERSEDE_ITEM",
+    "SUPERSEDE_REASON",
+    "abstention_frame",
+    "abstention_plot",
+    "beside_frame",
+    "clocks_frame",
+    "explain",
+    "explain_view",
+    "floor_view",
+    "history_frame",
+    "history_store",
+    "known_at_view",
+    "writer_at",
+]
+
+SUPERSEDED_AT = datetime(2026, 8, 11, 9, 0, tzinfo=UTC)
+RETRACTED_AT = datetime(2026, 8, 11, 10, 0, tzinfo=UTC)
+IMPORTED_AT = datetime(2026, 8, 12, 9, 0, tzinfo=UTC)
+# Recalls after the changes: a day after the last of them was captured.
+LATER_AS_OF = datetime(2026, 8, 12, 12, 0, tzinfo=UTC)
+
+SUPERSEDE_ITEM: Mapping[str, Any] = {
+    "kind": "conversation",
+    "memory_id": "conversation-014",
+    "content": "We moved the default store from SQLite WAL to PostgreSQL, so that several "
+               "agents on several machines share one remote memory.",
+    "summary": "Moved the default store to PostgreSQL.",
+    "source": {"source_id": "transcript-014", "source_type": "conversation_transcript",
+               "title": "Store migration", "captured_at": "2026-08-11T08:30:00Z"},
+}
+SUPERSEDE_REASON = "The team moved the default store to a server."
+RETRACTION_SOURCE = MemorySource(
+    source_id="request-0811", source_type="user_request",
+    title="Forget the café planning note", captured_at="2026-08-11T09:45:00Z",
+)
+RETRACTION_REASON = "The café plan was a joke, not a decision."
+LATE_ITEM: Mapping[str, Any] = {
+    "kind": "conversation",
+    "memory_id": "conversation-015",
+    "content": "Reviewed the layered memory design with the team: the three layers stay, "
+               "and the remote layer keeps provenance on every record.",
+    "summary": "Layered memory design review.",
+    "source": {"source_id": "transcript-015", "source_type": "conversation_transcript",
+               "title": "Design review (imported late)", "captured_at": "2026-08-01T15:00:00Z"},
+}
+
+# Exercise 14.3's replacement of conversation-009 ("kept conversation memory for one year").
+RETENTION_ITEM: Mapping[str, Any] = {
+    "kind": "conversation",
+    "memory_id": "conversation-016",
+    "content": "Conversation memory is now kept for six months, not one year, after the "
+               "privacy review.",
+    "summary": "Conversation memory kept for six months.",
+    "source": {"source_id": "transcript-016", "source_type": "conversation_transcript",
+               "title": "Retention review", "captured_at": "2026-08-11T11:00:00Z"},
+}
+
+
+def writer_at(store: RemoteMemoryStore, moment: datetime) -> RemoteMemoryStore:
+    """The same JSONL file, opened with a clock pinned at ``moment``: what it writes is
+    stored at ``moment`` (a real store's clock says "now"; a notebook's must not move)."""
+    return RemoteMemoryStore(store.path, user_id=store.user_id, clock=fixed_clock(moment))
+
+
+def history_store(root: str | Path) -> RemoteMemoryStore:
+    """The sample store under ``root`` with the three later writes of this module."""
+    store = open_sample_store(root)
+    writer_at(store, SUPERSEDED_AT).supersede(
+        "conversation-001", dict(SUPERSEDE_ITEM), reason=SUPERSEDE_REASON
+    )
+    writer_at(store, RETRACTED_AT).retract(
+        "conversation-008", reason=RETRACTION_REASON, source=RETRACTION_SOURCE
+    )
+    writer_at(store, IMPORTED_AT).append(**LATE_ITEM)
+    return store
+
+
+def history_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
+    """Records with their links: what a supersede or a retraction names, and when."""
+    rows = [
+        {
+            "memory_id": r.memory_id,
+            "kind": r.kind.value,
+            "captured_at": r.source.captured_at,
+            "stored_at": r.stored_at,
+            "retracts": r.retracts or "",
+            "supersedes": r.supersedes or "",
+            "superseded_by": r.superseded_by or "",
+            "summary": r.summary,
+        }
+        for r in records
+    ]
+    return pandas().DataFrame(rows, columns=["memory_id", "kind", "captured_at", "stored_at",
+                                             "retracts", "supersedes", "superseded_by",
+                                             "summary"])
+
+
+# -- explain ---------------------------------------------------------------------------------
+
+def explain(
+    store: MemoryStore, query: str, memory_id: str, as_of: datetime, limit: int = 5,
+    **options: Any,
+) -> RecallExplanation:
+    """``RecallEngine(store).explain`` with the notebooks' fixed ``query_id``."""
+    return RecallEngine(store).explain(
+        query, memory_id, limit=limit, as_of=as_of, query_id=QUERY_ID, **options
+    )
+
+
+def explain_view(
+    store: MemoryStore, query: str, as_of: datetime, limit: int, memory_id: str | None = None,
+) -> pd.DataFrame:
+    """The verdict on every record of the store (or on ``memory_id``) for one recall."""
+    ids = [memory_id] if memory_id else [r.memory_id for r in store.read_all()]
+    rows = []
+    for one in ids:
+        said = explain(store, query, one, as_of, limit)
+        rows.append({
+            "memory_id": one,
+            "verdict": said.verdict,
+            "stage": said.stage,
+            "rank": said.rank if said.rank is not None else "",
+            "total": f"{said.breakdown.total:.6f}" if said.breakdown is not None else "",
+            "message": said.message,
+        })
+    return pandas().DataFrame(rows, columns=["memory_id", "verdict", "stage", "rank", "total",
+                                             "message"])
+
+
+def beside_frame(said: RecallExplanation) -> pd.DataFrame:
+    """A below-the-cut record's contributions beside the last hit's, signal by signal."""
+    if said.breakdown is None or said.last_hit is None:
+        raise ValueError(f"{said.memory_id} is not below the cut: {said.verdict}")
+    mine, theirs = said.breakdown, said.last_hit.score_breakdown
+
+    def signals(b: Any) -> dict[str, float]:
+        return ({s.name: s.contribution for s in b.signals} if b.signals
+                else dict(b.contributions))
+
+    own, other = signals(mine), signals(theirs)
+    rows = [
+        {"signal": name, said.memory_id: own.get(name, 0.0),
+         said.last_hit.memory_id: other.get(name, 0.0),
+         "difference": round(own.get(name, 0.0) - other.get(name, 0.0), 6)}
+        for name in other
+    ]
+    rows.append({"signal": "total", said.memory_id: mine.total,
+                 said.last_hit.memory_id: theirs.total,
+                 "difference": round(mine.total - theirs.total, 6)})
+    return pandas().DataFrame(rows).set_index("signal")
+
+
+# -- known_at and as_of --------------------------------------------------------------------
+
+def known_at_view(
+    store: MemoryStore, query: str, as_of: datetime, limit: int,
+    instants: Sequence[datetime | None],
+) -> pd.DataFrame:
+    """One recall per ``known_at`` (None: the store as it is now)."""
+    engine = RecallEngine(store)
+    rows = []
+    for instant in instants:
+        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID,
+                               known_at=instant)
+        rows.append({
+            "known_at": format_timestamp(instant) if instant else tr("now", "现在"),
+            "hits": ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—",
+            "searched_records": result.searched_records,
+            "retracted_records": result.retracted_records,
+        })
+    return pandas().DataFrame(rows)
+
+
+def clocks_frame(
+    store: MemoryStore, query: str, memory_id: str, limit: int,
+    pairs: Sequence[tuple[datetime, datetime | None]],
+) -> pd.DataFrame:
+    """What each (as_of, known_at) pair does to one record: its recency, or its absence."""
+    rows = []
+    for as_of, known_at in pairs:
+        said = explain(store, query, memory_id, as_of, limit, known_at=known_at)
+        breakdown = said.breakdown
+        rows.append({
+            "as_of": format_timestamp(as_of),
+            "known_at": format_timestamp(known_at) if known_at else "—",
+            "verdict": said.verdict,
+            "recency": f"{breakdown.recency:.6f}" if breakdown is not None else "",
+            "total": f"{breakdown.total:.6f}" if breakdown is not None else "",
+        })
+    return pandas().DataFrame(rows)
+
+
+# -- min_score -------------------------------------------------------------------------------
+
+def floor_view(
+    store: MemoryStore, query: str, as_of: datetime, limit: int,
+    floors: Sequence[float | None],
+) -> pd.DataFrame:
+    """One recall per floor: what is kept, how many were dropped, and the empty reason."""
+    engine = RecallEngine(store)
+    rows = []
+    for floor in floors:
+        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID,
+                               min_score=floor)
+        rows.append({
+            "min_score": "—" if floor is None else floor,
+            "hits": ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—",
+            "below_min_score": result.below_min_score,
+            "empty_reason": result.empty_reason or "",
+        })
+    return pandas().DataFrame(rows)
+
+
+def abstention_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """Each ranker's suggested floor and what it buys on LoCoMo (the packaged report)."""
+    rows = []
+    for name, ranker in report["rankers"].items():
+        chosen = ranker["suggestion"]
+        rows.append({
+            "ranker": name,
+            "min_score": chosen["floor"],
+            "foreign abstain": chosen["foreign_abstain"],
+            "own R@10, no floor": chosen["own_r10_unfloored"],
+            "own R@10": chosen["own_r10"],
+            "R@10 kept": chosen["own_r10_ratio"],
+        })
+    return pandas().DataFrame(rows).set_index("ranker")
+
+
+def abstention_plot(report: Mapping[str, Any]) -> Any:
+    """Per ranker, every floor as a point: foreign questions silenced against own R@10
+    kept; the suggested floor is circled."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for name, ranker in report["rankers"].items():
+        rows = [r for r in ranker["curve"]["rows"] if r["floor"] is not None]
+        unfloored = ranker["suggestion"]["own_r10_unfloored"]
+        xs = [r["foreign_abstain"] for r in rows]
+        ys = [r["own_r10"] / unfloored if unfloored else 0.0 for r in rows]
+        (line,) = ax.plot(xs, ys, marker=".", lw=1, label=name)
+        chosen = ranker["suggestion"]
+        ax.scatter([chosen["foreign_abstain"]], [chosen["own_r10_ratio"]], s=120,
+                   facecolors="none", edgecolors=line.get_color(), linewidths=2)
+    ax.axhline(report["keep"], color="grey", ls=":", lw=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel(tr("share of foreign questions that abstain (higher is better)",
+                     "外部问题中弃答的比例（越高越好）"))
+    ax.set_ylabel(tr("own R@10 kept (share of no floor)", "自身 R@10 保留比例（相对无下限）"))
+    ax.set_title(tr("min_score on LoCoMo dev: silence vs recall (circle: suggested)",
+                    "LoCoMo 开发集上的 min_score：弃答与召回（圆圈：建议值）"))
+    ax.legend(fontsize="small", loc="lower left")
+    fig.tight_layout()
+    return fig
