@@ -332,7 +332,7 @@ exercise(Exercise(
         "取代包含两个事实：新记录，以及旧记录被撤回。分开写入可能只完成一半，而且两者之间没有任何链接。",
         "store.supersede(old_id, new_item, reason=...) 在一个批次里写入两者并建立链接："
         "new.supersedes 和撤回记录的 superseded_by。",
-        "def replace(store): store.supersede(\"conversation-009\", RETENTION_ITEM, "
+        "例如：def replace(store): store.supersede(\"conversation-009\", RETENTION_ITEM, "
         "reason=\"...\")",
     ),
     solution=("# Exercise 14.3 — solution\n"
