@@ -58,7 +58,8 @@ RECALL_HISTORY_DESCRIPTION = (
     "The recall service cannot see the current chat: it only receives your query, so the "
     "query must restate the topic in full words, e.g. 'layered memory design decision'. "
     "'continue last time', 'that thing' or 'what we discussed' are not queries. "
-    "An empty result (empty_reason 'no_matching_terms') means nothing matched; say so "
+    "An empty result (empty_reason 'no_matching_terms', or 'below_min_score' when every "
+    "match scored under the service's floor) means nothing relevant was found; say so "
     "instead of guessing. A query without letters or digits, or a limit outside "
     f"{LIMIT_MIN}-{LIMIT_MAX}, is refused with an error message: fix the query and retry."
 )
