@@ -454,3 +454,33 @@ def test_explain_names_the_stage_and_the_facts(explained_stores: dict[str, Memor
     later = engine.explain("sqlite default store", "c-04b", limit=2, as_of=AS_OF, known_at=MIDWAY)
     assert later.message == (
         "memory c-04b was stored at 2026-08-11T08:00:00Z, after known_at 2026-08-10T20:00:00Z")
+
+
+def test_a_supersede_cut_short_by_a_crash_is_neither_half(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """JSONL: a writer killed between the supersede's write and its fsync leaves the
+    pair behind its batch note (as ``store.supersede`` writes it); readers see neither
+    half, the old record still stands, and the next writer cuts both lines."""
+    from memlib.sample import open_sample_store
+
+    root = tmp_path_factory.mktemp("crashed-supersede")
+    store = open_sample_store(root)
+    acknowledged = store.path.stat().st_size
+    scratch = open_sample_store(tmp_path_factory.mktemp("scratch"))
+    new, retraction = scratch.supersede(
+        "conversation-001", _item("conversation-099", "postgresql is the default store"),
+        reason="moved")
+    store.lock_path.write_bytes(b"pending %d\n" % acknowledged)
+    with open(store.path, "ab") as handle:
+        for record in (new, retraction):
+            handle.write((json.dumps(record.to_dict(), ensure_ascii=False,
+                                     separators=(",", ":")) + "\n").encode())
+    reader = open_sample_store(root)
+    ids = {r.memory_id for r in reader.read_all()}
+    assert {"conversation-099", "retract-conversation-001"}.isdisjoint(ids)
+    hits = RecallEngine(reader).recall("sqlite default store", as_of=AS_OF, query_id="q").hits
+    assert hits[0].memory_id == "conversation-001"
+    # The next write cuts the unacknowledged pair before it appends.
+    reader.append(**_item("m-after", "after the crash"))
+    assert store.path.read_bytes().count(b"conversation-099") == 0
