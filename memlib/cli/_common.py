@@ -46,22 +46,21 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def parse_as_of(text: str | None) -> datetime | None:
+def _instant(text: str | None, option: str) -> datetime | None:
     if text is None:
         return None
     try:
         return as_utc(datetime.fromisoformat(text.strip()))
     except ValueError:
-        raise RemoteMemoryValidationError(f"invalid --as-of timestamp: {text!r}") from None
+        raise RemoteMemoryValidationError(f"invalid {option} timestamp: {text!r}") from None
+
+
+def parse_as_of(text: str | None) -> datetime | None:
+    return _instant(text, "--as-of")
 
 
 def parse_known_at(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return as_utc(datetime.fromisoformat(text.strip()))
-    except ValueError:
-        raise RemoteMemoryValidationError(f"invalid --known-at timestamp: {text!r}") from None
+    return _instant(text, "--known-at")
 
 
 def _embedder_name(args: argparse.Namespace) -> str | None:

@@ -42,17 +42,15 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
-from ..normalize import LIMIT_MAX, normalize_recall_query
-from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
 from ..rankers.base import DenseScoring
-from ..result import RecallHit
 from .locomo import (
     HEADLINE_CATEGORIES,
     ConversationIndex,
     ConversationVectors,
     LocomoConversation,
     LocomoQuestion,
+    rank_hits,
 )
 
 __all__ = [
@@ -104,35 +102,6 @@ class QuestionScores:
     found: tuple[float, ...]  # scores of the evidence turns in the own top DEPTH
     own_top: float | None  # best own score; None: no candidate at all
     foreign_top: float | None  # best foreign score; None: no candidate at all
-
-
-def rank_hits(
-    ranker: Ranker, index: ConversationIndex | ConversationVectors,
-    conversation: LocomoConversation, question: LocomoQuestion, k: int,
-) -> tuple[RecallHit, ...]:
-    """:func:`locomo.rank_question`'s top ``k``, as hits: the floor needs their scores.
-
-    ``conversation`` gives the scope and ``as_of`` and must be the one ``index`` holds,
-    which for a foreign recall is not the question's own."""
-    query = normalize_recall_query(
-        question.question,
-        user_scope=conversation.user_scope,
-        limit=min(k, LIMIT_MAX),
-        query_id=question.question_id,
-        issued_at=conversation.as_of,
-    )
-    if isinstance(index, ConversationVectors) and isinstance(ranker, DenseScoring):
-        scan, chosen, _ = ranker.score_stored(
-            query, index.postings, index.dense, index.fetch, embedder=index.embedder,
-            as_of=conversation.as_of, limit=k,
-        )
-        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
-    else:
-        assert isinstance(index, ConversationIndex)
-        scan = index.scan(query)
-        breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
-        scored = list(zip(scan.candidates, breakdowns, strict=True))
-    return rank_scored_candidates(query, scored, limit=k)
 
 
 def headline_questions(conversation: LocomoConversation) -> list[LocomoQuestion]:

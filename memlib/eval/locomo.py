@@ -35,6 +35,7 @@ from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
 from ..rankers.base import DenseScoring
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+from ..result import RecallHit
 from ..retrieval.inverted import InvertedIndex, lexical_from_index
 from ..stopwords import english_stopwords
 from ..vectors import DenseScores
@@ -46,6 +47,8 @@ __all__ = [
     "parse_locomo",
     "clean_evidence",
     "evaluate_ranker",
+    "rank_hits",
+    "rank_question",
     "ConversationIndex",
     "ConversationVectors",
     "evaluate",
@@ -246,11 +249,14 @@ class ConversationVectors:
         return [self.records[m] for m in memory_ids]
 
 
-def rank_question(
+def rank_hits(
     ranker: Ranker, index: ConversationIndex | ConversationVectors,
     conversation: LocomoConversation, question: LocomoQuestion, k: int,
-) -> tuple[str, ...]:
-    """The memory ids of the top ``k`` records for one question, through memlib's stages."""
+) -> tuple[RecallHit, ...]:
+    """The top ``k`` hits of one question, through memlib's stages.
+
+    ``conversation`` gives the scope and ``as_of`` and must be the one ``index`` holds:
+    for the abstention protocol's foreign recalls it is not the question's own."""
     query = normalize_recall_query(
         question.question,
         user_scope=conversation.user_scope,
@@ -269,8 +275,15 @@ def rank_question(
         scan = index.scan(query)
         breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
         scored = list(zip(scan.candidates, breakdowns, strict=True))
-    hits = rank_scored_candidates(query, scored, limit=k)
-    return tuple(hit.memory_id for hit in hits)
+    return rank_scored_candidates(query, scored, limit=k)
+
+
+def rank_question(
+    ranker: Ranker, index: ConversationIndex | ConversationVectors,
+    conversation: LocomoConversation, question: LocomoQuestion, k: int,
+) -> tuple[str, ...]:
+    """The memory ids of the top ``k`` records for one question, through memlib's stages."""
+    return tuple(hit.memory_id for hit in rank_hits(ranker, index, conversation, question, k))
 
 
 Row = tuple[int, tuple[str, ...], tuple[str, ...]]  # category, evidence, ranked ids
