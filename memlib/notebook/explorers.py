@@ -1,7 +1,8 @@
 """Explorers: an ipywidgets form (query, as_of, limit) that redraws any view.
 
 A view that takes more than the three (``explain_view``'s record) names each extra
-argument in ``choices``: a drop-down per argument, passed to the view by name.
+argument in ``choices``: a drop-down per argument, passed to the view by name. Its
+first option is what the form starts with; None reads "(all)".
 
 ipywidgets and matplotlib are imported when an explorer is built, never before.
 """
@@ -28,7 +29,7 @@ def explorer(
     as_of: datetime,
     limit: int = 5,
     after: Callable[[Any], Any] | None = None,
-    choices: Mapping[str, Sequence[str]] | None = None,
+    choices: Mapping[str, Sequence[str | None]] | None = None,
 ) -> Any:
     """A query / as_of / limit form that redraws ``view`` into an Output widget.
 
@@ -44,8 +45,12 @@ def explorer(
     day = widgets.DatePicker(value=as_of.date(), description="as_of")
     size = widgets.IntSlider(value=limit, min=1, max=10, description="limit",
                              continuous_update=False)
+    # A None choice reads "(all)": the view as the plain cell under the explorer calls it.
     picks = {
-        name: widgets.Dropdown(options=list(options), value=options[0], description=name)
+        name: widgets.Dropdown(
+            options=[("(all)" if o is None else str(o), o) for o in options],
+            value=options[0], description=name,
+        )
         for name, options in (choices or {}).items()
     }
     out = widgets.Output()
