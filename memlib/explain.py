@@ -21,13 +21,15 @@ verdict               stage        what is said
 ``hit``               hit          its rank and score
 ====================  ===========  =====================================================
 
-The order is computed by the same scoring path as the recall (``paths.py``), without
-the cut, so "ranked 7th" is the place the recall gave it: a test holds every verdict
-equal on every backend and ranker, and equal to what ``recall`` shows.
+The order is computed by the same scoring path as the recall (``paths.py``), at a
+growing limit until the record is reached, so "ranked 7th" is the place the recall gave
+it: a test holds every verdict equal on every backend and ranker, and equal to what
+``recall`` shows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,11 +41,12 @@ from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .paths import min_score_for, scored_candidates
 from .rank import rank_key, rank_scored_candidates
 from .rankers import Ranker
+from .rankers.base import DenseScoring
 from .records import MemoryKind, StoredMemory, format_timestamp, memory_id_of, parse_timestamp
 from .result import RecallHit
 from .retrieval.tokens import searchable_terms
 from .score import RecallScoreBreakdown
-from .stores.base import MemoryStore
+from .stores.base import LexicalScanning, MemoryStore, VectorStoring
 from .stores.known_at import known_at_moment, store_known_at
 
 __all__ = ["RecallExplanation", "VERDICTS", "explain_recall", "deciding_signal"]
@@ -60,8 +63,8 @@ VERDICTS: Mapping[str, str] = {
     "below_min_score": "min_score",
     "hit": "hit",
 }
-# More than any store holds: the order without its cut (``heapq`` sorts it all).
-_WHOLE_ORDER = 2**31 - 1
+# The first round of the order's walk down to a record (``_order_down_to``).
+_FIRST_ROUND = 16
 # Terms shown in the one-line message; the explanation itself keeps them all.
 _SHOWN_TERMS = 12
 
@@ -156,6 +159,29 @@ def _terms(terms: tuple[str, ...]) -> str:
     return f"[{shown}{', …' if len(terms) > _SHOWN_TERMS else ''}]"
 
 
+def _order_down_to(
+    view: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, memory_id: str,
+    dense: bool,
+) -> tuple[list[tuple[Any, RecallScoreBreakdown]], int]:
+    """The recall's order from the top down to ``memory_id`` (or all of it, when the
+    record is not in it) and how many records the ranker ranked.
+
+    Each round takes the fastest path for the top ``k`` (what a recall at that limit
+    reads), ``k`` growing fourfold from the recall's own limit: the top ``k`` of a total
+    order are the first ``k`` of the whole order, so a record found there has its place,
+    and one ranked 50th costs about a recall of limit 64, not a scoring of every candidate.
+    """
+    k = max(query.limit, _FIRST_ROUND)
+    while True:
+        wide = dataclasses.replace(query, limit=k)
+        scan, scored, _ = scored_candidates(view, ranker, wide, moment, limit=k)
+        order = sorted(scored, key=rank_key)[:k]
+        ranked = len(scan.candidates) if dense else scan.candidate_records
+        if any(c.record.memory_id == memory_id for c, _ in order) or k >= ranked:
+            return order, ranked
+        k = min(k * 4, max(ranked, k))
+
+
 def _find(store: MemoryStore, memory_id: str) -> StoredMemory | None:
     by_id = getattr(store, "records_by_id", None)
     if by_id is not None:
@@ -230,14 +256,20 @@ def explain_recall(
             "not_conversation", f"memory {memory_id} is a {record.kind.value} record: {why}",
             kind=record.kind.value,
         )
-    _, scored, _ = scored_candidates(
-        view, ranker, query, moment, limit=_WHOLE_ORDER, bounded=False
-    )
-    order = sorted(scored, key=rank_key)
+    record_terms = tuple(sorted(set(searchable_terms(searchable_text(record)))))
+    shared = sorted(set(record_terms) & set(query.terms))
+    dense = (isinstance(ranker, DenseScoring) and isinstance(view, LexicalScanning)
+             and isinstance(view, VectorStoring))
+    if not shared and not dense:  # only a dense path makes a candidate of such a record
+        return verdict(
+            "no_shared_term",
+            f"memory {memory_id} shares no term with the query: query terms "
+            f"{_terms(query.terms)}, record terms {_terms(record_terms)}",
+            record_terms=record_terms,
+        )
+    order, ranked = _order_down_to(view, ranker, query, moment, memory_id, dense)
     place = next((i for i, (c, _) in enumerate(order) if c.record.memory_id == memory_id), None)
     if place is None:
-        record_terms = tuple(sorted(set(searchable_terms(searchable_text(record)))))
-        shared = sorted(set(record_terms) & set(query.terms))
         if not shared:
             return verdict(
                 "no_shared_term",
@@ -253,15 +285,15 @@ def explain_recall(
         )
     rank = place + 1
     breakdown = order[place][1]
-    facts: dict[str, Any] = {"rank": rank, "candidates": len(order), "breakdown": breakdown}
-    cut = min(query.limit, len(order))
+    facts: dict[str, Any] = {"rank": rank, "candidates": ranked, "breakdown": breakdown}
+    cut = min(query.limit, len(order))  # the order always reaches past the cut here
     if rank > query.limit:
         hits = rank_scored_candidates(query, order[:cut])
         last = hits[-1]
         signal = deciding_signal(order[place], order[cut - 1])
         return verdict(
             "below_cut",
-            f"memory {memory_id} ranked {rank} of {len(order)}, below the cut at limit "
+            f"memory {memory_id} ranked {rank} of {ranked}, below the cut at limit "
             f"{query.limit}: score {breakdown.total:.6f} against {last.score:.6f} of the last "
             f"hit {last.memory_id}; decided by {signal}",
             last_hit=last, deciding=signal, **facts,

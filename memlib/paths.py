@@ -54,13 +54,13 @@ Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
 
 def scored_candidates(
     store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *,
-    limit: int, bounded: bool = True,
+    limit: int,
 ) -> tuple[CandidateScan, Scored, Mapping[str, int] | None]:
     """Stages 2 and 3 by the fastest path the store and the ranker share: the scan, the
     top ``limit`` scored (any order; more when several tie) and the retrieval counts.
 
-    ``bounded=False`` keeps the store from walking only ``query.limit`` candidates, for a
-    caller that wants more of the order than the recall shows (``explain``). Every path
+    A store's bounded walk reads ``query.limit``: a caller that wants more of the order
+    than the recall shows (``explain``) passes a copy with its own limit. Every path
     gives what the reference scan + ranker give (the parity tests hold them equal).
     """
     retrieval = None
@@ -84,20 +84,20 @@ def scored_candidates(
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     elif isinstance(ranker, TopScoring):
-        scan = _scan(store, ranker, query, bounded)
+        scan = _scan(store, ranker, query)
         # Only the hits get their signals built (rankers/base.py explains why).
         chosen = ranker.score_top(query, scan, as_of=moment, limit=limit)
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     else:
-        scan = _scan(store, ranker, query, bounded)
+        scan = _scan(store, ranker, query)
         breakdowns = ranker.score_candidates(query, scan, as_of=moment)
         scored = list(zip(scan.candidates, breakdowns, strict=True))
     return scan, scored, retrieval
 
 
-def _scan(store: MemoryStore, ranker: Ranker, query: RecallQuery, bounded: bool) -> CandidateScan:
+def _scan(store: MemoryStore, ranker: Ranker, query: RecallQuery) -> CandidateScan:
     # A store with an index may walk candidates best-first and stop early, pruning
     # by the ranker's own bound; a ranker without one must see every candidate.
-    if bounded and isinstance(store, TopScanning) and isinstance(ranker, ScoreBound):
+    if isinstance(store, TopScanning) and isinstance(ranker, ScoreBound):
         return store.scan_top_candidates(query, ranker)
     return store.scan_candidates(query)

@@ -484,3 +484,42 @@ def test_a_supersede_cut_short_by_a_crash_is_neither_half(
     # The next write cuts the unacknowledged pair before it appends.
     reader.append(**_item("m-after", "after the crash"))
     assert store.path.read_bytes().count(b"conversation-099") == 0
+
+
+@pytest.mark.parametrize("ranker", LEXICAL)
+@pytest.mark.parametrize("backend_name", BACKENDS)
+def test_explain_walks_down_to_a_record_ranked_far_below_the_cut(
+    backend_name: str, ranker: str, locations: Callable[[str, str], str],
+) -> None:
+    """Explain reads the order in growing rounds (16, 64, 256 …); a record ranked in the
+    hundreds gets the place the whole reference order gives it."""
+    from memlib.candidates import scan_recall_candidates
+    from memlib.normalize import normalize_recall_query
+    from memlib.rank import rank_key
+    from memlib.rankers import get_ranker
+
+    clock = Clock()
+    store = _open(locations(backend_name, "deep"), f"deep-{uuid.uuid4().hex[:8]}", clock)
+    try:
+        words = ("memory", "design", "layered", "recall", "agent", "store")
+        store.append_many([
+            _item(f"d-{n:03d}", " ".join(words[: 1 + n % len(words)]) + f" note {n % 7}",
+                  captured_at=f"2026-0{1 + n % 8}-{1 + n % 28:02d}T12:00:00Z")
+            for n in range(300)
+        ])
+        query = normalize_recall_query("memory design layered note 3", user_scope=store.user_scope,
+                                       limit=3, query_id="q", issued_at=AS_OF)
+        scan = scan_recall_candidates(query, store.read_all())
+        breakdowns = get_ranker(ranker).score_candidates(query, scan, as_of=AS_OF)
+        whole = sorted(zip(scan.candidates, breakdowns, strict=True), key=rank_key)
+        engine = RecallEngine(store, ranker=ranker)
+        for place in (0, 2, 3, 40, 150, len(whole) - 1):
+            memory_id = whole[place][0].record.memory_id
+            said = engine.explain("memory design layered note 3", memory_id, limit=3,
+                                  as_of=AS_OF, query_id="q")
+            assert said.rank == place + 1, (memory_id, said.message)
+            assert said.candidates == len(whole)
+            assert said.breakdown == whole[place][1]
+            assert said.verdict == ("hit" if place < 3 else "below_cut")
+    finally:
+        store.close()
