@@ -230,9 +230,7 @@ def explain_recall(
                 stored_at=record.stored_at,
             )
         view = store_known_at(store, past)
-    retraction = next(
-        (r for r in view.records(MemoryKind.RETRACTION) if r.retracts == memory_id), None
-    )
+    retraction = view.retraction_of(memory_id)
     if retraction is not None:
         when, reason = retraction.stored_at, retraction.content
         if retraction.superseded_by is not None:

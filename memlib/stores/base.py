@@ -88,6 +88,8 @@ class MemoryStore(Protocol):
 
     def latest_profile(self) -> StoredMemory | None: ...
 
+    def retraction_of(self, memory_id: str) -> StoredMemory | None: ...
+
     def scan_candidates(self, query: RecallQuery) -> CandidateScan: ...
 
     def close(self) -> None: ...
@@ -442,6 +444,12 @@ class BaseMemoryStore:
 
     def latest_profile(self) -> StoredMemory | None:
         return latest_profile_of(self.read_all())
+
+    def retraction_of(self, memory_id: str) -> StoredMemory | None:
+        """The retraction naming ``memory_id`` (a record is retracted at most once)."""
+        return next(
+            (r for r in self.records(MemoryKind.RETRACTION) if r.retracts == memory_id), None
+        )
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """The reference scan; a backend with an index may answer faster, never differently."""

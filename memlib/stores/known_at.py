@@ -102,6 +102,9 @@ class KnownAtStore:
     def latest_profile(self) -> StoredMemory | None:
         return latest_profile_of(self._records)
 
+    def retraction_of(self, memory_id: str) -> StoredMemory | None:
+        return next((r for r in self._records if r.retracts == memory_id), None)
+
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         return {m for m in memory_ids if m in self._by_id}
 

@@ -410,6 +410,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def latest_profile(self) -> StoredMemory | None:
         return latest_profile_of(self._records_where(" AND kind <> 'conversation'"))
 
+    def retraction_of(self, memory_id: str) -> StoredMemory | None:
+        """The retraction naming ``memory_id``, through the ``retracts`` index."""
+        found = self._records_where(" AND retracts = ?", memory_id)
+        return found[0] if found else None
+
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds."""
         conn = self._connection()
