@@ -129,9 +129,10 @@ def compile_package() -> None:
 
 def cold_run(
     args: Sequence[str], rounds: int = 3, before: Callable[[], None] | None = None,
-    timeout: float | None = None,
+    timeout: float | None = None, child: str | None = None,
 ) -> dict[str, Any]:
-    """Median wall time and peak RSS of ``rounds`` fresh processes (``args``: memlib's).
+    """Median wall time and peak RSS of ``rounds`` fresh processes (``args``: memlib's,
+    or ``child``'s: another program that prints its peak RSS as ``COLD_CHILD`` does).
 
     ``answer`` is a digest of the first round's stdout, so two backends' answers can be
     compared without keeping them.
@@ -146,7 +147,8 @@ def cold_run(
             before()
         start = time.perf_counter()
         try:
-            out = subprocess.run([sys.executable, "-c", COLD_CHILD, *args], capture_output=True,
+            out = subprocess.run([sys.executable, "-c", child or COLD_CHILD, *args],
+                                 capture_output=True,
                                  text=True, cwd=ROOT, check=False, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             raise ColdRunError(f"no answer within {timeout:.0f} s") from None

@@ -45,10 +45,8 @@ import argparse
 import dataclasses
 import gc
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -68,7 +66,6 @@ from benchmarks.common import (
     ColdRunError,
     Log,
     cold_run,
-    compile_package,
     digest,
     peak_rss_mb,
     summary,
@@ -410,25 +407,7 @@ KNOWN_AT_FLOOR_CHILD = (
 def known_at_floor_run(args: Sequence[str], rounds: int = 3,
                        timeout: float | None = None) -> dict[str, Any]:
     """``cold_run`` of ``KNOWN_AT_FLOOR_CHILD`` (``args``: URL, user, T)."""
-    compile_package()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    walls, peaks, answers = [], [], []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        try:
-            out = subprocess.run([sys.executable, "-c", KNOWN_AT_FLOOR_CHILD, *args],
-                                 capture_output=True, text=True, cwd=ROOT, check=False,
-                                 timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            raise ColdRunError(f"no answer within {timeout:.0f} s") from None
-        walls.append(time.perf_counter() - start)
-        if out.returncode != 0:
-            raise ColdRunError(f"exit {out.returncode}: {out.stderr.strip()[-500:]}")
-        peaks.append(float(out.stderr.split("VMHWM")[-1].split()[0]))
-        answers.append(digest(out.stdout))
-    return {"wall_s": round(statistics.median(walls), 4), "walls_s": [round(w, 4) for w in walls],
-            "peak_rss_mb": round(max(peaks), 1), "answer": answers[0],
-            "same_answer_every_round": len(set(answers)) == 1}
+    return cold_run(args, rounds=rounds, timeout=timeout, child=KNOWN_AT_FLOOR_CHILD)
 
 
 def cold(args: Sequence[str], rounds: int,

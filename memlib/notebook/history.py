@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine import RecallEngine
 from ..explain import RecallExplanation
 from ..records import MemorySource, StoredMemory, format_timestamp
+from ..result import RecallResult
 from ..sample import fixed_clock, open_sample_store
 from ..stores.base import MemoryStore
 from ..stores.jsonl import RemoteMemoryStore
@@ -193,6 +194,10 @@ def beside_frame(said: RecallExplanation) -> pd.DataFrame:
     return pandas().DataFrame(rows).set_index("signal")
 
 
+def _hits_text(result: RecallResult) -> str:
+    return ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—"
+
+
 # -- known_at and as_of --------------------------------------------------------------------
 
 def known_at_view(
@@ -207,7 +212,7 @@ def known_at_view(
                                known_at=instant)
         rows.append({
             "known_at": format_timestamp(instant) if instant else tr("now", "现在"),
-            "hits": ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—",
+            "hits": _hits_text(result),
             "searched_records": result.searched_records,
             "retracted_records": result.retracted_records,
         })
@@ -247,7 +252,7 @@ def floor_view(
                                min_score=floor)
         rows.append({
             "min_score": "—" if floor is None else floor,
-            "hits": ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—",
+            "hits": _hits_text(result),
             "below_min_score": result.below_min_score,
             "empty_reason": result.empty_reason or "",
         })

@@ -385,18 +385,28 @@ class BaseMemoryStore:
         retraction_id: str | None = None,
     ) -> StoredMemory:
         """Append a RETRACTION that names ``memory_id``; history is never rewritten."""
-        record = StoredMemory(
+        record = self._retraction(
+            memory_id, reason, source, retraction_id, self._now(), f"Retracts {memory_id}"
+        )
+        self._append_batch((record,))
+        return record
+
+    def _retraction(
+        self, memory_id: str, reason: str, source: MemorySource | Mapping[str, Any],
+        retraction_id: str | None, stored_at: str, summary: str,
+        superseded_by: str | None = None,
+    ) -> StoredMemory:
+        return StoredMemory(
             memory_id=retraction_id or retraction_id_for(memory_id),
             user_scope=self._user_scope,
             kind=MemoryKind.RETRACTION,
             content=reason,
-            summary=f"Retracts {memory_id}",
+            summary=summary,
             source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
-            stored_at=self._now(),
+            stored_at=stored_at,
             retracts=memory_id,
+            superseded_by=superseded_by,
         )
-        self._append_batch((record,))
-        return record
 
     def supersede(
         self, memory_id: str, new_record: Mapping[str, Any], *, reason: str,
@@ -415,18 +425,9 @@ class BaseMemoryStore:
         stored_at = self._now()
         made = self._record(new_record, stored_at)
         new = dataclasses.replace(made, supersedes=memory_id_of(memory_id))
-        retraction = StoredMemory(
-            memory_id=retraction_id or retraction_id_for(memory_id),
-            user_scope=self._user_scope,
-            kind=MemoryKind.RETRACTION,
-            content=reason,
-            summary=f"Superseded {memory_id} by {new.memory_id}",
-            source=new.source if source is None else (
-                source if isinstance(source, MemorySource) else MemorySource.from_dict(source)
-            ),
-            stored_at=stored_at,
-            retracts=memory_id,
-            superseded_by=new.memory_id,
+        retraction = self._retraction(
+            memory_id, reason, new.source if source is None else source, retraction_id,
+            stored_at, f"Superseded {memory_id} by {new.memory_id}", new.memory_id,
         )
         batch = (new, retraction)
         self._append_batch(batch, self._vectors_of(batch))
