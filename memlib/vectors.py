@@ -38,6 +38,7 @@ __all__ = [
     "exact_dot",
     "exact_top",
     "pack",
+    "query_vector",
     "require_numpy",
     "unpack",
 ]
@@ -53,6 +54,13 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> Any:
         """A ``(len(texts), dimension)`` float32 numpy array of L2-normalised rows."""
         ...
+
+
+def query_vector(embedder: Any, text: str) -> Any:
+    """``text`` embedded as a question: by ``encode_query`` when the embedder has one
+    (E5 embeds questions and stored texts with different prefixes), else ``encode``."""
+    encode = getattr(embedder, "encode_query", None) or embedder.encode
+    return encode([text])[0]
 
 
 @dataclass(frozen=True)

