@@ -1,10 +1,15 @@
-"""``memlib eval locomo --data PATH [--ranker NAME …] [--k 1,5,10] [--report FILE.json]``.
+"""``memlib eval locomo --data PATH [--ranker NAME …] [--k 1,5,10] [--report FILE.json]
+[--no-cv] [--cv-report FILE.json]``.
 
 A progress bar on stderr while the questions run (when tqdm is installed), the tables on
 stdout, and optionally a JSON report
 ``{ranker: {"overall", "by_category", "category_5", "questions"}}``. A ranker with a
 dense path (``hybrid``) is reported twice: as on a store with vectors (its name) and
 over the lexical candidates alone (``NAME/lexical-only``), so the dense path's gain shows.
+
+Then, on data of two or more conversations, the leave-one-conversation-out figure of
+each ranker beside its in-sample one (``memlib.eval.crossval``; ``--cv-report`` writes
+them as JSON); ``--no-cv`` skips it (it measures every setting of each ranker's grid).
 """
 
 from __future__ import annotations
@@ -52,7 +57,15 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     ks = args.k or DEFAULT_KS
     names = list(dict.fromkeys(args.ranker or default_rankers()))
     rankers = {name: get_ranker(name) for name in names}  # unknown names fail before work
-    conversations = load_locomo(args.data)
+    for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
+        if name and Path(name).parent and not Path(name).parent.exists():
+            raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")
+    data = args.data
+    if data == "zh-check":  # the packaged Chinese check set
+        from ..sample import chinese_check_set_path
+
+        data = chinese_check_set_path()
+    conversations = load_locomo(data)
     total = sum(len(c.questions) for c in conversations)
     report: dict[str, Any] = {}
     runs = [(name, ranker, True) for name, ranker in rankers.items()]
@@ -65,13 +78,30 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
                 conversations, ranker, ks=ks, progress=bar.update, stored_vectors=dense
             )
     sys.stdout.write(format_table(report, ks) + "\n")
+    if not args.no_cv and len(conversations) >= 2:
+        from ..eval.crossval import cross_validate, format_crossval
+
+        crossval: dict[str, Any] = {}
+        for name, ranker in rankers.items():
+            settings = len(getattr(ranker, "grid", ()) or (None,))
+            with progress_bar(total * settings, f"{name + ' cv':<16}", enabled=not args.quiet,
+                              unit="q", dynamic_ncols=True) as bar:
+                crossval[name] = cross_validate(conversations, ranker, ks=ks,
+                                                progress=bar.update)
+        sys.stdout.write("\n" + format_crossval(crossval) + "\n")
+        if args.cv_report:
+            _write_report(args.cv_report, crossval)
     if args.report:
-        path = Path(args.report)
-        if path.parent and not path.parent.exists():
-            raise RemoteMemoryValidationError(f"report folder does not exist: {path.parent}")
-        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        sys.stdout.write(f"report written to {args.report}\n")
+        _write_report(args.report, report)
     return 0
+
+
+def _write_report(name: str, report: Any) -> None:
+    path = Path(name)
+    if path.parent and not path.parent.exists():
+        raise RemoteMemoryValidationError(f"report folder does not exist: {path.parent}")
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    sys.stdout.write(f"report written to {name}\n")
 
 
 def register(subparsers: Any) -> None:
@@ -82,10 +112,15 @@ def register(subparsers: Any) -> None:
     locomo = benchmarks.add_parser(
         "locomo", help="recall@k / hit@k on LoCoMo-format data (categories 1-4; 5 apart)"
     )
-    locomo.add_argument("--data", required=True, help="LoCoMo JSON file (a list of samples)")
+    locomo.add_argument("--data", required=True,
+                        help="LoCoMo JSON file (a list of samples), or zh-check: the "
+                        "packaged Chinese check set")
     locomo.add_argument("--ranker", action="append",
                         help="ranker name; repeat for several (default: every available ranker)")
     locomo.add_argument("--k", type=parse_ks, help="cut-offs, e.g. 1,5,10 (the default)")
     locomo.add_argument("--report", help="write the JSON report to this file")
     locomo.add_argument("--quiet", action="store_true", help="no progress bar")
+    locomo.add_argument("--no-cv", action="store_true",
+                        help="skip the leave-one-conversation-out figures")
+    locomo.add_argument("--cv-report", help="write the cross-validation report to this file")
     locomo.set_defaults(func=cmd_eval_locomo)

@@ -47,6 +47,7 @@ __all__ = [
     "parse_locomo",
     "clean_evidence",
     "evaluate_ranker",
+    "conversation_rows",
     "rank_hits",
     "rank_question",
     "ConversationIndex",
@@ -304,6 +305,29 @@ def _metrics(rows: list[Row], ks: Sequence[int]) -> dict[str, float]:
     return out
 
 
+def conversation_rows(
+    conversation: LocomoConversation,
+    ranker: Ranker,
+    *,
+    depth: int,
+    stored_vectors: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> list[Row]:
+    """``(category, evidence, ranked ids)`` of each of one conversation's questions."""
+    index: ConversationIndex | ConversationVectors
+    if stored_vectors and isinstance(ranker, DenseScoring):
+        index = ConversationVectors(conversation.records, ranker.model)  # type: ignore[attr-defined]
+    else:
+        index = ConversationIndex(conversation.records)
+    rows: list[Row] = []
+    for question in conversation.questions:
+        ranked = rank_question(ranker, index, conversation, question, depth)
+        rows.append((question.category, question.evidence, ranked))
+        if progress is not None:
+            progress(1)
+    return rows
+
+
 def evaluate_ranker(
     conversations: Sequence[LocomoConversation],
     ranker: str | Ranker,
@@ -318,20 +342,10 @@ def evaluate_ranker(
     candidates) unless ``stored_vectors`` is False: then as the reference, over the
     lexical candidates alone."""
     ranker_obj = get_ranker(ranker)
-    depth = max(ks)
     rows: list[Row] = []
-    dense = stored_vectors and isinstance(ranker_obj, DenseScoring)
     for conversation in conversations:
-        index: ConversationIndex | ConversationVectors
-        if dense:
-            index = ConversationVectors(conversation.records, ranker_obj.model)  # type: ignore[attr-defined]
-        else:
-            index = ConversationIndex(conversation.records)
-        for question in conversation.questions:
-            ranked = rank_question(ranker_obj, index, conversation, question, depth)
-            rows.append((question.category, question.evidence, ranked))
-            if progress is not None:
-                progress(1)
+        rows += conversation_rows(conversation, ranker_obj, depth=max(ks),
+                                  stored_vectors=stored_vectors, progress=progress)
     headline = [r for r in rows if r[0] in HEADLINE_CATEGORIES]
     return {
         "overall": _metrics(headline, ks),

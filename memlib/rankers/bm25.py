@@ -367,11 +367,20 @@ class Bm25Ranker:
     # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
     suggested_min_score = 5.9
     stopwords = False
+    # What leave-one-conversation-out cross-validation chooses k1 and b among
+    # (memlib.eval.crossval; reports/crossval-dev-split.json).
+    grid: tuple[dict[str, float], ...] = tuple(
+        {"k1": k1, "b": b} for k1 in (0.3, 0.6, 0.9, 1.2) for b in (0.25, 0.5, 0.75)
+    )
 
     def __init__(self, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             raise RemoteMemoryValidationError("bm25 needs k1 >= 0 and 0 <= b <= 1")
         self.k1, self.b = k1, b
+
+    def with_params(self, **params: float) -> Bm25Ranker:
+        """The same ranker with other parameters (``k1``, ``b``)."""
+        return type(self)(**{"k1": self.k1, "b": self.b, **params})
 
     def _breakdown(
         self, scores: Bm25Scores, scan: CandidateScan, i: int, as_of: datetime

@@ -1,0 +1,135 @@
+"""Leave one conversation out: the honest figure for a ranker's tuned defaults.
+
+A ranker whose parameters were chosen on the conversations it is then measured on
+reports a flattering figure. Here every setting of the ranker's ``grid`` is measured
+on every conversation once; for each conversation, the setting with the best R@10 on
+the *other* conversations is judged on it alone (a fold), and the cross-validated
+figure is the mean of the folds' held-out figures. The in-sample figure — the best
+setting judged on every conversation at once — is reported beside it, and so is the
+setting the ranker ships with.
+
+The grid is the ranker's own (``ranker.grid``: keyword arguments of
+``ranker.with_params``); a ranker without one (``baseline``) has nothing to tune and its
+cross-validated figure is its plain one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..errors import RemoteMemoryValidationError
+from ..rankers import Ranker, get_ranker
+from .locomo import (
+    DEFAULT_KS,
+    HEADLINE_CATEGORIES,
+    LocomoConversation,
+    Row,
+    _metrics,
+    conversation_rows,
+)
+
+__all__ = ["CHOOSE_BY", "cross_validate", "format_crossval"]
+
+CHOOSE_BY = "R@10"
+
+
+def _headline(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r[0] in HEADLINE_CATEGORIES]
+
+
+def cross_validate(
+    conversations: Sequence[LocomoConversation],
+    ranker: str | Ranker,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    stored_vectors: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """``{"ranker", "grid", "default", "folds", "cross_validated", "in_sample",
+    "shipped"}`` for one ranker (module docstring). Needs 2+ conversations."""
+    if len(conversations) < 2:
+        raise RemoteMemoryValidationError("cross-validation needs 2 or more conversations")
+    base = get_ranker(ranker)
+    grid: tuple[Mapping[str, Any], ...] = tuple(getattr(base, "grid", ()) or ({},))
+    ks = tuple(sorted(set(ks) | {10}))
+    # rows[setting][conversation]: every setting measured once on every conversation.
+    rows: list[list[list[Row]]] = []
+    for params in grid:
+        tuned = base.with_params(**params) if params else base  # type: ignore[attr-defined]
+        rows.append([
+            conversation_rows(c, tuned, depth=max(ks), stored_vectors=stored_vectors,
+                              progress=progress)
+            for c in conversations
+        ])
+
+    def score(setting: int, members: Sequence[int]) -> float:
+        pooled = _headline([r for m in members for r in rows[setting][m]])
+        return _metrics(pooled, ks)[CHOOSE_BY] if pooled else 0.0
+
+    everyone = range(len(conversations))
+    folds: list[dict[str, Any]] = []
+    for held in everyone:
+        train = [m for m in everyone if m != held]
+        chosen = max(range(len(grid)), key=lambda s: (score(s, train), -s))
+        folds.append({
+            "held_out": conversations[held].sample_id,
+            "chosen": dict(grid[chosen]),
+            "train": round(score(chosen, train), 4),
+            "held_out_metrics": _metrics(_headline(rows[chosen][held]), ks),
+        })
+    best = max(range(len(grid)), key=lambda s: (score(s, everyone), -s))
+    shipped = next(
+        (s for s, params in enumerate(grid)
+         if all(getattr(base, k, None) == v for k, v in params.items())),
+        None,
+    )
+    keys = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
+    return {
+        "ranker": base.name,
+        "grid": [dict(p) for p in grid],
+        "choose_by": CHOOSE_BY,
+        "folds": folds,
+        "cross_validated": {
+            key: round(sum(f["held_out_metrics"][key] for f in folds) / len(folds), 4)
+            for key in keys
+        },
+        "in_sample": {
+            "chosen": dict(grid[best]),
+            **_metrics(_headline([r for m in everyone for r in rows[best][m]]), ks),
+        },
+        "shipped": None if shipped is None else {
+            "params": dict(grid[shipped]),
+            **_metrics(_headline([r for m in everyone for r in rows[shipped][m]]), ks),
+        },
+    }
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(nothing to tune)"
+
+
+def format_crossval(reports: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line per ranker: R@10 cross-validated (mean of the held-out folds) beside
+    in-sample and the shipped defaults', then each fold's choice."""
+    width = max([len("ranker"), *(len(n) for n in reports)])
+    lines = [
+        "leave-one-conversation-out R@10 (categories 1-4; chosen by R@10 on the others)",
+        f"{'ranker':<{width}}  {'cross-validated':>15}  {'in-sample':>9}  {'shipped':>7}",
+    ]
+    for name, rep in reports.items():
+        shipped = rep["shipped"]["R@10"] if rep.get("shipped") else float("nan")
+        lines.append(
+            f"{name:<{width}}  {rep['cross_validated']['R@10']:>15.3f}  "
+            f"{rep['in_sample']['R@10']:>9.3f}  {shipped:>7.3f}"
+        )
+    for name, rep in reports.items():
+        if len(rep["grid"]) < 2:
+            continue
+        lines.append(f"{name}: in-sample choice {_params(rep['in_sample']['chosen'])}")
+        for fold in rep["folds"]:
+            lines.append(
+                f"  held out {fold['held_out']}: {_params(fold['chosen'])} → "
+                f"{fold['held_out_metrics']['R@10']:.3f}"
+            )
+    return "\n".join(lines)
