@@ -11,6 +11,12 @@ the same 15 records — ids, kinds, ``captured_at`` and source ids — written a
 team would write them, so the same lessons hold on Chinese text: 003 holds the whole of
 ``SAMPLE_QUERY_ZH`` one day before ``SAMPLE_AS_OF`` (0.995161 again), 005 and 006 tie,
 011 stays Japanese (設計 is not 设计), 010 keeps ``llm记忆``.
+
+The Chinese check set (``chinese_check_set_path``) is apart: two conversations of
+about 150 turns each between two friends over months, with 60+ questions whose evidence
+turns are known, in LoCoMo's format, written for memlib to measure recall on Chinese
+(``memlib eval locomo --data "$(python -c 'import memlib.sample as s;
+print(s.chinese_check_set_path())')"``).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ __all__ = [
     "open_sample_store",
     "fixed_clock",
     "scope_path",
+    "chinese_check_set_path",
 ]
 
 SAMPLE_USER_ID = "alice"
@@ -230,3 +237,8 @@ def open_sample_store(
         else:
             _check_language(records, lang)
     return store
+
+
+def chinese_check_set_path() -> Path:
+    """The packaged Chinese recall check set (LoCoMo format; module docstring)."""
+    return Path(__file__).parent / "data" / "zh-check.json"
