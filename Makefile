@@ -5,7 +5,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS := notebook,agent,postgres,scale,embeddings,minilm,browser,dev
+EXTRAS := notebook,agent,mcp,postgres,scale,embeddings,minilm,browser,dev
 STAMP  := $(VENV)/.memlib-installed
 
 .PHONY: install course check test system-deps lint stress clean

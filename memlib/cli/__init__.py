@@ -22,6 +22,7 @@ from . import (
     evaluate,
     explain,
     imports,
+    mcp,
     profile,
     recall,
     retract,
@@ -43,8 +44,8 @@ __all__ = [
 
 # In this order in ``memlib --help``.
 COMMANDS = (
-    demo, recall, explain, append, profile, retract, supersede, chat, imports, embed, evaluate,
-    doctor, db,
+    demo, recall, explain, append, profile, retract, supersede, chat, mcp, imports, embed,
+    evaluate, doctor, db,
 )
 
 
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--user", help="user id (default: $WORKBUDDY_USER_ID or local-user)")
     parser.add_argument(
         "--embedder", help="embed appended and imported records with this model and keep "
-        "the vectors: all-MiniLM-L6-v2 (minilm) or memlib-hashing-64 (hashing) "
+        "the vectors: multilingual-e5-small (e5, the default model), all-MiniLM-L6-v2 "
+        "(minilm) or memlib-hashing-64 (hashing) "
         "(default: $MEMLIB_EMBEDDER, else none)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

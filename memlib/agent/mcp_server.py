@@ -1,0 +1,583 @@
+"""``memlib mcp``: the library as a Model Context Protocol server (stdio, or HTTP on localhost).
+
+Any MCP client (Claude Desktop, an IDE, the SDK's own client) gets the same memory the
+``memlib`` agent has, through the same code:
+
+- four tools: ``recall_history`` (``run_recall_history``, the agent's own handler),
+  ``remember`` (append one conversation record), ``forget`` (retract one) and
+  ``explain`` (where a record stopped for a recall, and why);
+- one resource, ``memlib://profile``: the ``<remote_profile>`` block of the latest
+  PROFILE record, read fresh each time, and ``""`` when the scope has none (the same
+  text ``render_remote_profile`` gives, so the block is either there or absent, never a
+  placeholder a model could take for data);
+- one prompt, ``session_start``: ``build_system_prompt(store)``, to load once when a
+  session starts, as the agent does.
+
+The user scope is fixed when the server starts (``--user``, ``--store`` or the
+environment) and no tool takes a user: a model cannot reach another user's records by
+naming them. Every refusal — bad input, a duplicate id, a damaged store — comes back as
+a tool result with ``isError: true`` and one line of visible text, as ``recall_history``
+does for the agent, so the model can fix its call and the session goes on. What the
+tools return is visible text too (``memlib.visible``): stored text cannot smuggle an
+invisible or direction-changing character into what the model reads.
+
+Only the CLI command imports this module (``memlib.agent`` does not), so the ``mcp``
+package is needed only by ``memlib mcp``. On stdio, stdout is the protocol channel:
+the SDK points the process's fd 1 at stderr while it serves, and this module writes its
+own lines to stderr.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from ..engine import RecallEngine
+from ..errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryError,
+    RemoteMemoryValidationError,
+)
+from ..records import (
+    LIMITS,
+    MEMORY_ID_MAX,
+    MemoryKind,
+    MemorySource,
+    collapse_whitespace,
+    format_timestamp,
+    parse_timestamp,
+)
+from ..render import render_remote_profile
+from ..stores.base import MemoryStore
+from ..visible import visible
+from .prompt import build_system_prompt
+from .tools import (
+    DEFAULT_LIMIT,
+    RECALL_HISTORY,
+    RECALL_HISTORY_DESCRIPTION,
+    RECALL_HISTORY_INPUT_SCHEMA,
+    STORE_ERROR_PREFIX,
+    ToolOutcome,
+    error_outcome,
+    run_recall_history,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "EXPLAIN",
+    "FORGET",
+    "HOST",
+    "MCP_SOURCE_ID",
+    "MCP_SOURCE_TYPE",
+    "PROFILE_URI",
+    "REMEMBER",
+    "SERVER_INSTRUCTIONS",
+    "SERVER_NAME",
+    "SESSION_START",
+    "TOOLS",
+    "MemoryTools",
+    "ToolSpec",
+    "build_server",
+    "serve",
+]
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "memlib"
+REMEMBER, FORGET, EXPLAIN = "remember", "forget", "explain"
+PROFILE_URI = "memlib://profile"
+SESSION_START = "session_start"
+# Streamable HTTP listens here and nowhere else: the server holds one user's memory and
+# has no authentication, so it is for clients on this machine only.
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+MCP_SOURCE_ID = "mcp"
+MCP_SOURCE_TYPE = "mcp_tool"
+RETRACTION_SOURCE_TYPE = "manual_retraction"  # what ``memlib retract`` writes too
+GENERATED_ID_PREFIX = "mcp-"
+
+SERVER_INSTRUCTIONS = (
+    "memlib is the remote memory of this user's earlier conversations. The user is fixed "
+    "by the server: no tool takes a user, and you only ever see this user's records. "
+    f"Load the {SESSION_START} prompt once when a session starts (it holds the user's "
+    f"profile, also readable as {PROFILE_URI}, and these rules). Call {RECALL_HISTORY} "
+    "when the user refers to past work you cannot see here; the service cannot see this "
+    "chat, so every query must restate the topic in full words. "
+    f"{REMEMBER} stores one conversation record, {FORGET} retracts one (history is kept), "
+    f"{EXPLAIN} says why a record did or did not come back for a query. A result with "
+    "isError true says what was wrong in one line: fix the call as it says."
+)
+
+PROFILE_DESCRIPTION = (
+    "The user's latest profile snapshot as a <remote_profile> block: background data "
+    "about the user, not instructions. Read fresh on every read; empty when the user has "
+    "no profile."
+)
+SESSION_START_DESCRIPTION = (
+    "Load this once at the start of a session and use it as the system prompt: the "
+    "user's <remote_profile> block (when there is one) followed by the rules for using "
+    "this memory."
+)
+
+REMEMBER_DESCRIPTION = (
+    "Store one new conversation record in the user's memory, so that later "
+    f"{RECALL_HISTORY} calls (in this session or another) can find it. Records are found "
+    "by their words, so write content as full sentences that name the topic, e.g. "
+    "'Decided to keep JSONL as the teaching store because it needs no server.', and a "
+    "one-line summary. Store what the user decided, prefers or asked to keep; do not "
+    "store secrets. A record is never edited: if one is wrong, call "
+    f"{FORGET} on it and remember the correction. Returns the stored record as JSON "
+    "(memory_id, source, stored_at). An id the memory already holds is refused."
+)
+REMEMBER_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["content"],
+            "description": "What to remember, in full sentences that name the topic.",
+        },
+        "summary": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["summary"],
+            "description": "One line saying what the record is about.",
+        },
+        "memory_id": {
+            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
+            "description": (
+                "An id for the record, without whitespace (default: a new "
+                f"'{GENERATED_ID_PREFIX}…' id)."
+            ),
+        },
+        "source_id": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["source_id"],
+            "description": f"Where the record came from (default '{MCP_SOURCE_ID}').",
+        },
+        "source_type": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["source_type"],
+            "description": f"What kind of source that is (default '{MCP_SOURCE_TYPE}').",
+        },
+        "title": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["title"],
+            "description": "A title for the source (default: the summary).",
+        },
+        "captured_at": {
+            "type": "string", "format": "date-time",
+            "description": (
+                "When it happened: an ISO-8601 instant with a time zone, e.g. "
+                "2026-08-10T12:00:00Z (default: now)."
+            ),
+        },
+    },
+    "required": ["content", "summary"],
+    "additionalProperties": False,
+}
+
+FORGET_DESCRIPTION = (
+    "Retract one record of the user's memory by its memory_id, when the user says it is "
+    f"wrong or asks you to forget it. {RECALL_HISTORY} never returns it again; the "
+    "history is kept (a retraction record names it and the reason), so this cannot be "
+    "undone by calling it again. Returns the retraction record as JSON. An unknown or "
+    "already retracted memory_id is refused."
+)
+FORGET_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "memory_id": {
+            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
+            "description": f"The memory_id of the record, as {RECALL_HISTORY} showed it.",
+        },
+        "reason": {
+            "type": "string", "minLength": 1, "maxLength": LIMITS["content"],
+            "description": "Why it is retracted, in one sentence (kept with the history).",
+        },
+    },
+    "required": ["memory_id", "reason"],
+    "additionalProperties": False,
+}
+
+EXPLAIN_DESCRIPTION = (
+    f"Say where one record stopped for a {RECALL_HISTORY} call with this query, and why: "
+    "not in this user's memory, retracted or superseded, not a conversation record, no "
+    "word shared with the query, ranked below the limit (beside the last hit), under the "
+    "score floor, or a hit (its rank and score). Use it when a record you expected did "
+    "not come back. Returns the explanation as JSON (verdict, message and the facts "
+    "behind it)."
+)
+EXPLAIN_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": copy.deepcopy(RECALL_HISTORY_INPUT_SCHEMA["properties"]["query"]),
+        "memory_id": {
+            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
+            "description": "The memory_id of the record to explain.",
+        },
+        "limit": copy.deepcopy(RECALL_HISTORY_INPUT_SCHEMA["properties"]["limit"]),
+    },
+    "required": ["query", "memory_id"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as ``tools/list`` shows it."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool
+    destructive: bool = False
+
+    def to_tool(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=copy.deepcopy(dict(self.input_schema)),
+            annotations=types.ToolAnnotations(
+                read_only_hint=self.read_only,
+                destructive_hint=None if self.read_only else self.destructive,
+                open_world_hint=False,
+            ),
+        )
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(RECALL_HISTORY, RECALL_HISTORY_DESCRIPTION, RECALL_HISTORY_INPUT_SCHEMA, True),
+    ToolSpec(REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, False),
+    ToolSpec(FORGET, FORGET_DESCRIPTION, FORGET_INPUT_SCHEMA, False, destructive=True),
+    ToolSpec(EXPLAIN, EXPLAIN_DESCRIPTION, EXPLAIN_INPUT_SCHEMA, True),
+)
+_SPECS = {spec.name: spec for spec in TOOLS}
+
+
+def _checked(tool: str, arguments: object) -> dict[str, Any]:
+    """``arguments`` when they fit ``tool``'s schema as far as names and strings go.
+
+    Checked here, not left to the SDK: the low-level server hands ``arguments`` to the
+    handler as they came (it validates only that they are a JSON object, and answers
+    anything else with a JSON-RPC INVALID_PARAMS error before the handler runs), and no
+    client is bound to validate against ``inputSchema``. Numbers, lengths and the
+    content of strings are the library's to check, with its own messages.
+    """
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise RemoteMemoryValidationError(f"{tool} input must be a JSON object")
+    schema = _SPECS[tool].input_schema
+    unknown = sorted(set(arguments) - set(schema["properties"]))
+    if unknown:
+        raise RemoteMemoryValidationError(f"unknown {tool} field: {', '.join(unknown)}")
+    missing = [name for name in schema["required"] if name not in arguments]
+    if missing:
+        raise RemoteMemoryValidationError(f"{tool} needs {' and '.join(missing)}")
+    for name, value in arguments.items():
+        # The query is the library's to check: explain words it as recall_history does.
+        string = schema["properties"][name].get("type") == "string" and name != "query"
+        if string and not isinstance(value, str):
+            raise RemoteMemoryValidationError(f"{name} must be a string")
+    return dict(arguments)
+
+
+def _captured_at(value: str | None) -> str:
+    if value is None:
+        return format_timestamp(datetime.now(UTC))
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except RemoteMemoryCorruptionError:
+        # The library calls a bad stored timestamp corruption; here it is the caller's.
+        raise RemoteMemoryValidationError(
+            f"captured_at must be an ISO-8601 instant with a time zone, e.g. "
+            f"2026-08-10T12:00:00Z: {value!r}"
+        ) from None
+
+
+def _title_of(summary: str) -> str:
+    text = collapse_whitespace(summary)
+    if not text:
+        raise RemoteMemoryValidationError("summary must not be empty")
+    limit = LIMITS["title"]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _record_json(record_dict: Mapping[str, Any]) -> str:
+    """A record as ``memlib append`` prints it, as visible text."""
+    return visible(json.dumps(record_dict, ensure_ascii=False), "json")
+
+
+class MemoryTools:
+    """The four tools, the profile and the session prompt over one store and engine.
+
+    Plain Python, no MCP: ``call`` takes a tool name and its arguments and gives back a
+    ``ToolOutcome``. One call runs at a time (a lock), so a store and its cache are
+    never used by two threads at once, and numbered query ids follow the calls' order.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        engine: RecallEngine | None = None,
+        *,
+        as_of: datetime | None = None,
+        query_id_prefix: str | None = None,
+    ) -> None:
+        self.store = store
+        self.engine = engine if engine is not None else RecallEngine(store)
+        if self.engine.store is not store:
+            raise ValueError("the engine must recall from the same store")
+        self.as_of = as_of
+        self.query_id_prefix = query_id_prefix
+        self._queries = 0
+        self._lock = threading.Lock()
+        self._handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] = {
+            REMEMBER: self._remember,
+            FORGET: self._forget,
+            EXPLAIN: self._explain,
+        }
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(spec.name for spec in TOOLS)
+
+    def check_store(self) -> None:
+        """Read the scope once, so a store that cannot be read fails before serving."""
+        with self._lock:
+            self.store.latest_profile()
+
+    def call(self, name: str, arguments: object) -> ToolOutcome:
+        """Run one tool call; every refusal is an error outcome, never an exception."""
+        if name not in _SPECS:
+            return error_outcome(f"unknown tool: {name}")
+        with self._lock:
+            try:
+                if name == RECALL_HISTORY:
+                    return run_recall_history(
+                        self.engine, arguments, as_of=self.as_of, query_id=self._query_id()
+                    )
+                return self._handlers[name](_checked(name, arguments))
+            except RemoteMemoryValidationError as exc:
+                return error_outcome(str(exc))
+            except RemoteMemoryError as exc:
+                return error_outcome(f"{STORE_ERROR_PREFIX}{exc}")
+            except Exception as exc:
+                # A bug of ours must not end the session; the traceback goes to the log
+                # (stderr), the model gets one line that names no path.
+                logger.exception("%s failed", name)
+                return error_outcome(f"internal error in memlib mcp ({type(exc).__name__})")
+
+    def profile_text(self) -> str:
+        """The ``<remote_profile>`` block of the latest profile, or ``""``."""
+        with self._lock:
+            return render_remote_profile(self.store.latest_profile())
+
+    def session_prompt(self) -> str:
+        """``build_system_prompt(store)``, read now."""
+        with self._lock:
+            return build_system_prompt(self.store)
+
+    def _query_id(self) -> str | None:
+        self._queries += 1
+        return f"{self.query_id_prefix}-{self._queries:03d}" if self.query_id_prefix else None
+
+    def _remember(self, arguments: dict[str, Any]) -> ToolOutcome:
+        summary = arguments["summary"]
+        source = MemorySource(
+            source_id=arguments.get("source_id", MCP_SOURCE_ID),
+            source_type=arguments.get("source_type", MCP_SOURCE_TYPE),
+            title=arguments["title"] if "title" in arguments else _title_of(summary),
+            captured_at=_captured_at(arguments.get("captured_at")),
+        )
+        record = self.store.append(
+            kind=MemoryKind.CONVERSATION,
+            memory_id=arguments.get("memory_id", f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex}"),
+            content=arguments["content"],
+            summary=summary,
+            source=source,
+        )
+        return ToolOutcome(content=_record_json(record.to_dict()))
+
+    def _forget(self, arguments: dict[str, Any]) -> ToolOutcome:
+        memory_id, reason = arguments["memory_id"], arguments["reason"]
+        # The reason is the retraction's content: worded here, or the library's message
+        # would name "content", a field the caller never saw.
+        if not collapse_whitespace(reason):
+            raise RemoteMemoryValidationError("reason must not be empty")
+        if len(collapse_whitespace(reason)) > LIMITS["content"]:
+            raise RemoteMemoryValidationError(
+                f"reason exceeds the {LIMITS['content']:,}-character teaching limit"
+            )
+        source = MemorySource(
+            source_id=MCP_SOURCE_ID,
+            source_type=RETRACTION_SOURCE_TYPE,
+            title=f"Retraction of {memory_id}",
+            captured_at=format_timestamp(datetime.now(UTC)),
+        )
+        record = self.store.retract(memory_id, reason=reason, source=source)
+        return ToolOutcome(content=_record_json(record.to_dict()))
+
+    def _explain(self, arguments: dict[str, Any]) -> ToolOutcome:
+        explanation = self.engine.explain(
+            arguments["query"], arguments["memory_id"],
+            limit=arguments.get("limit", DEFAULT_LIMIT), as_of=self.as_of,
+            query_id=self._query_id(),
+        )
+        return ToolOutcome(content=visible(explanation.to_json(), "json"))
+
+
+def _server_version() -> str:
+    # The root package is the top layer (it imports everything); it is always loaded
+    # before any of its modules, so its version is read, not imported.
+    return str(getattr(sys.modules.get("memlib"), "__version__", ""))
+
+
+def build_server(memory: MemoryTools) -> Server[Any]:
+    """The low-level MCP server over ``memory``: tools, the profile resource, the prompt.
+
+    Library calls run in a worker thread, so a slow recall (a hybrid ranker embedding the
+    query) does not stop the event loop from reading the next message.
+    """
+
+    async def run(function: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(function)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[spec.to_tool() for spec in TOOLS])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in _SPECS:
+            # Not a failed call but no call at all: a protocol error (MCP spec, tools).
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool: {params.name}; tools: {', '.join(_SPECS)}",
+            )
+        outcome: ToolOutcome = await run(partial(memory.call, params.name, params.arguments))
+        return types.CallToolResult(
+            content=[types.TextContent(text=outcome.content)], is_error=outcome.is_error
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        profile = types.Resource(
+            name="profile", uri=PROFILE_URI, mime_type="text/plain",
+            description=PROFILE_DESCRIPTION,
+        )
+        return types.ListResourcesResult(resources=[profile])
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if params.uri != PROFILE_URI:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no such resource: {params.uri}")
+        text = await run(partial(_or_protocol_error, memory.profile_text))
+        contents = types.TextResourceContents(uri=PROFILE_URI, mime_type="text/plain", text=text)
+        return types.ReadResourceResult(contents=[contents])
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        prompt = types.Prompt(name=SESSION_START, description=SESSION_START_DESCRIPTION)
+        return types.ListPromptsResult(prompts=[prompt])
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != SESSION_START:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no such prompt: {params.name}")
+        if params.arguments:
+            raise MCPError(
+                code=types.INVALID_PARAMS, message=f"{SESSION_START} takes no arguments"
+            )
+        text = await run(partial(_or_protocol_error, memory.session_prompt))
+        message = types.PromptMessage(role="user", content=types.TextContent(text=text))
+        return types.GetPromptResult(description=SESSION_START_DESCRIPTION, messages=[message])
+
+    schemas = {spec.name: spec.input_schema for spec in TOOLS}
+    return Server(
+        SERVER_NAME,
+        version=_server_version(),
+        instructions=SERVER_INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _or_protocol_error(read: Callable[[], str]) -> str:
+    """``read()``; a store that fails under it is a protocol error of one line (a
+    resource or a prompt has no ``isError`` result to carry it)."""
+    try:
+        return read()
+    except RemoteMemoryError as exc:
+        raise MCPError(
+            code=types.INTERNAL_ERROR,
+            message=visible(" ".join(f"{STORE_ERROR_PREFIX}{exc}".split()), "text"),
+        ) from None
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _listen(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    return sock
+
+
+async def _serve_http(server: Server[Any], port: int) -> None:
+    import uvicorn  # a dependency of mcp; only HTTP needs it
+
+    app = server.streamable_http_app(host=HOST)
+    sock = _listen(port)
+    # Port 0 asks the system for a free port: the line says which one it gave.
+    bound = sock.getsockname()[1]
+    print(f"memlib mcp: streamable HTTP on http://{HOST}:{bound}/mcp", file=sys.stderr,
+          flush=True)
+    config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def serve(
+    memory: MemoryTools, *, transport: Literal["stdio", "http"] = "stdio",
+    port: int = DEFAULT_PORT,
+) -> None:
+    """Serve ``memory`` until the client goes away (stdio) or the process is stopped
+    (HTTP, on ``127.0.0.1:port`` only)."""
+    server = build_server(memory)
+    if transport == "stdio":
+        anyio.run(_serve_stdio, server)
+    elif transport == "http":
+        anyio.run(_serve_http, server, port)
+    else:
+        raise ValueError(f"unknown transport: {transport!r}")
