@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import LOCOMO_DEV, ROOT
 from memlib.cli.evaluate import default_rankers
 from memlib.errors import RemoteMemoryError
 from memlib.eval.abstention import (
@@ -42,8 +43,7 @@ from memlib.eval.locomo import load_locomo
 from memlib.progress import progress_bar
 from memlib.rankers import get_ranker
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "abstention-dev-split.json"
 AROUND = 3  # grid floors shown on each side of the suggestion
 COLUMNS = ("foreign_abstain", "own_r10", "own_h10", "own_abstain")

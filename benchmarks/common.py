@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# The LoCoMo development split, read from ../shared (never copied into the project).
+LOCOMO_DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 LIMIT = 10
 USER = "bench-user"
 BATCH = 10_000

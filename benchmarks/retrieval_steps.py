@@ -30,10 +30,19 @@ turn of a LoCoMo conversation), and ranked by a stable sort: ties keep turn orde
   ``+ wc * context``.
 - h. pseudo-relevance feedback on step e: the question's e5 vector + ``alpha`` x the
   mean vector of step e's top ``k`` turns, renormalised, scored by step e again.
+- i. step e on the model's scale instead of z: ``dense = (c + c of the previous turn) /
+  2`` with ``c = (cosine - mean) / (4 * deviation)``, the model's two constants, as the
+  shipped ``hybrid`` scales (a total keeps its meaning across recalls, so ``min_score``
+  still works). Needs nothing a store does not keep.
+- j. step f on a fixed scale: pair cosines scaled by the mean and deviation of every
+  question-pair cosine of the split (label-free, measured as the model's constants
+  were; pair texts read longer, so their cosines sit higher than turn cosines), averaged
+  with the next pair's. What a store keeping pair vectors could ship.
 
 Grids (dense weight = 1 - wb): wb in (0.3, 0.4, 0.5) — (0.1 ... 0.5) for the raw cosines of
 b and c, which are compressed — and wc in (0.2, 0.3, 0.4, 0.5); g: k in (10, 30, 60) x wc;
-h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc.
+h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc; i and j: the shipped hybrid's grid,
+wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6).
 
 ``bm25`` is each turn's BM25 divided by the question's greatest (0 when all are 0);
 ``context`` is the greatest ``own`` of the turn's neighbours, the turns just before and
@@ -71,6 +80,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import LOCOMO_DEV, ROOT
 from memlib.errors import RemoteMemoryError
 from memlib.eval.locomo import (
     HEADLINE_CATEGORIES,
@@ -82,8 +92,7 @@ from memlib.eval.locomo import (
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.bm25 import Bm25StopwordsRanker
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "retrieval-steps-dev-split.json"
 K = 10
 CHOOSE_BY = "R@10"
@@ -94,6 +103,9 @@ MINILM_MISSING = "skipped: minilm extra not installed"
 WB = (0.3, 0.4, 0.5)  # bm25 weight (dense = 1 - wb)
 WB_RAW = (0.1, 0.2, 0.3, 0.4, 0.5)  # raw cosines are compressed: lower bm25 weights too
 WC = (0.2, 0.3, 0.4, 0.5)  # context weight
+# i and j: the shipped hybrid's grid (memlib.rankers.hybrid.GRID)
+WB_SCALED = (0.3, 0.4, 0.5, 0.6)
+WC_SCALED = (0.2, 0.3, 0.4, 0.5, 0.6)
 RRF_K = (10, 30, 60)
 PRF_K = (3, 5, 10)
 PRF_ALPHA = (0.3, 0.6)
@@ -276,6 +288,36 @@ def pairs(s: Signals, p: Params) -> np.ndarray:
     dense = (z + z[:, s.following]) / 2
     own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * dense
     return with_context(own, s, p["wc"])
+
+
+def on_scale(cosine: np.ndarray, mean: float, deviation: float) -> np.ndarray:
+    return (cosine - mean) / (4.0 * deviation)
+
+
+def previous_on_model_scale(
+    mean: float, deviation: float
+) -> Callable[[Signals, Params], np.ndarray]:
+    def score(s: Signals, p: Params) -> np.ndarray:
+        c = on_scale(s.e5_query @ s.e5_turn.T, mean, deviation)
+        own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * (c + c[:, s.previous]) / 2
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def pairs_on_scale(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
+    def score(s: Signals, p: Params) -> np.ndarray:
+        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
+        own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * (c + c[:, s.following]) / 2
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def pair_constants(signals: Sequence[Signals]) -> tuple[float, float]:
+    """Mean and standard deviation of every question-pair cosine of the split."""
+    cosines = np.concatenate([(s.e5_query @ s.e5_pair.T).ravel() for s in signals])
+    return float(cosines.mean()), float(cosines.std())
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
@@ -528,8 +570,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     signals = [compute_signals(c, e5, minilm, log) for c in conversations]
     signal_seconds = round(time.perf_counter() - start, 1)
 
+    pair_mean, pair_deviation = pair_constants(signals)
+    steps = STEPS + (
+        Step("i", "e on the model's scale (not z)",
+             previous_on_model_scale(e5.similarity_mean, e5.similarity_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "turn vector"),
+        Step("j", "f on a fixed scale (pair constants)",
+             pairs_on_scale(pair_mean, pair_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
+    )
     rows: list[dict[str, Any]] = []
-    for step in STEPS:
+    for step in steps:
         row: dict[str, Any] = {"key": step.key, "name": step.name, "model": step.model,
                                "stored_per_turn": step.stored, "grid": list(step.grid)}
         if step.extra:
@@ -563,6 +614,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "choose_by": CHOOSE_BY,
         },
         "steps": rows,
+        "pair_constants": {"mean": round(pair_mean, 4), "deviation": round(pair_deviation, 4)},
         "costs": costs,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},
         "seconds": {"signals": signal_seconds, "total": round(time.perf_counter() - began, 1)},

@@ -83,3 +83,12 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
     state = store.vector_state()  # type: ignore[attr-defined]
     assert state.model == "multilingual-e5-small"
     assert state.stored == 1
+
+
+def test_the_readme_command_line_shows_memlib_mcp_help_options() -> None:
+    block = re.search(r"^memlib mcp (.*?)#", README, re.M | re.S)
+    assert block is not None, "README.md should show `memlib mcp [...]` in its command list"
+    shown = set(re.findall(r"--[\w-]+", block.group(1)))
+    sub = build_parser()._subparsers._group_actions[0].choices["mcp"]  # type: ignore[union-attr]
+    offered = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
+    assert shown == offered - {"--help"}
