@@ -13,10 +13,12 @@ ID mcp --ranker R --as-of T``), which prints the child's own peak RSS (``VmHWM``
 of the session, the server returns and the line is read from the stderr file.
 
 Floors, once a run (fresh processes, ``--cold-rounds`` each, median):
-(a) Python's start + ``import memlib``; (b) Python's start + the SDK's server pieces
-memlib imports (``mcp.server.lowlevel``, ``mcp.server.stdio``, ``mcp_types``): the floor
-of any Python MCP server on this SDK; (a+b) ``import memlib.agent.mcp_server`` (both, and
-nothing else); (d) a bare SDK server (one ``echo`` tool, no memlib) through the same
+(a) Python's start + ``import memlib``, then exit (``cold_floor``'s, the floor of every
+fresh ``memlib`` command); (b) Python's start + the SDK's server pieces memlib imports
+(``mcp.server.lowlevel``, ``mcp.server.stdio``, ``mcp_types``), then ``os._exit``
+(no teardown: a ready server is still alive): the floor of any Python MCP server on
+this SDK; (a+b) the same with ``import memlib.agent.mcp_server`` (both, nothing run);
+(d) a bare SDK server (one ``echo`` tool, no memlib) through the same
 client: its session start, first call and, warm, a round trip carrying as many
 characters as a median ``recall_history`` answer — the transport's own cost per call.
 
@@ -25,16 +27,22 @@ which hold no vectors, its every recall embeds up to 500 candidates — docs/mcp
 
 1. **session start, cold**: wall time from spawning the server until ``initialize`` and
    ``tools/list`` are answered (*ready*), until the first ``recall_history`` is answered
-   (*first recall*: the first call pays what the store still had to load) and until the
-   process has exited (*closed*), for the first query of each set of
-   ``corpus.query_sets``; beside (c) a fresh ``memlib recall`` of the same query on the
-   same store (``cold.recall_args``): the same recall without MCP.
+   (*first recall*: the first call pays what the store still had to load), then the
+   ``session_start`` prompt's own call (*then prompt*: the server's instructions ask a
+   host to load it once a session), and until the process has exited (*closed*), for
+   the first query of each set of ``corpus.query_sets``; beside (c) a fresh ``memlib
+   recall`` of the same query on the same store (``cold.recall_args``): the same recall
+   without MCP.
 2. **warm calls, one session**: per query (up to ``--queries`` per set), the
    ``recall_history`` round trip through the client, beside ``engine.recall`` in this
    process (the floor: the library call alone) and ``run_recall_history`` in this
-   process (the tool's own handler: the recall and its JSON), each on its own store
-   object so that every one of them meets each query for the first time; every answer
-   is compared with the handler's, byte for byte.
+   process (the tool's own handler: the recall and its JSON), each series on a store
+   object of its own and with memlib's process-wide caches of record data emptied
+   first, so that each meets every query and record as the fresh server did; every
+   answer is compared with the handler's, byte for byte. One difference stays: this
+   process has numpy loaded (the corpus is drawn with it), and a fresh server imports
+   it only for a recall over ``postings.NUMPY_IMPORT_POSTINGS`` postings or more, so
+   the floor is the library's numpy path where the server may take its Python one.
 3. **remember, durable**: ``--remembers`` ``remember`` round trips (after ``WARMUP``
    untimed) in one session (baseline ranker), then as many ``store.append`` in this
    process (its floor: one durable append). The stores are put back afterwards (the
@@ -82,6 +90,7 @@ from benchmarks.common import (
     summary,
 )
 from memlib import MemoryKind, MemorySource, RecallEngine
+from memlib.agent.mcp_server import SESSION_START
 from memlib.agent.tools import run_recall_history
 from memlib.stores import open_store
 from memlib.stores.jsonl import RemoteMemoryStore
@@ -104,12 +113,21 @@ _PEAK_AT_EXIT = (
     "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
     "atexit.register(_peak)\n"
 )
+# Floors (b) and (a+b) end with os._exit, before the interpreter's teardown (about
+# 0.2 s once the SDK's models are loaded): a server is *ready* while alive, so its
+# floor is the imports alone. The peak is printed first, as atexit would.
+_EXIT_NOW = (
+    "_peak()\n"
+    "sys.stderr.flush()\n"
+    "import os\n"
+    "os._exit(0)\n"
+)
 # Floor (b): what any Python MCP server on this SDK imports before it serves.
 SDK_IMPORT_CHILD = _PEAK_AT_EXIT + (
     "import mcp.server.lowlevel, mcp.server.stdio, mcp_types\n"
-)
+) + _EXIT_NOW
 # Floor (a+b): memlib and its MCP server module, imported, nothing run.
-SERVER_IMPORT_CHILD = _PEAK_AT_EXIT + "import memlib, memlib.agent.mcp_server\n"
+SERVER_IMPORT_CHILD = _PEAK_AT_EXIT + "import memlib, memlib.agent.mcp_server\n" + _EXIT_NOW
 # Floor (d): the least MCP server on this SDK, built as memlib's is (the low-level
 # Server, stdio), with one tool that answers ``size`` characters.
 BARE_SERVER = _PEAK_AT_EXIT + (
@@ -196,8 +214,10 @@ def _text(result: Any) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
 
-def first_call(tool: str, arguments: Mapping[str, Any]) -> Script:
-    """A script that makes one call and times it from the spawn."""
+def first_call(tool: str, arguments: Mapping[str, Any], prompt: bool = False) -> Script:
+    """A script that makes one call and times it from the spawn; with ``prompt``, then
+    gets the ``session_start`` prompt (as the server's instructions ask a host to, once
+    a session) and times that call alone."""
 
     async def script(client: Any, out: dict[str, Any]) -> None:
         result = await client.call_tool(tool, dict(arguments))
@@ -205,6 +225,10 @@ def first_call(tool: str, arguments: Mapping[str, Any]) -> Script:
         if result.is_error:
             raise ColdRunError(f"{tool} answered an error: {_text(result)[:300]}")
         out["answer"] = digest(_text(result))
+        if prompt:
+            start = time.perf_counter()
+            await client.get_prompt(SESSION_START)
+            out["prompt_s"] = time.perf_counter() - start
 
     return script
 
@@ -215,7 +239,7 @@ def cold_sessions(spawn: Spawn, script: Script, rounds: int, workdir: Path) -> d
     peaks = [r["peak_rss_mb"] for r in runs if r["peak_rss_mb"] is not None]
     out: dict[str, Any] = {
         key: round(statistics.median(r[key] for r in runs), 4)
-        for key in ("ready_s", "first_call_s", "closed_s")
+        for key in ("ready_s", "first_call_s", "prompt_s", "closed_s") if key in runs[0]
     }
     out["first_calls_s"] = [round(r["first_call_s"], 4) for r in runs]
     out["peak_rss_mb"] = max(peaks) if peaks else None
@@ -334,7 +358,7 @@ def cold_rows(stores: Stores, rankers: Sequence[str], rounds: int, workdir: Path
             for name, (query,) in sets.items():
                 mcp = cold_sessions(Spawn.memlib_mcp(url, ranker),
                                     first_call("recall_history",
-                                               {"query": query, "limit": LIMIT}),
+                                               {"query": query, "limit": LIMIT}, prompt=True),
                                     rounds, workdir)
                 cli = cold_run(recall_args(url, query, ranker), rounds)
                 cell = {
@@ -348,7 +372,8 @@ def cold_rows(stores: Stores, rankers: Sequence[str], rounds: int, workdir: Path
                 }
                 out[backend][ranker][name] = cell
                 log(f"  cold {backend} {ranker} {name}: ready {_s(mcp['ready_s'])}, first "
-                    f"recall {_s(mcp['first_call_s'])} ({mcp['peak_rss_mb']} MB), closed "
+                    f"recall {_s(mcp['first_call_s'])} ({mcp['peak_rss_mb']} MB), prompt "
+                    f"{_s(mcp['prompt_s'])}, closed "
                     f"{_s(mcp['closed_s'])}; memlib recall {_s(cli['wall_s'])} "
                     f"({cli['peak_rss_mb']} MB); first recall − CLI "
                     f"{cell['first_recall_minus_cli_s'] * 1e3:+.0f} ms")
@@ -397,30 +422,14 @@ def warm_cell(url: str, ranker: str, sets: Mapping[str, Sequence[str]], warmup: 
                     break
 
     mcp = session(Spawn.memlib_mcp(url, ranker), script, workdir)
-    # The same calls in this process, in the same order, with the server's query ids.
-    recall_store = open_store(url, user_id=USER)
-    handler_store = open_store(url, user_id=USER)
-    recall_engine = RecallEngine(recall_store, ranker=ranker)
-    handler_engine = RecallEngine(handler_store, ranker=ranker)
-    number = 1
-    recall_engine.recall(warmup, limit=LIMIT, as_of=corpus.AS_OF, query_id=_qid(number))
-    run_recall_history(handler_engine, {"query": warmup, "limit": LIMIT},
-                       as_of=corpus.AS_OF, query_id=_qid(number))
+    recall_s = _in_process(url, ranker, warmup, timed, handler=False)
+    handler_s = _in_process(url, ranker, warmup, timed, handler=True)
     out: dict[str, Any] = {}
     for name, calls in timed.items():
-        recall_s, handler_s, same = [], [], True
-        for query, _, answer in calls:
-            number += 1
-            start = time.perf_counter()
-            recall_engine.recall(query, limit=LIMIT, as_of=corpus.AS_OF, query_id=_qid(number))
-            recall_s.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            outcome = run_recall_history(handler_engine, {"query": query, "limit": LIMIT},
-                                         as_of=corpus.AS_OF, query_id=_qid(number))
-            handler_s.append(time.perf_counter() - start)
-            same = same and digest(outcome.content) == answer
-        recall, handler = summary(recall_s), summary(handler_s)
+        recall = summary([seconds for seconds, _ in recall_s[name]])
+        handler = summary([seconds for seconds, _ in handler_s[name]])
         mcp_stats = summary([seconds for _, seconds, _ in calls])
+        same = [answer for _, _, answer in calls] == [answer for _, answer in handler_s[name]]
         out[name] = {
             "queries": len(calls), "recall": recall, "handler": handler, "mcp": mcp_stats,
             "mcp_over_recall": round(mcp_stats["p50_ms"] / recall["p50_ms"], 2),
@@ -429,10 +438,56 @@ def warm_cell(url: str, ranker: str, sets: Mapping[str, Sequence[str]], warmup: 
             "same_as_handler": same,
             "server_peak_rss_mb": mcp["peak_rss_mb"],
         }
-    recall_store.close()
-    handler_store.close()
+    return out
+
+
+def _in_process(
+    url: str, ranker: str, warmup: str, timed: Mapping[str, Sequence[tuple[str, float, str]]],
+    *, handler: bool,
+) -> dict[str, list[tuple[float, str]]]:
+    """The calls the server timed, in its order and with its query ids, on a store object
+    of their own, from memlib's process-wide caches emptied: as the server met them.
+    ``handler``: the tool's handler (recall and JSON), else ``engine.recall`` alone."""
+    _empty_data_caches()
+    store = open_store(url, user_id=USER)
+    engine = RecallEngine(store, ranker=ranker)
+
+    def call(query: str, number: int) -> str:
+        if handler:
+            return run_recall_history(engine, {"query": query, "limit": LIMIT},
+                                      as_of=corpus.AS_OF, query_id=_qid(number)).content
+        engine.recall(query, limit=LIMIT, as_of=corpus.AS_OF, query_id=_qid(number))
+        return ""
+
+    call(warmup, 1)
+    number = 1
+    out: dict[str, list[tuple[float, str]]] = {}
+    for name, calls in timed.items():
+        out[name] = []
+        for query, _, _ in calls:
+            number += 1
+            start = time.perf_counter()
+            text = call(query, number)
+            seconds = time.perf_counter() - start
+            out[name].append((seconds, digest(text) if handler else ""))
+    store.close()
     gc.collect()
     return out
+
+
+def _empty_data_caches() -> None:
+    """Empty memlib's bounded ``lru_cache``s (terms of a record's text, a timestamp's
+    parse, a document's BM25 statistics: keyed by what records hold). A fresh server has
+    them empty; this process would otherwise have them filled by every earlier series,
+    on the same records, and its floor would be a recall no fresh server can make. The
+    unbounded ``functools.cache`` tables (stopwords, …) hold no record data."""
+    for name, module in list(sys.modules.items()):
+        if name != "memlib" and not name.startswith("memlib."):
+            continue
+        for value in list(vars(module).values()):
+            parameters = getattr(value, "cache_parameters", None)
+            if callable(parameters) and parameters().get("maxsize") is not None:
+                value.cache_clear()
 
 
 def _qid(number: int) -> str:
@@ -593,9 +648,9 @@ def tables(report: Mapping[str, Any]) -> str:
     lines += ["", "session start, cold: spawn → answered (median of the rounds); "
               "(c) = a fresh `memlib recall` of the same query", "",
               "| N | store | ranker | query | ready | ready − (b) | ready − (d) ready "
-              "| first recall | (c) `memlib recall` | first recall − (c) | closed "
-              "| server peak | (c) peak |",
-              "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| first recall | (c) `memlib recall` | first recall − (c) | then prompt "
+              "| closed | server peak | (c) peak |",
+              "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in report["sizes"]:
         for backend, by_ranker in row["cold"].items():
             for ranker, by_set in by_ranker.items():
@@ -606,7 +661,7 @@ def tables(report: Mapping[str, Any]) -> str:
                         f"| {_s(c['ready_minus_sdk_import_s'])} | "
                         f"{_s(c['ready_minus_bare_ready_s'])} | {_s(s['first_call_s'])} | "
                         f"{_s(cli['wall_s'])} | {c['first_recall_minus_cli_s'] * 1e3:+,.0f} ms "
-                        f"| {_s(s['closed_s'])} | {_mb(s['peak_rss_mb'])} | "
+                        f"| {_s(s['prompt_s'])} | {_s(s['closed_s'])} | {_mb(s['peak_rss_mb'])} | "
                         f"{_mb(cli['peak_rss_mb'])} |")
     lines += ["", "warm calls in one session: p50 / p95 ms (floor: `engine.recall` in "
               "process; handler: `run_recall_history` in process)", "",

@@ -185,6 +185,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     PARAM: ClassVar[str] = "?"
     ANY: ClassVar[str]
     SCOPE_OF_IDS: ClassVar[str] = "user_scope"
+    # How the profile query names the partial index of non-conversation records, where
+    # a dialect's planner would not pick it alone.
+    PROFILE_INDEX: ClassVar[str] = ""
     META: ClassVar[str]  # the table holding schema_version
     MIGRATIONS: ClassVar[tuple[Migration, ...]]
     RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib.retrieval.pack_docs``)
@@ -314,7 +317,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         sql = self._sql.get(template)
         if sql is None:
             sql = self._sql[template] = template.replace("?", self.PARAM).format(
-                s=self._prefix, any=self.ANY, scope_of_ids=self.SCOPE_OF_IDS
+                s=self._prefix, any=self.ANY, scope_of_ids=self.SCOPE_OF_IDS,
+                profile_index=self.PROFILE_INDEX,
             )
         return sql
 
@@ -408,7 +412,17 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return self._records_where(" AND kind = ?", MemoryKind(kind).value)
 
     def latest_profile(self) -> StoredMemory | None:
-        return latest_profile_of(self._records_where(" AND kind <> 'conversation'"))
+        # Profiles and retractions only: through records_scope_kind, never a scan of the
+        # scope (every session start and profile read asks this).
+        conn = self._connection()
+        if conn is None:
+            return None
+        with self._failures("read"):
+            rows = conn.execute(self._q(
+                "SELECT body FROM {s}records {profile_index} "
+                "WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id"
+            ), (self.user_scope,)).fetchall()
+        return latest_profile_of(self._parse(body) for (body,) in rows)
 
     def retraction_of(self, memory_id: str) -> StoredMemory | None:
         """The retraction naming ``memory_id``, through the ``retracts`` index."""

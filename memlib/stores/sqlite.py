@@ -266,6 +266,9 @@ class SqliteMemoryStore(SqlMemoryStore):
     # "+user_scope": look the ids up by rowid; with the plain column SQLite would
     # rather walk the scope's whole index and test every row against the list.
     SCOPE_OF_IDS = "+user_scope"
+    # Without statistics SQLite 3.40 walks records_recent and sorts: every record of the
+    # scope read (3.3 s at 1M) for the few profiles the partial index holds (0.1 ms).
+    PROFILE_INDEX = "INDEXED BY records_scope_kind"
     META = "memlib_meta"
     MIGRATIONS = _MIGRATIONS
     RUN_FORMAT = _RUN
