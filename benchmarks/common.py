@@ -95,13 +95,16 @@ def peak_rss_mb() -> float:
 # With arguments it is `memlib ARGS`; with none, Python's start and `import memlib` (the
 # floor of every cold row); with "--embed-floor NAME TEXT", that plus loading the
 # embedder NAME and embedding TEXT once (the floor of a cold hybrid recall).
-COLD_CHILD = (
+# A child process's own peak RSS, printed to stderr at exit (``VMHWM <MB>``).
+PEAK_AT_EXIT = (
     "import atexit, sys\n"
     "def _peak():\n"
     "    for line in open('/proc/self/status'):\n"
     "        if line.startswith('VmHWM:'):\n"
     "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
     "atexit.register(_peak)\n"
+)
+COLD_CHILD = PEAK_AT_EXIT + (
     "argv = sys.argv[1:]\n"
     "if argv[:1] == ['--embed-floor']:\n"
     "    import memlib\n"

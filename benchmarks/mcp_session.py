@@ -79,6 +79,7 @@ from benchmarks.cold import AS_OF, build_stores, recall_args
 from benchmarks.common import (
     COLD_CHILD,
     LIMIT,
+    PEAK_AT_EXIT,
     ROOT,
     USER,
     ColdRunError,
@@ -105,14 +106,7 @@ QUERY_ID_PREFIX = "bench"
 # The child prints its peak like this (COLD_CHILD); the bare server below does too.
 _PEAK = re.compile(r"VMHWM ([0-9.]+)")
 
-_PEAK_AT_EXIT = (
-    "import atexit, sys\n"
-    "def _peak():\n"
-    "    for line in open('/proc/self/status'):\n"
-    "        if line.startswith('VmHWM:'):\n"
-    "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
-    "atexit.register(_peak)\n"
-)
+_PEAK_AT_EXIT = PEAK_AT_EXIT
 # Floors (b) and (a+b) end with os._exit, before the interpreter's teardown (about
 # 0.2 s once the SDK's models are loaded): a server is *ready* while alive, so its
 # floor is the imports alone. The peak is printed first, as atexit would.
