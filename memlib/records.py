@@ -27,6 +27,7 @@ __all__ = [
     "parse_timestamp",
     "format_timestamp",
     "collapse_whitespace",
+    "reason_text",
     "LIMITS",
     "MAX_TERMS",
     "check_terms",
@@ -90,13 +91,19 @@ def collapse_whitespace(value: str) -> str:
     return " ".join(value.split())
 
 
-def _text(field_name: str, value: object) -> str:
+def reason_text(value: object) -> str:
+    """A retraction's reason, checked under its own name before it becomes the
+    retraction's content (with content's limit): a caller never saw a "content"."""
+    return _text("reason", value, LIMITS["content"])
+
+
+def _text(field_name: str, value: object, limit: int | None = None) -> str:
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     text = " ".join(value.split())  # collapse_whitespace, inlined: every record pays it
     if not text:
         raise RemoteMemoryValidationError(f"{field_name} must not be empty")
-    limit = LIMITS.get(field_name)
+    limit = limit or LIMITS.get(field_name)
     if limit is not None and len(text) > limit:
         raise RemoteMemoryValidationError(
             f"{field_name} exceeds the {limit:,}-character teaching limit"

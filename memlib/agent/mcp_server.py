@@ -332,16 +332,13 @@ class MemoryTools:
 
     def __init__(
         self,
-        store: MemoryStore,
-        engine: RecallEngine | None = None,
+        engine: RecallEngine,
         *,
         as_of: datetime | None = None,
         query_id_prefix: str | None = None,
     ) -> None:
-        self.store = store
-        self.engine = engine if engine is not None else RecallEngine(store)
-        if self.engine.store is not store:
-            raise ValueError("the engine must recall from the same store")
+        self.engine = engine
+        self.store: MemoryStore = engine.store
         self.as_of = as_of
         self.query_id_prefix = query_id_prefix
         self._queries = 0
@@ -351,10 +348,6 @@ class MemoryTools:
             FORGET: self._forget,
             EXPLAIN: self._explain,
         }
-
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        return tuple(spec.name for spec in TOOLS)
 
     def check_store(self) -> None:
         """Read the scope once, so a store that cannot be read fails before serving."""
@@ -415,14 +408,6 @@ class MemoryTools:
 
     def _forget(self, arguments: dict[str, Any]) -> ToolOutcome:
         memory_id, reason = arguments["memory_id"], arguments["reason"]
-        # The reason is the retraction's content: worded here, or the library's message
-        # would name "content", a field the caller never saw.
-        if not collapse_whitespace(reason):
-            raise RemoteMemoryValidationError("reason must not be empty")
-        if len(collapse_whitespace(reason)) > LIMITS["content"]:
-            raise RemoteMemoryValidationError(
-                f"reason exceeds the {LIMITS['content']:,}-character teaching limit"
-            )
         source = MemorySource(
             source_id=MCP_SOURCE_ID,
             source_type=RETRACTION_SOURCE_TYPE,

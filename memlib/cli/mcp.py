@@ -12,7 +12,6 @@ import argparse
 import os
 from typing import Any
 
-from ..engine import RecallEngine
 from ._common import CliError, parse_as_of
 from .recall import open_recall_engine
 
@@ -40,15 +39,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise CliError(MCP_MISSING) from None
     if args.port is not None and args.transport != "http":
         raise CliError("--port is for --transport http")
-    engine = open_recall_engine(args)
+    # The model's calls cannot name a floor: the engine's own applies to each.
+    floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
+    engine = open_recall_engine(args, min_score=floor)
     try:
-        floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
-        if floor is not None:
-            # The model's calls cannot name a floor: the engine's own applies to each.
-            engine = RecallEngine(engine.store, ranker=engine.ranker, min_score=floor)
         memory = mcp_server.MemoryTools(
-            engine.store, engine, as_of=parse_as_of(args.as_of),
-            query_id_prefix=args.query_id_prefix,
+            engine, as_of=parse_as_of(args.as_of), query_id_prefix=args.query_id_prefix,
         )
         memory.check_store()
         mcp_server.serve(

@@ -22,12 +22,15 @@ def limit_arg(text: str) -> int:
         raise argparse.ArgumentTypeError("limit must be an integer") from None
 
 
-def open_recall_engine(args: argparse.Namespace) -> RecallEngine:
+def open_recall_engine(
+    args: argparse.Namespace, *, min_score: float | str | None = None
+) -> RecallEngine:
+    """The store and ranker of the command line; ``min_score`` floors every recall."""
     store = open_cli_store(args)
     ranker = get_ranker(args.ranker)
     if isinstance(ranker, DenseScoring) and isinstance(store, VectorStoring):
         store_embedder(store, args)  # the query is embedded by the model of the stored vectors
-    return RecallEngine(store, ranker=ranker)
+    return RecallEngine(store, ranker=ranker, min_score=min_score)
 
 
 def cmd_recall(args: argparse.Namespace) -> int:

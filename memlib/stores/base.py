@@ -37,6 +37,7 @@ from ..records import (
     StoredMemory,
     format_timestamp,
     memory_id_of,
+    reason_text,
     record_from_item,
     user_scope_for,
 )
@@ -400,7 +401,7 @@ class BaseMemoryStore:
             memory_id=retraction_id or retraction_id_for(memory_id),
             user_scope=self._user_scope,
             kind=MemoryKind.RETRACTION,
-            content=reason,
+            content=reason_text(reason),
             summary=summary,
             source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
             stored_at=stored_at,
