@@ -9,10 +9,12 @@ for each question (memlib's ``Bm25StopwordsRanker.score_candidates`` over
 ``ConversationIndex.scan``; 0 for a turn that is not a candidate), the e5 vectors of each
 turn's content (``passage``) and of each question (``query``), the e5 vectors of each
 turn's *pair* text (the previous turn of the same session + "\\n" + the turn; the first
-turn of a session alone), and, when the minilm extra is installed, MiniLM vectors of
-turns and questions. Each step is then a formula over these matrices, scored for every
-question against every turn (as a store that keeps vectors gives ``hybrid`` nearly every
-turn of a LoCoMo conversation), and ranked by a stable sort: ties keep turn order.
+turn of a session alone), the ``bm25+stopwords`` totals over those pair texts (each turn
+indexed as if its content were its pair text), and, when the minilm extra is installed,
+MiniLM vectors of turns and questions. Each step is then a formula over these matrices,
+scored for every question against every turn (as a store that keeps vectors gives
+``hybrid`` nearly every turn of a LoCoMo conversation), and ranked by a stable sort: ties
+keep turn order.
 
 - a. ``bm25+stopwords`` alone: nothing to tune.
 - b. the old ``hybrid`` (memlib <= 0.18): ``own = wb * bm25 + (1 - wb) * cosine`` with
@@ -38,11 +40,15 @@ turn of a LoCoMo conversation), and ranked by a stable sort: ties keep turn orde
   question-pair cosine of the split (label-free, measured as the model's constants
   were; pair texts read longer, so their cosines sit higher than turn cosines), averaged
   with the next pair's. What a store keeping pair vectors could ship.
+- k. step j with the BM25 part over pair texts too: each turn indexed with the turn
+  before it in its session (the pair text embedded in f and j), so IDF, lengths and
+  term counts are those of the pair texts. What a store that kept each conversation
+  record's predecessor beside it, for its index and its vector, could ship.
 
 Grids (dense weight = 1 - wb): wb in (0.3, 0.4, 0.5) — (0.1 ... 0.5) for the raw cosines of
 b and c, which are compressed — and wc in (0.2, 0.3, 0.4, 0.5); g: k in (10, 30, 60) x wc;
 h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc; i and j: the shipped hybrid's grid,
-wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6).
+wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6); k: the same.
 
 ``bm25`` is each turn's BM25 divided by the question's greatest (0 when all are 0);
 ``context`` is the greatest ``own`` of the turn's neighbours, the turns just before and
@@ -66,6 +72,7 @@ The JSON report (``--out``) holds every step's folds, grid and timings, and the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -125,6 +132,7 @@ class Signals:
     sample_id: str
     evidence: list[np.ndarray]  # per question: positions of its evidence turns
     bm25: np.ndarray  # (questions, turns) raw bm25+stopwords totals, 0 for non-candidates
+    bm25_pair: np.ndarray  # the same over pair texts (each turn indexed with the one before)
     e5_turn: np.ndarray  # (turns, 384)
     e5_query: np.ndarray  # (questions, 384)
     e5_pair: np.ndarray  # (turns, 384)
@@ -199,6 +207,11 @@ def compute_signals(
         return value
 
     bm25 = timed("bm25", lambda: bm25_matrix(conversation, questions))
+    paired = dataclasses.replace(conversation, records=tuple(
+        dataclasses.replace(r, content=text)
+        for r, text in zip(conversation.records, pair_texts(conversation), strict=True)
+    ))
+    bm25_pair = timed("bm25 pairs", lambda: bm25_matrix(paired, questions))
     e5_turn = timed("e5 turns", lambda: e5.encode(texts))
     e5_query = timed("e5 questions", lambda: e5.encode_query(asked))
     e5_pair = timed("e5 pairs", lambda: e5.encode(pair_texts(conversation)))
@@ -215,6 +228,7 @@ def compute_signals(
         sample_id=conversation.sample_id,
         evidence=[np.array([position[e] for e in q.evidence]) for q in questions],
         bm25=bm25,
+        bm25_pair=bm25_pair,
         e5_turn=np.asarray(e5_turn, dtype=np.float64),
         e5_query=np.asarray(e5_query, dtype=np.float64),
         e5_pair=np.asarray(e5_pair, dtype=np.float64),
@@ -228,9 +242,14 @@ def compute_signals(
 # -- formulas --------------------------------------------------------------------------
 
 
+def scaled(totals: np.ndarray) -> np.ndarray:
+    """Each question's BM25 totals divided by its greatest (0 when all are 0)."""
+    best = totals.max(axis=1, keepdims=True)
+    return np.where(best > 0, totals / np.where(best > 0, best, 1.0), 0.0)
+
+
 def scaled_bm25(s: Signals) -> np.ndarray:
-    best = s.bm25.max(axis=1, keepdims=True)
-    return np.where(best > 0, s.bm25 / np.where(best > 0, best, 1.0), 0.0)
+    return scaled(s.bm25)
 
 
 def zscores(cosine: np.ndarray) -> np.ndarray:
@@ -309,6 +328,17 @@ def pairs_on_scale(mean: float, deviation: float) -> Callable[[Signals, Params],
     def score(s: Signals, p: Params) -> np.ndarray:
         c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
         own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * (c + c[:, s.following]) / 2
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def pairs_everywhere(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
+    """Step j with BM25 over the pair texts too: both signals read the turn before."""
+
+    def score(s: Signals, p: Params) -> np.ndarray:
+        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
+        own = p["wb"] * scaled(s.bm25_pair) + (1 - p["wb"]) * (c + c[:, s.following]) / 2
         return with_context(own, s, p["wc"])
 
     return score
@@ -578,6 +608,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         Step("j", "f on a fixed scale (pair constants)",
              pairs_on_scale(pair_mean, pair_deviation),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
+        Step("k", "j + BM25 over pair texts",
+             pairs_everywhere(pair_mean, pair_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector and pair terms (not in stores yet)"),
     )
     rows: list[dict[str, Any]] = []
     for step in steps:

@@ -41,6 +41,7 @@ __all__ = [
     "payload_outline",
     "records_frame",
     "result_counts_frame",
+    "steps_frame",
     "xml_elements_frame",
 ]
 
@@ -231,6 +232,28 @@ def xml_elements_frame(text: str) -> pd.DataFrame:
 
     walk(root, 0, "")
     return pandas().DataFrame(rows)
+
+
+# -- reports ------------------------------------------------------------------------------
+
+def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per step of a retrieval-steps report (``benchmarks/retrieval_steps.py``):
+    what a store keeps for it, its in-sample and cross-validated R@10, each held-out
+    fold's R@10 and what it costs. A step the run skipped has no figures."""
+    rows = []
+    for step in report["steps"]:
+        row: dict[str, Any] = {
+            "step": f"{step['key']}. {step['name']}",
+            "store keeps": step["stored_per_turn"],
+        }
+        if "skipped" not in step:
+            row["in-sample R@10"] = step["in_sample"]
+            row["cross-validated R@10"] = step["cross_validated"]
+            for fold in step["folds"]:
+                row[f"held out {fold['held_out']}"] = fold["held_out_r10"]
+            row["cost"] = step["cost"]
+        rows.append(row)
+    return pandas().DataFrame(rows).set_index("step")
 
 
 # -- files (read only) --------------------------------------------------------------------

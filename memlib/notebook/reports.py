@@ -4,12 +4,14 @@ Notebooks 11 and 12 chart figures from ``reports/`` at the root of the repositor
 LoCoMo development-split report of the rankers and the newest full benchmark report;
 the abstention curves of a score floor on the same split (``benchmarks/abstention.py``)
 and the rankers' cross-validated figures (``memlib eval locomo --cv-report``) ship for
-the notebooks too. A notebook that looked for that folder from its working
+the notebooks too, as does what each step of ``hybrid`` is worth alone
+(``benchmarks/retrieval_steps.py``). A notebook that looked for that folder from its working
 directory would break as soon as the notebooks folder is copied elsewhere, so a copy of
 each ships as package data under ``memlib/data/reports/`` and :func:`load_report` reads
 it from there.
 
-The rankers, abstention and cross-validation reports are copied byte for byte. The
+The rankers, abstention, cross-validation and retrieval-steps reports are copied byte
+for byte. The
 benchmark report is about 100 KB, of which notebook 12 reads a few tables: its copy is
 :func:`bench_slice` of it, which keeps only those (and names the file it came from).
 ``tests/course/test_reports.py`` rebuilds every copy from ``reports/`` and compares, so
@@ -36,6 +38,7 @@ __all__ = [
     "CROSSVAL_DEV_SPLIT",
     "BENCH_KEEP",
     "RANKERS_DEV_SPLIT",
+    "RETRIEVAL_STEPS_DEV_SPLIT",
     "bench_slice",
     "load_report",
     "newest_full_bench",
@@ -46,9 +49,11 @@ __all__ = [
 RANKERS_DEV_SPLIT = "rankers-dev-split"
 ABSTENTION_DEV_SPLIT = "abstention-dev-split"
 CROSSVAL_DEV_SPLIT = "crossval-dev-split"
+RETRIEVAL_STEPS_DEV_SPLIT = "retrieval-steps-dev-split"
 BENCH = "bench"
 # The reports packaged as they are in ``reports/``.
-_VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT)
+_VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT,
+             RETRIEVAL_STEPS_DEV_SPLIT)
 _KNOWN = (*_VERBATIM, BENCH)
 # A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
 _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
@@ -111,7 +116,7 @@ def _packaged() -> Any:
 
 def load_report(name: str) -> dict[str, Any]:
     """The packaged copy of a report: ``"rankers-dev-split"``, ``"abstention-dev-split"``,
-    ``"crossval-dev-split"`` or ``"bench"``."""
+    ``"crossval-dev-split"``, ``"retrieval-steps-dev-split"`` or ``"bench"``."""
     if name not in _KNOWN:
         raise RemoteMemoryValidationError(
             f"unknown report {name!r}; known: {', '.join(_KNOWN)}")

@@ -18,7 +18,9 @@ from memlib.errors import RemoteMemoryValidationError
 from memlib.notebook.reports import (
     ABSTENTION_DEV_SPLIT,
     BENCH,
+    CROSSVAL_DEV_SPLIT,
     RANKERS_DEV_SPLIT,
+    RETRIEVAL_STEPS_DEV_SPLIT,
     bench_slice,
     load_report,
     newest_full_bench,
@@ -32,7 +34,9 @@ PACKAGED = ROOT / "memlib" / "data" / "reports"
 REFRESH = "run `python -m memlib.notebook reports` from the repository root"
 
 
-@pytest.mark.parametrize("name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT])
+@pytest.mark.parametrize(
+    "name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT]
+)
 def test_the_dev_split_reports_are_packaged_byte_for_byte(name: str) -> None:
     source = (REPORTS / f"{name}.json").read_bytes()
     assert (PACKAGED / f"{name}.json").read_bytes() == source, REFRESH
@@ -91,3 +95,31 @@ def test_copies_written_elsewhere_match(tmp_path: Path) -> None:
 def test_an_unknown_report_is_a_one_line_error() -> None:
     with pytest.raises(RemoteMemoryValidationError, match="unknown report 'bench-20261201'"):
         load_report("bench-20261201")
+
+
+def test_the_steps_frame_shows_every_step_of_the_report() -> None:
+    from memlib.notebook.frames import steps_frame
+
+    report = load_report(RETRIEVAL_STEPS_DEV_SPLIT)
+    frame = steps_frame(report)
+    assert [label.split(".")[0] for label in frame.index] == [s["key"] for s in report["steps"]]
+    for step, (_, row) in zip(report["steps"], frame.iterrows(), strict=True):
+        assert row["cross-validated R@10"] == step["cross_validated"]
+        assert row["in-sample R@10"] == step["in_sample"]
+        held = [row[f"held out {f['held_out']}"] for f in step["folds"]]
+        # CV is the mean of the held-out folds, as the notebook says
+        assert round(sum(held) / len(held), 4) == step["cross_validated"]
+
+
+def test_the_readme_step_table_is_the_reports() -> None:
+    """README's "Each step of hybrid" rows: one per step, its figures to 3 places."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([a-z])\. [^|]+\| ([\d.]+) \| \**([\d.]+)\** \|$", readme, re.M)
+    report = json.loads((REPORTS / f"{RETRIEVAL_STEPS_DEV_SPLIT}.json").read_text("utf-8"))
+    expected = [
+        (s["key"], f"{s['in_sample']:.3f}", f"{s['cross_validated']:.3f}")
+        for s in report["steps"] if "skipped" not in s
+    ]
+    assert rows == expected
