@@ -67,6 +67,11 @@ embedded (median of 20 distinct questions after one warm-up), and texts per seco
 embedding 256 turn texts and the 256 pair texts of the same turns, in one call each,
 texts never embedded before in the process. The machine may be shared: indicative only.
 The JSON report (``--out``) holds every step's folds, grid and timings, and the costs.
+
+``--settings-from REPORT`` adds, for each step, its R@10 on this data at the setting
+another run's report chose in-sample, with that run's pair constants (``transferred``):
+the Chinese check set scored at the LoCoMo dev split's choices is a held-out figure for
+the Chinese set, with nothing tuned on it.
 """
 
 from __future__ import annotations
@@ -538,9 +543,11 @@ def table(report: Mapping[str, Any]) -> str:
         if r.get("skipped"):
             lines.append(f"{label:<{width}}  {r['skipped']}")
             continue
+        moved = r.get("transferred")
         lines.append(
             f"{label:<{width}}  {r['in_sample']:>9.4f}  {r['cross_validated']:>6.4f}  "
             f"{len(r['grid']):>4}  {r['cost']}"
+            + (f"; at {moved['from']}'s choice {moved['r10']:.4f}" if moved else "")
         )
     lines.append("")
     lines.append("choices (in-sample; each held-out fold -> its R@10)")
@@ -564,6 +571,48 @@ def table(report: Mapping[str, Any]) -> str:
             f"{c['turns_per_s']:>8.1f}  {c['pairs_per_s']:>8.1f}"
         )
     return "\n".join(lines)
+
+
+def scaled_steps(e5: Any, pair_mean: float, pair_deviation: float) -> tuple[Step, ...]:
+    """Steps i, j and k: i on the model's constants, j and k on the given pair constants."""
+    return (
+        Step("i", "e on the model's scale (not z)",
+             previous_on_model_scale(e5.similarity_mean, e5.similarity_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "turn vector"),
+        Step("j", "f on a fixed scale (pair constants)",
+             pairs_on_scale(pair_mean, pair_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
+        Step("k", "j + BM25 over pair texts",
+             pairs_everywhere(pair_mean, pair_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector and pair terms (not in stores yet)"),
+    )
+
+
+def settings_from(path: Path) -> dict[str, Any]:
+    """Another run's report: each step's in-sample choice and its pair constants."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RemoteMemoryError(f"cannot read {path}: {exc}") from None
+    constants = report.get("pair_constants") if isinstance(report, dict) else None
+    if not isinstance(report.get("steps"), list) or not isinstance(constants, dict) \
+            or not {"mean", "deviation"} <= set(constants):
+        raise RemoteMemoryError(f"not a retrieval-steps report: {path}")
+    return {**report, "file": path.name}
+
+
+def transferred(
+    signals: Sequence[Signals], step: Step, other: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """R@10 here at the setting (and pair constants) the other report chose in-sample: a
+    held-out figure for this data, nothing tuned on it."""
+    row = next((r for r in other["steps"] if r["key"] == step.key), None)
+    if row is None or "in_sample_chosen" not in row:
+        return None
+    params = row["in_sample_chosen"]
+    per = np.concatenate([recall_at_k(step.score(s, params), s) for s in signals])
+    return {"from": other["file"], "params": params, "r10": round(float(per.mean()), 4)}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -601,18 +650,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     signal_seconds = round(time.perf_counter() - start, 1)
 
     pair_mean, pair_deviation = pair_constants(signals)
-    steps = STEPS + (
-        Step("i", "e on the model's scale (not z)",
-             previous_on_model_scale(e5.similarity_mean, e5.similarity_deviation),
-             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "turn vector"),
-        Step("j", "f on a fixed scale (pair constants)",
-             pairs_on_scale(pair_mean, pair_deviation),
-             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
-        Step("k", "j + BM25 over pair texts",
-             pairs_everywhere(pair_mean, pair_deviation),
-             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
-             "pair vector and pair terms (not in stores yet)"),
-    )
+    steps = STEPS + scaled_steps(e5, pair_mean, pair_deviation)
+    transfer = None
+    if args.settings_from is not None:
+        transfer = settings_from(args.settings_from)
+        # j and k on the other report's pair constants: what a store tuned there would use
+        fixed = STEPS + scaled_steps(
+            e5, transfer["pair_constants"]["mean"], transfer["pair_constants"]["deviation"]
+        )
     rows: list[dict[str, Any]] = []
     for step in steps:
         row: dict[str, Any] = {"key": step.key, "name": step.name, "model": step.model,
@@ -626,6 +671,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row.update(cross_validate(signals, step.score, step.grid))
         row["seconds"] = round(time.perf_counter() - start, 2)
         row["cost"] = cost_text(step, costs)
+        if transfer is not None:
+            row["transferred"] = transferred(
+                signals, next(f for f in fixed if f.key == step.key), transfer
+            )
         log(f"{step.key}. {step.name}: in-sample {row['in_sample']:.4f}, "
             f"CV {row['cross_validated']:.4f} ({row['seconds']} s)")
         rows.append(row)
@@ -648,6 +697,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "choose_by": CHOOSE_BY,
         },
         "steps": rows,
+        "settings_from": None if transfer is None else transfer["file"],
         "pair_constants": {"mean": round(pair_mean, 4), "deviation": round(pair_deviation, 4)},
         "costs": costs,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},
@@ -660,6 +710,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="LoCoMo JSON file")
     parser.add_argument("--out", type=Path, default=OUT, help="the JSON report to write")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--settings-from", type=Path, default=None, metavar="REPORT",
+                        help="also score each step at the setting another run's report "
+                             "chose (and on its pair constants): a held-out figure")
     args = parser.parse_args(argv)
     try:
         report = run(args)
