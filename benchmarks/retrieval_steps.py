@@ -67,6 +67,8 @@ embedded (median of 20 distinct questions after one warm-up), and texts per seco
 embedding 256 turn texts and the 256 pair texts of the same turns, in one call each,
 texts never embedded before in the process. The machine may be shared: indicative only.
 The JSON report (``--out``) holds every step's folds, grid and timings, and the costs.
+Steps j and k are cross-validated again on a wider and a finer grid
+(``grid_sensitivity``): how much of their CV figure is the grid's.
 
 ``--settings-from REPORT`` adds, for each step, its R@10 on this data at the setting
 another run's report chose in-sample, with that run's pair constants (``transferred``):
@@ -118,6 +120,13 @@ WC = (0.2, 0.3, 0.4, 0.5)  # context weight
 # i and j: the shipped hybrid's grid (memlib.rankers.hybrid.GRID)
 WB_SCALED = (0.3, 0.4, 0.5, 0.6)
 WC_SCALED = (0.2, 0.3, 0.4, 0.5, 0.6)
+# How much j's and k's CV owe to the grid: the same steps on a wider and a finer grid.
+SENSITIVITY_GRIDS: Mapping[str, Mapping[str, Sequence[float]]] = {
+    "wider": {"wb": (0.2, 0.3, 0.4, 0.5, 0.6), "wc": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)},
+    "finer": {"wb": (0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
+              "wc": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)},
+}
+SENSITIVE_STEPS = ("j", "k")
 RRF_K = (10, 30, 60)
 PRF_K = (3, 5, 10)
 PRF_ALPHA = (0.3, 0.6)
@@ -560,6 +569,12 @@ def table(report: Mapping[str, Any]) -> str:
         )
         lines.append(f"{r['key']}. {_params(r['in_sample_chosen'])} | {folds}")
     lines.append("")
+    lines.append("grid sensitivity (CV on other grids)")
+    for key, grids in report.get("grid_sensitivity", {}).items():
+        lines.append(f"{key}. " + "; ".join(
+            f"{name}: CV {g['cross_validated']:.4f}, in-sample {g['in_sample']:.4f}"
+            for name, g in grids.items()))
+    lines.append("")
     lines.append("costs (this process; the machine may be shared: indicative)")
     lines.append(f"{'model':<22}  {'load s':>7}  {'query ms':>8}  {'turns/s':>8}  {'pairs/s':>8}")
     for name, c in report["costs"].items():
@@ -679,6 +694,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"CV {row['cross_validated']:.4f} ({row['seconds']} s)")
         rows.append(row)
 
+    sensitivity = {
+        step.key: {
+            name: {k: v for k, v in cross_validate(signals, step.score, _grid(**axes)).items()
+                   if k in ("cross_validated", "in_sample", "folds")} | {"grid": axes}
+            for name, axes in SENSITIVITY_GRIDS.items()
+        }
+        for step in steps if step.key in SENSITIVE_STEPS
+    }
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "data": {
@@ -698,6 +721,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "steps": rows,
         "settings_from": None if transfer is None else transfer["file"],
+        "grid_sensitivity": sensitivity,
         "pair_constants": {"mean": round(pair_mean, 4), "deviation": round(pair_deviation, 4)},
         "costs": costs,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},
