@@ -6,7 +6,9 @@ can use it without importing the orchestrator, which imports them.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import os
 import resource
 import statistics
@@ -25,6 +27,56 @@ USER = "bench-user"
 BATCH = 10_000
 
 Log = Callable[[str], None]
+
+
+def ints(text: str) -> list[int]:
+    """``"10000,100000"`` -> ``[10000, 100000]`` (empty parts skipped)."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"not comma-separated integers: {text!r}") from None
+
+
+def sizes_arg(text: str) -> list[int]:
+    """A ``--sizes`` option's type: one or more positive record counts, else argparse's
+    one-line usage error."""
+    try:
+        sizes = ints(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive record counts: {text!r}")
+    return sizes
+
+
+def progress_log(began: float, quiet: bool = False) -> Log:
+    """Progress lines on stderr, each with the seconds since ``began`` (monotonic)."""
+
+    def log(message: str) -> None:
+        if not quiet:
+            print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def dated_report(given: str | None, stem: str) -> Path:
+    """``given``, else ``reports/<stem>-YYYYMMDD.json`` (today, UTC)."""
+    from datetime import UTC, datetime
+
+    today = datetime.now(UTC).strftime("%Y%m%d")
+    return Path(given) if given else ROOT / "reports" / f"{stem}-{today}.json"
+
+
+def write_report(
+    out: Path, report: dict[str, Any], began: float, tables: Callable[[dict[str, Any]], str],
+    log: Log,
+) -> None:
+    """Stamp the run's seconds, write the JSON report, print its tables."""
+    report["seconds"] = round(time.monotonic() - began, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(tables(report))
+    log(f"report written to {out} ({report['seconds']:,.0f} s)")
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

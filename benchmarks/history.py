@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import shutil
 import statistics
 import sys
@@ -61,15 +60,18 @@ from benchmarks import corpus
 from benchmarks.common import (
     BATCH,
     LIMIT,
-    ROOT,
     USER,
     ColdRunError,
     Log,
     cold_run,
+    dated_report,
     digest,
     peak_rss_mb,
+    progress_log,
+    sizes_arg,
     summary,
     timed,
+    write_report,
 )
 from memlib import RecallEngine
 from memlib.candidates import searchable_text
@@ -675,7 +677,7 @@ def tables(report: Mapping[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--sizes", type=sizes_arg, default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=20, help="queries per set at most")
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds a warm series may take before it stops (see above)")
@@ -689,13 +691,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pg-max", type=int, default=100_000)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    today = datetime.now(UTC).strftime("%Y%m%d")
-    out = Path(args.out) if args.out else ROOT / "reports" / f"history-{today}.json"
+    sizes = args.sizes
+    out = dated_report(args.out, "history")
     began = time.monotonic()
-
-    def log(message: str) -> None:
-        print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+    log = progress_log(began)
 
     from benchmarks.run import _pg_version, machine
 
@@ -729,11 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pg.stop()
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    report["seconds"] = round(time.monotonic() - began, 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(tables(report))
-    log(f"report written to {out} ({report['seconds']:,.0f} s)")
+    write_report(out, report, began, tables, log)
     return 0
 
 

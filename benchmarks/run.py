@@ -84,7 +84,9 @@ from benchmarks.common import (
     Log,
     cold_run,
     digest,
+    ints,
     peak_rss_mb,
+    progress_log,
     recall_series,
     summary,
     timed,
@@ -649,10 +651,6 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ints(text: str) -> list[int]:
-    return [int(s) for s in text.split(",") if s.strip()]
-
-
 def _opened(fresh: dict[str, Any]) -> str:
     if fresh.get("index_file"):
         return "load the index file, read the log's tail"
@@ -718,15 +716,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.readme_table:
         print(readme_table(load_report(args.readme_table)))
         return 0
-    sizes = _ints(args.sizes)
-    args.append_at = set(_ints(args.append_at))
-    args.cold_sizes = set(sizes if args.cold_sizes is None else _ints(args.cold_sizes))
+    try:
+        sizes = ints(args.sizes)
+        args.append_at = set(ints(args.append_at))
+        args.cold_sizes = set(sizes if args.cold_sizes is None else ints(args.cold_sizes))
+        args.hybrid_sizes = ints(args.hybrid_sizes)
+    except ValueError as exc:
+        parser.error(str(exc))
     args.cold_rankers = [r for r in args.cold_rankers.split(",") if r]
-    args.hybrid_sizes = _ints(args.hybrid_sizes)
     began = time.monotonic()
-
-    def log(message: str) -> None:
-        print(f"[{time.monotonic() - began:7.1f}s] {message}", file=sys.stderr, flush=True)
+    log = progress_log(began)
 
     if args.cold_only:
         cold_sizes = sorted(args.cold_sizes) if args.cold_sizes else sizes

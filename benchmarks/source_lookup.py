@@ -14,7 +14,10 @@ records; reused from ``--workdir``), each on a copy so the store itself is not c
 2. **lookup**, in a fresh connection: the predecessor query for ``--lookups`` records
    drawn at random (seeded), its plan (it must search the new index), beside
 3. **the floor**: the same records fetched by ``memory_id`` through the store's own
-   unique index — one keyed read of one row, the least any lookup of a row costs here.
+   unique index — one keyed read of one row, the least any lookup of a row costs here;
+4. **fresh process**: the first lookup of a new process (open the file, one query,
+   timed inside the child), the predecessor query beside the keyed read, median of 5
+   — what each ``memlib`` command would pay, with the file in the OS cache.
 
 The bench corpus gives every record a source of its own, so nothing precedes a record
 in its source; each lookup is bounded just above the record's own row instead, so that
@@ -36,18 +39,21 @@ import random
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, Log, timed
+from benchmarks.common import ROOT, Log, progress_log, sizes_arg, timed
 from benchmarks.mcp_session import stores_for
 
-SIZES = (10_000, 100_000, 1_000_000)
+SIZES = "10000,100000,1000000"
 LOOKUPS = 500
+COLD_ROUNDS = 5
 SEED = 7
 WORKDIR = Path(tempfile.gettempdir()) / "mcpbench"  # benchmarks.mcp_session's default
 
@@ -63,6 +69,14 @@ PREDECESSOR = (
     "AND t.retracts = r.memory_id) ORDER BY r.id DESC LIMIT 1"
 )
 FLOOR = "SELECT memory_id, body FROM records WHERE user_scope = ? AND memory_id = ?"
+# A fresh process: open the file and run one query, timed inside the child (what a new
+# ``memlib`` process pays for its first lookup, with the file in the OS cache).
+CHILD = (
+    "import sqlite3, sys, time\n"
+    "t = time.perf_counter()\n"
+    "rows = sqlite3.connect(sys.argv[1]).execute(sys.argv[2], sys.argv[3:]).fetchall()\n"
+    "print(time.perf_counter() - t, len(rows))\n"
+)
 
 
 def check_on_sessions(folder: Path) -> dict[str, Any]:
@@ -133,6 +147,11 @@ def measure(path: Path, lookups: int, folder: Path, log: Log) -> dict[str, Any]:
         work.append(seconds)
         floor.append(timed(lambda m=memory_id: db.execute(FLOOR, (scope, m)).fetchall())[0])
     db.close()
+    row_id, memory_id, source = rows[0]
+    cold_work, cold_floor = [], []
+    for _ in range(COLD_ROUNDS):
+        cold_work.append(fresh(copy, PREDECESSOR, scope, source, str(row_id + 1)))
+        cold_floor.append(fresh(copy, FLOOR, scope, memory_id))
     copy.unlink()
 
     def us(seconds: Sequence[float]) -> dict[str, float]:
@@ -142,10 +161,22 @@ def measure(path: Path, lookups: int, folder: Path, log: Log) -> dict[str, Any]:
 
     result = {"records": records, "migration_s": round(migration_s, 2),
               "index_mb": round(grown_mb, 1), "plan": plan, "lookups": len(rows),
-              "predecessor": us(work), "floor_by_memory_id": us(floor)}
+              "predecessor": us(work), "floor_by_memory_id": us(floor),
+              "fresh_process": {"rounds": COLD_ROUNDS, "predecessor": us(cold_work),
+                                "floor_by_memory_id": us(cold_floor)}}
     log(f"N={records:,}: index {migration_s:.1f} s (+{grown_mb:.0f} MB), predecessor "
         f"{result['predecessor']['p50_us']} us, floor {result['floor_by_memory_id']['p50_us']} us")
     return result
+
+
+def fresh(path: Path, sql: str, *params: str) -> float:
+    """Seconds a fresh process takes to open ``path`` and run ``sql`` once (one row)."""
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path), sql, *params],
+                          capture_output=True, text=True, check=True)
+    seconds, found = done.stdout.split()
+    if found != "1":
+        raise RuntimeError(f"a fresh lookup found {found} rows, not 1")
+    return float(seconds)
 
 
 def table(report: dict[str, Any]) -> str:
@@ -159,13 +190,19 @@ def table(report: dict[str, Any]) -> str:
             f"{work['p50_us']:>7.1f} / {work['p95_us']:<6.1f}  "
             f"{floor['p50_us']:>5.1f} / {floor['p95_us']:<5.1f}  "
             f"{work['p50_us'] / floor['p50_us']:>4.1f}x")
+    lines += ["", f"first lookup in a fresh process (open + one query, median of {COLD_ROUNDS})",
+              f"{'records':>10}  {'predecessor us':>15}  {'floor us':>9}"]
+    for r in report["sizes"]:
+        cold = r["fresh_process"]
+        lines.append(f"{r['records']:>10,}  {cold['predecessor']['p50_us']:>15.1f}  "
+                     f"{cold['floor_by_memory_id']['p50_us']:>9.1f}")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
-                        help="comma-separated store sizes (default 10000,100000,1000000)")
+    parser.add_argument("--sizes", type=sizes_arg, default=SIZES,
+                        help=f"comma-separated store sizes (default {SIZES})")
     parser.add_argument("--lookups", type=int, default=LOOKUPS)
     parser.add_argument("--workdir", type=Path, default=WORKDIR,
                         help="where benchmarks.mcp_session keeps (or builds) its stores")
@@ -173,11 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
-    def log(line: str) -> None:
-        if not args.quiet:
-            print(line, file=sys.stderr, flush=True)
-
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    log = progress_log(time.monotonic(), args.quiet)
+    sizes = args.sizes
     with tempfile.TemporaryDirectory() as scratch:
         checked = check_on_sessions(Path(scratch))
         rows = [measure(stores_for(n, args.workdir, log)[0].sqlite, args.lookups,

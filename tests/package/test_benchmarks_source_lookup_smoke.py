@@ -2,7 +2,8 @@
 
 What the full run relies on is checked, not its speed: the predecessor query is right
 on real sessions (and the check catches a query that forgets retractions), its plan
-searches the new index, and every size has its figures beside the floor's.
+searches the new index, every size has its figures beside the floor's (warm and in a
+fresh process), and a bad ``--sizes`` is one line.
 """
 
 from __future__ import annotations
@@ -32,7 +33,19 @@ def test_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert row["records"] == 300 and row["lookups"] > 0
     assert "records_source" in row["plan"]
     assert row["predecessor"]["p50_us"] > 0 and row["floor_by_memory_id"]["p50_us"] > 0
-    assert "predecessor us" in done.stdout
+    cold = row["fresh_process"]
+    assert cold["rounds"] == source_lookup.COLD_ROUNDS
+    assert cold["predecessor"]["p50_us"] > 0 and cold["floor_by_memory_id"]["p50_us"] > 0
+    assert "predecessor us" in done.stdout and "fresh process" in done.stdout
+
+
+def test_a_bad_size_is_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.source_lookup", "--sizes", "10,x"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "error: argument --sizes: not comma-separated integers: '10,x'" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_the_session_check_catches_a_query_that_forgets_retractions(
