@@ -41,6 +41,7 @@ __all__ = [
     "payload_outline",
     "records_frame",
     "result_counts_frame",
+    "sensitivity_frame",
     "steps_frame",
     "xml_elements_frame",
 ]
@@ -254,6 +255,19 @@ def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
             row["cost"] = step["cost"]
         rows.append(row)
     return pandas().DataFrame(rows).set_index("step")
+
+
+def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """The cross-validated R@10 of each step the report re-ran on other grids: one row per
+    step, one column per grid (the report's own grid first)."""
+    cv = {step["key"]: step.get("cross_validated") for step in report["steps"]}
+    rows = {
+        f"{key}": {"report's grid": cv[key]} | {
+            f"{name} grid": grid["cross_validated"] for name, grid in grids.items()
+        }
+        for key, grids in report.get("grid_sensitivity", {}).items()
+    }
+    return pandas().DataFrame(rows).T.rename_axis("step")
 
 
 # -- files (read only) --------------------------------------------------------------------

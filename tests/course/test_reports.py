@@ -123,3 +123,16 @@ def test_the_readme_step_table_is_the_reports() -> None:
         for s in report["steps"] if "skipped" not in s
     ]
     assert rows == expected
+
+
+def test_the_sensitivity_frame_shows_each_grid_of_the_report() -> None:
+    from memlib.notebook.frames import sensitivity_frame
+
+    report = load_report(RETRIEVAL_STEPS_DEV_SPLIT)
+    frame = sensitivity_frame(report)
+    assert list(frame.index) == list(report["grid_sensitivity"])
+    cv = {s["key"]: s["cross_validated"] for s in report["steps"]}
+    for key, grids in report["grid_sensitivity"].items():
+        assert frame.loc[key, "report's grid"] == cv[key]
+        for name, grid in grids.items():
+            assert frame.loc[key, f"{name} grid"] == grid["cross_validated"]
