@@ -49,6 +49,18 @@ def sizes_arg(text: str) -> list[int]:
     return sizes
 
 
+def sized_run_parser(doc: str | None, *, budget: float) -> argparse.ArgumentParser:
+    """A parser with the options of a run over store sizes: ``--sizes``, ``--queries``,
+    ``--budget`` (``budget`` seconds by default) and ``--cold-rounds``."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--sizes", type=sizes_arg, default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=20, help="queries per set at most")
+    parser.add_argument("--budget", type=float, default=budget,
+                        help="seconds a warm series may take before it stops (see above)")
+    parser.add_argument("--cold-rounds", type=int, default=3)
+    return parser
+
+
 def progress_log(began: float, quiet: bool = False) -> Log:
     """Progress lines on stderr, each with the seconds since ``began`` (monotonic)."""
 

@@ -68,7 +68,7 @@ from benchmarks.common import (
     digest,
     peak_rss_mb,
     progress_log,
-    sizes_arg,
+    sized_run_parser,
     summary,
     timed,
     write_report,
@@ -676,12 +676,7 @@ def tables(report: Mapping[str, Any]) -> str:
 # -- main ------------------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", type=sizes_arg, default="10000,100000,1000000")
-    parser.add_argument("--queries", type=int, default=20, help="queries per set at most")
-    parser.add_argument("--budget", type=float, default=60.0,
-                        help="seconds a warm series may take before it stops (see above)")
-    parser.add_argument("--cold-rounds", type=int, default=3)
+    parser = sized_run_parser(__doc__, budget=60.0)
     parser.add_argument("--supersedes", type=int, default=SUPERSEDES)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--out", default=None,

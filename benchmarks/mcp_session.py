@@ -90,7 +90,7 @@ from benchmarks.common import (
     digest,
     peak_rss_mb,
     progress_log,
-    sizes_arg,
+    sized_run_parser,
     summary,
     write_report,
 )
@@ -691,12 +691,7 @@ def tables(report: Mapping[str, Any]) -> str:
 # -- main ------------------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--sizes", type=sizes_arg, default="10000,100000,1000000")
-    parser.add_argument("--queries", type=int, default=20, help="queries per set at most")
-    parser.add_argument("--budget", type=float, default=30.0,
-                        help="seconds a warm series may take before it stops (see above)")
-    parser.add_argument("--cold-rounds", type=int, default=3)
+    parser = sized_run_parser(__doc__, budget=30.0)
     parser.add_argument("--remembers", type=int, default=REMEMBERS)
     parser.add_argument("--workdir", default=None,
                         help="where the stores are kept (reused by a rerun; default: a "
