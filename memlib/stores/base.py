@@ -5,11 +5,13 @@ validated batch atomically while it holds its own lock or transaction. The rules
 what may be written (ids, duplicates, retractions) live here, once, so every backend
 refuses exactly the same things with exactly the same messages.
 
-Four capabilities are optional, each declared as its own protocol so that a caller
+Five capabilities are optional, each declared as its own protocol so that a caller
 asks ``isinstance(store, TopScanning)`` instead of probing for a method: a bounded
 top-k scan (``TopScanning``), postings with term frequencies for a lexical ranker
-(``LexicalScanning``), an id look-up that reads no records (``IdLookup``) and stored
-embeddings for dense retrieval (``VectorStoring``).
+(``LexicalScanning``), an id look-up that reads no records (``IdLookup``), stored
+embeddings for dense retrieval (``VectorStoring``) and each conversation record's
+neighbours in its source (``SourceOrdering``, ``sources.py``; ``BaseMemoryStore`` answers
+it from ``read_all``, a backend with an index from the index).
 
 A store opened with an ``embedder`` embeds the conversation records of every batch
 before it takes its lock (embedding is slow; the lock is not held for it) and hands the
@@ -42,10 +44,11 @@ from ..records import (
     user_scope_for,
 )
 from ..vectors import DenseScores, Embedder, VectorState, pack
+from .sources import SourceNeighbours, source_neighbours_of
 
 __all__ = [
     "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "VectorStoring",
-    "BaseMemoryStore",
+    "SourceOrdering", "BaseMemoryStore", "neighbours_in_source",
     "IndexedMemoryStore", "StoreState", "Clock",
     "latest_profile_of", "make_private_folders",
 ]
@@ -167,6 +170,26 @@ class VectorStoring(Protocol):
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         """The scope's records of those ids that exist, in the order asked."""
         ...
+
+
+@runtime_checkable
+class SourceOrdering(Protocol):
+    """A store that tells each conversation record's neighbours in its source (``sources.py``)."""
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """Those of ``memory_ids`` that are searched conversation records of the scope,
+        each with the turn before and after it in its source; other ids are left out."""
+        ...
+
+
+def neighbours_in_source(
+    store: MemoryStore, memory_ids: Sequence[str]
+) -> dict[str, SourceNeighbours]:
+    """``store.source_neighbours`` where the store has it, else the reference over
+    ``read_all`` (a backend that implements only the protocol)."""
+    if isinstance(store, SourceOrdering):
+        return store.source_neighbours(memory_ids)
+    return source_neighbours_of(store.read_all(), memory_ids)
 
 
 class StoreState(Protocol):
@@ -456,6 +479,11 @@ class BaseMemoryStore:
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
         """The reference scan; a backend with an index may answer faster, never differently."""
         return scan_recall_candidates(query, self.read_all())
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """The reference (``sources.source_neighbours_of``); a backend with an index
+        answers from it, never differently."""
+        return source_neighbours_of(self.read_all(), memory_ids)
 
     def close(self) -> None:
         pass

@@ -38,6 +38,7 @@ from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, 
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..vectors import DenseScores, Embedder, VectorState
 from .base import MemoryStore, VectorStoring, latest_profile_of
+from .sources import SourceNeighbours, source_neighbours_of
 
 __all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
 
@@ -110,6 +111,10 @@ class KnownAtStore:
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         return [self._by_id[m] for m in memory_ids if m in self._by_id]
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """The neighbours at ``known_at``: a turn retracted later is still in its place."""
+        return source_neighbours_of(self._records, memory_ids)
 
     def _load(self, docs: Sequence[int]) -> list[StoredMemory]:
         return [self._records[d] for d in docs]
