@@ -129,6 +129,13 @@ _MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS lengths bytea NOT NULL "
         "DEFAULT ''::bytea",
     ),
+    # Version 6: a conversation record's neighbours in its source (stores/sources.py),
+    # found by source and append order.
+    (
+        "CREATE INDEX IF NOT EXISTS records_source ON {s}records "
+        "(user_scope, ((body::jsonb) -> 'source' ->> 'source_id'), id) "
+        "WHERE kind = 'conversation'",
+    ),
 )
 
 
@@ -233,6 +240,7 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     PARAM = "%s"
     ANY = "= ANY(%s)"
+    SOURCE_ID = "(({a}.body)::jsonb -> 'source' ->> 'source_id')"
     META = "{s}meta"
     MIGRATIONS = _MIGRATIONS
     RUN_FORMAT = ">i8"  # int8send's byte order

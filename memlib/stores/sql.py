@@ -88,12 +88,13 @@ from ..vectors import (
     unpack,
 )
 from .base import Clock, IndexedMemoryStore, latest_profile_of
+from .sources import SourceNeighbours
 
 __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
 # a function of the connection for what SQL alone cannot say.
@@ -214,6 +215,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     SET_LENGTHS: ClassVar[str]
     _BACKFILL_PAGE: ClassVar[int] = 1_000  # runs per page (tests lower it)
     DROP_RUN: ClassVar[str]  # (scope, term, first id)
+    # Schema 6: a record's ``source.source_id`` as the dialect reads it from ``{a}.body``,
+    # the very expression of the ``records_source`` index (so that the index answers).
+    SOURCE_ID: ClassVar[str]
 
     schema_label: str  # how ``memlib db`` names the schema
     _prefix = ""  # "{s}": what table names are qualified with
@@ -451,6 +455,39 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             ), (self.user_scope, self._many(set(memory_ids)))).fetchall()
         found = {memory_id: self._parse(body) for memory_id, body in rows}
         return [found[m] for m in memory_ids if m in found]
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """Each asked searched conversation record's neighbours in its source (``sources.py``):
+        one statement, each neighbour one probe of the ``records_source`` index, then
+        the retraction check through ``records_retracts``."""
+        conn = self._connection()
+        if conn is None or not memory_ids:
+            return {}
+        with self._failures("read"):
+            rows = conn.execute(self._q(self._neighbours_sql()), (
+                self.user_scope, self._many(set(memory_ids)),
+            )).fetchall()
+        found = {m: SourceNeighbours(before, after) for m, before, after in rows}
+        return {m: found[m] for m in memory_ids if m in found}
+
+    def _neighbours_sql(self) -> str:
+        def live(a: str) -> str:
+            return (f"NOT EXISTS (SELECT 1 FROM {{s}}records x_{a} WHERE x_{a}.user_scope = "
+                    f"{a}.user_scope AND x_{a}.retracts = {a}.memory_id)")
+
+        def beside(a: str, op: str, order: str) -> str:
+            return (
+                f"(SELECT {a}.memory_id FROM {{s}}records {a} WHERE {a}.user_scope = r.user_scope "
+                f"AND {a}.kind = 'conversation' AND {self.SOURCE_ID.format(a=a)} = "
+                f"{self.SOURCE_ID.format(a='r')} AND {a}.id {op} r.id AND {live(a)} "
+                f"ORDER BY {a}.id {order} LIMIT 1)"
+            )
+
+        return (
+            f"SELECT r.memory_id, {beside('p', '<', 'DESC')}, {beside('n', '>', 'ASC')} "
+            "FROM {s}records r WHERE r.user_scope = ? AND r.kind = 'conversation' "
+            f"AND r.memory_id {{any}} AND {live('r')}"
+        )
 
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         conn = self._connection()

@@ -190,6 +190,12 @@ _MIGRATIONS: tuple[Migration, ...] = (
     # 5: each run's records' lengths (parallel to docs), so that BM25 reads no record
     # row per candidate.
     _run_lengths_column,
+    # 6: a conversation record's neighbours in its source (stores/sources.py), found by
+    # source and append order.
+    (
+        "CREATE INDEX IF NOT EXISTS records_source ON records "
+        "(user_scope, json_extract(body, '$.source.source_id'), id) WHERE kind = 'conversation'",
+    ),
 )
 
 
@@ -263,6 +269,7 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     # A list parameter is a JSON array: one parameter, however long the list.
     ANY = "IN (SELECT value FROM json_each(?))"
+    SOURCE_ID = "json_extract({a}.body, '$.source.source_id')"
     # "+user_scope": look the ids up by rowid; with the plain column SQLite would
     # rather walk the scope's whole index and test every row against the list.
     SCOPE_OF_IDS = "+user_scope"

@@ -315,9 +315,9 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert main(["--store", url, "db", "init"]) == 0
         assert main(["--store", url, "db", "status"]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "PostgreSQL schema cli_init_test: created schema version 5",
-            "PostgreSQL schema cli_init_test: schema version 5, nothing to do",
-            "PostgreSQL schema cli_init_test: schema version 5",
+            "PostgreSQL schema cli_init_test: created schema version 6",
+            "PostgreSQL schema cli_init_test: schema version 6, nothing to do",
+            "PostgreSQL schema cli_init_test: schema version 6",
         ]
         store = open_store(url, user_id="alice", clock=fixed_clock())
         store.append_many(sample_records())
@@ -329,8 +329,8 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["--store", db, "db", "init"]) == 0
     assert main(["--store", db, "db", "init"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SQLite store: created schema version 5",
-        "SQLite store: schema version 5, nothing to do",
+        "SQLite store: created schema version 6",
+        "SQLite store: schema version 6, nothing to do",
     ]
 
 
@@ -367,9 +367,9 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
         conn.cursor().executemany("INSERT INTO upgrade_test.postings VALUES (%s, %s, %s)", pairs)
         conn.execute("UPDATE upgrade_test.meta SET value = '1' WHERE key = 'schema_version'")
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 1, need 5"):
+        with pytest.raises(RemoteMemoryError, match="version 1, need 6"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (1, 5)
+        assert init_store_schema(url)[1:] == (1, 6)
         reopened = open_store(url, user_id="alice")
         engine = RecallEngine(reopened)
         after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
@@ -415,7 +415,7 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     assert after == before
     version = sqlite3.connect(path).execute(
         "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("5",)
+    assert version == ("6",)
     reopened.close()
 
 
@@ -520,7 +520,7 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     reopened.close()
     conn = sqlite3.connect(path)
     assert conn.execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("5",)
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("6",)
     assert sorted(conn.execute("SELECT term_id, first_id, tfs FROM postings")) == tfs_before
     assert conn.execute(
         "SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall() == lengths_before
@@ -554,9 +554,9 @@ def test_db_init_upgrades_a_version_2_postgresql_schema(pg_dsn: str) -> None:  #
                      "DROP COLUMN content_tokens")
         conn.execute("UPDATE upgrade_tf_test.meta SET value = '2' WHERE key = 'schema_version'")
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 2, need 5"):
+        with pytest.raises(RemoteMemoryError, match="version 2, need 6"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (2, 5)
+        assert init_store_schema(url)[1:] == (2, 6)
         reopened = open_store(url, user_id="alice")
         assert _bm25_recalls(reopened) == before
         conn = reopened._connection()  # type: ignore[attr-defined]

@@ -199,7 +199,7 @@ def test_a_version_4_sqlite_store_gains_run_lengths_on_open(
     monkeypatch.setattr(SqlMemoryStore, "_BACKFILL_PAGE", 3)
     reopened = [open_store(f"sqlite:{path}", user_id=user) for user in (USER, "bob")]
     assert isinstance(reopened[0], SqliteMemoryStore)
-    assert reopened[0].schema_version() == SCHEMA_VERSION == 5
+    assert reopened[0].schema_version() == SCHEMA_VERSION == 6
     assert _postings_rows(reopened[0]) == rows_before  # lengths included, byte for byte
     assert _check_lengths_in_step(reopened[0]) > 0
     assert [_recalls(store) for store in reopened] == before
@@ -226,10 +226,10 @@ def test_db_init_upgrades_a_version_4_postgresql_schema(
             "UPDATE lengths_upgrade_test.meta SET value = '4' WHERE key = 'schema_version'")
         for store in stores:
             store.close()
-        with pytest.raises(RemoteMemoryError, match="version 4, need 5.*db init"):
+        with pytest.raises(RemoteMemoryError, match="version 4, need 6.*db init"):
             open_store(url, user_id=USER).read_all()
         monkeypatch.setattr(SqlMemoryStore, "_BACKFILL_PAGE", 3)
-        assert init_store_schema(url)[1:] == (4, 5)
+        assert init_store_schema(url)[1:] == (4, 6)
         reopened = [open_store(url, user_id=user) for user in (USER, "bob")]
         assert _postings_rows(reopened[0]) == rows_before
         assert _check_lengths_in_step(reopened[0]) > 0
@@ -271,9 +271,11 @@ def test_a_newer_schema_is_refused(sql_url: str) -> None:
     store.append_many(sample_records()[:2])
     conn = store._connection()
     meta = "memlib_meta" if isinstance(store, SqliteMemoryStore) else f"{store.schema}.meta"
-    conn.execute(f"UPDATE {meta} SET value = '6' WHERE key = 'schema_version'")
+    newer = SCHEMA_VERSION + 1
+    conn.execute(f"UPDATE {meta} SET value = '{newer}' WHERE key = 'schema_version'")
     store.close()
-    with pytest.raises(RemoteMemoryError, match="version 6; this memlib knows up to 5: upgrade"):
+    with pytest.raises(RemoteMemoryError, match=f"version {newer}; this memlib knows up to "
+                                                f"{SCHEMA_VERSION}: upgrade"):
         open_store(sql_url, user_id=USER).read_all()
 
 

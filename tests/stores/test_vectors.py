@@ -456,7 +456,7 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
     reopened.close()
     conn = sqlite3.connect(path)
     assert conn.execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("5",)
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("6",)
     conn.close()
 
 
@@ -479,9 +479,9 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
             "UPDATE vectors_upgrade_test.meta SET value = '3' WHERE key = 'schema_version'")
         store.close()
         with pytest.raises(RemoteMemoryError,
-                           match=r"version 3, need 5.*memlib --store URL db init"):
+                           match=r"version 3, need 6.*memlib --store URL db init"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (3, 5)
+        assert init_store_schema(url)[1:] == (3, 6)
         reopened: Any = open_store(url, user_id="alice", embedder=EMBEDDER)
         assert [r.memory_id for r in reopened.read_all()] == ["m-1", "m-2"]
         assert reopened.vector_state() == VectorState(None, 0, 0, 2)
