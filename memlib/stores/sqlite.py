@@ -193,8 +193,9 @@ _MIGRATIONS: tuple[Migration, ...] = (
     # 6: a conversation record's neighbours in its source (stores/sources.py), found by
     # source and append order.
     (
-        "CREATE INDEX IF NOT EXISTS records_source ON records "
-        "(user_scope, json_extract(body, '$.source.source_id'), id) WHERE kind = 'conversation'",
+        "CREATE INDEX IF NOT EXISTS records_source ON records (user_scope, "
+        "CASE WHEN json_valid(body) THEN json_extract(body, '$.source.source_id') END, id) "
+        "WHERE kind = 'conversation'",
     ),
 )
 
@@ -269,7 +270,11 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     # A list parameter is a JSON array: one parameter, however long the list.
     ANY = "IN (SELECT value FROM json_each(?))"
-    SOURCE_ID = "json_extract({a}.body, '$.source.source_id')"
+    # json_valid first: a body SQLite cannot parse (nested past its depth limit) must not
+    # make the write fail inside the index; reading it is memlib's, a corruption error.
+    SOURCE_ID = (
+        "CASE WHEN json_valid({a}.body) THEN json_extract({a}.body, '$.source.source_id') END"
+    )
     # "+user_scope": look the ids up by rowid; with the plain column SQLite would
     # rather walk the scope's whole index and test every row against the list.
     SCOPE_OF_IDS = "+user_scope"
