@@ -11,6 +11,7 @@ compare every path with the reference scan byte for byte.
 - ``times``    — instants as exact microseconds since the epoch
 - ``walk``     — the bounded top-k walk over groups of equal matched-term count
 - ``inverted`` — ``InvertedIndex``, the in-process index, and ``scan_from_index``
+- ``neighbours`` — each conversation doc's neighbours in its source, for the index
 """
 
 from __future__ import annotations

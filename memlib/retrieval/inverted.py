@@ -24,6 +24,7 @@ from ..records import MemoryKind, StoredMemory
 
 # The module, not its names: NUMPY_MIN_POSTINGS is read at call time (tests lower it).
 from . import postings as runs
+from .neighbours import NONE, SourceLinks, SourceOrder
 from .strings import PackedStrings, SortedPositions
 from .times import micros_of, query_as_of, timestamp_of_micros
 from .tokens import term_stats
@@ -239,6 +240,8 @@ class InvertedIndex:
     append does not wait for them, a bulk import cuts every record of a batch in one
     pass, and a writer that never recalls never pays for them. Every read of the terms
     goes through ``settle()`` first, so nobody sees an index behind its records.
+    Each conversation doc's neighbours in its source (``neighbours``) are likewise only
+    noted on append and linked on the first question (``retrieval/neighbours.py``).
     """
 
     # Records held unsettled at most: a long import settles as it goes, so what waits
@@ -274,6 +277,8 @@ class InvertedIndex:
         # Conversation records whose terms are not worked out yet, in append order.
         self._unsettled: list[tuple[int, StoredMemory]] = []
         self._unsettled_chars = 0
+        # Each conversation doc's source and its neighbours there (``neighbours``).
+        self._sources = SourceOrder()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -347,6 +352,7 @@ class InvertedIndex:
                 else:
                     live.append(1)
                     self.searched += 1
+                self._sources.add(doc, record.source.source_id)
                 # Not held in a local: a retraction in this batch settles (and so
                 # replaces) the list.
                 self._unsettled.append((doc, record))
@@ -430,6 +436,7 @@ class InvertedIndex:
         if doc is not None and self.kinds[doc] == 0:
             self.settle()  # the target's counts leave the totals: they must be known
             self.live[doc] = 0
+            self._sources.retract(doc)
             self.searched -= 1
             self.retracted_conversations += 1
             self._token_count -= self._tokens[doc]
@@ -453,19 +460,24 @@ class InvertedIndex:
             tfs.extend(self._tfs[term])
             ends.append(len(postings))
         counters = {name.lstrip("_"): getattr(self, name) for name in self.COUNTERS}
+        links = self._sources.links(len(self.ids), self.live)
         return counters, {
             "ids": self.ids, "kinds": self.kinds, "live": self.live,
             "timestamps": self.timestamps, "micros": self.micros,
             "tokens": self._tokens, "content_tokens": self._content_tokens,
             "retracted": sorted(self.retracted), "terms": terms, "term_ends": ends,
             "postings": postings, "tfs": tfs,
+            "source_names": links.names, "source_last": links.last,
+            "source_of": links.source_of, "source_before": links.before,
+            "source_after": links.after,
         }
 
     @classmethod
     def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
         """The index an index file holds (arrays are taken, not copied): ``ids`` and
-        ``terms`` (sorted) as ``PackedStrings``, ``id_order`` / ``id_hashes`` (``hashed_order``)
-        and ``fetch(n)``, term ``n``'s postings and term frequencies."""
+        ``terms`` (sorted) as ``PackedStrings``, ``id_order`` / ``id_hashes`` (``hashed_order``),
+        ``fetch(n)``, term ``n``'s postings and term frequencies, and ``sources()``, the
+        ``source_*`` arrays (``SourceLinks.from_sections``), read when first asked for."""
         index = cls()
         ids: PackedStrings = arrays["ids"]
         index.ids = ids
@@ -479,6 +491,8 @@ class InvertedIndex:
         source = _TermSource(arrays["terms"], arrays["fetch"])
         index._postings = _PackedLists(source, 0)
         index._tfs = _PackedLists(source, 1)
+        load: Callable[[], dict[str, Any]] = arrays["sources"]
+        index._sources = SourceOrder(lambda: SourceLinks.from_sections(load()), len(ids))
         return index
 
     def load_terms(self, terms: Iterable[str]) -> None:
@@ -489,6 +503,26 @@ class InvertedIndex:
             tfs.get(term)
 
     # -- queries -------------------------------------------------------------------
+
+    def neighbours(
+        self, memory_ids: Iterable[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """``memory_id → (turn before, turn after)`` in its source for each of ``memory_ids``
+        that is a searched conversation record; the others are left out (the reference is
+        ``stores.sources.source_neighbours_of``). May raise ``IndexDamagedError`` when an
+        index file's links are read for the first time."""
+        ids, doc_of, live = self.ids, self.doc_of, self.live
+        links = self._sources.links(len(ids), live)
+        before, after = links.before, links.after
+        found: dict[str, tuple[str | None, str | None]] = {}
+        for memory_id in memory_ids:
+            doc = doc_of.get(memory_id)
+            if doc is None or not live[doc]:  # live: a conversation doc, not retracted
+                continue
+            previous, following = before[doc], after[doc]
+            found[memory_id] = (None if previous == NONE else ids[previous],
+                                None if following == NONE else ids[following])
+        return found
 
     def check_scope(self, query: RecallQuery, user_scope: str) -> None:
         """The reference refuses a query of another scope as soon as it sees a record."""

@@ -75,6 +75,7 @@ from .jsonl_vectors import (
     replace_file,
     vectors_path_for,
 )
+from .sources import SourceNeighbours
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 
@@ -527,6 +528,17 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """Which of ``memory_ids`` this scope already holds (from the id set)."""
         known = self._refresh().index.doc_of
         return {memory_id for memory_id in memory_ids if memory_id in known}
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """``SourceOrdering`` from the index: no record is parsed, so a few ids cost a few
+        array reads at any size (an index file's source sections are read on the first
+        call)."""
+        cache = self._refresh()
+        try:
+            found = cache.index.neighbours(memory_ids)
+        except IndexDamagedError:
+            found = self._rebuild().index.neighbours(memory_ids)
+        return {memory_id: SourceNeighbours(*pair) for memory_id, pair in found.items()}
 
     @property
     def index(self) -> InvertedIndex:

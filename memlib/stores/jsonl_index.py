@@ -1,8 +1,9 @@
 """The JSONL index file: a reader's index, persisted beside the log (docs/contract.md).
 
 ``records.jsonl.index`` holds what a reader builds from the log (the id set, kinds,
-retractions, times, per-record term counts, byte offsets, line digests and the
-postings) as packed arrays, so that a new process loads it without parsing a line.
+retractions, times, per-record term counts, byte offsets, line digests, the postings
+and each conversation record's place in its source) as packed arrays, so that a new
+process loads it without parsing a line.
 The log stays the one source of truth: the index file names the prefix of the log it
 covers and is used only when that prefix is provably the one it was built from;
 otherwise it is ignored (and, once a reader has rebuilt, replaced). A stale file costs
@@ -18,8 +19,9 @@ The header names the user scope, the covered prefix (bytes, lines, its CRC-32, t
 SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (a hint
 only), the index's counters and, for each section, its offset (from the first
 section), length and CRC-32. A reader reads and checks the per-record sections at
-load and a term's posting list (against the CRC-32s of its blocks) when a query
-first asks for it; ``memlib doctor`` checks every byte.
+load, a term's posting list (against the CRC-32s of its blocks) when a query first
+asks for it and the source sections when it is first asked for a record's neighbours
+in its source; ``memlib doctor`` checks every byte.
 """
 
 from __future__ import annotations
@@ -55,12 +57,12 @@ __all__ = [
 ]
 
 MAGIC = b"MEMLIBIX"
-FORMAT = 4
+FORMAT = 5
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
 _PREFIX = len(MAGIC) + 8
-# The sections of version 4, with their array type codes ("B": raw bytes, "s": UTF-8
+# The sections of version 5, with their array type codes ("B": raw bytes, "s": UTF-8
 # strings joined by "\n"). Version 1 had no term frequencies, 2 no line digests (which
 # the vectors file's rows are checked against); 3 held ids and terms as one string
 # each, a list of terms in no order and one checksum over the whole file, so that a new
@@ -69,6 +71,8 @@ _PREFIX = len(MAGIC) + 8
 # ids found through ``id_hashes`` (their CRC-32s, sorted) and ``id_order`` (the doc
 # numbers in that order), a CRC-32 per section
 # and, for the postings, a CRC-32 per block: a reader reads and checks what it uses.
+# 5 added the sources (``retrieval.neighbours``): their names, packed and found like the
+# ids, each source's last live doc, and each record's source and live neighbours there.
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "B"),
     ("id_ends", "Q"),
@@ -90,6 +94,14 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("tfs_crcs", "I"),
     ("postings", "I"),
     ("tfs", "I"),
+    ("source_names", "B"),
+    ("source_name_ends", "Q"),
+    ("source_order", "I"),
+    ("source_hashes", "I"),
+    ("source_last", "I"),
+    ("source_of", "I"),
+    ("source_before", "I"),
+    ("source_after", "I"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
 # Read per term, when a query first asks for the term, and checked then by the CRC-32s
@@ -97,6 +109,12 @@ _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
 # per term cost a store of many rare terms more to write than the lists themselves.
 _BY_TERM = frozenset({"postings", "tfs"})
 BLOCK = 1 << 16
+# Read when a reader is first asked for neighbours in a source (or writes the file): a
+# new process that only recalls does not pay for them at load.
+_SOURCES = ("source_names", "source_name_ends", "source_order", "source_hashes",
+            "source_last", "source_of", "source_before", "source_after")
+_PER_SOURCE = ("source_order", "source_hashes", "source_last")
+_SOURCE_PER_RECORD = ("source_of", "source_before", "source_after")
 _PER_RECORD = ("kinds", "live", "timestamps", "micros", "tokens", "content_tokens",
                "starts", "digests", "id_ends", "id_order", "id_hashes")
 
@@ -266,7 +284,7 @@ def _section(file: _IndexFile, name: str, code: str, place: tuple[int, int, int]
         text = data.decode("utf-8")
         return text.split("\n") if text else []
     if code == "B":
-        return data if name in ("ids", "terms") else bytearray(data)
+        return data if name in ("ids", "terms", "source_names") else bytearray(data)
     values = array(code)
     if values.itemsize != _ITEMSIZE[code]:
         raise _Invalid("array sizes differ on this machine")
@@ -320,15 +338,46 @@ def _check_blocks(
                 raise _Invalid(f"its {name} do not match their checksums (damaged)")
 
 
+def _source_loader(
+    file: _IndexFile, places: dict[str, tuple[int, int, int]]
+) -> Callable[[], dict[str, Any]]:
+    codes = dict(SECTIONS)
+
+    def load() -> dict[str, Any]:
+        """The source sections, each checked against its CRC-32 (``source_names`` as
+        ``PackedStrings``)."""
+        try:
+            sections = {name: _section(file, name, codes[name], places[name])
+                        for name in _SOURCES}
+        except OSError:
+            raise IndexDamagedError("the index file was cut short since it was loaded") from None
+        except _Invalid:
+            raise IndexDamagedError("the sources of the index file are damaged") from None
+        ends = sections.pop("source_name_ends")
+        if (ends[-1] if ends else 0) != len(sections["source_names"]):
+            raise IndexDamagedError("the sources of the index file are damaged")
+        sections["source_names"] = PackedStrings(sections["source_names"], ends)
+        return sections
+
+    return load
+
+
 def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict[str, Any]:
     """The sections of a file whose header was checked; ``every_term``: check the
-    posting lists of every term too (``memlib doctor``), not only when fetched."""
+    posting lists of every term and the sources too (``memlib doctor``), not only when
+    read."""
     places = _places(header, file)
     sections: dict[str, Any] = {}
     for name, code in SECTIONS:
-        if name not in _BY_TERM:
+        if name not in _BY_TERM and name not in _SOURCES:
             sections[name] = _section(file, name, code, places[name])
     n = int(header["covered_lines"])
+    # The source sections are read later; their sizes are checked now, from the header.
+    if any(places[name][1] != 4 * n for name in _SOURCE_PER_RECORD):
+        raise _Invalid("its sections disagree on the number of records")
+    sources = places["source_name_ends"][1] // 8
+    if any(places[name][1] != 4 * sources for name in _PER_SOURCE):
+        raise _Invalid("its sections disagree on the number of sources")
     for name in _PER_RECORD:
         if len(sections[name]) != n:
             raise _Invalid("its sections disagree on the number of records")
@@ -349,12 +398,18 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
     crcs = {name: sections.pop(f"{name}_crcs") for name in _BY_TERM}
     if any(len(crcs[name]) != -(-places[name][1] // BLOCK) for name in _BY_TERM):
         raise _Invalid("its block checksums disagree with its postings")
+    load_sources = _source_loader(file, places)
     if every_term:
         _check_blocks(file, places, crcs)
+        try:
+            load_sources()
+        except IndexDamagedError as exc:
+            raise _Invalid(str(exc)) from None
     fetch = _fetcher(file, places, term_ends, crcs)
     sections["ids"] = PackedStrings(sections["ids"], id_ends)
     sections["terms"] = PackedStrings(sections.pop("terms"), sections.pop("term_text_ends"))
     sections["fetch"] = fetch
+    sections["sources"] = load_sources
     return sections
 
 
@@ -422,8 +477,8 @@ def _blob(code: str, value: Any) -> bytes:
 
 def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | None:
     """The file's bytes; ``image.sections`` as ``InvertedIndex.packed()`` gives them
-    (``ids``, ``terms`` sorted, ``term_ends``, ``postings``, ``tfs``) plus ``starts`` and
-    ``digests``."""
+    (``ids``, ``terms`` sorted, ``term_ends``, ``postings``, ``tfs``, ``source_names``
+    and the other ``source_*``) plus ``starts`` and ``digests``."""
     given = image.sections
     if any("\n" in s for s in given["retracted"]):
         return None  # not representable: stay in memory only
@@ -433,10 +488,15 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
     id_blob, id_ends = pack_strings(ids)
     term_blob, text_ends = pack_strings(terms)
     id_order, id_hashes = hashed_order(ids)
+    source_names = list(given["source_names"])
+    source_blob, source_ends = pack_strings(source_names)
+    source_order, source_hashes = hashed_order(source_names)
     sections = {
         **given, "ids": id_blob, "id_ends": id_ends, "id_order": id_order,
         "id_hashes": id_hashes,
         "terms": term_blob, "term_text_ends": text_ends,
+        "source_names": source_blob, "source_name_ends": source_ends,
+        "source_order": source_order, "source_hashes": source_hashes,
         "postings_crcs": _block_crcs(memoryview(postings).cast("B")),
         "tfs_crcs": _block_crcs(memoryview(tfs).cast("B")),
     }

@@ -38,7 +38,7 @@ from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, 
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..vectors import DenseScores, Embedder, VectorState
 from .base import MemoryStore, VectorStoring, latest_profile_of
-from .sources import SourceNeighbours, source_neighbours_of
+from .sources import SourceNeighbours
 
 __all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
 
@@ -114,7 +114,8 @@ class KnownAtStore:
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
         """The neighbours at ``known_at``: a turn retracted later is still in its place."""
-        return source_neighbours_of(self._records, memory_ids)
+        found = self.index.neighbours(memory_ids)
+        return {memory_id: SourceNeighbours(*pair) for memory_id, pair in found.items()}
 
     def _load(self, docs: Sequence[int]) -> list[StoredMemory]:
         return [self._records[d] for d in docs]

@@ -1,0 +1,162 @@
+"""Each conversation doc's place in its source, for ``InvertedIndex.neighbours``.
+
+The answer ``stores/sources.py`` defines (the searched turn before and after a record in
+its source, in append order) is kept as a doubly linked list per source, in arrays: a
+doc's ``before`` and ``after`` are the live docs next to it, ``last`` is each source's
+latest live doc. A retraction unlinks its doc, so a look-up never walks past retracted
+turns: a thousand ids cost a thousand array reads, at any size of store or source. Per
+record that is three ``u32`` (12 MB at 1M records); per source a name and a ``u32``.
+
+A loaded index file's links stay in the file until someone asks (``SourceOrder``): a
+new process that only recalls never reads them, and a reader catching up on a tail
+only notes the new docs' sources, linked on the first question.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+from .strings import PackedStrings, SortedPositions
+
+__all__ = ["NONE", "SourceLinks", "SourceOrder"]
+
+NONE = 0xFFFFFFFF  # no doc (no neighbour; not a conversation doc); no source
+
+
+def _none_filled(count: int) -> array[int]:
+    return array("I", b"\xff" * (4 * count))
+
+
+class SourceLinks:
+    """The sources' names and each source's live docs as a linked list (see the module)."""
+
+    __slots__ = ("after", "before", "last", "names", "numbers", "source_of")
+
+    def __init__(self) -> None:
+        self.names: list[str] | PackedStrings = []  # source number → source_id
+        self.numbers: MutableMapping[str, int] = {}  # source_id → source number
+        self.last = array("I")  # per source: its latest live doc, or NONE
+        self.source_of = array("I")  # per doc: its source number (NONE: not a conversation)
+        self.before = array("I")  # per doc: the live doc before it in its source, or NONE
+        self.after = array("I")  # per doc: the live doc after it in its source, or NONE
+
+    @classmethod
+    def from_sections(cls, sections: Mapping[str, Any]) -> SourceLinks:
+        """The links an index file holds (arrays taken, not copied): ``source_names`` as
+        ``PackedStrings``, found through ``source_order`` / ``source_hashes``."""
+        links = cls()
+        names: PackedStrings = sections["source_names"]
+        links.names = names
+        links.numbers = SortedPositions(
+            names, sections["source_order"], sections["source_hashes"])
+        links.last = sections["source_last"]
+        links.source_of = sections["source_of"]
+        links.before = sections["source_before"]
+        links.after = sections["source_after"]
+        return links
+
+    def number(self, name: str) -> int:
+        """``name``'s source number, a new one for a source not seen yet."""
+        found = self.numbers.get(name)
+        if found is not None:
+            return int(found)
+        n = len(self.last)
+        self.names.append(name)
+        self.numbers[name] = n
+        self.last.append(NONE)
+        return n
+
+    def pad(self, count: int) -> None:
+        """Room for docs up to ``count``, none linked yet."""
+        missing = count - len(self.source_of)
+        if missing > 0:
+            fill = _none_filled(missing)
+            self.source_of.extend(fill)
+            self.before.extend(fill)
+            self.after.extend(fill)
+
+    def link(self, doc: int, source: int) -> None:
+        """Put ``doc``, later than every doc linked so far, last in ``source``."""
+        previous = self.last[source]
+        self.before[doc] = previous
+        if previous != NONE:
+            self.after[previous] = doc
+        self.last[source] = doc
+
+    def unlink(self, doc: int) -> None:
+        """Take a linked ``doc`` out: its neighbours become each other's."""
+        previous, following = self.before[doc], self.after[doc]
+        if previous != NONE:
+            self.after[previous] = following
+        if following != NONE:
+            self.before[following] = previous
+        else:
+            self.last[self.source_of[doc]] = previous
+        self.before[doc] = self.after[doc] = NONE
+
+
+class SourceOrder:
+    """``SourceLinks`` as of doc ``upto``, and what changed since, waiting to be linked.
+
+    Appends and retractions only note what they change (a doc and its source's number
+    among the waiting names; a linked doc to unlink): neither needs the links, so an
+    index file's stay unread until ``links()``. What waits costs 8 bytes a doc plus
+    each new source's name once.
+    """
+
+    def __init__(self, load: Callable[[], SourceLinks] | None = None, upto: int = 0) -> None:
+        self._links: SourceLinks | None = None if load is not None else SourceLinks()
+        self._load = load
+        self._upto = upto  # docs below are in the links, as live as they were then
+        self._docs = array("I")  # conversation docs since, in append order…
+        self._sources = array("I")  # …and their sources, numbered in ``_names``
+        self._names: list[str] = []
+        self._number: dict[str, int] = {}
+        self._unlink = array("I")  # linked docs retracted since
+
+    def add(self, doc: int, source_id: str) -> None:
+        """A conversation doc appended (``doc`` past every doc noted so far)."""
+        n = self._number.get(source_id)
+        if n is None:
+            n = self._number[source_id] = len(self._names)
+            self._names.append(source_id)
+        self._docs.append(doc)
+        self._sources.append(n)
+
+    def retract(self, doc: int) -> None:
+        """A conversation doc's live flag just cleared (once for ever: retraction is final)."""
+        if doc < self._upto:
+            self._unlink.append(doc)
+        # A waiting doc is linked only if live when ``links()`` comes: nothing to undo.
+
+    def links(self, count: int, live: Sequence[int]) -> SourceLinks:
+        """The links of docs up to ``count`` (every doc added so far), ``live`` their flags.
+
+        Reading an index file's links may raise (``IndexDamagedError``); nothing here
+        has changed then.
+        """
+        links = self._links
+        if links is None:
+            assert self._load is not None
+            links = self._load()
+            self._links, self._load = links, None
+        if self._upto == count and not self._unlink:
+            return links
+        links.pad(count)
+        # Unlinking first, then appending, leaves each source's live docs in append
+        # order whatever the order the appends and retractions came in.
+        for doc in self._unlink:
+            links.unlink(doc)
+        numbers = [links.number(name) for name in self._names]
+        source_of = links.source_of
+        for doc, waiting in zip(self._docs, self._sources, strict=True):
+            source = numbers[waiting]
+            source_of[doc] = source
+            if live[doc]:
+                links.link(doc, source)
+        self._upto = count
+        self._docs, self._sources, self._unlink = array("I"), array("I"), array("I")
+        self._names, self._number = [], {}
+        return links
