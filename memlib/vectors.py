@@ -38,7 +38,10 @@ __all__ = [
     "exact_dot",
     "exact_top",
     "pack",
+    "PAIR_SUFFIX",
+    "pair_text",
     "query_vector",
+    "reads_pairs",
     "require_numpy",
     "unpack",
 ]
@@ -54,6 +57,22 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> Any:
         """A ``(len(texts), dimension)`` float32 numpy array of L2-normalised rows."""
         ...
+
+
+# [beyond] Pair vectors (docs/retrieval.md, step j): a conversation record embedded
+# together with the turn before it in its source (``stores/sources.py``). Their model is
+# the turn model's name + PAIR_SUFFIX, so a store of turn vectors is never read as pairs.
+PAIR_SUFFIX = "+pair"
+
+
+def reads_pairs(model: str | None) -> bool:
+    """Whether vectors recorded under ``model`` embed each record with its predecessor."""
+    return model is not None and model.endswith(PAIR_SUFFIX)
+
+
+def pair_text(previous: str | None, content: str) -> str:
+    """What a pair vector embeds: the turn before (when there is one), a newline, the turn."""
+    return content if previous is None else f"{previous}\n{content}"
 
 
 def query_vector(embedder: Any, text: str) -> Any:

@@ -32,7 +32,8 @@ from typing import Any
 from ..errors import RemoteMemoryError
 
 __all__ = [
-    "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "LazyE5Model", "get_embedder",
+    "EmbeddingModel", "HashingEmbedder", "LazyEmbeddingModel", "LazyE5Model", "PairEmbedder",
+    "get_embedder",
     "get_embedding_model", "minilm_available", "DEFAULT_EMBEDDER",
     "embedder_names", "embeddings_available", "recorded_embedder", "MODEL_NAME", "DIMENSION",
 ]
@@ -231,17 +232,73 @@ class LazyE5Model:
         return get_e5_model().encode_query(texts)
 
 
+class PairEmbedder:
+    """[beyond] A turn model read as pairs: a store opened with it embeds each conversation
+    record together with the turn before it in its source (``vectors.pair_text``), under
+    the model's name + ``+pair`` (docs/retrieval.md, step j). Questions are embedded as
+    by the turn model; only what a store keeps differs.
+
+    ``similarity_mean`` / ``similarity_deviation`` place its cosines on hybrid's scale as
+    the turn model's constants do theirs: pair texts read longer, so their cosines sit
+    higher. multilingual-e5-small's are the mean and deviation of every question–pair
+    cosine of the LoCoMo development split (``benchmarks/retrieval_steps.py``'s
+    ``pair_constants``; measured, not tuned); another model's pairs keep its turn
+    constants (not measured for pairs).
+    """
+
+    reads_previous = True
+
+    def __init__(
+        self, base: Any, *, similarity_mean: float | None = None,
+        similarity_deviation: float | None = None,
+    ) -> None:
+        from ..vectors import PAIR_SUFFIX
+
+        self.base = base
+        self.name = f"{base.name}{PAIR_SUFFIX}"
+        self.dimension = base.dimension
+        self.similarity_mean = (
+            getattr(base, "similarity_mean", 0.0) if similarity_mean is None else similarity_mean)
+        self.similarity_deviation = (
+            getattr(base, "similarity_deviation", 0.25) if similarity_deviation is None
+            else similarity_deviation)
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return self.base.encode(texts)
+
+    def encode_query(self, texts: Sequence[str]) -> Any:
+        encode = getattr(self.base, "encode_query", None) or self.base.encode
+        return encode(texts)
+
+
+# multilingual-e5-small's pair constants (see PairEmbedder).
+E5_PAIR_MEAN = 0.792
+E5_PAIR_DEVIATION = 0.026
+
+
 def embedder_names() -> tuple[str, ...]:
-    """Names ``get_embedder`` knows (``memlib-hashing-N`` for 8 ≤ N ≤ 65,536)."""
-    return (DEFAULT_EMBEDDER, MODEL_NAME, f"{_HASHING_PREFIX}64")
+    """Names ``get_embedder`` knows (``memlib-hashing-N`` for 8 ≤ N ≤ 65,536; any of
+    them + ``+pair``)."""
+    return (DEFAULT_EMBEDDER, f"{DEFAULT_EMBEDDER}+pair", MODEL_NAME, f"{_HASHING_PREFIX}64")
 
 
 def get_embedder(name: str) -> Any:
     """The embedder recorded as ``name`` with a store's vectors (``e5``, ``minilm`` and
     ``hashing`` are short names)."""
     from ..errors import RemoteMemoryValidationError
+    from ..vectors import PAIR_SUFFIX
 
     key = name.strip()
+    if key.lower() == "e5-pair":
+        key = f"{DEFAULT_EMBEDDER}{PAIR_SUFFIX}"
+    if key.endswith(PAIR_SUFFIX) and len(key) > len(PAIR_SUFFIX):
+        base = get_embedder(key[: -len(PAIR_SUFFIX)])
+        if isinstance(base, PairEmbedder):
+            raise RemoteMemoryValidationError(f"unknown embedder {name!r}: pairs of pairs")
+        if base.name == DEFAULT_EMBEDDER:
+            return PairEmbedder(base, similarity_mean=E5_PAIR_MEAN,
+                                similarity_deviation=E5_PAIR_DEVIATION)
+        return PairEmbedder(base)
     if key.lower() in (DEFAULT_EMBEDDER, "e5"):
         return LazyE5Model()
     if key.lower() in (MODEL_NAME.lower(), "minilm"):
@@ -254,7 +311,7 @@ def get_embedder(name: str) -> Any:
         return HashingEmbedder(int(digits))
     raise RemoteMemoryValidationError(
         f"unknown embedder {name!r}; known: {', '.join(embedder_names())} "
-        "(or e5, minilm, hashing)"
+        "(or e5, e5-pair, minilm, hashing)"
     )
 
 

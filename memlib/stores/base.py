@@ -158,9 +158,19 @@ class VectorStoring(Protocol):
         """Up to ``limit`` searched conversation records with no vector, oldest first."""
         ...
 
-    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+    def put_vectors(
+        self, model: str, dimension: int, vectors: Mapping[str, bytes],
+        *, previous: Mapping[str, str | None] | None = None,
+    ) -> int:
         """Store packed vectors of searched conversation records; ids that are not
-        (unknown, retracted, profile) are skipped. Returns how many were stored."""
+        (unknown, retracted, profile) are skipped. Returns how many were stored.
+
+        Pair vectors (``vectors.reads_pairs(model)``) need ``previous``: the turn before
+        each record that its vector embeds. A vector whose record's turn before is not
+        that one any more, in the write's own transaction or lock, is skipped too (a
+        retraction came between the embedding and the write). A store of pair vectors
+        also drops, with a retracted record's vector, its successor's: that vector
+        embedded the retracted text."""
         ...
 
     def drop_vectors(self) -> int:
