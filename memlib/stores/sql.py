@@ -32,7 +32,11 @@ touching the scope's vectors bumps in its transaction, and ``vector_resets``, bu
 ``drop_vectors``. A store object keeps the scope's vectors as one numpy matrix and
 reuses it while ``vector_changes`` (one small row, read by any process) has not moved.
 An append's vectors go in with its records, in its transaction; a retraction deletes
-its target's vector in the same transaction.
+its target's vector in the same transaction. A scope of pair vectors
+(``vectors.reads_pairs``) also loses there the vector of each target's successor in its
+source, which embedded the target's text, and bumps ``vector_resets``: that successor is
+missing again, wherever a backfill had got to. ``put_vectors`` stores a pair vector only
+while its record's turn before is still the one it embedded, read in its own transaction.
 
 Schema 5 adds ``postings.lengths``: written with the run, shortened with it when a
 retraction takes a record out, and computed by the upgrade from ``records.tokens`` /
@@ -84,6 +88,7 @@ from ..vectors import (
     VectorState,
     check_model,
     check_sizes,
+    reads_pairs,
     require_numpy,
     unpack,
 )
@@ -736,8 +741,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             resets = int(row[0]) if row else 0
             # A backfill asks again and again: start where the last answer started.
             # Every record before it had a vector then and still has one unless
-            # drop_vectors ran (it bumps vector_resets) or it was retracted (and left);
-            # a scope's new records always take higher ids (its writers queue).
+            # drop_vectors ran or a retraction took a successor's pair vector (both bump
+            # vector_resets) or it was retracted (and left); a scope's new records always
+            # take higher ids (its writers queue).
             hint = self._unvectored_from
             start = hint[1] if hint is not None and hint[0] == resets else 0
             rows = conn.execute(self._q(
@@ -752,11 +758,23 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             self._unvectored_from = (resets, int(rows[0][0]))
         return tuple(self._parse(body) for _, body in rows)
 
-    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+    def put_vectors(
+        self, model: str, dimension: int, vectors: Mapping[str, bytes],
+        *, previous: Mapping[str, str | None] | None = None,
+    ) -> int:
         """Store packed vectors of the scope's searched conversation records, replacing
-        any they had; other ids are skipped. Returns how many were stored."""
+        any they had; other ids are skipped. Returns how many were stored.
+
+        Pair vectors (``reads_pairs(model)``) are stored only where ``previous`` names
+        the record's turn before as it is in this write's transaction: a retraction that
+        committed after the embedding changed what the vector should have embedded."""
         if not model or dimension <= 0:
             raise RemoteMemoryValidationError("a vector model needs a name and a dimension")
+        pairs = reads_pairs(model)
+        if pairs and previous is None:
+            raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
+        if not pairs and previous is not None:
+            raise RemoteMemoryValidationError(f"{model} vectors embed no previous turn")
         check_sizes(vectors, dimension, model)
         conn = self._connection()
         if conn is None:
@@ -773,6 +791,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 "AND NOT EXISTS (SELECT 1 FROM {s}records t "
                 "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
             ), (self.user_scope, self._many(vectors))).fetchall()
+            if pairs and rows:
+                embedded = previous or {}
+                asked = [memory_id for _, memory_id in rows if memory_id in embedded]
+                current = {
+                    memory_id: before for memory_id, before, _ in conn.execute(
+                        self._q(self._neighbours_sql()), (self.user_scope, self._many(asked)),
+                    ).fetchall()
+                } if asked else {}
+                rows = [
+                    (row_id, memory_id) for row_id, memory_id in rows
+                    if memory_id in current and current[memory_id] == embedded[memory_id]
+                ]
             if not rows:
                 return 0
             conn.cursor().executemany(self._q(
@@ -802,8 +832,16 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             self._vectors_deleted(conn)
         return int(dropped)
 
-    def _vectors_changed(self, conn: Any, model: tuple[str, int] | None) -> None:
-        """Bump the scope's change counter; record ``model`` when it is the first."""
+    def _vectors_changed(
+        self, conn: Any, model: tuple[str, int] | None, *, reset: bool = False
+    ) -> None:
+        """Bump the scope's change counter; record ``model`` when it is the first.
+        ``reset``: vectors of live records went, so a backfill starts over too."""
+        if reset:
+            conn.execute(self._q(
+                "UPDATE {s}scope_stats SET vector_resets = vector_resets + 1 "
+                "WHERE user_scope = ?"
+            ), (self.user_scope,))
         if model is None:
             conn.execute(self._q(
                 "UPDATE {s}scope_stats SET vector_changes = vector_changes + 1 "
@@ -1003,6 +1041,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 new_model = (self.embedder.name, self.embedder.dimension)
         state = self._state(conn, batch)
         self.check_batch(batch, state)
+        successors = self._pair_successors(conn, batch, state)
         stats = term_stats(r for r in batch if r.kind is MemoryKind.CONVERSATION)
         lengths = iter(stats)
         rows: list[RecordRow] = []
@@ -1093,9 +1132,35 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             deleted = int(conn.execute(self._q(
                 "DELETE FROM {s}vectors WHERE user_scope = ? AND record_id {any}"
             ), (scope, self._many(retracted_before))).rowcount)
-        if added or deleted:
-            self._vectors_changed(conn, new_model if added else None)
-        return deleted
+        unpaired = 0  # live successors whose pair vector embedded a retracted turn
+        if successors:
+            unpaired = int(conn.execute(self._q(
+                "DELETE FROM {s}vectors WHERE user_scope = ? AND record_id IN "
+                "(SELECT id FROM {s}records WHERE user_scope = ? AND memory_id {any})"
+            ), (scope, scope, self._many(successors))).rowcount)
+        if added or deleted or unpaired:
+            self._vectors_changed(conn, new_model if added else None, reset=bool(unpaired))
+        return deleted + unpaired
+
+    def _pair_successors(
+        self, conn: Any, batch: Sequence[StoredMemory], state: _State
+    ) -> list[str]:
+        """When the scope keeps pair vectors: the turn after each stored record ``batch``
+        retracts, as its source orders them before the batch (once the batch is in, a
+        retracted record has left that order and its successor cannot be found from it)."""
+        targets = {
+            record.retracts for record in batch
+            if record.kind is MemoryKind.RETRACTION and record.retracts in state.rows
+        }
+        if not targets:
+            return []
+        _, model, _, _ = self._vector_stats(conn)
+        if not reads_pairs(model):
+            return []
+        rows = conn.execute(self._q(self._neighbours_sql()), (
+            self.user_scope, self._many(targets),
+        )).fetchall()
+        return [after for _, _, after in rows if after is not None]
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
