@@ -20,6 +20,10 @@ A store opened with an ``embedder`` keeps each conversation record's vector in a
 derived file beside the log (``jsonl_vectors``): rows appended under the lock right
 after the log's append, used only when the index holds a searched record whose line
 has the row's digest, the file rewritten without a record's row when it is retracted.
+A file of pair vectors (``vectors.reads_pairs``) also loses, in that rewrite, the row of
+each retracted record's successor in its source (its vector embedded the retracted
+text), and ``put_vectors`` keeps a pair only while its record's turn before is still the
+one it embedded: both under the lock, against the index brought up to date there.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from ..vectors import (
     VectorState,
     check_model,
     check_sizes,
+    reads_pairs,
     require_numpy,
 )
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
@@ -625,13 +630,26 @@ class RemoteMemoryStore(IndexedMemoryStore):
         known = cache.index.doc_of
         return self._load_docs(cache, [known[m] for m in memory_ids if m in known])
 
-    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+    def put_vectors(
+        self, model: str, dimension: int, vectors: Mapping[str, bytes],
+        *, previous: Mapping[str, str | None] | None = None,
+    ) -> int:
         """``VectorStoring``: keep vectors of searched conversation records; the others
-        are skipped. Appended, or the file rewritten when one replaces a stored vector."""
+        are skipped. Appended, or the file rewritten when one replaces a stored vector.
+
+        Pair vectors are kept only for records whose turn before, as the index holds it
+        under the lock, is still ``previous[memory_id]``: a retraction that landed after
+        the embedding has taken that pair's text away."""
         if not isinstance(model, str) or not model:
             raise RemoteMemoryValidationError("model must be a non-empty string")
         if type(dimension) is not int or not 0 < dimension <= 1 << 16:
             raise RemoteMemoryValidationError(f"dimension must be 1 to 65536: {dimension!r}")
+        pairs = reads_pairs(model)
+        if pairs and previous is None:
+            raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
+        if not pairs and previous is not None:
+            raise RemoteMemoryValidationError(
+                f"previous turns are for pair vectors only, not {model}")
         check_sizes(vectors, dimension, model)
         if not vectors or not self._refresh().lines:
             return 0
@@ -641,6 +659,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
             header = table.header
             if header is not None:
                 check_model(header.model, header.dimension, model, dimension)
+            if previous is not None:
+                asked = [m for m in vectors if m in previous]
+                try:
+                    now = cache.index.neighbours(asked)
+                except IndexDamagedError:
+                    cache = self._rebuild()  # as source_neighbours: the log answers
+                    now = cache.index.neighbours(asked)
+                vectors = {m: vectors[m] for m in asked
+                           if m in now and now[m][0] == previous[m]}
             index = cache.index
             rows: dict[int, bytes] = {}
             for memory_id, packed in vectors.items():
@@ -769,7 +796,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
             self._remove_vectors_file()  # unreadable: whose bytes are whose is unknown
             return None
         header = table.header
-        docs = [d for d in map(cache.index.doc_of.get, targets) if d is not None]
+        doc_of = cache.index.doc_of
+        docs = [d for d in map(doc_of.get, targets) if d is not None]
+        if reads_pairs(header.model):
+            # Each target's successor embedded the target's text with its own: its row
+            # goes too, and backfill embeds it again with its new turn before. Found in
+            # the index before this batch's retractions reach it, so a batch retracting
+            # a turn and its successor takes the successor's successor as well.
+            docs += [doc_of[following] for _, following in self._neighbours(cache, targets)
+                     .values() if following is not None]
         matched = self._matched(cache, table)
         clean = len(matched.rows) == table.count and not table.torn
         np = require_numpy()
@@ -778,6 +813,20 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if docs and (not clean or bool(np.isin(matched.docs, docs).any())):
             table.rewrite(self._vectors_path, table.kept(matched, docs))
         return header, table.start
+
+    def _neighbours(
+        self, cache: _Cache, memory_ids: Sequence[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """``cache.index.neighbours``; when an index file's links prove damaged, those of
+        the log read again into a cache of their own (a writer goes on with ``cache``,
+        whose docs are the same lines)."""
+        try:
+            return cache.index.neighbours(memory_ids)
+        except IndexDamagedError:
+            fresh = _Cache()
+            fresh.identity = cache.identity
+            self._read_tail(fresh, cache.offset)
+            return fresh.index.neighbours(memory_ids)
 
     def _vectors_after_write(
         self, cache: _Cache, batch: Sequence[StoredMemory], first: int,
