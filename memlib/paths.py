@@ -17,7 +17,13 @@ from .rankers import Ranker
 from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from .rankers.embeddings import recorded_embedder
 from .score import RecallScoreBreakdown
-from .stores.base import LexicalScanning, MemoryStore, TopScanning, VectorStoring
+from .stores.base import (
+    LexicalScanning,
+    MemoryStore,
+    TopScanning,
+    VectorStoring,
+    neighbours_in_source,
+)
 
 __all__ = ["Scored", "min_score_for", "scored_candidates"]
 
@@ -75,6 +81,7 @@ def scored_candidates(
         scan, chosen, retrieval = ranker.score_stored(
             query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
             embedder=embedder, as_of=moment, limit=limit,
+            neighbours=lambda ids: neighbours_in_source(store, ids),
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     elif lexical is not None and isinstance(ranker, LexicalScoring):

@@ -23,6 +23,7 @@ __all__ = [
     "MemoryKind",
     "MemorySource",
     "StoredMemory",
+    "SourceNeighbours",
     "user_scope_for",
     "parse_timestamp",
     "format_timestamp",
@@ -534,3 +535,12 @@ def record_json(record: StoredMemory) -> str:
     if record.superseded_by is not None:
         text += ',"superseded_by":' + _quote(record.superseded_by)
     return text + "}"
+
+
+@dataclass(frozen=True)
+class SourceNeighbours:
+    """[beyond] The ``memory_id`` of the turn before and after a conversation record in
+    its source (None: none); what ``stores.sources`` defines and stores answer."""
+
+    previous: str | None
+    next: str | None

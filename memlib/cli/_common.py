@@ -29,6 +29,7 @@ __all__ = [
     "parse_as_of",
     "parse_known_at",
     "store_embedder",
+    "embedder_name",
     "write_line",
 ]
 
@@ -63,7 +64,7 @@ def parse_known_at(text: str | None) -> datetime | None:
     return _instant(text, "--known-at")
 
 
-def _embedder_name(args: argparse.Namespace) -> str | None:
+def embedder_name(args: argparse.Namespace) -> str | None:
     return getattr(args, "embedder", None) or os.environ.get("MEMLIB_EMBEDDER") or None
 
 
@@ -72,7 +73,7 @@ def open_cli_store(args: argparse.Namespace) -> MemoryStore:
     embedding what it appends when ``--embedder`` (or ``$MEMLIB_EMBEDDER``) names a model."""
     user_id = default_user_id() if args.user is None else args.user
     url = args.store or default_store_url(user_id)
-    name = _embedder_name(args)
+    name = embedder_name(args)
     if name is None:
         return open_store(url, user_id=user_id)
     from ..rankers.embeddings import get_embedder  # torch only when a model is named
@@ -87,7 +88,7 @@ def store_embedder(store: Any, args: argparse.Namespace) -> Any:
 
     if store.embedder is None:
         recorded = store.vector_state().model
-        store.embedder = get_embedder(_embedder_name(args) or recorded or MODEL_NAME)
+        store.embedder = get_embedder(embedder_name(args) or recorded or MODEL_NAME)
     return store.embedder
 
 

@@ -4,7 +4,8 @@ Resumable: each batch is stored as it is embedded, so an interrupted run keeps w
 did and the next run starts from the records still without a vector. The model is the
 global ``--embedder`` (or ``$MEMLIB_EMBEDDER``), else the one the store's vectors were
 made by, else all-MiniLM-L6-v2. ``--rebuild`` drops every stored vector first: the way
-to move a store to another model.
+to move a store to another model. Pair vectors (``--embedder e5-pair``) embed each record
+with the turn before it in its source (``stores.base.pair_texts``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 from ..errors import RemoteMemoryValidationError
 from ..progress import progress_bar
-from ..stores.base import VectorStoring
-from ..vectors import check_model, pack
+from ..stores.base import VectorStoring, pair_texts
+from ..vectors import check_model, pack, reads_pairs
 from ._common import open_cli_store, store_embedder, write_line
 
 __all__ = ["cmd_embed", "register"]
@@ -49,11 +50,20 @@ def cmd_embed(args: argparse.Namespace) -> int:
             records = store.records_without_vectors(args.batch_size)
             if not records:
                 break
-            matrix = embedder.encode([r.content for r in records])
-            stored = store.put_vectors(
-                embedder.name, embedder.dimension,
-                {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)},
-            )
+            if reads_pairs(embedder.name):
+                kept, texts, previous = pair_texts(store, records)
+                matrix = embedder.encode(texts)
+                stored = store.put_vectors(
+                    embedder.name, embedder.dimension,
+                    {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
+                    previous=previous,
+                )
+            else:
+                matrix = embedder.encode([r.content for r in records])
+                stored = store.put_vectors(
+                    embedder.name, embedder.dimension,
+                    {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)},
+                )
             if stored == 0:  # every record of the batch was retracted meanwhile: ask again
                 if not store.records_without_vectors(1):
                     break

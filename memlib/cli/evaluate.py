@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
+from ._common import embedder_name
 
 __all__ = ["cmd_eval_locomo", "default_rankers", "parse_ks", "register"]
 
@@ -57,6 +58,14 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     ks = args.k or DEFAULT_KS
     names = list(dict.fromkeys(args.ranker or default_rankers()))
     rankers = {name: get_ranker(name) for name in names}  # unknown names fail before work
+    named = embedder_name(args)
+    if named:  # the model a store's vectors would be made by (e5-pair: pairs)
+        from ..rankers.embeddings import get_embedder
+
+        embedder = get_embedder(named)
+        rankers = {name: ranker.with_model(embedder) if hasattr(ranker, "with_model")
+                   else ranker for name, ranker in rankers.items()}
+        sys.stdout.write(f"dense rankers read vectors of {embedder.name}\n")
     for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
         if name and Path(name).parent and not Path(name).parent.exists():
             raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")

@@ -34,11 +34,18 @@ from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize
 from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
 from ..rankers.base import DenseScoring
-from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, user_scope_for
+from ..records import (
+    MemoryKind,
+    MemorySource,
+    SourceNeighbours,
+    StoredMemory,
+    format_timestamp,
+    user_scope_for,
+)
 from ..result import RecallHit
 from ..retrieval.inverted import InvertedIndex, lexical_from_index
 from ..stopwords import english_stopwords
-from ..vectors import DenseScores
+from ..vectors import DenseScores, pair_text, reads_pairs
 
 __all__ = [
     "LocomoQuestion",
@@ -227,7 +234,8 @@ class ConversationIndex:
 
 class ConversationVectors:
     """One conversation as a store with vectors shows it to a ``DenseScoring`` ranker:
-    an ``InvertedIndex`` of its records and each record's content embedded once."""
+    an ``InvertedIndex`` of its records and each record's content embedded once (with
+    the turn before it, for a pair embedder: what a store of pair vectors keeps)."""
 
     def __init__(self, records: Sequence[StoredMemory], embedder: Any) -> None:
         self.records = {r.memory_id: r for r in records}
@@ -235,7 +243,20 @@ class ConversationVectors:
         self.index.add_many(records)
         self.ids = [r.memory_id for r in records]
         self.embedder = embedder
-        self.matrix = embedder.encode([r.content for r in records])
+        texts = [r.content for r in records]
+        if reads_pairs(embedder.name):
+            around = self.neighbours(self.ids)
+            texts = [
+                pair_text(None if m not in around or around[m].previous is None
+                          else self.records[around[m].previous].content, text)  # type: ignore[index]
+                for m, text in zip(self.ids, texts, strict=True)
+            ]
+        self.matrix = embedder.encode(texts)
+
+    def neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        """Each record's turn before and after it in its source (``stores.sources``)."""
+        return {m: SourceNeighbours(*pair)
+                for m, pair in self.index.neighbours(memory_ids).items()}
 
     def postings(self, query: RecallQuery, terms: Sequence[str]) -> Any:
         ids = self.index.ids
@@ -268,7 +289,7 @@ def rank_hits(
     if isinstance(index, ConversationVectors) and isinstance(ranker, DenseScoring):
         scan, chosen, _ = ranker.score_stored(
             query, index.postings, index.dense, index.fetch, embedder=index.embedder,
-            as_of=conversation.as_of, limit=k,
+            as_of=conversation.as_of, limit=k, neighbours=index.neighbours,
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     else:

@@ -26,13 +26,13 @@ candidates and reads only those (``hybrid`` does).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from ..candidates import CandidateScan, LexicalPostings
 from ..normalize import RecallQuery
-from ..records import StoredMemory
+from ..records import SourceNeighbours, StoredMemory
 from ..score import DECIMALS, RecallScoreBreakdown
 from ..vectors import DenseScores, Embedder
 
@@ -85,8 +85,9 @@ class DenseScoring(Protocol):
     """A ranker that scores lexical and dense candidates from a store's index and vectors.
 
     ``postings`` is the store's ``lexical_postings``, ``dense`` its ``dense_scores``,
-    ``fetch`` its ``records_by_id`` and ``embedder`` its embedder (the model of its vectors,
-    used when the ranker was given none). Returns the scan of what it scored, its top
+    ``fetch`` its ``records_by_id``, ``embedder`` its embedder (the model of its vectors,
+    used when the ranker was given none) and ``neighbours`` its ``source_neighbours``
+    (what pair vectors need). Returns the scan of what it scored, its top
     ``limit`` as ``score_top`` would, and how many records each path gave (the result's
     ``retrieval``).
     """
@@ -97,6 +98,7 @@ class DenseScoring(Protocol):
         dense: Callable[..., DenseScores],
         fetch: Callable[[Sequence[str]], Sequence[StoredMemory]],
         *, embedder: Embedder | None, as_of: datetime, limit: int,
+        neighbours: Callable[[Sequence[str]], Mapping[str, SourceNeighbours]] | None = None,
     ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]], dict[str, int]]:
         ...
 

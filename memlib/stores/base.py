@@ -17,6 +17,14 @@ A store opened with an ``embedder`` embeds the conversation records of every bat
 before it takes its lock (embedding is slow; the lock is not held for it) and hands the
 vectors to ``_append_batch`` with the batch; the backend keeps them with the records
 and drops a record's vector when the batch retracts it (``vectors.py``).
+
+[beyond] Pair vectors (``vectors.reads_pairs``) embed each record with the turn before
+it in its source, which is known for certain only once the batch is in: they are made
+right after the write and stored by ``put_vectors(previous=…)``, which keeps only
+those whose turn before is still the one embedded. A batch that retracts a record
+also drops its successor's pair (the backend, in the write), and the store embeds
+that successor again with its new turn before. A process that dies between the write
+and the put leaves those records without a vector, as ``memlib embed`` finds them.
 """
 
 from __future__ import annotations
@@ -43,12 +51,12 @@ from ..records import (
     record_from_item,
     user_scope_for,
 )
-from ..vectors import DenseScores, Embedder, VectorState, pack
+from ..vectors import DenseScores, Embedder, VectorState, pack, pair_text, reads_pairs
 from .sources import SourceNeighbours, source_neighbours_of
 
 __all__ = [
     "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "VectorStoring",
-    "SourceOrdering", "BaseMemoryStore", "neighbours_in_source",
+    "SourceOrdering", "BaseMemoryStore", "neighbours_in_source", "pair_texts",
     "IndexedMemoryStore", "StoreState", "Clock",
     "latest_profile_of", "make_private_folders",
 ]
@@ -200,6 +208,33 @@ def neighbours_in_source(
     if isinstance(store, SourceOrdering):
         return store.source_neighbours(memory_ids)
     return source_neighbours_of(store.read_all(), memory_ids)
+
+
+def pair_texts(
+    store: MemoryStore, records: Sequence[StoredMemory]
+) -> tuple[list[StoredMemory], list[str], dict[str, str | None]]:
+    """What the pair vectors of ``records`` embed: ``(kept, texts, previous)``, where
+    ``kept`` are those still searched, ``texts`` their ``pair_text`` and ``previous``
+    each one's turn before (None: the first of its source) — what ``put_vectors`` checks."""
+    neighbours = neighbours_in_source(store, [r.memory_id for r in records])
+    previous = {r.memory_id: neighbours[r.memory_id].previous
+                for r in records if r.memory_id in neighbours}
+    content = {r.memory_id: r.content for r in records}
+    wanted = sorted({p for p in previous.values() if p is not None} - content.keys())
+    if wanted:
+        by_id = getattr(store, "records_by_id", None)
+        found = by_id(wanted) if by_id is not None else [
+            r for r in store.read_all() if r.memory_id in set(wanted)]
+        content.update((r.memory_id, r.content) for r in found)
+    # A turn before that is gone by now (retracted since) is left out: put_vectors would
+    # refuse its pair anyway.
+    kept = [r for r in records if r.memory_id in previous
+            and (previous[r.memory_id] is None or previous[r.memory_id] in content)]
+    texts = []
+    for record in kept:
+        before = previous[record.memory_id]
+        texts.append(pair_text(None if before is None else content[before], record.content))
+    return kept, texts, {r.memory_id: previous[r.memory_id] for r in kept}
 
 
 class StoreState(Protocol):
@@ -387,10 +422,41 @@ class BaseMemoryStore:
         if self.embedder is None:
             return None
         records = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
-        if not records:
-            return {}  # still checked: a store opened with another model writes nothing
+        if not records or reads_pairs(self.embedder.name):
+            # Still checked: a store opened with another model writes nothing. Pairs are
+            # made after the write (``_store_batch``).
+            return {}
         matrix = self.embedder.encode([r.content for r in records])
         return {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)}
+
+    def _store_batch(self, batch: Sequence[StoredMemory], *, embed: bool = True) -> None:
+        """``_append_batch`` with the batch's vectors (``embed``: a retraction alone
+        brings none and is not checked against the model); pair vectors right after."""
+        pairs = self.embedder is not None and reads_pairs(self.embedder.name)
+        targets = [r.retracts for r in batch if r.retracts is not None]
+        # The successors a retraction takes the pair from, found before it lands; found
+        # late or racing another writer, put_vectors's check keeps what is stored right.
+        successors = [n.next for n in self.source_neighbours(targets).values()
+                      if n.next is not None] if pairs and targets else []
+        self._append_batch(batch, self._vectors_of(batch) if embed else None)
+        if pairs:
+            fresh = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
+            if successors:
+                fresh += getattr(self, "records_by_id")(successors)  # noqa: B009 (VectorStoring)
+            self._put_pairs(fresh)
+
+    def _put_pairs(self, records: Sequence[StoredMemory]) -> int:
+        """Embed ``records`` as pairs with ``self.embedder`` and store them (checked)."""
+        embedder = self.embedder
+        assert embedder is not None
+        kept, texts, previous = pair_texts(self, records)  # type: ignore[arg-type]
+        if not kept:
+            return 0
+        matrix = embedder.encode(texts)
+        put: Callable[..., int] = getattr(self, "put_vectors")  # noqa: B009 (VectorStoring)
+        return put(embedder.name, embedder.dimension,
+                   {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
+                   previous=previous)
 
     # -- the public surface -------------------------------------------------------
 
@@ -403,7 +469,7 @@ class BaseMemoryStore:
         # append_many((item,))[0], without the batch plumbing: an agent's durable
         # append is timed against a bare write+fsync.
         record = self._record(item, self._now())
-        self._append_batch((record,), self._vectors_of((record,)))
+        self._store_batch((record,))
         return record
 
     def append_many(self, items: Iterable[Mapping[str, Any]]) -> tuple[StoredMemory, ...]:
@@ -411,7 +477,7 @@ class BaseMemoryStore:
         stored_at = self._now()
         batch = tuple(self._record(item, stored_at) for item in items)
         if batch:
-            self._append_batch(batch, self._vectors_of(batch))
+            self._store_batch(batch)
         return batch
 
     def retract(
@@ -422,7 +488,7 @@ class BaseMemoryStore:
         record = self._retraction(
             memory_id, reason, source, retraction_id, self._now(), f"Retracts {memory_id}"
         )
-        self._append_batch((record,))
+        self._store_batch((record,), embed=False)
         return record
 
     def _retraction(
@@ -464,7 +530,7 @@ class BaseMemoryStore:
             stored_at, f"Superseded {memory_id} by {new.memory_id}", new.memory_id,
         )
         batch = (new, retraction)
-        self._append_batch(batch, self._vectors_of(batch))
+        self._store_batch(batch)
         return batch
 
     def read_all(self) -> tuple[StoredMemory, ...]:

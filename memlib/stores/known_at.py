@@ -20,7 +20,9 @@ the hot path's (``benchmarks/`` has the figures).
 Stored vectors: a retraction drops its record's vector, so a record retracted after T
 has none any more. The view embeds those records again with the store's model (they
 are the few a later retraction touched) and adds them to the dense scores, so the dense
-path finds them as it did at T.
+path finds them as it did at T. Pair vectors: the turn after such a record read it as
+its turn before at T; its stored pair (embedded again since, with another turn before)
+is set aside and the pair it had at T embedded instead.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..rankers.base import ScoreBound
 from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, parse_timestamp
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
-from ..vectors import DenseScores, Embedder, VectorState
+from ..vectors import DenseScores, Embedder, VectorState, pair_text, reads_pairs
 from .base import MemoryStore, VectorStoring, latest_profile_of
 from .sources import SourceNeighbours
 
@@ -203,7 +205,9 @@ class KnownAtVectorStore(KnownAtStore):
         self.index.check_scope(query, self.user_scope)
         now = self._vectors.dense_scores(query, vector, model=model, dimension=dimension)
         live = self._live()
-        keep = [i for i, memory_id in enumerate(now.ids) if memory_id in live]
+        stale = self._stale_pairs(live, model)
+        keep = [i for i, memory_id in enumerate(now.ids)
+                if memory_id in live and memory_id not in stale]
         ids = [now.ids[i] for i in keep]
         scores = now.scores[keep]
         rows: list[Any] = []
@@ -215,8 +219,7 @@ class KnownAtVectorStore(KnownAtStore):
             import numpy as np  # dense scores are numpy arrays already
 
             matrix = np.asarray(
-                self._embedder_of(model).encode([self._by_id[m].content for m in revived]),
-                dtype=np.float32,
+                self._embedder_of(model).encode(self._texts(revived, model)), dtype=np.float32,
             )
             query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
             ids += revived
@@ -227,10 +230,33 @@ class KnownAtVectorStore(KnownAtStore):
             vector_of=rows.__getitem__ if now.vector_of is not None or not keep else None,
         )
 
+    def _stale_pairs(self, live: set[str], model: str) -> set[str]:
+        """Pair vectors only: the records live at T whose turn before at T was retracted
+        later. Their stored pair (if any) reads another turn before: set aside, and
+        embedded again as they stood at T."""
+        if not reads_pairs(model):
+            return set()
+        targets = sorted(m for m in self._retracted_later if m in live)
+        return {n.next for n in self.source_neighbours(targets).values()
+                if n.next is not None}
+
+    def _texts(self, memory_ids: Sequence[str], model: str) -> list[str]:
+        """What the records embed at T: their content, or their pair text at T."""
+        if not reads_pairs(model):
+            return [self._by_id[m].content for m in memory_ids]
+        around = self.source_neighbours(memory_ids)
+        texts = []
+        for memory_id in memory_ids:
+            before = around[memory_id].previous if memory_id in around else None
+            texts.append(pair_text(None if before is None else self._by_id[before].content,
+                                   self._by_id[memory_id].content))
+        return texts
+
     def _revived(self, live: set[str], embedded: set[str], model: str) -> list[str]:
-        """Records live at T whose vector a later retraction dropped, when the store's
-        model can embed them again."""
-        gone = sorted(m for m in self._retracted_later if m in live and m not in embedded)
+        """Records live at T whose vector a later retraction dropped (or, for pairs, made
+        read another turn before), when the store's model can embed them again."""
+        later = set(self._retracted_later) | self._stale_pairs(live, model)
+        gone = sorted(m for m in later if m in live and m not in embedded)
         if not gone or self._embedder_of(model) is None:
             return []
         return gone
@@ -244,7 +270,10 @@ class KnownAtVectorStore(KnownAtStore):
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
         raise self._read_only()
 
-    def put_vectors(self, model: str, dimension: int, vectors: Mapping[str, bytes]) -> int:
+    def put_vectors(
+        self, model: str, dimension: int, vectors: Mapping[str, bytes],
+        *, previous: Mapping[str, str | None] | None = None,
+    ) -> int:
         raise self._read_only()
 
     def drop_vectors(self) -> int:

@@ -18,19 +18,10 @@ differently (``tests/stores/test_source_neighbours.py`` holds every backend to i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from ..records import MemoryKind, StoredMemory
+from ..records import MemoryKind, SourceNeighbours, StoredMemory
 
-__all__ = ["SourceNeighbours", "source_neighbours_of"]
-
-
-@dataclass(frozen=True)
-class SourceNeighbours:
-    """The ``memory_id`` of the turn before and after a record in its source (None: none)."""
-
-    previous: str | None
-    next: str | None
+__all__ = ["SourceNeighbours", "source_neighbours_of"]  # SourceNeighbours: from records
 
 
 def source_neighbours_of(

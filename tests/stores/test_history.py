@@ -29,7 +29,7 @@ from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (f
 
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
 from memlib.errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
-from memlib.rankers.embeddings import HashingEmbedder
+from memlib.rankers.embeddings import HashingEmbedder, PairEmbedder
 from memlib.records import format_timestamp
 from memlib.stores.base import MemoryStore
 from memlib.stores.known_at import store_known_at
@@ -40,6 +40,7 @@ RANKERS = (*LEXICAL, "hybrid")
 AS_OF = datetime(2026, 8, 20, 12, tzinfo=UTC)
 T0 = datetime(2026, 8, 10, 8, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(64)
+PAIRS = PairEmbedder(EMBEDDER)  # each record embedded with the turn before it
 
 
 class Clock:
@@ -90,10 +91,11 @@ def _item(memory_id: str, text: str, *, kind: str = "conversation",
             "summary": text, "source": _source(source or memory_id, captured_at)}
 
 
-def _open(url: str, user: str, clock: Clock, *, vectors: bool = False) -> MemoryStore:
+def _open(url: str, user: str, clock: Clock, *, vectors: bool = False,
+          pairs: bool = False) -> MemoryStore:
     options: dict[str, Any] = {"clock": clock}
     if vectors:
-        options["embedder"] = EMBEDDER
+        options["embedder"] = PAIRS if pairs else EMBEDDER
     return open_store(url, user_id=user, **options)
 
 
@@ -288,12 +290,13 @@ def _instants(plan: list[tuple[datetime, tuple[Any, ...]]]) -> list[datetime]:
     return sorted(out)
 
 
+@pytest.mark.parametrize("pairs", [False, True], ids=["turn-vectors", "pair-vectors"])
 @pytest.mark.parametrize("backend_name", BACKENDS)
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(history=histories, picks=st.lists(st.integers(0, 10_000), min_size=1, max_size=3))
 def test_recall_known_at_equals_a_replay_of_what_was_stored_by_then(
-    backend_name: str, locations: Callable[[str, str], str],
+    backend_name: str, pairs: bool, locations: Callable[[str, str], str],
     history: list[tuple[tuple[Any, ...], timedelta]], picks: list[int],
 ) -> None:
     plan = _plan(history)
@@ -301,26 +304,28 @@ def test_recall_known_at_equals_a_replay_of_what_was_stored_by_then(
         return
     user = f"u-{uuid.uuid4().hex[:10]}"
     clock = Clock()
-    store = _open(locations(backend_name, "live"), user, clock, vectors=True)
+    store = _open(locations(backend_name, f"live-{pairs}"), user, clock, vectors=True,
+                  pairs=pairs)
     try:
         for moment, op in plan:
             clock.now = moment
             _apply(store, [op])
         instants = _instants(plan)
         for pick in {*picks, len(instants) - 1}:
-            _compare_at(store, plan, instants[pick % len(instants)], backend_name, locations)
+            _compare_at(store, plan, instants[pick % len(instants)], backend_name, locations,
+                        pairs)
     finally:
         store.close()
 
 
 def _compare_at(store: MemoryStore, plan: list[tuple[datetime, tuple[Any, ...]]],
                 known_at: datetime, backend_name: str,
-                locations: Callable[[str, str], str]) -> None:
+                locations: Callable[[str, str], str], pairs: bool = False) -> None:
     clock = Clock()
     # Another user in another place: its scope is put back below (a scope is a hash of
     # the user id and nothing else, and every hit carries it).
-    replay = _open(locations(backend_name, "replay"), f"r-{uuid.uuid4().hex}", clock,
-                   vectors=True)
+    replay = _open(locations(backend_name, f"replay-{pairs}"), f"r-{uuid.uuid4().hex}", clock,
+                   vectors=True, pairs=pairs)
     try:
         for moment, op in plan:
             if moment <= known_at:
