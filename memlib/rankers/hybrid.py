@@ -202,11 +202,16 @@ class HybridRanker:
         b: float = DEFAULT_B,
         model: object | None = None,
     ) -> None:
-        # None: the defaults, which on a store of pair vectors are the pair model's.
+        # None: the defaults, which for pair vectors are the pair model's (here when the
+        # ranker is given that model, at recall when a store of pairs hands it over).
         self._chosen = (bm25_weight, dense_weight, context_weight) != (None, None, None)
-        self.bm25_weight = BM25_WEIGHT if bm25_weight is None else bm25_weight
-        self.dense_weight = DENSE_WEIGHT if dense_weight is None else dense_weight
-        self.context_weight = CONTEXT_WEIGHT if context_weight is None else context_weight
+        pairs = reads_pairs(getattr(model, "name", None))
+        bm25_default = PAIR_BM25_WEIGHT if pairs else BM25_WEIGHT
+        self.bm25_weight = bm25_default if bm25_weight is None else bm25_weight
+        self.dense_weight = (round(1 - bm25_default, 2) if pairs else DENSE_WEIGHT
+                             ) if dense_weight is None else dense_weight
+        self.context_weight = (PAIR_CONTEXT_WEIGHT if pairs else CONTEXT_WEIGHT
+                               ) if context_weight is None else context_weight
         self.k1, self.b = k1, b
         self._model = model
 

@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.locations import BACKENDS, Location, location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
-from memlib import MemoryKind, MemorySource, open_store
+from memlib import MemoryKind, MemorySource
 from memlib.records import StoredMemory, format_timestamp, user_scope_for
-from memlib.sample import scope_path
 from memlib.stores.base import MemoryStore, SourceOrdering, neighbours_in_source
 from memlib.stores.known_at import store_known_at
 from memlib.stores.sources import SourceNeighbours, source_neighbours_of
 
-BACKENDS = ("jsonl", "sqlite", "postgresql")
 START = datetime(2026, 9, 1, tzinfo=UTC)
 
 
@@ -43,25 +42,8 @@ Opener = Callable[..., MemoryStore]
 
 
 @pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    opened: list[MemoryStore] = []
-    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
-
-    def open_(user_id: str = "alice", **options: Any) -> MemoryStore:
-        if request.param == "jsonl":
-            store = open_store(f"jsonl:{scope_path(tmp_path, user_id)}", user_id=user_id,
-                               **options)
-        elif request.param == "sqlite":
-            store = open_store(f"sqlite:{tmp_path / 'memory.db'}", user_id=user_id, **options)
-        else:
-            assert url is not None
-            store = open_store(url, user_id=user_id, **options)
-        opened.append(store)
-        return store
-
-    yield open_
-    for store in opened:
-        store.close()
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+    yield from location(request, tmp_path)
 
 
 def turn(memory_id: str, source: str, kind: MemoryKind = MemoryKind.CONVERSATION) -> dict[str, Any]:
