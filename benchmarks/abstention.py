@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.abstention [--rankers NAME ...] [--data PATH]
                                               [--out reports/abstention-dev-split.json]
+                                              [--embedder e5-pair]
 
 Runs ``memlib.eval.abstention`` (its docstring states the protocol) for each ranker with
 a progress bar on stderr, prints per ranker the unfloored row, a few floors of the grid
@@ -42,6 +43,7 @@ from memlib.eval.abstention import (
 from memlib.eval.locomo import load_locomo
 from memlib.progress import progress_bar
 from memlib.rankers import get_ranker
+from memlib.rankers.embeddings import get_embedder
 
 DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "abstention-dev-split.json"
@@ -120,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=float, default=KEEP,
                         help="share of the unfloored own R@10 the floor must keep")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--embedder", help="the model dense rankers read, as a store's "
+                        "vectors would be (e.g. e5-pair); default: each ranker's own")
     args = parser.parse_args(argv)
 
     try:
@@ -138,6 +142,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every ranker's curve and suggestion, printed as it completes; the report."""
     names = list(dict.fromkeys(args.rankers or default_rankers()))
     rankers = {name: get_ranker(name) for name in names}  # unknown names fail first
+    if args.embedder:  # e5-pair: scored as on a store of pair vectors
+        embedder = get_embedder(args.embedder)
+        rankers = {name: r.with_model(embedder) if hasattr(r, "with_model") else r
+                   for name, r in rankers.items()}
     if not args.out.parent.is_dir():
         raise RemoteMemoryError(f"report folder does not exist: {args.out.parent}")
     check_keep(args.keep)  # before any ranking, not after the last ranker ran
@@ -166,6 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                  "conversations": [c.sample_id for c in conversations], "questions": total},
         "protocol": PROTOCOL,
         "keep": args.keep,
+        "embedder": args.embedder,
         "suggested_floors": {name: r["suggestion"]["floor"] for name, r in results.items()},
         "seconds": {**seconds, "total": round(time.perf_counter() - began, 1)},
         "rankers": results,

@@ -31,7 +31,7 @@ class RecallEngine:
         self.ranker = get_ranker(ranker)
         # [beyond] The floor of every recall that names none (an agent's engine: the
         # model's tool calls cannot pass one). Checked now, so a bad one fails at start.
-        self.min_score = min_score_for(self.ranker, min_score)
+        self.min_score = min_score_for(self.ranker, min_score, store)
 
     def recall(
         self,
@@ -47,7 +47,8 @@ class RecallEngine:
         hits whose score reaches ``min_score`` (a number, ``"suggested"``, or None for the
         engine's own floor, itself None unless it was given one)."""
         moment = as_utc(as_of)
-        floor = self.min_score if min_score is None else min_score_for(self.ranker, min_score)
+        floor = (self.min_score if min_score is None
+                 else min_score_for(self.ranker, min_score, self.store))
         store = self.store if known_at is None else store_known_at(self.store, known_at)
         query = normalize_recall_query(
             text, user_scope=store.user_scope, limit=limit, query_id=query_id,

@@ -205,7 +205,7 @@ def explain_recall(
     """The verdict on ``memory_id`` for ``recall(text, limit, as_of, …)`` (module docstring)."""
     memory_id = memory_id_of(memory_id)
     moment = as_utc(as_of)
-    floor = min_score_for(ranker, min_score)
+    floor = min_score_for(ranker, min_score, store)
     past = None if known_at is None else known_at_moment(known_at)
     query = normalize_recall_query(
         text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment

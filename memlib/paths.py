@@ -28,9 +28,12 @@ from .stores.base import (
 __all__ = ["Scored", "min_score_for", "scored_candidates"]
 
 
-def min_score_for(ranker: Ranker, min_score: float | str | None) -> float | None:
+def min_score_for(
+    ranker: Ranker, min_score: float | str | None, store: MemoryStore | None = None,
+) -> float | None:
     """The floor a recall applies: a number as given, ``"suggested"`` the ranker's
-    calibrated one (docs/abstention.md), None none."""
+    calibrated one (docs/abstention.md) — for the model of ``store``'s vectors when the
+    ranker's floor depends on it (hybrid on pair vectors) — None none."""
     if min_score is None:
         return None
     if isinstance(min_score, str):
@@ -43,6 +46,9 @@ def min_score_for(ranker: Ranker, min_score: float | str | None) -> float | None
                 ) from None
         else:
             suggested: float | None = getattr(ranker, "suggested_min_score", None)
+            for_model = getattr(ranker, "suggested_min_score_for", None)
+            if for_model is not None:
+                suggested = for_model(_vector_model(store))
             if suggested is None:
                 raise RemoteMemoryValidationError(
                     f"ranker {ranker.name!r} has no suggested min_score; give a number"
@@ -56,6 +62,15 @@ def min_score_for(ranker: Ranker, min_score: float | str | None) -> float | None
 
 
 Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
+
+
+def _vector_model(store: MemoryStore | None) -> str | None:
+    """The model a store embeds with or its vectors were made by (None: none known)."""
+    if not isinstance(store, VectorStoring):
+        return None
+    if store.embedder is not None:
+        return str(store.embedder.name)
+    return store.vector_state().model
 
 
 def scored_candidates(

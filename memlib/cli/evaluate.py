@@ -78,8 +78,11 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     total = sum(len(c.questions) for c in conversations)
     report: dict[str, Any] = {}
     runs = [(name, ranker, True) for name, ranker in rankers.items()]
+    # The reference over lexical candidates alone; pair vectors have none (a scan knows no
+    # record's turn before), so a pair model's ranker shows its stored-vector row only.
     runs += [(f"{name}/lexical-only", ranker, False) for name, ranker in rankers.items()
-             if isinstance(ranker, DenseScoring)]
+             if isinstance(ranker, DenseScoring)
+             and not getattr(ranker, "reads_pairs", False)]
     for name, ranker, dense in runs:
         with progress_bar(total, f"{name:<16}", enabled=not args.quiet, unit="q",
                           dynamic_ncols=True) as bar:

@@ -3,7 +3,8 @@
 Notebooks 11 and 12 chart figures from ``reports/`` at the root of the repository: the
 LoCoMo development-split report of the rankers and the newest full benchmark report;
 the abstention curves of a score floor on the same split (``benchmarks/abstention.py``)
-and the rankers' cross-validated figures (``memlib eval locomo --cv-report``) ship for
+and the rankers' cross-validated figures (``memlib eval locomo --cv-report``, on turn
+vectors and on pair vectors) ship for
 the notebooks too, as does what each step of ``hybrid`` is worth alone
 (``benchmarks/retrieval_steps.py``). A notebook that looked for that folder from its working
 directory would break as soon as the notebooks folder is copied elsewhere, so a copy of
@@ -36,6 +37,7 @@ __all__ = [
     "ABSTENTION_DEV_SPLIT",
     "BENCH",
     "CROSSVAL_DEV_SPLIT",
+    "CROSSVAL_PAIRS_DEV_SPLIT",
     "BENCH_KEEP",
     "RANKERS_DEV_SPLIT",
     "RETRIEVAL_STEPS_DEV_SPLIT",
@@ -49,11 +51,13 @@ __all__ = [
 RANKERS_DEV_SPLIT = "rankers-dev-split"
 ABSTENTION_DEV_SPLIT = "abstention-dev-split"
 CROSSVAL_DEV_SPLIT = "crossval-dev-split"
+# The same for hybrid on pair vectors (``memlib --embedder e5-pair eval locomo``).
+CROSSVAL_PAIRS_DEV_SPLIT = "crossval-pairs-dev-split"
 RETRIEVAL_STEPS_DEV_SPLIT = "retrieval-steps-dev-split"
 BENCH = "bench"
 # The reports packaged as they are in ``reports/``.
 _VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT,
-             RETRIEVAL_STEPS_DEV_SPLIT)
+             CROSSVAL_PAIRS_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT)
 _KNOWN = (*_VERBATIM, BENCH)
 # A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
 _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")

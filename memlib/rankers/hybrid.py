@@ -189,8 +189,16 @@ class _Fused:
 
 class HybridRanker:
     name = "hybrid"
-    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md).
+    # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md), on
+    # turn vectors and on pair vectors (reports/abstention-pairs-dev-split.json).
     suggested_min_score = 0.33
+    pair_suggested_min_score = 0.26
+
+    def suggested_min_score_for(self, model: str | None) -> float:
+        """The suggested floor for a store whose vectors are ``model``'s (the ranker's
+        own model first, when it was given one)."""
+        name = getattr(self._model, "name", None) or model
+        return self.pair_suggested_min_score if reads_pairs(name) else self.suggested_min_score
 
     def __init__(
         self,
@@ -225,6 +233,12 @@ class HybridRanker:
         }
         return HybridRanker(**{**current, **params}, model=self._model)  # type: ignore[arg-type]
 
+    @property
+    def reads_pairs(self) -> bool:
+        """Whether the ranker was given a pair model (its vectors: each turn with the one
+        before it), which only a store's vectors can serve."""
+        return reads_pairs(getattr(self._model, "name", None))
+
     def with_model(self, model: object) -> HybridRanker:
         """The same weights (or defaults) read through another model, e.g. pair vectors."""
         chosen = (self.bm25_weight, self.dense_weight, self.context_weight)
@@ -241,9 +255,14 @@ class HybridRanker:
         return self._model
 
     def dense_similarities(self, query: RecallQuery, scan: CandidateScan) -> list[float]:
+        model = self.model
+        if reads_pairs(getattr(model, "name", None)):
+            # A scan holds no record's turn before: pairs are read from a store's vectors.
+            raise RemoteMemoryValidationError(
+                "pair vectors are scored from a store that keeps them, not from a scan"
+            )
         if not scan.candidates:
             return []
-        model = self.model
         records = model.encode([c.record.content for c in scan.candidates])  # type: ignore[attr-defined]
         question = query_vector(model, query.text)
         return [exact_dot(vector, question) for vector in records]

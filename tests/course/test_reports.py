@@ -19,6 +19,7 @@ from memlib.notebook.reports import (
     ABSTENTION_DEV_SPLIT,
     BENCH,
     CROSSVAL_DEV_SPLIT,
+    CROSSVAL_PAIRS_DEV_SPLIT,
     RANKERS_DEV_SPLIT,
     RETRIEVAL_STEPS_DEV_SPLIT,
     bench_slice,
@@ -35,7 +36,8 @@ REFRESH = "run `python -m memlib.notebook reports` from the repository root"
 
 
 @pytest.mark.parametrize(
-    "name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT]
+    "name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT,
+             CROSSVAL_PAIRS_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT]
 )
 def test_the_dev_split_reports_are_packaged_byte_for_byte(name: str) -> None:
     source = (REPORTS / f"{name}.json").read_bytes()
@@ -136,3 +138,22 @@ def test_the_sensitivity_frame_shows_each_grid_of_the_report() -> None:
         assert frame.loc[key, "report's grid"] == cv[key]
         for name, grid in grids.items():
             assert frame.loc[key, f"{name} grid"] == grid["cross_validated"]
+
+
+def test_the_readme_pair_vector_row_is_the_reports() -> None:
+    """README's "hybrid on pair vectors" row: shipped, cross-validated and in-sample R@10
+    of ``memlib --embedder e5-pair eval locomo``, to 3 places."""
+    import re
+
+    cv = json.loads((REPORTS / f"{CROSSVAL_PAIRS_DEV_SPLIT}.json").read_text(encoding="utf-8"))
+    ranked = json.loads((REPORTS / "rankers-pairs-dev-split.json").read_text(encoding="utf-8"))
+    hybrid = cv["hybrid"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = re.search(r"^\| hybrid on pair vectors .*?\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                    readme, re.M)
+    assert row is not None, "README.md should have the pair-vector row in its ranker table"
+    shipped, crossed, inside = (float(x) for x in row.groups())
+    assert shipped == round(ranked["hybrid"]["overall"]["R@10"], 3)
+    assert shipped == round(hybrid["shipped"]["R@10"], 3)  # shipped = the in-sample choice
+    assert crossed == round(hybrid["cross_validated"]["R@10"], 3)
+    assert inside == round(hybrid["in_sample"]["R@10"], 3)

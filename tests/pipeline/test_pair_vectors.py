@@ -219,3 +219,40 @@ def test_pair_embedder_names() -> None:
     with pytest.raises(RemoteMemoryValidationError, match="unknown embedder"):
         get_embedder("+pair")
     assert json.loads(json.dumps(e5.name)) == e5.name
+
+
+def test_the_suggested_floor_follows_the_stores_vectors(opener: Location) -> None:
+    pairs = opener("alice", embedder=PAIRS)
+    pairs.append_many([turn(n, 1) for n in range(3)])
+    turns = opener("bob", embedder=TURNS)
+    turns.append_many([turn(n, 1) for n in range(3)])
+    ranker = HybridRanker()
+    assert RecallEngine(pairs, ranker="hybrid", min_score="suggested").min_score == (
+        ranker.pair_suggested_min_score)
+    assert RecallEngine(opener("alice"), ranker="hybrid",  # no embedder: the recorded model
+                        min_score="suggested").min_score == ranker.pair_suggested_min_score
+    assert RecallEngine(turns, ranker="hybrid", min_score="suggested").min_score == (
+        ranker.suggested_min_score)
+    result = RecallEngine(pairs, ranker="hybrid").recall(
+        "we garden", as_of=SAMPLE_AS_OF, query_id="q", min_score="suggested")
+    assert result.min_score == ranker.pair_suggested_min_score
+    assert ranker.pair_suggested_min_score != ranker.suggested_min_score
+
+
+def test_the_pair_floor_is_the_calibrated_one() -> None:
+    report = json.loads((Path(__file__).resolve().parents[2] / "reports"
+                         / "abstention-pairs-dev-split.json").read_text(encoding="utf-8"))
+    assert report["embedder"] == "e5-pair"
+    assert report["suggested_floors"]["hybrid"] == HybridRanker().pair_suggested_min_score
+
+
+def test_a_scan_cannot_serve_pair_vectors(tmp_path: Path) -> None:
+    """The reference path scores a scan, which knows no record's turn before."""
+    store = open_store(f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice",
+                       clock=fixed_clock())
+    store.append_many([turn(n, 1) for n in range(3)])
+    query = normalize_recall_query("we garden", user_scope=store.user_scope, limit=3)
+    ranker = HybridRanker(model=PAIRS)
+    assert ranker.reads_pairs and not HybridRanker(model=TURNS).reads_pairs
+    with pytest.raises(RemoteMemoryValidationError, match="store that keeps them"):
+        ranker.score_candidates(query, store.scan_candidates(query), as_of=SAMPLE_AS_OF)
