@@ -8,7 +8,7 @@ record is out of the sequence (its neighbours become each other's); profiles and
 retractions have no place in one. Append order, not ``memory_id`` order: a record's
 predecessor is fixed when it is written and changes only when a retraction takes the
 predecessor away, which is what lets a store keep anything derived from the pair
-(docs/retrieval.md, "What shipping f, j and k takes").
+(docs/retrieval.md, "Pair vectors in the library").
 
 ``source_neighbours_of`` is the reference, over a scope's records in append order; a
 store answers ``SourceOrdering.source_neighbours`` from its own index, never
