@@ -183,6 +183,9 @@ def import_jsonl(
                 f"{cause} — {written} records in {batches} batches were imported before "
                 f"the failure; the first record not imported is {next_id}"
             ) from None
+    refresh = getattr(store, "refresh_statistics", None)
+    if written and refresh is not None:  # PostgreSQL: plan the next recall on what is there
+        refresh()
     return ImportReport(records=written, batches=batches)
 
 

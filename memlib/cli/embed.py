@@ -70,6 +70,9 @@ def cmd_embed(args: argparse.Namespace) -> int:
                 continue
             done += stored
             bar.update(stored)
+    refresh = getattr(store, "refresh_statistics", None)
+    if done and refresh is not None:  # PostgreSQL: load the vectors by a planned query
+        refresh()
     state = store.vector_state()
     write_line(
         f"embedded {done} records with {embedder.name} ({embedder.dimension} dimensions); "

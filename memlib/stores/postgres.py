@@ -319,6 +319,18 @@ class PostgresMemoryStore(SqlMemoryStore):
             )
         return conn
 
+    def refresh_statistics(self) -> None:
+        """ANALYZE what a bulk write grew. Until autovacuum gets to a table the planner
+        has no statistics for it and guesses: it scanned a scope for a neighbour lookup
+        (4.9 ms against 0.5 ms at 10k records) and sorted every vector on disk to load
+        them (1.2 s against 0.26 s at 100k), right after an import or ``memlib embed``."""
+        conn = self._connection()
+        if conn is None:
+            return
+        with self._failures("analyze"):
+            for table in ("records", "postings", "vectors"):
+                conn.execute(f"ANALYZE {self._prefix}{table}")
+
     def _alive(self, conn: Any) -> bool:
         return not conn.closed
 

@@ -174,3 +174,29 @@ def test_append_many_is_one_write_per_batch(
         store.append_many([json.loads(x) for x in _items(3, "new")] + [{"memory_id": "bad"}])
     assert calls == once
     assert len(store.read_all()) == 500
+
+
+def test_a_postgresql_import_and_embed_leave_the_planner_statistics(
+    tmp_path: Path, pg_url: str,  # noqa: F811
+) -> None:
+    """Until autovacuum runs, PostgreSQL plans on guesses (a scope scan for a neighbour
+    lookup, a sort on disk to load vectors): an import and ``memlib embed`` ANALYZE."""
+    from memlib.cli import main
+
+    store = open_store(pg_url, user_id="alice", clock=fixed_clock())
+    schema = store.schema  # type: ignore[attr-defined]
+    conn = store._connection()  # type: ignore[attr-defined]
+
+    def analysed(table: str) -> bool:
+        row = conn.execute(
+            "SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = %s "
+            "AND relname = %s", (schema, table)).fetchone()
+        return row is not None and row[0] is not None
+
+    assert not analysed("records")
+    import_jsonl(store, _write(tmp_path / "in.jsonl", _items(40)), batch_size=16)
+    assert analysed("records") and analysed("postings")
+    conn.execute(f"SELECT pg_stat_reset_single_table_counters('{schema}.vectors'::regclass)")
+    assert not analysed("vectors")
+    assert main(["--store", pg_url, "--user", "alice", "--embedder", "hashing", "embed"]) == 0
+    assert analysed("vectors")
