@@ -39,6 +39,7 @@ __all__ = [
     "exact_top",
     "pack",
     "PAIR_SUFFIX",
+    "check_previous",
     "pair_text",
     "query_vector",
     "reads_pairs",
@@ -68,6 +69,17 @@ PAIR_SUFFIX = "+pair"
 def reads_pairs(model: str | None) -> bool:
     """Whether vectors recorded under ``model`` embed each record with its predecessor."""
     return model is not None and model.endswith(PAIR_SUFFIX)
+
+
+def check_previous(model: str, previous: Mapping[str, str | None] | None) -> None:
+    """``put_vectors``'s ``previous``: given for pair vectors (what each one embedded as
+    its turn before, which the store checks), never for turn vectors."""
+    pairs = reads_pairs(model)
+    if pairs and previous is None:
+        raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
+    if not pairs and previous is not None:
+        raise RemoteMemoryValidationError(
+            f"previous turns are for pair vectors only: {model} vectors embed no previous turn")
 
 
 def pair_text(previous: str | None, content: str) -> str:

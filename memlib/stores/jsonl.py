@@ -58,6 +58,7 @@ from ..vectors import (
     NumpyMissing,
     VectorState,
     check_model,
+    check_previous,
     check_sizes,
     reads_pairs,
     require_numpy,
@@ -644,12 +645,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise RemoteMemoryValidationError("model must be a non-empty string")
         if type(dimension) is not int or not 0 < dimension <= 1 << 16:
             raise RemoteMemoryValidationError(f"dimension must be 1 to 65536: {dimension!r}")
-        pairs = reads_pairs(model)
-        if pairs and previous is None:
-            raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
-        if not pairs and previous is not None:
-            raise RemoteMemoryValidationError(
-                f"previous turns are for pair vectors only, not {model}")
+        check_previous(model, previous)
         check_sizes(vectors, dimension, model)
         if not vectors or not self._refresh().lines:
             return 0
@@ -661,11 +657,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 check_model(header.model, header.dimension, model, dimension)
             if previous is not None:
                 asked = [m for m in vectors if m in previous]
-                try:
-                    now = cache.index.neighbours(asked)
-                except IndexDamagedError:
-                    cache = self._rebuild()  # as source_neighbours: the log answers
-                    now = cache.index.neighbours(asked)
+                now = self._neighbours(cache, asked)
                 vectors = {m: vectors[m] for m in asked
                            if m in now and now[m][0] == previous[m]}
             index = cache.index

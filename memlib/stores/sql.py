@@ -87,6 +87,7 @@ from ..vectors import (
     Embedder,
     VectorState,
     check_model,
+    check_previous,
     check_sizes,
     reads_pairs,
     require_numpy,
@@ -469,11 +470,17 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None or not memory_ids:
             return {}
         with self._failures("read"):
-            rows = conn.execute(self._q(self._neighbours_sql()), (
-                self.user_scope, self._many(set(memory_ids)),
-            )).fetchall()
-        found = {m: SourceNeighbours(before, after) for m, before, after in rows}
-        return {m: found[m] for m in memory_ids if m in found}
+            found = self._neighbours_of(conn, memory_ids)
+        return {m: SourceNeighbours(*found[m]) for m in memory_ids if m in found}
+
+    def _neighbours_of(
+        self, conn: Any, memory_ids: Iterable[str]
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """``memory_id → (turn before, turn after)`` on ``conn`` (in its transaction)."""
+        rows = conn.execute(self._q(self._neighbours_sql()), (
+            self.user_scope, self._many(set(memory_ids)),
+        )).fetchall()
+        return {memory_id: (before, after) for memory_id, before, after in rows}
 
     def _neighbours_sql(self) -> str:
         def live(a: str) -> str:
@@ -770,11 +777,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         committed after the embedding changed what the vector should have embedded."""
         if not model or dimension <= 0:
             raise RemoteMemoryValidationError("a vector model needs a name and a dimension")
-        pairs = reads_pairs(model)
-        if pairs and previous is None:
-            raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
-        if not pairs and previous is not None:
-            raise RemoteMemoryValidationError(f"{model} vectors embed no previous turn")
+        check_previous(model, previous)
         check_sizes(vectors, dimension, model)
         conn = self._connection()
         if conn is None:
@@ -791,18 +794,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 "AND NOT EXISTS (SELECT 1 FROM {s}records t "
                 "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
             ), (self.user_scope, self._many(vectors))).fetchall()
-            if pairs and rows:
-                embedded = previous or {}
-                asked = [memory_id for _, memory_id in rows if memory_id in embedded]
-                current = {
-                    memory_id: before for memory_id, before, _ in conn.execute(
-                        self._q(self._neighbours_sql()), (self.user_scope, self._many(asked)),
-                    ).fetchall()
-                } if asked else {}
-                rows = [
-                    (row_id, memory_id) for row_id, memory_id in rows
-                    if memory_id in current and current[memory_id] == embedded[memory_id]
-                ]
+            if previous is not None and rows:  # pair vectors: still the turn before?
+                current = self._neighbours_of(conn, [m for _, m in rows if m in previous])
+                rows = [(row_id, memory_id) for row_id, memory_id in rows
+                        if memory_id in current and current[memory_id][0] == previous[memory_id]]
             if not rows:
                 return 0
             conn.cursor().executemany(self._q(
@@ -1157,10 +1152,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         _, model, _, _ = self._vector_stats(conn)
         if not reads_pairs(model):
             return []
-        rows = conn.execute(self._q(self._neighbours_sql()), (
-            self.user_scope, self._many(targets),
-        )).fetchall()
-        return [after for _, _, after in rows if after is not None]
+        return [after for _, after in self._neighbours_of(conn, targets).values()
+                if after is not None]
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
