@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
 from ..progress import progress_bar
+from ..records import StoredMemory
 from ..stores.base import VectorStoring, pair_texts
 from ..vectors import check_model, pack, reads_pairs
 from ._common import open_cli_store, store_embedder, write_line
@@ -50,20 +52,16 @@ def cmd_embed(args: argparse.Namespace) -> int:
             records = store.records_without_vectors(args.batch_size)
             if not records:
                 break
+            kept: Sequence[StoredMemory] = records
+            texts, previous = [r.content for r in records], None
             if reads_pairs(embedder.name):
                 kept, texts, previous = pair_texts(store, records)
-                matrix = embedder.encode(texts)
-                stored = store.put_vectors(
-                    embedder.name, embedder.dimension,
-                    {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
-                    previous=previous,
-                )
-            else:
-                matrix = embedder.encode([r.content for r in records])
-                stored = store.put_vectors(
-                    embedder.name, embedder.dimension,
-                    {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)},
-                )
+            matrix = embedder.encode(texts)
+            stored = store.put_vectors(
+                embedder.name, embedder.dimension,
+                {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
+                previous=previous,
+            )
             if stored == 0:  # every record of the batch was retracted meanwhile: ask again
                 if not store.records_without_vectors(1):
                     break

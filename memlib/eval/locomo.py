@@ -45,7 +45,8 @@ from ..records import (
 from ..result import RecallHit
 from ..retrieval.inverted import InvertedIndex, lexical_from_index
 from ..stopwords import english_stopwords
-from ..vectors import DenseScores, pair_text, reads_pairs
+from ..stores.base import pair_texts
+from ..vectors import DenseScores, reads_pairs
 
 __all__ = [
     "LocomoQuestion",
@@ -244,16 +245,12 @@ class ConversationVectors:
         self.ids = [r.memory_id for r in records]
         self.embedder = embedder
         texts = [r.content for r in records]
-        if reads_pairs(embedder.name):
-            around = self.neighbours(self.ids)
-            texts = [
-                pair_text(None if m not in around or around[m].previous is None
-                          else self.records[around[m].previous].content, text)  # type: ignore[index]
-                for m, text in zip(self.ids, texts, strict=True)
-            ]
+        if reads_pairs(embedder.name):  # as a store of pairs embeds them
+            kept, texts, _ = pair_texts(self, records)
+            assert len(kept) == len(records)  # every turn of a conversation is searched
         self.matrix = embedder.encode(texts)
 
-    def neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
         """Each record's turn before and after it in its source (``stores.sources``)."""
         return {m: SourceNeighbours(*pair)
                 for m, pair in self.index.neighbours(memory_ids).items()}
@@ -269,6 +266,8 @@ class ConversationVectors:
 
     def fetch(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         return [self.records[m] for m in memory_ids]
+
+    records_by_id = fetch  # what pair_texts reads the turns before with
 
 
 def rank_hits(
@@ -289,7 +288,7 @@ def rank_hits(
     if isinstance(index, ConversationVectors) and isinstance(ranker, DenseScoring):
         scan, chosen, _ = ranker.score_stored(
             query, index.postings, index.dense, index.fetch, embedder=index.embedder,
-            as_of=conversation.as_of, limit=k, neighbours=index.neighbours,
+            as_of=conversation.as_of, limit=k, neighbours=index.source_neighbours,
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     else:

@@ -201,7 +201,7 @@ class SourceOrdering(Protocol):
 
 
 def neighbours_in_source(
-    store: MemoryStore, memory_ids: Sequence[str]
+    store: MemoryStore | SourceOrdering, memory_ids: Sequence[str]
 ) -> dict[str, SourceNeighbours]:
     """``store.source_neighbours`` where the store has it, else the reference over
     ``read_all`` (a backend that implements only the protocol)."""
@@ -211,11 +211,13 @@ def neighbours_in_source(
 
 
 def pair_texts(
-    store: MemoryStore, records: Sequence[StoredMemory]
+    store: MemoryStore | SourceOrdering, records: Sequence[StoredMemory]
 ) -> tuple[list[StoredMemory], list[str], dict[str, str | None]]:
     """What the pair vectors of ``records`` embed: ``(kept, texts, previous)``, where
     ``kept`` are those still searched, ``texts`` their ``pair_text`` and ``previous``
-    each one's turn before (None: the first of its source) — what ``put_vectors`` checks."""
+    each one's turn before (None: the first of its source) — what ``put_vectors`` checks.
+    ``store`` answers ``source_neighbours`` and ``records_by_id`` (else ``read_all``):
+    a store, the ``known_at`` view or the evaluation's in-memory conversation."""
     neighbours = neighbours_in_source(store, [r.memory_id for r in records])
     previous = {r.memory_id: neighbours[r.memory_id].previous
                 for r in records if r.memory_id in neighbours}
@@ -224,7 +226,7 @@ def pair_texts(
     if wanted:
         by_id = getattr(store, "records_by_id", None)
         found = by_id(wanted) if by_id is not None else [
-            r for r in store.read_all() if r.memory_id in set(wanted)]
+            r for r in store.read_all() if r.memory_id in set(wanted)]  # type: ignore[union-attr]
         content.update((r.memory_id, r.content) for r in found)
     # A turn before that is gone by now (retracted since) is left out: put_vectors would
     # refuse its pair anyway.
@@ -449,7 +451,7 @@ class BaseMemoryStore:
         """Embed ``records`` as pairs with ``self.embedder`` and store them (checked)."""
         embedder = self.embedder
         assert embedder is not None
-        kept, texts, previous = pair_texts(self, records)  # type: ignore[arg-type]
+        kept, texts, previous = pair_texts(self, records)
         if not kept:
             return 0
         matrix = embedder.encode(texts)

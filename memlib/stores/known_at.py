@@ -38,8 +38,8 @@ from ..rankers.base import ScoreBound
 from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, parse_timestamp
 from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
-from ..vectors import DenseScores, Embedder, VectorState, pair_text, reads_pairs
-from .base import MemoryStore, VectorStoring, latest_profile_of
+from ..vectors import DenseScores, Embedder, VectorState, reads_pairs
+from .base import MemoryStore, VectorStoring, latest_profile_of, pair_texts
 from .sources import SourceNeighbours
 
 __all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
@@ -242,14 +242,11 @@ class KnownAtVectorStore(KnownAtStore):
 
     def _texts(self, memory_ids: Sequence[str], model: str) -> list[str]:
         """What the records embed at T: their content, or their pair text at T."""
+        records = [self._by_id[m] for m in memory_ids]
         if not reads_pairs(model):
-            return [self._by_id[m].content for m in memory_ids]
-        around = self.source_neighbours(memory_ids)
-        texts = []
-        for memory_id in memory_ids:
-            before = around[memory_id].previous if memory_id in around else None
-            texts.append(pair_text(None if before is None else self._by_id[before].content,
-                                   self._by_id[memory_id].content))
+            return [r.content for r in records]
+        kept, texts, _ = pair_texts(self, records)
+        assert len(kept) == len(records)  # each is live at T, and so is its turn before
         return texts
 
     def _revived(self, live: set[str], embedded: set[str], model: str) -> list[str]:
