@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import LOCOMO_DEV, ROOT
-from memlib.cli.evaluate import default_rankers
+from memlib.cli.evaluate import default_rankers, named_rankers
 from memlib.errors import RemoteMemoryError
 from memlib.eval.abstention import (
     KEEP,
@@ -42,8 +42,6 @@ from memlib.eval.abstention import (
 )
 from memlib.eval.locomo import load_locomo
 from memlib.progress import progress_bar
-from memlib.rankers import get_ranker
-from memlib.rankers.embeddings import get_embedder
 
 DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "abstention-dev-split.json"
@@ -141,11 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every ranker's curve and suggestion, printed as it completes; the report."""
     names = list(dict.fromkeys(args.rankers or default_rankers()))
-    rankers = {name: get_ranker(name) for name in names}  # unknown names fail first
-    if args.embedder:  # e5-pair: scored as on a store of pair vectors
-        embedder = get_embedder(args.embedder)
-        rankers = {name: r.with_model(embedder) if hasattr(r, "with_model") else r
-                   for name, r in rankers.items()}
+    rankers = named_rankers(names, args.embedder)  # unknown names fail first
     if not args.out.parent.is_dir():
         raise RemoteMemoryError(f"report folder does not exist: {args.out.parent}")
     check_keep(args.keep)  # before any ranking, not after the last ranker ran

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,23 +50,33 @@ def default_rankers() -> list[str]:
     return names
 
 
+def named_rankers(names: Sequence[str], embedder: str | None = None) -> dict[str, Any]:
+    """The rankers of ``names``; with ``embedder``, those that read a model (``hybrid``)
+    read that one's vectors, as on a store embedded with it (``e5-pair``: pairs)."""
+    from ..rankers import get_ranker
+
+    rankers = {name: get_ranker(name) for name in names}
+    if embedder:
+        from ..rankers.embeddings import get_embedder
+
+        model = get_embedder(embedder)
+        rankers = {name: r.with_model(model) if hasattr(r, "with_model") else r
+                   for name, r in rankers.items()}
+    return rankers
+
+
 def cmd_eval_locomo(args: argparse.Namespace) -> int:
     from ..eval.locomo import DEFAULT_KS, evaluate_ranker, format_table, load_locomo
     from ..progress import progress_bar
-    from ..rankers import get_ranker
     from ..rankers.base import DenseScoring
+    from ..rankers.embeddings import get_embedder
 
     ks = args.k or DEFAULT_KS
     names = list(dict.fromkeys(args.ranker or default_rankers()))
-    rankers = {name: get_ranker(name) for name in names}  # unknown names fail before work
     named = embedder_name(args)
-    if named:  # the model a store's vectors would be made by (e5-pair: pairs)
-        from ..rankers.embeddings import get_embedder
-
-        embedder = get_embedder(named)
-        rankers = {name: ranker.with_model(embedder) if hasattr(ranker, "with_model")
-                   else ranker for name, ranker in rankers.items()}
-        sys.stdout.write(f"dense rankers read vectors of {embedder.name}\n")
+    rankers = named_rankers(names, named)  # unknown names fail before work
+    if named:
+        sys.stdout.write(f"dense rankers read vectors of {get_embedder(named).name}\n")
     for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
         if name and Path(name).parent and not Path(name).parent.exists():
             raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")

@@ -155,3 +155,18 @@ def test_cli_errors_are_one_line(data_file, tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "locomo", "--data", str(data_file), "--k", "0,x"])
+
+
+def test_cli_reads_hybrid_through_the_global_embedder(data_file, tmp_path, capsys):
+    """``memlib --embedder X eval locomo``: hybrid scores X's vectors as a store of them
+    would; on pairs there is no lexical-only row (a scan knows no turn before)."""
+    out = tmp_path / "report.json"
+    code = main(["--embedder", "hashing+pair", "eval", "locomo", "--data", str(data_file),
+                 "--ranker", "hybrid", "--no-cv", "--report", str(out), "--quiet"])
+    assert code == 0
+    assert "dense rankers read vectors of memlib-hashing-64+pair" in capsys.readouterr().out
+    assert list(json.loads(out.read_text(encoding="utf-8"))) == ["hybrid"]
+    code = main(["--embedder", "hashing", "eval", "locomo", "--data", str(data_file),
+                 "--ranker", "hybrid", "--no-cv", "--report", str(out), "--quiet"])
+    assert code == 0
+    assert list(json.loads(out.read_text(encoding="utf-8"))) == ["hybrid", "hybrid/lexical-only"]
