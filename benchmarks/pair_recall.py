@@ -509,15 +509,12 @@ def tables(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def backends_arg(text: str) -> list[str]:
-    return source_lookup.backends_arg(text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=sizes_arg, default=SIZES,
                         help=f"comma-separated store sizes (default {SIZES})")
-    parser.add_argument("--backends", type=backends_arg, default=",".join(BACKENDS))
+    parser.add_argument("--backends", type=source_lookup.backends_arg,
+                        default=",".join(BACKENDS))
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--cold-rounds", type=int, default=COLD_ROUNDS)
     parser.add_argument("--workdir", type=Path, default=WORKDIR,
@@ -559,18 +556,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     backends = list(args.backends)
     pg: Any = None
     if "postgresql" in backends:
-        try:
-            pg = (source_lookup.Postgres(args.pg_url) if args.pg_url
-                  else source_lookup.start_postgres(args.sessions, log))
-            from benchmarks.run import _pg_version
-
-            report["machine"]["postgresql"] = _pg_version(pg.dsn)
-        except Exception as exc:  # noqa: BLE001 (any failure: measure the other two)
-            reason = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            print(f"PostgreSQL could not be started, measuring the others: {reason}",
-                  file=sys.stderr)
+        pg, version, reason = source_lookup.postgres_or_skip(args.pg_url, args.sessions, log)
+        if pg is None:
             report["skipped"].append(f"postgresql: {reason}")
             backends.remove("postgresql")
+        else:
+            report["machine"]["postgresql"] = version
     try:
         report["import_floor"] = cold_run([], rounds=args.cold_rounds)
         for n in args.sizes:

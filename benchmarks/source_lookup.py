@@ -596,6 +596,23 @@ def tables(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def postgres_or_skip(
+    pg_url: str | None, workdir: Path, log: Log
+) -> tuple[Postgres | None, str | None, str | None]:
+    """``(server, its version, None)``: ``--pg-url``, else a cluster in ``workdir``; or
+    ``(None, None, why)`` when none can be started (the run measures the other two)."""
+    try:
+        pg = Postgres(pg_url) if pg_url else start_postgres(workdir, log)
+        from benchmarks.run import _pg_version
+
+        return pg, _pg_version(pg.dsn), None
+    except Exception as exc:  # noqa: BLE001 (any failure: measure the other two)
+        reason = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+        print(f"PostgreSQL could not be started, measuring the others: {reason}",
+              file=sys.stderr)
+        return None, None, reason
+
+
 def backends_arg(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in BACKENDS]
@@ -640,18 +657,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     pg: Postgres | None = None
     backends = list(args.backends)
     if "postgresql" in backends:
-        try:
-            pg = Postgres(args.pg_url) if args.pg_url else start_postgres(args.workdir, log)
-            from benchmarks.run import _pg_version
-
-            report["machine"]["postgresql"] = _pg_version(pg.dsn)
-        except Exception as exc:  # noqa: BLE001 (any failure: measure the other two)
-            reason = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            print(f"PostgreSQL could not be started, measuring the others: {reason}",
-                  file=sys.stderr)
+        pg, version, reason = postgres_or_skip(args.pg_url, args.workdir, log)
+        if pg is None:
             report["postgresql_skipped"] = reason
             backends.remove("postgresql")
-            pg = None
+        else:
+            report["machine"]["postgresql"] = version
     try:
         for n in args.sizes:
             plan = layout(n)
