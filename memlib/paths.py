@@ -65,12 +65,12 @@ Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
 
 
 def _vector_model(store: MemoryStore | None) -> str | None:
-    """The model a store embeds with or its vectors were made by (None: none known)."""
+    """The model a store embeds with or its vectors were made by (None: none known), as
+    ``scored_candidates`` picks the one it embeds questions with."""
     if not isinstance(store, VectorStoring):
         return None
-    if store.embedder is not None:
-        return str(store.embedder.name)
-    return store.vector_state().model
+    embedder = store.embedder or recorded_embedder(store)
+    return None if embedder is None else str(embedder.name)
 
 
 def scored_candidates(
