@@ -352,12 +352,10 @@ class HybridRanker:
         which a store of pair vectors needs.
         """
         model_now: Any = self._model if self._model is not None else embedder or self.model
-        if reads_pairs(getattr(model_now, "name", None)) and not self._chosen:
-            ranker = self.with_params(
-                bm25_weight=PAIR_BM25_WEIGHT, dense_weight=round(1 - PAIR_BM25_WEIGHT, 2),
-                context_weight=PAIR_CONTEXT_WEIGHT,
-            )
-            return ranker.score_stored(
+        if reads_pairs(getattr(model_now, "name", None)) and not self.reads_pairs:
+            # The store hands over pairs: read them as a ranker given that model would
+            # (its default weights are the pair model's unless weights were chosen).
+            return self.with_model(model_now).score_stored(
                 query, postings, dense, fetch, embedder=embedder, as_of=as_of, limit=limit,
                 neighbours=neighbours,
             )
