@@ -214,7 +214,7 @@ class KnownAtVectorStore(KnownAtStore):
         if now.vector_of is not None:
             full = now.vector_of
             rows = [full(i) for i in keep]
-        revived = self._revived(live, set(ids), model)
+        revived = self._revived(live, set(ids), stale, model)
         if revived:
             import numpy as np  # dense scores are numpy arrays already
 
@@ -249,10 +249,12 @@ class KnownAtVectorStore(KnownAtStore):
         assert len(kept) == len(records)  # each is live at T, and so is its turn before
         return texts
 
-    def _revived(self, live: set[str], embedded: set[str], model: str) -> list[str]:
+    def _revived(
+        self, live: set[str], embedded: set[str], stale: set[str], model: str
+    ) -> list[str]:
         """Records live at T whose vector a later retraction dropped (or, for pairs, made
-        read another turn before), when the store's model can embed them again."""
-        later = set(self._retracted_later) | self._stale_pairs(live, model)
+        read another turn before: ``stale``), when the store's model can embed them again."""
+        later = set(self._retracted_later) | stale
         gone = sorted(m for m in later if m in live and m not in embedded)
         if not gone or self._embedder_of(model) is None:
             return []
