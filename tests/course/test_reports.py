@@ -157,3 +157,23 @@ def test_the_readme_pair_vector_row_is_the_reports() -> None:
     assert shipped == round(hybrid["shipped"]["R@10"], 3)  # shipped = the in-sample choice
     assert crossed == round(hybrid["cross_validated"]["R@10"], 3)
     assert inside == round(hybrid["in_sample"]["R@10"], 3)
+
+
+def test_the_readme_pair_floor_row_is_the_report() -> None:
+    """README's min_score row for pair vectors: floor, foreign abstain, own R@10 before and
+    after, its ratio and the held-out figures of reports/abstention-pairs-dev-split.json."""
+    import re
+
+    report = json.loads((REPORTS / "abstention-pairs-dev-split.json").read_text(encoding="utf-8"))
+    hybrid = report["rankers"]["hybrid"]
+    s, pooled = hybrid["suggestion"], hybrid["cross_validated"]["pooled"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = re.search(r"^\| hybrid on pair vectors \(`--embedder e5-pair`\) \| ([\d.]+) \| "
+                    r"([\d.]+)% \| ([\d.]+) → ([\d.]+) \(([\d.]+)%\) \| ([\d.]+)%, ([\d.]+)% \|$",
+                    readme, re.M)
+    assert row is not None, "README.md should have the pair-vector row in its min_score table"
+    got = [float(x) for x in row.groups()]
+    assert got == [s["floor"], round(100 * s["foreign_abstain"], 1),
+                   round(s["own_r10_unfloored"], 3), round(s["own_r10"], 3),
+                   round(100 * s["own_r10_ratio"], 1), round(100 * pooled["own_r10_ratio"], 1),
+                   round(100 * pooled["foreign_abstain"], 1)]
