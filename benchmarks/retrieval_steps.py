@@ -25,8 +25,8 @@ keep turn order.
   same source) / 2`` (its own z for the first) — ``hybrid``'s formula when this
   benchmark was written (z over every turn: what a store with vectors gives it).
 - f. pair vectors in place of turn vectors, z-normalised, averaged with the *next*
-  turn's pair z (its own for the last turn of a source). Not in stores yet: a store
-  keeps one vector of each turn's content.
+  turn's pair z (its own for the last turn of a source). Stores keep pairs on a fixed
+  scale instead (j).
 - g. reciprocal-rank fusion in place of weights: ``own = 1/(k + BM25 rank) + 1/(k +
   cosine rank)`` (the BM25 term only for turns with BM25 > 0), e5 turn vectors,
   ``+ wc * context``.
@@ -39,16 +39,25 @@ keep turn order.
 - j. step f on a fixed scale: pair cosines scaled by the mean and deviation of every
   question-pair cosine of the split (label-free, measured as the model's constants
   were; pair texts read longer, so their cosines sit higher than turn cosines), averaged
-  with the next pair's. What a store keeping pair vectors could ship.
+  with the next pair's. What a store keeping pair vectors ships (``--embedder e5-pair``).
 - k. step j with the BM25 part over pair texts too: each turn indexed with the turn
   before it in its session (the pair text embedded in f and j), so IDF, lengths and
   term counts are those of the pair texts. What a store that kept each conversation
   record's predecessor beside it, for its index and its vector, could ship.
+- l. step j with the BM25 part over *stemmed* terms: every term of a turn and of a
+  question cut to its Snowball English stem (``snowballstemmer``; terms that are not
+  ASCII letters, such as Han bigrams, unchanged), so "painted" and "painting" meet.
+  The index keeps memlib's terms, so a store would need stems beside them.
+- m. step k over stemmed terms: BM25 over the pair texts, stemmed.
+
+Steps l and m need ``snowballstemmer`` (in the ``dev`` extra) and are skipped without
+it. Their BM25 is computed by ``lexical_matrix``, which the run first holds equal to
+memlib's own totals (steps a and k's matrices) with stemming left out.
 
 Grids (dense weight = 1 - wb): wb in (0.3, 0.4, 0.5) — (0.1 ... 0.5) for the raw cosines of
 b and c, which are compressed — and wc in (0.2, 0.3, 0.4, 0.5); g: k in (10, 30, 60) x wc;
 h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc; i and j: the shipped hybrid's grid,
-wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6); k: the same.
+wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6); k, l and m: the same.
 
 ``bm25`` is each turn's BM25 divided by the question's greatest (0 when all are 0);
 ``context`` is the greatest ``own`` of the turn's neighbours, the turns just before and
@@ -60,14 +69,21 @@ cross-validated leaving one conversation out as ``memlib.eval.crossval`` does: f
 conversation the setting with the best R@10 (rounded to 4 places; the first in grid
 order on a tie) over the other conversations' pooled questions is judged on it alone,
 and the CV figure is the mean of the held-out figures. The in-sample figure (best
-setting judged on every question at once) is printed beside it.
+setting judged on every question at once) is printed beside it. ``cv_interval_95`` is
+a percentile bootstrap of the CV figure: each fold's questions resampled (2,000 times,
+a fixed seed) at the setting the fold chose, so it shows how much the figure owes to
+which questions were asked, not to the choice of setting. ``minus_j`` compares a step
+with step j (shipped as pair vectors) on the same held-out questions: the difference of
+the CV figures, its 95% interval (one draw of questions for both steps) and the share
+of draws in which it is not above 0. ``lexical_alone`` is the R@10 of each BM25 matrix
+by itself (turn or pair texts, stemmed or not).
 
 Costs, measured in this process before any signal: each model's load time, one question
 embedded (median of 20 distinct questions after one warm-up), and texts per second
 embedding 256 turn texts and the 256 pair texts of the same turns, in one call each,
 texts never embedded before in the process. The machine may be shared: indicative only.
 The JSON report (``--out``) holds every step's folds, grid and timings, and the costs.
-Steps j and k are cross-validated again on a wider and a finer grid
+Steps j, k, l and m are cross-validated again on a wider and a finer grid
 (``grid_sensitivity``): how much of their CV figure is the grid's.
 
 ``--settings-from REPORT`` adds, for each step, its R@10 on this data at the setting
@@ -95,6 +111,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import LOCOMO_DEV, ROOT
+from memlib.candidates import searchable_text
 from memlib.errors import RemoteMemoryError
 from memlib.eval.locomo import (
     HEADLINE_CATEGORIES,
@@ -103,8 +120,10 @@ from memlib.eval.locomo import (
     LocomoQuestion,
     load_locomo,
 )
-from memlib.normalize import normalize_recall_query
-from memlib.rankers.bm25 import Bm25StopwordsRanker
+from memlib.normalize import normalize_recall_query, tokenize_all
+from memlib.rankers.bm25 import DEFAULT_B, DEFAULT_K1, Bm25StopwordsRanker, scoring_terms
+from memlib.score import DECIMALS
+from memlib.stopwords import english_stopwords
 
 DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "retrieval-steps-dev-split.json"
@@ -113,6 +132,17 @@ CHOOSE_BY = "R@10"
 QUERY_RUNS = 20  # questions timed one by one, after one warm-up
 BATCH = 256  # texts per throughput measurement
 MINILM_MISSING = "skipped: minilm extra not installed"
+STEMMER_MISSING = "skipped: snowballstemmer not installed (the dev extra)"
+BOOTSTRAP_SAMPLES = 2_000
+BOOTSTRAP_SEED = 20261204
+PAIRED_AGAINST = "j"
+# The BM25 matrices whose R@10 alone the report gives (``lexical_alone``).
+LEXICAL_MATRICES: Mapping[str, Callable[[Any], np.ndarray | None]] = {
+    "turn": lambda s: s.bm25,
+    "pair": lambda s: s.bm25_pair,
+    "turn, stemmed": lambda s: s.bm25_stem,
+    "pair, stemmed": lambda s: s.bm25_pair_stem,
+}  # each step's CV is compared with j's, question by question
 
 WB = (0.3, 0.4, 0.5)  # bm25 weight (dense = 1 - wb)
 WB_RAW = (0.1, 0.2, 0.3, 0.4, 0.5)  # raw cosines are compressed: lower bm25 weights too
@@ -126,7 +156,7 @@ SENSITIVITY_GRIDS: Mapping[str, Mapping[str, Sequence[float]]] = {
     "finer": {"wb": (0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
               "wc": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)},
 }
-SENSITIVE_STEPS = ("j", "k")
+SENSITIVE_STEPS = ("j", "k", "l", "m")
 RRF_K = (10, 30, 60)
 PRF_K = (3, 5, 10)
 PRF_ALPHA = (0.3, 0.6)
@@ -147,6 +177,8 @@ class Signals:
     evidence: list[np.ndarray]  # per question: positions of its evidence turns
     bm25: np.ndarray  # (questions, turns) raw bm25+stopwords totals, 0 for non-candidates
     bm25_pair: np.ndarray  # the same over pair texts (each turn indexed with the one before)
+    bm25_stem: np.ndarray | None  # a's totals over stemmed terms (None: no stemmer)
+    bm25_pair_stem: np.ndarray | None  # the pair totals over stemmed terms
     e5_turn: np.ndarray  # (turns, 384)
     e5_query: np.ndarray  # (questions, 384)
     e5_pair: np.ndarray  # (turns, 384)
@@ -205,8 +237,81 @@ def bm25_matrix(
     return matrix
 
 
+def stemmer() -> Callable[[str], str] | None:
+    """Snowball English stems of ASCII words (others unchanged); None without the package."""
+    try:
+        import snowballstemmer  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    english = snowballstemmer.stemmer("english")
+    cache: dict[str, str] = {}
+
+    def stem(term: str) -> str:
+        got = cache.get(term)
+        if got is None:
+            got = cache[term] = (english.stemWord(term)
+                                 if term.isascii() and term.isalpha() else term)
+        return got
+
+    return stem
+
+
+def lexical_matrix(
+    conversation: LocomoConversation, questions: Sequence[LocomoQuestion],
+    previous: np.ndarray, has_previous: np.ndarray, *, pair: bool,
+    stem: Callable[[str], str] | None,
+) -> np.ndarray:
+    """``bm25+stopwords`` totals of every turn for every question, computed here so that
+    terms can be stemmed: ``bm25_scores``' formula (k1, b, stopwords, lengths) over each
+    turn's searchable text, or with ``pair`` over it plus the content of the turn before
+    (the token multiset of ``pair_texts``' record in ``compute_signals``)."""
+    stop = english_stopwords()
+    same = stem or (lambda term: term)
+
+    def counts(text: str) -> tuple[dict[str, int], int, int]:
+        """Term counts (stemmed), length, and length without stopwords."""
+        tokens = tokenize_all(text)
+        tf: dict[str, int] = {}
+        for token in tokens:
+            term = same(token)
+            tf[term] = tf.get(term, 0) + 1
+        return tf, len(tokens), sum(1 for t in tokens if t not in stop)
+
+    own = [counts(searchable_text(r)) for r in conversation.records]
+    before = [counts(r.content) for r in conversation.records] if pair else own
+    n = len(own)
+    k1, b = DEFAULT_K1, DEFAULT_B
+    matrix = np.zeros((len(questions), n), dtype=np.float64)
+    for row, question in enumerate(questions):
+        query = normalize_recall_query(
+            question.question, user_scope=conversation.user_scope, limit=K,
+            query_id=question.question_id, issued_at=conversation.as_of,
+        )
+        terms = scoring_terms(query, stopwords=True)
+        # A query of stopwords only is scored on all its terms, and lengths count all.
+        side = 1 if all(t in stop for t in terms) else 2
+        length = np.array([c[side] for c in own], dtype=np.float64)
+        if pair:
+            length_before = np.array([c[side] for c in before], dtype=np.float64)
+            length += np.where(has_previous, length_before[previous], 0.0)
+        avgdl = max(float(length.mean()), 1e-9)
+        norm = k1 * (1.0 - b + b * length / avgdl)
+        for term in dict.fromkeys(same(t) for t in terms):
+            tf = np.array([c[0].get(term, 0) for c in own], dtype=np.float64)
+            if pair:
+                tf_before = np.array([c[0].get(term, 0) for c in before], dtype=np.float64)
+                tf += np.where(has_previous, tf_before[previous], 0.0)
+            df = int((tf > 0).sum())
+            if df == 0:
+                continue
+            idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            matrix[row] += np.where(tf > 0, idf * tf * (k1 + 1.0) / (tf + norm), 0.0)
+    return np.round(matrix, DECIMALS)  # as a breakdown's total is
+
+
 def compute_signals(
-    conversation: LocomoConversation, e5: Any, minilm: Any | None, log: Log
+    conversation: LocomoConversation, e5: Any, minilm: Any | None, log: Log,
+    stem: Callable[[str], str] | None = None,
 ) -> Signals:
     questions = headline(conversation)
     texts = [r.content for r in conversation.records]
@@ -233,16 +338,35 @@ def compute_signals(
     if minilm is not None:
         minilm_turn = timed("minilm turns", lambda: minilm.encode(texts))
         minilm_query = timed("minilm questions", lambda: minilm.encode(asked))
-    log(f"{conversation.sample_id}: {len(texts)} turns, {len(questions)} questions; "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     previous, following, has_previous, has_following = neighbours(
         [r.source.source_id for r in conversation.records]
     )
+    bm25_stem = bm25_pair_stem = None
+    if stem is not None:
+        def lexical(pair: bool, with_stem: Callable[[str], str] | None) -> np.ndarray:
+            return lexical_matrix(conversation, questions, previous, has_previous,
+                                  pair=pair, stem=with_stem)
+
+        # lexical_matrix unstemmed is memlib's BM25 (a) and the pair BM25 (k), or the
+        # stemmed steps would not measure stemming alone.
+        for pair, reference in ((False, bm25), (True, bm25_pair)):
+            # Both rounded to DECIMALS: a total may sit on either side of a rounding edge.
+            if not np.allclose(lexical(pair, None), reference, rtol=0.0, atol=1.5e-6):
+                raise RemoteMemoryError(
+                    f"lexical_matrix(pair={pair}) differs from memlib's BM25 on "
+                    f"{conversation.sample_id}"
+                )
+        bm25_stem = timed("bm25 stemmed", lambda: lexical(False, stem))
+        bm25_pair_stem = timed("bm25 pairs stemmed", lambda: lexical(True, stem))
+    log(f"{conversation.sample_id}: {len(texts)} turns, {len(questions)} questions; "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     return Signals(
         sample_id=conversation.sample_id,
         evidence=[np.array([position[e] for e in q.evidence]) for q in questions],
         bm25=bm25,
         bm25_pair=bm25_pair,
+        bm25_stem=bm25_stem,
+        bm25_pair_stem=bm25_pair_stem,
         e5_turn=np.asarray(e5_turn, dtype=np.float64),
         e5_query=np.asarray(e5_query, dtype=np.float64),
         e5_pair=np.asarray(e5_pair, dtype=np.float64),
@@ -339,15 +463,21 @@ def previous_on_model_scale(
 
 
 def pairs_on_scale(
-    mean: float, deviation: float, *, pair_terms: bool = False
+    mean: float, deviation: float, *, pair_terms: bool = False, stemmed: bool = False
 ) -> Callable[[Signals, Params], np.ndarray]:
     """Step j: pair cosines on the given scale, averaged with the next pair's; with
     ``pair_terms``, step k: BM25 over the pair texts too (both signals read the turn
-    before)."""
+    before); ``stemmed``: steps l and m, the same BM25 over stemmed terms."""
+
+    def lexical(s: Signals) -> np.ndarray:
+        totals = ((s.bm25_pair_stem if pair_terms else s.bm25_stem) if stemmed
+                  else (s.bm25_pair if pair_terms else s.bm25))
+        assert totals is not None, "stemmed steps need the stemmer's signals"
+        return totals
 
     def score(s: Signals, p: Params) -> np.ndarray:
         c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
-        bm25 = scaled(s.bm25_pair) if pair_terms else scaled_bm25(s)
+        bm25 = scaled(lexical(s))
         own = p["wb"] * bm25 + (1 - p["wb"]) * (c + c[:, s.following]) / 2
         return with_context(own, s, p["wc"])
 
@@ -407,9 +537,11 @@ def cross_validate(
         return max(range(len(grid)), key=lambda i: (round(pooled(per[i], members), 4), -i))
 
     folds = []
+    held_out: list[np.ndarray] = []
     for held in names:
         train = [n for n in names if n != held]
         chosen = choose(train)
+        held_out.append(per[chosen][held])
         folds.append({
             "held_out": held, "chosen": grid[chosen],
             "train": round(pooled(per[chosen], train), 4),
@@ -419,11 +551,48 @@ def cross_validate(
     best = choose(names)
     return {
         "cross_validated": round(float(np.mean([f["held_out_r10"] for f in folds])), 4),
+        "cv_interval_95": bootstrap_interval(held_out),
+        "_held_out": held_out,  # per-question R@10 of each fold, for paired comparisons
         "in_sample": round(pooled(per[best], names), 4),
         "in_sample_chosen": grid[best],
         "folds": folds,
         "grid_r10": [round(pooled(r, names), 4) for r in per],
     }
+
+
+def paired_difference(
+    held_out: Sequence[np.ndarray], baseline: Sequence[np.ndarray]
+) -> dict[str, Any]:
+    """CV of one step minus another's, on the same held-out questions, with the 95%
+    bootstrap interval of that difference (questions drawn again within each fold, the
+    same draw for both steps) and how often a draw finds it not above 0."""
+    differences = [a - b for a, b in zip(held_out, baseline, strict=True)]
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = np.zeros(BOOTSTRAP_SAMPLES)
+    for d in differences:
+        draws = rng.integers(0, len(d), size=(BOOTSTRAP_SAMPLES, len(d)))
+        means += d[draws].mean(axis=1)
+    means /= len(differences)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {
+        "difference": round(float(np.mean([d.mean() for d in differences])), 4),
+        "interval_95": [round(float(low), 4), round(float(high), 4)],
+        "share_not_above_0": round(float((means <= 0).mean()), 4),
+    }
+
+
+def bootstrap_interval(held_out: Sequence[np.ndarray]) -> list[float]:
+    """95% percentile interval of the CV figure (the mean of the folds' mean R@10) when
+    each fold's held-out questions are drawn again with replacement, at its chosen
+    setting: the spread owed to which questions were asked."""
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = np.zeros(BOOTSTRAP_SAMPLES)
+    for recalls in held_out:
+        draws = rng.integers(0, len(recalls), size=(BOOTSTRAP_SAMPLES, len(recalls)))
+        means += recalls[draws].mean(axis=1)
+    means /= len(held_out)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
 
 
 def _grid(**axes: Sequence[float]) -> Grid:
@@ -442,6 +611,7 @@ class Step:
     model: str | None  # "e5", "minilm" or None
     stored: str  # what a store keeps per turn
     extra: str = ""  # work past one query embedding and one scoring pass
+    stemmer: bool = False  # needs snowballstemmer
 
 
 STEPS = (
@@ -454,7 +624,7 @@ STEPS = (
     Step("e", "+ previous turn's z (not shipped)", shipped, _grid(wb=WB, wc=WC), "e5",
          "turn vector"),
     Step("f", "pair vectors + next pair's z", pairs, _grid(wb=WB, wc=WC), "e5",
-         "pair vector (not in stores yet)"),
+         "pair vector"),
     Step("g", "reciprocal-rank fusion (e5)", rrf, _grid(k=RRF_K, wc=WC), "e5", "turn vector"),
     Step("h", "e + pseudo-relevance feedback", feedback,
          _grid(k=PRF_K, alpha=PRF_ALPHA, wb=WB, wc=WC), "e5", "turn vector",
@@ -535,13 +705,19 @@ def _params(params: Mapping[str, float]) -> str:
     return " ".join(f"{k}={v:g}" for k, v in params.items()) or "-"
 
 
+def _interval(row: Mapping[str, Any]) -> str:
+    low, high = row.get("cv_interval_95") or (None, None)
+    return "-" if low is None else f"{low:.3f}-{high:.3f}"
+
+
 def table(report: Mapping[str, Any]) -> str:
     rows = report["steps"]
     width = max(len(f"{r['key']}. {r['name']}") for r in rows)
     lines = [
         f"R@{K}, categories 1-4, {report['data']['questions']} questions; CV = mean of the "
         "leave-one-conversation-out folds",
-        f"{'step':<{width}}  {'in-sample':>9}  {'CV':>6}  {'grid':>4}  cost",
+        f"{'step':<{width}}  {'in-sample':>9}  {'CV':>6}  {'CV 95% (questions)':>18}  "
+        f"{'grid':>4}  cost",
     ]
     for r in rows:
         label = f"{r['key']}. {r['name']}"
@@ -551,7 +727,7 @@ def table(report: Mapping[str, Any]) -> str:
         moved = r.get("transferred")
         lines.append(
             f"{label:<{width}}  {r['in_sample']:>9.4f}  {r['cross_validated']:>6.4f}  "
-            f"{len(r['grid']):>4}  {r['cost']}"
+            f"{_interval(r):>18}  {len(r['grid']):>4}  {r['cost']}"
             + (f"; at {moved['from']}'s choice {moved['r10']:.4f}" if moved else "")
         )
     lines.append("")
@@ -564,6 +740,18 @@ def table(report: Mapping[str, Any]) -> str:
             for f in r["folds"]
         )
         lines.append(f"{r['key']}. {_params(r['in_sample_chosen'])} | {folds}")
+    lines.append("")
+    lines.append(f"CV minus {PAIRED_AGAINST}'s, on the same held-out questions (95% bootstrap; "
+                 "share of draws not above 0)")
+    for r in rows:
+        paired = r.get("minus_" + PAIRED_AGAINST)
+        if paired:
+            low, high = paired["interval_95"]
+            lines.append(f"{r['key']}. {paired['difference']:+.4f} ({low:+.4f} to {high:+.4f}; "
+                         f"{paired['share_not_above_0']:.3f})")
+    lines.append("")
+    lines.append("BM25 alone (R@10, nothing tuned): " + ", ".join(
+        f"{name} {value:.4f}" for name, value in report.get("lexical_alone", {}).items()))
     lines.append("")
     lines.append("grid sensitivity (CV on other grids)")
     for key, grids in report.get("grid_sensitivity", {}).items():
@@ -585,18 +773,27 @@ def table(report: Mapping[str, Any]) -> str:
 
 
 def scaled_steps(e5: Any, pair_mean: float, pair_deviation: float) -> tuple[Step, ...]:
-    """Steps i, j and k: i on the model's constants, j and k on the given pair constants."""
+    """Steps i to m: i on the model's constants, the others on the given pair constants."""
     return (
         Step("i", "e on the model's scale (not z)",
              previous_on_model_scale(e5.similarity_mean, e5.similarity_deviation),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "turn vector"),
         Step("j", "f on a fixed scale (pair constants)",
              pairs_on_scale(pair_mean, pair_deviation),
-             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5", "pair vector (not in stores yet)"),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector (in stores: --embedder e5-pair)"),
         Step("k", "j + BM25 over pair texts",
              pairs_on_scale(pair_mean, pair_deviation, pair_terms=True),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
-             "pair vector and pair terms (not in stores yet)"),
+             "pair vector and pair terms (not in stores)"),
+        Step("l", "j + BM25 over stemmed terms",
+             pairs_on_scale(pair_mean, pair_deviation, stemmed=True),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector and stemmed terms (not in stores)", stemmer=True),
+        Step("m", "k over stemmed terms",
+             pairs_on_scale(pair_mean, pair_deviation, pair_terms=True, stemmed=True),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector and stemmed pair terms (not in stores)", stemmer=True),
     )
 
 
@@ -661,7 +858,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         costs["minilm"] = MINILM_MISSING
 
     start = time.perf_counter()
-    signals = [compute_signals(c, e5, minilm, log) for c in conversations]
+    stem = stemmer()
+    signals = [compute_signals(c, e5, minilm, log, stem) for c in conversations]
     signal_seconds = round(time.perf_counter() - start, 1)
 
     pair_mean, pair_deviation = pair_constants(signals)
@@ -680,6 +878,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if step.model == "minilm" and minilm is None:
             rows.append({**row, "skipped": MINILM_MISSING})
             continue
+        if step.stemmer and stem is None:
+            rows.append({**row, "skipped": STEMMER_MISSING})
+            continue
         start = time.perf_counter()
         row.update(cross_validate(signals, step.score, step.grid))
         row["seconds"] = round(time.perf_counter() - start, 2)
@@ -692,13 +893,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"CV {row['cross_validated']:.4f} ({row['seconds']} s)")
         rows.append(row)
 
+    # Each step against j (shipped as pair vectors), question by question.
+    held = {r["key"]: r.pop("_held_out") for r in rows if "_held_out" in r}
+    for r in rows:
+        if r["key"] in held and r["key"] != PAIRED_AGAINST and PAIRED_AGAINST in held:
+            r["minus_" + PAIRED_AGAINST] = paired_difference(held[r["key"]], held[PAIRED_AGAINST])
+    # Each BM25 alone (no tuning): how much stemming and pair texts give the lexical part.
+    lexical_alone: dict[str, float] = {}
+    for name, pick in LEXICAL_MATRICES.items():
+        matrices = [pick(s) for s in signals]
+        if all(m is not None for m in matrices):
+            lexical_alone[name] = round(float(np.concatenate(
+                [recall_at_k(m, s) for m, s in zip(matrices, signals, strict=True)]  # type: ignore[arg-type]
+            ).mean()), 4)
     sensitivity = {
         step.key: {
             name: {k: v for k, v in cross_validate(signals, step.score, _grid(**axes)).items()
                    if k in ("cross_validated", "in_sample", "folds")} | {"grid": axes}
             for name, axes in SENSITIVITY_GRIDS.items()
         }
-        for step in steps if step.key in SENSITIVE_STEPS
+        for step in steps
+        if step.key in SENSITIVE_STEPS and not (step.stemmer and stem is None)
     }
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -720,6 +935,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "steps": rows,
         "settings_from": None if transfer is None else transfer["file"],
         "grid_sensitivity": sensitivity,
+        "lexical_alone": lexical_alone,
         "pair_constants": {"mean": round(pair_mean, 4), "deviation": round(pair_deviation, 4)},
         "costs": costs,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},

@@ -239,8 +239,9 @@ def xml_elements_frame(text: str) -> pd.DataFrame:
 
 def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     """One row per step of a retrieval-steps report (``benchmarks/retrieval_steps.py``):
-    what a store keeps for it, its in-sample and cross-validated R@10, each held-out
-    fold's R@10 and what it costs. A step the run skipped has no figures."""
+    what a store keeps for it, its in-sample and cross-validated R@10 with the 95%
+    interval of the latter over the questions asked (when the report has one), each
+    held-out fold's R@10 and what it costs. A step the run skipped has no figures."""
     rows = []
     for step in report["steps"]:
         row: dict[str, Any] = {
@@ -250,6 +251,9 @@ def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
         if "skipped" not in step:
             row["in-sample R@10"] = step["in_sample"]
             row["cross-validated R@10"] = step["cross_validated"]
+            if "cv_interval_95" in step:
+                low, high = step["cv_interval_95"]
+                row["CV 95% interval"] = f"{low:.3f}–{high:.3f}"
             for fold in step["folds"]:
                 row[f"held out {fold['held_out']}"] = fold["held_out_r10"]
             row["cost"] = step["cost"]

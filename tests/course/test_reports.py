@@ -108,6 +108,9 @@ def test_the_steps_frame_shows_every_step_of_the_report() -> None:
     for step, (_, row) in zip(report["steps"], frame.iterrows(), strict=True):
         assert row["cross-validated R@10"] == step["cross_validated"]
         assert row["in-sample R@10"] == step["in_sample"]
+        low, high = step["cv_interval_95"]
+        assert low <= step["cross_validated"] <= high
+        assert row["CV 95% interval"] == f"{low:.3f}–{high:.3f}"
         held = [row[f"held out {f['held_out']}"] for f in step["folds"]]
         # CV is the mean of the held-out folds, as the notebook says
         assert round(sum(held) / len(held), 4) == step["cross_validated"]
