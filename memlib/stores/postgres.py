@@ -25,7 +25,7 @@ call opens a new one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -40,6 +40,8 @@ DEFAULT_SCHEMA = "memlib"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # Records per batch above which they are staged by COPY (tests lower it).
 _STAGE_FROM = 64
+# Vector rows fetched per round trip by the server-side cursor of ``_vector_rows``.
+_VECTOR_BATCH = 10_000
 
 # Each entry upgrades the schema from version i to i + 1; "{s}" is the schema prefix.
 _MIGRATIONS: tuple[Migration, ...] = (
@@ -392,6 +394,16 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     def _blobs(self, conn: Any) -> Any:
         return conn.cursor(binary=True)
+
+    def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
+        """The scope's vectors through a server-side cursor, ``_VECTOR_BATCH`` rows at a
+        time: a client-side one holds the whole result (1.5 GB at 1M records of 384
+        dimensions) beside the matrix being built from it. Inside the caller's
+        transaction, which a named cursor needs."""
+        with conn.cursor(name="memlib_vectors", binary=True) as cursor:
+            cursor.itersize = _VECTOR_BATCH
+            cursor.execute(self._q(self.VECTOR_ROWS), (self.user_scope,))
+            yield from cursor
 
     # -- writing ----------------------------------------------------------------------
 

@@ -310,12 +310,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"
         ), [(row_id, self.user_scope, blob) for row_id, blob in rows])
 
+    VECTOR_ROWS = (
+        "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
+        "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
+    )
+
     def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
         """``(memory_id, packed vector)`` of the scope's vectors, by record id."""
-        return self._blobs(conn).execute(self._q(
-            "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
-            "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
-        ), (self.user_scope,))
+        return self._blobs(conn).execute(self._q(self.VECTOR_ROWS), (self.user_scope,))
 
     def _vectors_deleted(self, conn: Any) -> None:
         """Called after a commit that deleted vectors: what the database keeps of them

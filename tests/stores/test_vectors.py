@@ -491,3 +491,28 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
     finally:
         drop_schema(pg_dsn, "vectors_upgrade_test")
 
+
+
+def test_postgresql_reads_the_vectors_in_batches_of_its_cursor(
+    sql_opener: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL streams the vectors through a server-side cursor, ``_VECTOR_BATCH`` rows
+    a round trip (a client-side result held a second copy of every vector): at two rows
+    a batch every vector still arrives once, in record order, and only the scope's."""
+    import memlib.stores.postgres as postgres
+
+    if sql_opener.backend != "postgresql":
+        pytest.skip("SQLite reads its vectors from a file, with no result held apart")
+    monkeypatch.setattr(postgres, "_VECTOR_BATCH", 2)
+    store = sql_opener(embedder=EMBEDDER)
+    other = sql_opener("someone-else", embedder=EMBEDDER)
+    other.append_many([_item("o-1", "tea elsewhere"), _item("o-2", "layered elsewhere")])
+    store.append_many([_item(m) for m in TEXTS])
+    store.retract("m-3", reason="wrong", source=SOURCE)
+    live = [m for m in TEXTS if m != "m-3"]
+    scores = _dense(sql_opener(), "layered memory")  # a new store object: read cold
+    assert list(scores.ids) == live
+    query = EMBEDDER.encode(["layered memory"])[0]
+    np.testing.assert_allclose(
+        scores.scores, EMBEDDER.encode([TEXTS[m] for m in live]) @ query, rtol=1e-5, atol=1e-6
+    )
