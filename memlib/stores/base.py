@@ -435,6 +435,13 @@ class BaseMemoryStore:
         """``_append_batch`` with the batch's vectors (``embed``: a retraction alone
         brings none and is not checked against the model); pair vectors right after."""
         pairs = self.embedder is not None and reads_pairs(self.embedder.name)
+        if pairs and not all(callable(getattr(self, m, None))
+                             for m in ("put_vectors", "records_by_id")):
+            # Refused before the write: the records would land and their pairs fail.
+            raise RemoteMemoryValidationError(
+                f"pair vectors ({getattr(self.embedder, 'name', '?')}) need a store that keeps "
+                f"vectors (put_vectors, records_by_id); {type(self).__name__} does not"
+            )
         targets = [r.retracts for r in batch if r.retracts is not None]
         # The successors a retraction takes the pair from, found before it lands; found
         # late or racing another writer, put_vectors's check keeps what is stored right.

@@ -255,3 +255,32 @@ def test_a_scan_cannot_serve_pair_vectors(tmp_path: Path) -> None:
     assert ranker.reads_pairs and not HybridRanker(model=TURNS).reads_pairs
     with pytest.raises(RemoteMemoryValidationError, match="store that keeps them"):
         ranker.score_candidates(query, store.scan_candidates(query), as_of=SAMPLE_AS_OF)
+
+
+def test_a_backend_that_keeps_no_vectors_refuses_pairs_before_writing() -> None:
+    """A backend of one's own (``read_all`` and ``_append_batch``, no vectors) opened with
+    a pair embedder says so in one line, and nothing of the batch is written."""
+    from memlib.stores.base import BaseMemoryStore
+
+    class ListStore(BaseMemoryStore):
+        backend = "list"
+
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            self.rows: list[Any] = []
+
+        def read_all(self) -> tuple[Any, ...]:
+            return tuple(self.rows)
+
+        def _append_batch(self, batch: Any, vectors: Any = None) -> None:
+            self.rows.extend(batch)
+
+    plain = ListStore(user_id="u", clock=fixed_clock(), embedder=TURNS)
+    plain.append(**turn(0, 1))  # turn vectors: a backend may ignore them, as before
+    assert [r.memory_id for r in plain.read_all()] == [turn(0, 1)["memory_id"]]
+    store = ListStore(user_id="u", clock=fixed_clock(), embedder=PAIRS)
+    with pytest.raises(RemoteMemoryValidationError,
+                       match=r"pair vectors \(.*\+pair\) need a store that keeps vectors "
+                             r".*ListStore does not"):
+        store.append(**turn(0, 1))
+    assert store.read_all() == ()
