@@ -8,6 +8,12 @@ figure is the mean of the folds' held-out figures. The in-sample figure — the 
 setting judged on every conversation at once — is reported beside it, and so is the
 setting the ranker ships with.
 
+Three conversations are few, so the cross-validated R@10 comes with a 95% interval
+(``cross_validated["R@10_interval_95"]``): a percentile bootstrap in which each fold's
+held-out questions are drawn again with replacement (``BOOTSTRAP_SAMPLES`` times, a fixed
+seed) at the setting the fold chose. It shows what the figure owes to which questions
+were asked, not to the choice of setting.
+
 The grid is the ranker's own (``ranker.grid``: keyword arguments of
 ``ranker.with_params``); a ranker without one (``baseline``) has nothing to tune and its
 cross-validated figure is its plain one.
@@ -15,6 +21,7 @@ cross-validated figure is its plain one.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,13 +36,40 @@ from .locomo import (
     conversation_rows,
 )
 
-__all__ = ["CHOOSE_BY", "cross_validate", "format_crossval"]
+__all__ = ["CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval"]
 
 CHOOSE_BY = "R@10"
+BOOTSTRAP_SAMPLES = 2_000
+BOOTSTRAP_SEED = 20261204
 
 
 def _headline(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r[0] in HEADLINE_CATEGORIES]
+
+
+def _recalls(rows: Sequence[Row], k: int = 10) -> list[float]:
+    """Each question's R@k, as ``_metrics`` averages them."""
+    return [len(set(evidence) & set(ranked[:k])) / len(evidence) for _, evidence, ranked in rows]
+
+
+def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
+    """95% percentile interval of the mean of the folds' mean when each fold's values are
+    drawn again with replacement (a fixed seed: the same input, the same interval)."""
+    rng = random.Random(BOOTSTRAP_SEED)
+    folds = [list(f) for f in folds if f]
+    if not folds:
+        return [0.0, 0.0]
+    means = []
+    for _ in range(BOOTSTRAP_SAMPLES):
+        total = 0.0
+        for values in folds:
+            n = len(values)
+            total += sum(values[int(rng.random() * n)] for _ in range(n)) / n
+        means.append(total / len(folds))
+    means.sort()
+    low = means[int(0.025 * (BOOTSTRAP_SAMPLES - 1))]
+    high = means[int(0.975 * (BOOTSTRAP_SAMPLES - 1))]
+    return [round(low, 4), round(high, 4)]
 
 
 def cross_validate(
@@ -69,9 +103,11 @@ def cross_validate(
 
     everyone = range(len(conversations))
     folds: list[dict[str, Any]] = []
+    held_out: list[list[float]] = []
     for held in everyone:
         train = [m for m in everyone if m != held]
         chosen = max(range(len(grid)), key=lambda s: (score(s, train), -s))
+        held_out.append(_recalls(_headline(rows[chosen][held])))
         folds.append({
             "held_out": conversations[held].sample_id,
             "chosen": dict(grid[chosen]),
@@ -91,8 +127,9 @@ def cross_validate(
         "choose_by": CHOOSE_BY,
         "folds": folds,
         "cross_validated": {
-            key: round(sum(f["held_out_metrics"][key] for f in folds) / len(folds), 4)
-            for key in keys
+            **{key: round(sum(f["held_out_metrics"][key] for f in folds) / len(folds), 4)
+               for key in keys},
+            "R@10_interval_95": bootstrap_interval(held_out),
         },
         "in_sample": {
             "chosen": dict(grid[best]),
@@ -115,12 +152,15 @@ def format_crossval(reports: Mapping[str, Mapping[str, Any]]) -> str:
     width = max([len("ranker"), *(len(n) for n in reports)])
     lines = [
         "leave-one-conversation-out R@10 (categories 1-4; chosen by R@10 on the others)",
-        f"{'ranker':<{width}}  {'cross-validated':>15}  {'in-sample':>9}  {'shipped':>7}",
+        f"{'ranker':<{width}}  {'cross-validated':>15}  {'95% (questions)':>15}  "
+        f"{'in-sample':>9}  {'shipped':>7}",
     ]
     for name, rep in reports.items():
         shipped = rep["shipped"]["R@10"] if rep.get("shipped") else float("nan")
+        low, high = rep["cross_validated"].get("R@10_interval_95") or (None, None)
+        interval = "-" if low is None else f"{low:.3f}-{high:.3f}"
         lines.append(
-            f"{name:<{width}}  {rep['cross_validated']['R@10']:>15.3f}  "
+            f"{name:<{width}}  {rep['cross_validated']['R@10']:>15.3f}  {interval:>15}  "
             f"{rep['in_sample']['R@10']:>9.3f}  {shipped:>7.3f}"
         )
     for name, rep in reports.items():

@@ -180,3 +180,22 @@ def test_the_readme_pair_floor_row_is_the_report() -> None:
                    round(s["own_r10_unfloored"], 3), round(s["own_r10"], 3),
                    round(100 * s["own_r10_ratio"], 1), round(100 * pooled["own_r10_ratio"], 1),
                    round(100 * pooled["foreign_abstain"], 1)]
+
+
+def test_the_readme_cv_intervals_are_the_reports() -> None:
+    """README's sentence under the ranker table: the 95% intervals of hybrid's CV R@10 on
+    turn and on pair vectors, as ``memlib eval locomo --cv-report`` wrote them."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"over the questions asked .*?: hybrid \*\*([\d.]+)–([\d.]+)\*\*, "
+                      r"hybrid on pair vectors\s+\*\*([\d.]+)–([\d.]+)\*\*", readme, re.S)
+    assert found is not None, "README.md should give hybrid's CV intervals"
+    intervals = []
+    for name in (CROSSVAL_DEV_SPLIT, CROSSVAL_PAIRS_DEV_SPLIT):
+        report = json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
+        cv = report["hybrid"]["cross_validated"]
+        low, high = cv["R@10_interval_95"]
+        assert low <= cv["R@10"] <= high
+        intervals += [f"{low:.3f}", f"{high:.3f}"]
+    assert list(found.groups()) == intervals
