@@ -560,6 +560,17 @@ def cross_validate(
     }
 
 
+def _bootstrap_means(per_fold: Sequence[np.ndarray]) -> np.ndarray:
+    """``BOOTSTRAP_SAMPLES`` means of the folds' means, each fold's values drawn again
+    with replacement (a fixed seed: the same folds, the same draws)."""
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = np.zeros(BOOTSTRAP_SAMPLES)
+    for values in per_fold:
+        draws = rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
+        means += values[draws].mean(axis=1)
+    return means / len(per_fold)
+
+
 def paired_difference(
     held_out: Sequence[np.ndarray], baseline: Sequence[np.ndarray]
 ) -> dict[str, Any]:
@@ -567,12 +578,7 @@ def paired_difference(
     bootstrap interval of that difference (questions drawn again within each fold, the
     same draw for both steps) and how often a draw finds it not above 0."""
     differences = [a - b for a, b in zip(held_out, baseline, strict=True)]
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.zeros(BOOTSTRAP_SAMPLES)
-    for d in differences:
-        draws = rng.integers(0, len(d), size=(BOOTSTRAP_SAMPLES, len(d)))
-        means += d[draws].mean(axis=1)
-    means /= len(differences)
+    means = _bootstrap_means(differences)
     low, high = np.percentile(means, [2.5, 97.5])
     return {
         "difference": round(float(np.mean([d.mean() for d in differences])), 4),
@@ -585,13 +591,7 @@ def bootstrap_interval(held_out: Sequence[np.ndarray]) -> list[float]:
     """95% percentile interval of the CV figure (the mean of the folds' mean R@10) when
     each fold's held-out questions are drawn again with replacement, at its chosen
     setting: the spread owed to which questions were asked."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.zeros(BOOTSTRAP_SAMPLES)
-    for recalls in held_out:
-        draws = rng.integers(0, len(recalls), size=(BOOTSTRAP_SAMPLES, len(recalls)))
-        means += recalls[draws].mean(axis=1)
-    means /= len(held_out)
-    low, high = np.percentile(means, [2.5, 97.5])
+    low, high = np.percentile(_bootstrap_means(held_out), [2.5, 97.5])
     return [round(float(low), 4), round(float(high), 4)]
 
 
