@@ -8,9 +8,10 @@ is ``rounds`` fresh processes, each opening the store and calling ``dense_scores
 with the store's recorded model; the time is that call's, the memory the process's own
 peak (``VmHWM``):
 
-- **shipped**: the rows come through a server-side cursor, ``_VECTOR_BATCH`` at a time;
-- **client-side result** (memlib before): one ``execute`` whose whole result libpq holds
-  while the matrix is built from it.
+- **shipped**: ``COPY … (FORMAT BINARY)``, parsed as libpq hands each row over;
+- **server-side cursor**: 10,000 rows a ``FETCH``, each row a driver tuple;
+- **client-side result** (memlib before both): one ``execute`` whose whole result libpq
+  holds while the matrix is built from it.
 
 Floors beside them: the matrix's own bytes plus what an open store costs before any
 vector (a process that opens the store and reads its vector state), and for time the same
@@ -43,6 +44,13 @@ from memlib.stores.sql import SqlMemoryStore
 url, user, mode = sys.argv[1:4]
 if mode == "client":
     PostgresMemoryStore._vector_rows = SqlMemoryStore._vector_rows
+elif mode == "cursor":
+    def _cursor_rows(self, conn):
+        with conn.cursor(name="memlib_vectors", binary=True) as cursor:
+            cursor.itersize = 10_000
+            cursor.execute(self._q(self.VECTOR_ROWS), (self.user_scope,))
+            yield from cursor
+    PostgresMemoryStore._vector_rows = _cursor_rows
 store = open_store(url, user_id=user)
 state = store.vector_state()
 if mode == "copy":
@@ -58,7 +66,7 @@ if mode == "copy":
     ) as copy:
         size = sum(len(chunk) for chunk in copy)
     print(json.dumps({"seconds": time.perf_counter() - start, "bytes": size}))
-elif mode in ("shipped", "client"):
+elif mode in ("shipped", "cursor", "client"):
     query = normalize_recall_query("a question", user_scope=store.user_scope, limit=10,
                                    query_id="q", issued_at=datetime(2026, 12, 1, tzinfo=UTC))
     vector = np.full(state.dimension, state.dimension ** -0.5, dtype=np.float32)
@@ -69,7 +77,7 @@ else:  # "open": the store opened and its vector state read, no vector loaded
     print(json.dumps({"vectors": state.stored, "dimension": state.dimension}))
 """.replace("import time\n", "import json, time\n", 1)
 
-MODES = ("shipped", "client", "copy", "open")
+MODES = ("shipped", "cursor", "client", "copy", "open")
 
 
 def child_run(url: str, user: str, mode: str) -> dict[str, Any]:
@@ -110,7 +118,8 @@ def table(report: dict[str, Any]) -> str:
     lines = [f"{report['vectors']:,} vectors of {report['dimension']} dimensions; fresh "
              "process each; time of dense_scores, the process's peak memory",
              f"{'':<22} {'seconds':>8} {'peak MB':>8}"]
-    for mode, label in (("shipped", "server-side cursor"), ("client", "client-side result")):
+    for mode, label in (("shipped", "binary COPY"), ("cursor", "server-side cursor"),
+                        ("client", "client-side result")):
         lines.append(f"{label:<22} {rows[mode]['seconds_median']:>8.2f} "
                      f"{rows[mode]['peak_rss_mb']:>8.0f}")
     lines.append(f"{'floor':<22} {floors['seconds']:>8.2f} {floors['memory_mb']:>8.0f}"

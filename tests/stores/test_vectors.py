@@ -493,17 +493,14 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
 
 
 
-def test_postgresql_reads_the_vectors_in_batches_of_its_cursor(
-    sql_opener: Opener, monkeypatch: pytest.MonkeyPatch
+def test_postgresql_reads_the_vectors_by_copy_once_each_in_record_order(
+    sql_opener: Opener,
 ) -> None:
-    """PostgreSQL streams the vectors through a server-side cursor, ``_VECTOR_BATCH`` rows
-    a round trip (a client-side result held a second copy of every vector): at two rows
-    a batch every vector still arrives once, in record order, and only the scope's."""
-    import memlib.stores.postgres as postgres
-
+    """PostgreSQL reads a scope's vectors by binary COPY (a client-side result held a
+    second copy of every vector): each arrives once, in record order, and only the
+    scope's, retracted ones left out."""
     if sql_opener.backend != "postgresql":
         pytest.skip("SQLite reads its vectors from a file, with no result held apart")
-    monkeypatch.setattr(postgres, "_VECTOR_BATCH", 2)
     store = sql_opener(embedder=EMBEDDER)
     other = sql_opener("someone-else", embedder=EMBEDDER)
     other.append_many([_item("o-1", "tea elsewhere"), _item("o-2", "layered elsewhere")])
@@ -516,3 +513,39 @@ def test_postgresql_reads_the_vectors_in_batches_of_its_cursor(
     np.testing.assert_allclose(
         scores.scores, EMBEDDER.encode([TEXTS[m] for m in live]) @ query, rtol=1e-5, atol=1e-6
     )
+
+
+def _copy_stream(rows: list[tuple[str, bytes]], extension: bytes = b"") -> bytes:
+    """A binary COPY stream of ``(text, bytea)`` rows, as PostgreSQL writes one."""
+    out = bytearray(b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big")
+                    + len(extension).to_bytes(4, "big") + extension)
+    for text, blob in rows:
+        raw = text.encode()
+        out += (2).to_bytes(2, "big") + len(raw).to_bytes(4, "big") + raw
+        out += len(blob).to_bytes(4, "big") + blob
+    return bytes(out + (-1).to_bytes(2, "big", signed=True))
+
+
+@pytest.mark.parametrize("size", [1, 5, 23, 10_000])
+def test_a_binary_copy_stream_is_read_whatever_its_chunks(size: int) -> None:
+    from memlib.stores.postgres import _copied_pairs
+
+    rows = [("m-1", _packed("one")), ("記憶-2", _packed("two")), ("m-3", b"")]
+    stream = _copy_stream(rows, extension=b"xyz")
+    chunks = [stream[i:i + size] for i in range(0, len(stream), size)]
+    assert list(_copied_pairs(chunks, "here")) == rows
+    assert list(_copied_pairs([_copy_stream([])], "here")) == []
+
+
+def test_a_damaged_copy_stream_is_a_corruption_error() -> None:
+    from memlib.errors import RemoteMemoryCorruptionError
+    from memlib.stores.postgres import _copied_pairs
+
+    stream = _copy_stream([("m-1", _packed("one"))])
+    with pytest.raises(RemoteMemoryCorruptionError, match="not a binary COPY stream"):
+        list(_copied_pairs([b"X" + stream[1:]], "here"))
+    with pytest.raises(RemoteMemoryCorruptionError, match="ends mid-row"):
+        list(_copied_pairs([stream[:30]], "here"))
+    three = stream[:19] + (3).to_bytes(2, "big") + stream[21:]
+    with pytest.raises(RemoteMemoryCorruptionError, match="of 3 fields"):
+        list(_copied_pairs([three], "here"))
