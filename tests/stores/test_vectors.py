@@ -86,6 +86,11 @@ def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Locat
     yield from _location(request, tmp_path)
 
 
+@pytest.fixture(params=("postgresql",))
+def pg_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
+    yield from _location(request, tmp_path)
+
+
 def _item(memory_id: str, text: str | None = None, *,
           kind: MemoryKind = MemoryKind.CONVERSATION) -> dict[str, Any]:
     text = TEXTS.get(memory_id, memory_id) if text is None else text
@@ -494,20 +499,18 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
 
 
 def test_postgresql_reads_the_vectors_by_copy_once_each_in_record_order(
-    sql_opener: Opener,
+    pg_opener: Opener,
 ) -> None:
     """PostgreSQL reads a scope's vectors by binary COPY (a client-side result held a
     second copy of every vector): each arrives once, in record order, and only the
     scope's, retracted ones left out."""
-    if sql_opener.backend != "postgresql":
-        pytest.skip("SQLite reads its vectors from a file, with no result held apart")
-    store = sql_opener(embedder=EMBEDDER)
-    other = sql_opener("someone-else", embedder=EMBEDDER)
+    store = pg_opener(embedder=EMBEDDER)
+    other = pg_opener("someone-else", embedder=EMBEDDER)
     other.append_many([_item("o-1", "tea elsewhere"), _item("o-2", "layered elsewhere")])
     store.append_many([_item(m) for m in TEXTS])
     store.retract("m-3", reason="wrong", source=SOURCE)
     live = [m for m in TEXTS if m != "m-3"]
-    scores = _dense(sql_opener(), "layered memory")  # a new store object: read cold
+    scores = _dense(pg_opener(), "layered memory")  # a new store object: read cold
     assert list(scores.ids) == live
     query = EMBEDDER.encode(["layered memory"])[0]
     np.testing.assert_allclose(
