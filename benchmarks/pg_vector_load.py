@@ -56,13 +56,11 @@ state = store.vector_state()
 if mode == "copy":
     from memlib.stores.postgres import split_url
     import psycopg
-    dsn, schema = split_url(url)
-    s = f'"{schema}".' if schema else ""
+    dsn, _ = split_url(url)
     start = time.perf_counter()
+    # The store's own statement, read and dropped: the server's work and the transfer.
     with psycopg.connect(dsn) as conn, conn.cursor().copy(
-        f"COPY (SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
-        f"ON r.id = v.record_id WHERE v.user_scope = %s ORDER BY v.record_id) "
-        "TO STDOUT (FORMAT BINARY)", (store.user_scope,)
+        f"COPY ({store._q(store.VECTOR_ROWS)}) TO STDOUT (FORMAT BINARY)", (store.user_scope,)
     ) as copy:
         size = sum(len(chunk) for chunk in copy)
     print(json.dumps({"seconds": time.perf_counter() - start, "bytes": size}))

@@ -34,6 +34,7 @@ from .locomo import (
     Row,
     _metrics,
     conversation_rows,
+    question_recall,
 )
 
 __all__ = ["CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval"]
@@ -45,11 +46,6 @@ BOOTSTRAP_SEED = 20261204
 
 def _headline(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r[0] in HEADLINE_CATEGORIES]
-
-
-def _recalls(rows: Sequence[Row], k: int = 10) -> list[float]:
-    """Each question's R@k, as ``_metrics`` averages them."""
-    return [len(set(evidence) & set(ranked[:k])) / len(evidence) for _, evidence, ranked in rows]
 
 
 def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
@@ -107,7 +103,7 @@ def cross_validate(
     for held in everyone:
         train = [m for m in everyone if m != held]
         chosen = max(range(len(grid)), key=lambda s: (score(s, train), -s))
-        held_out.append(_recalls(_headline(rows[chosen][held])))
+        held_out.append([question_recall(r, 10) for r in _headline(rows[chosen][held])])
         folds.append({
             "held_out": conversations[held].sample_id,
             "chosen": dict(grid[chosen]),

@@ -310,14 +310,20 @@ def rank_question(
 Row = tuple[int, tuple[str, ...], tuple[str, ...]]  # category, evidence, ranked ids
 
 
+def question_recall(row: Row, k: int) -> float:
+    """One question's R@k: the share of its evidence in its top ``k``."""
+    _, evidence, ranked = row
+    return len(set(evidence) & set(ranked[:k])) / len(evidence)
+
+
 def _metrics(rows: list[Row], ks: Sequence[int]) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in ks:
         recall = hit = 0.0
-        for _, evidence, ranked in rows:
-            found = len(set(evidence) & set(ranked[:k]))
-            recall += found / len(evidence)
-            hit += 1.0 if found else 0.0
+        for row in rows:
+            share = question_recall(row, k)
+            recall += share
+            hit += 1.0 if share else 0.0
         n = len(rows)
         out[f"R@{k}"] = round(recall / n, 4) if n else 0.0
         out[f"H@{k}"] = round(hit / n, 4) if n else 0.0
