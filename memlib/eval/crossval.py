@@ -37,7 +37,9 @@ from .locomo import (
     question_recall,
 )
 
-__all__ = ["CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval"]
+__all__ = [
+    "CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval", "bootstrap_means",
+]
 
 CHOOSE_BY = "R@10"
 BOOTSTRAP_SAMPLES = 2_000
@@ -48,13 +50,14 @@ def _headline(rows: Sequence[Row]) -> list[Row]:
     return [r for r in rows if r[0] in HEADLINE_CATEGORIES]
 
 
-def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
-    """95% percentile interval of the mean of the folds' mean when each fold's values are
-    drawn again with replacement (a fixed seed: the same input, the same interval)."""
+def bootstrap_means(folds: Sequence[Sequence[float]]) -> list[float]:
+    """``BOOTSTRAP_SAMPLES`` means of the folds' means, each fold's values drawn again with
+    replacement, sorted (a fixed seed: the same folds, the same draws — so two series of
+    folds of the same sizes are drawn alike, and their difference can be paired)."""
     rng = random.Random(BOOTSTRAP_SEED)
-    folds = [list(f) for f in folds if f]
+    folds = [list(f) for f in folds if len(f)]
     if not folds:
-        return [0.0, 0.0]
+        return [0.0] * BOOTSTRAP_SAMPLES
     means = []
     for _ in range(BOOTSTRAP_SAMPLES):
         total = 0.0
@@ -63,6 +66,13 @@ def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
             total += sum(values[int(rng.random() * n)] for _ in range(n)) / n
         means.append(total / len(folds))
     means.sort()
+    return means
+
+
+def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
+    """95% percentile interval of the mean of the folds' mean when each fold's values are
+    drawn again with replacement (``bootstrap_means``)."""
+    means = bootstrap_means(folds)
     low = means[int(0.025 * (BOOTSTRAP_SAMPLES - 1))]
     high = means[int(0.975 * (BOOTSTRAP_SAMPLES - 1))]
     return [round(low, 4), round(high, 4)]
