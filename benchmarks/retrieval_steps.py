@@ -123,7 +123,7 @@ import numpy as np
 from benchmarks.common import LOCOMO_DEV, ROOT
 from memlib.candidates import searchable_text
 from memlib.errors import RemoteMemoryError
-from memlib.eval.crossval import bootstrap_interval, bootstrap_means
+from memlib.eval.crossval import bootstrap_interval, bootstrap_means, interval_95
 from memlib.eval.locomo import (
     HEADLINE_CATEGORIES,
     ConversationIndex,
@@ -314,9 +314,9 @@ def lexical_matrix(
         if pair:
             length_before = np.array([c[side] for c in before], dtype=np.float64)
             length += np.where(has_previous, length_before[previous], 0.0)
-        avgdl = max(float(length.mean()), 1e-9)
-        if index_idf:
-            avgdl = max(2.0 * float(np.mean([c[side] for c in own])), 1e-9)
+        # index_idf: a pair holds two turns, so twice the turns' average length.
+        avgdl = max(2.0 * float(np.mean([c[side] for c in own])) if index_idf
+                    else float(length.mean()), 1e-9)
         norm = k1 * (1.0 - b + b * length / avgdl)
         first: dict[str, str] = {}
         for t in terms:
@@ -501,14 +501,17 @@ def previous_on_model_scale(
 
 
 def pairs_on_scale(
-    mean: float, deviation: float, *, pair_terms: bool = False, stemmed: bool = False
+    mean: float, deviation: float, *, pair_terms: bool = False, stemmed: bool = False,
+    index_idf: bool = False,
 ) -> Callable[[Signals, Params], np.ndarray]:
     """Step j: pair cosines on the given scale, averaged with the next pair's; with
     ``pair_terms``, step k: BM25 over the pair texts too (both signals read the turn
-    before); ``stemmed``: steps l and m, the same BM25 over stemmed terms."""
+    before); ``stemmed``: steps l and m, the same BM25 over stemmed terms; ``index_idf``
+    (with both): step n, m with the IDF and average length an index of turns keeps."""
 
     def lexical(s: Signals) -> np.ndarray:
-        totals = ((s.bm25_pair_stem if pair_terms else s.bm25_stem) if stemmed
+        totals = (s.bm25_pair_stem_index if index_idf
+                  else (s.bm25_pair_stem if pair_terms else s.bm25_stem) if stemmed
                   else (s.bm25_pair if pair_terms else s.bm25))
         assert totals is not None, "stemmed steps need the stemmer's signals"
         return totals
@@ -517,19 +520,6 @@ def pairs_on_scale(
         c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
         bm25 = scaled(lexical(s))
         own = p["wb"] * bm25 + (1 - p["wb"]) * (c + c[:, s.following]) / 2
-        return with_context(own, s, p["wc"])
-
-    return score
-
-
-def pairs_with_index_idf(mean: float, deviation: float) -> Callable[[Signals, Params], np.ndarray]:
-    """Step n: step m with the IDF and average length an index of turns keeps."""
-
-    def score(s: Signals, p: Params) -> np.ndarray:
-        assert s.bm25_pair_stem_index is not None, "step n needs the stemmer's signals"
-        c = on_scale(s.e5_query @ s.e5_pair.T, mean, deviation)
-        own = p["wb"] * scaled(s.bm25_pair_stem_index) + (1 - p["wb"]) * (
-            c + c[:, s.following]) / 2
         return with_context(own, s, p["wc"])
 
     return score
@@ -646,10 +636,9 @@ def paired_difference(
     bootstrap (``memlib.eval.crossval``), over the per-question differences."""
     differences = [(a - b).tolist() for a, b in zip(held_out, baseline, strict=True)]
     means = bootstrap_means(differences)
-    low, high = bootstrap_interval(differences)
     return {
         "difference": round(float(np.mean([np.mean(d) for d in differences])), 4),
-        "interval_95": [low, high],
+        "interval_95": interval_95(means),
         "share_not_above_0": round(sum(1 for m in means if m <= 0) / len(means), 4),
     }
 
@@ -865,7 +854,8 @@ def scaled_steps(
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
              "pair vector and stemmed pair terms (not in stores)", stemmer=True),
         Step("n", "m with the index's IDF (at recall time)",
-             pairs_with_index_idf(pair_mean, pair_deviation),
+             pairs_on_scale(pair_mean, pair_deviation, pair_terms=True, stemmed=True,
+                            index_idf=True),
              _grid(wb=WB_SCALED, wc=WC_SCALED), "e5",
              "pair vector (stems of the pairs read, at recall time)", stemmer=True),
         *latent,
@@ -963,9 +953,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         row.update(cross_validate(signals, step.score, step.grid))
         row["seconds"] = round(time.perf_counter() - start, 2)
         row["cost"] = cost_text(step, costs)
-        counterpart = None if transfer is None else next(
-            (f for f in fixed if f.key == step.key), None)
         if transfer is not None:
+            counterpart = next((f for f in fixed if f.key == step.key), None)
             row["transferred"] = None if counterpart is None else transferred(
                 signals, counterpart, transfer
             )

@@ -39,6 +39,7 @@ from .locomo import (
 
 __all__ = [
     "CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval", "bootstrap_means",
+    "interval_95",
 ]
 
 CHOOSE_BY = "R@10"
@@ -52,8 +53,7 @@ def _headline(rows: Sequence[Row]) -> list[Row]:
 
 def bootstrap_means(folds: Sequence[Sequence[float]]) -> list[float]:
     """``BOOTSTRAP_SAMPLES`` means of the folds' means, each fold's values drawn again with
-    replacement, sorted (a fixed seed: the same folds, the same draws — so two series of
-    folds of the same sizes are drawn alike, and their difference can be paired)."""
+    replacement, sorted (a fixed seed: the same folds, the same draws)."""
     rng = random.Random(BOOTSTRAP_SEED)
     folds = [list(f) for f in folds if len(f)]
     if not folds:
@@ -72,10 +72,13 @@ def bootstrap_means(folds: Sequence[Sequence[float]]) -> list[float]:
 def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
     """95% percentile interval of the mean of the folds' mean when each fold's values are
     drawn again with replacement (``bootstrap_means``)."""
-    means = bootstrap_means(folds)
-    low = means[int(0.025 * (BOOTSTRAP_SAMPLES - 1))]
-    high = means[int(0.975 * (BOOTSTRAP_SAMPLES - 1))]
-    return [round(low, 4), round(high, 4)]
+    return interval_95(bootstrap_means(folds))
+
+
+def interval_95(means: Sequence[float]) -> list[float]:
+    """The 2.5th and 97.5th percentiles of sorted ``bootstrap_means``, to 4 places."""
+    last = len(means) - 1
+    return [round(means[int(0.025 * last)], 4), round(means[int(0.975 * last)], 4)]
 
 
 def cross_validate(
