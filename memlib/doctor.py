@@ -35,6 +35,7 @@ import fcntl
 import os
 import stat
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,12 +47,20 @@ from .safejson import loads
 from .stores.base import VectorStoring
 from .stores.files import check_path, open_private
 from .stores.jsonl import RemoteMemoryStore, pending_batch_offset
-from .stores.jsonl_index import IndexState, index_path_for, inspect_index
+from .stores.jsonl_index import (
+    IndexState,
+    index_path_for,
+    inspect_index,
+    remove_stale_temps,
+    stale_temps,
+)
 from .stores.jsonl_vectors import VectorFileState, vectors_path_for
 from .vectors import VectorState
+from .visible import first_hidden, shown_name
 
 __all__ = [
-    "check_store", "repair_torn_tail", "rebuild_index_file", "repair_vectors_file",
+    "check_store", "repair_torn_tail", "rebuild_index_file", "remove_temp_files",
+    "repair_vectors_file",
     "vector_lines", "vector_state_of", "describe_vectors", "DoctorReport", "Problem",
     "RepairError",
 ]
@@ -63,7 +72,7 @@ LOCK_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # parse, scope, duplicate, retraction, torn_tail, permissions, path
+    kind: str  # parse, scope, duplicate, retraction, torn_tail, permissions, path, temp_file
     message: str
     line: int | None = None
 
@@ -245,6 +254,7 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
                 report.add("parse", f"line {number}: invalid record: {_describe(exc)}", number)
                 continue
             report.records += 1
+            _text_rule_problem(report, number, record)
             report.kinds[record.kind.value] = report.kinds.get(record.kind.value, 0) + 1
             report.scopes[record.user_scope] = report.scopes.get(record.user_scope, 0) + 1
             if expected_scope is not None:
@@ -306,11 +316,41 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
     return report
 
 
+def _text_rule_problem(report: DoctorReport, number: int, record: StoredMemory) -> None:
+    """A record an older version let in that a new one may not be (docs/contract.md,
+    "Smaller input rules"): it stays readable, but PostgreSQL cannot hold its U+0000,
+    and an id that is not NFC or holds an invisible character can be shown like another."""
+    source = record.source
+    texts = (("content", record.content), ("summary", record.summary),
+             ("source_id", source.source_id), ("source_type", source.source_type),
+             ("title", source.title))
+    found = [f"{name} holds U+0000" for name, text in texts if "\x00" in text]
+    memory_id = record.memory_id
+    label = shown_name(memory_id)
+    if not memory_id.isascii():
+        hidden = first_hidden(memory_id)
+        if hidden is not None:
+            found.append(f"its id holds U+{ord(hidden):04X}, an invisible or format character")
+        if not unicodedata.is_normalized("NFC", memory_id):
+            nfc = shown_name(unicodedata.normalize("NFC", memory_id))
+            found.append(f"its id is not NFC ({nfc} in NFC)")
+            label = ascii(memory_id)  # else it would read as the NFC id it is not
+    if found:
+        report.add("text", f"line {number}: memory {label}: {'; '.join(found)} "
+                   "(readable, but a new record may not be written so)", number)
+
+
 def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
     if user_id is not None:
         report.scope = user_scope_for(user_id)
     elif len(report.scopes) == 1:
         report.scope = next(iter(report.scopes))
+    # A writer of the index or vectors file killed mid-way leaves its temporary file
+    # (as big as the file); the next index writer removes those of dead writers, but a
+    # store nobody recalls from keeps them.
+    for temp, size in stale_temps(str(path)):
+        report.add("temp_file", f"stale temporary file {temp} ({size:,} bytes) of a writer "
+                   "that died (`memlib doctor PATH --repair` removes it)")
     try:
         fd = _open_to_read(path)
     except OSError:
@@ -399,10 +439,20 @@ def repair_vectors_file(report: DoctorReport) -> tuple[int, int] | None:
         raise RepairError(_describe(exc)) from None
 
 
+def remove_temp_files(report: DoctorReport) -> list[tuple[str, int]]:
+    """``--repair``: remove the stale temporary files the report found; ``(path, bytes)``
+    of each one removed."""
+    if not any(p.kind == "temp_file" for p in report.problems):
+        return []
+    return remove_stale_temps(str(report.path))
+
+
 def rebuild_index_file(report: DoctorReport) -> bool:
-    """Rebuild the index file of a healthy one-scope log when it is not fresh."""
+    """Rebuild the index file of a healthy one-scope log when it is not fresh (stale
+    temporary files do not stop it: they are no part of the log)."""
     state = report.index
-    if not report.healthy or report.scope is None or state is None or state.status == "fresh":
+    healthy = all(p.kind == "temp_file" for p in report.problems)
+    if not healthy or report.scope is None or state is None or state.status == "fresh":
         return False
     if state.status == "absent" and report.lines < RemoteMemoryStore.INDEX_WRITE_MIN:
         return False  # a small log is read faster than any index file

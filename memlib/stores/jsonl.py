@@ -7,8 +7,10 @@ an ``O_APPEND`` descriptor followed by ``fsync``. A line only counts once it end
 was told it succeeded; readers skip it and the next writer cuts it off.
 
 Readers keep what they parsed and, while the file keeps its inode and does not shrink,
-read only the bytes appended since — the file is append-only, so that is all that can
-have changed.
+read only the bytes appended since — the file is append-only, so that is all that
+memlib changes. What others may do to it (a copy over it, a rewrite in place, a restore)
+is looked for as ``_still_the_log`` says: an index never outlives the bytes it was read
+from unnoticed where a cheap check can tell (docs/contract.md, "A warm reader").
 
 What a reader keeps is an index, not the records: the id set (for the duplicate rule),
 an inverted index ``term → records`` (``memlib.retrieval``) and each record's byte offset.
@@ -33,6 +35,7 @@ import errno
 import fcntl
 import os
 import re
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -64,8 +67,17 @@ from ..vectors import (
     require_numpy,
 )
 from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
-from .files import DIR_MODE, check_folder, failure, open_private, problem_with, unsafe
-from .jsonl_index import IndexDamagedError, IndexImage, index_path_for, read_index, write_index
+from .files import DIR_MODE, failure, open_folder, open_private, problem_with, unlink_in, unsafe
+from .jsonl_index import (
+    IndexDamagedError,
+    IndexImage,
+    LogChangedError,
+    crc_of_prefix,
+    index_path_for,
+    log_window,
+    read_index,
+    write_index,
+)
 from .jsonl_vectors import (
     Header,
     Matched,
@@ -100,8 +112,32 @@ def pending_batch_offset(data: bytes) -> int | None:
         return None
 
 
+def _stamp_of(st: os.stat_result) -> tuple[int, int, int]:
+    # ctime is the one a user cannot set back (touch, cp -p and utime set the mtime).
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def encode_record(record: StoredMemory) -> bytes:
     return (record_json(record) + "\n").encode("utf-8")
+
+
+class _HeldLog:
+    """A read descriptor on the log a cache was read from, kept open with the cache.
+
+    While it is open the file's inode cannot be freed, so no other file can be given
+    its number: the same (device, inode) at the path is then this very file, and a log
+    removed and copied back is seen as another file. Its reads (``_still_the_log``)
+    also cost no ``open`` on a writer's path.
+    """
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 class _Cache:
@@ -109,7 +145,7 @@ class _Cache:
 
     __slots__ = (
         "covered", "crc", "digests", "extras", "identity", "index", "lines", "offset", "parsed",
-        "records", "starts",
+        "held", "records", "stamp", "starts", "window",
     )
 
     # Records parsed for recalls are kept for the next one, up to this many: a
@@ -129,6 +165,11 @@ class _Cache:
         self.parsed: dict[int, StoredMemory] = {}  # doc → record, see PARSED_MAX
         self.crc = 0  # CRC-32 of the bytes consumed (the index file names it)
         self.covered = 0  # lines the index file on disk covers (as far as we know)
+        # The log's (size, mtime, ctime) when this cache last made sure of it, and
+        # ``log_window`` then: see ``_still_the_log``.
+        self.stamp: tuple[int, int, int] | None = None
+        self.window: tuple[int, int, int] | None = None
+        self.held: _HeldLog | None = None
 
     def add_many(
         self, records: Sequence[StoredMemory], sizes: Iterable[int], digests: Iterable[int]
@@ -184,6 +225,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
         self._vectors_path = vectors_path_for(self._path)
         self._cache = _Cache()
         self._vectors = VectorTable()
+        # The store folder while an operation has it open, per thread: a descriptor
+        # another thread closed and the kernel handed out again would be some other file.
+        self._operation = threading.local()
 
     def __repr__(self) -> str:
         return f"RemoteMemoryStore(user_scope={self.user_scope!r})"
@@ -202,12 +246,16 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def _refresh(self, st: os.stat_result | None = None, *, index_file: bool = True) -> _Cache:
         """The cache, brought up to date with the file (``st``: its stat, if known;
         ``index_file=False``: a new cache is read from the log alone)."""
+        with self._in_folder():
+            return self._refresh_in_folder(st, index_file=index_file)
+
+    def _refresh_in_folder(self, st: os.stat_result | None, *, index_file: bool) -> _Cache:
         opened = st is not None  # a writer's fstat: open_private checked file and folder
         try:
             if st is None:
                 # lstat, not stat: a link planted at the records path is refused below,
-                # never followed. The folder is checked only when there is a file to read.
-                st = os.lstat(self._path)
+                # never followed.
+                st = self._lstat(self._path)
         except FileNotFoundError:
             self._cache = _Cache()
             return self._cache
@@ -222,10 +270,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
         problem = problem_with(st)
         if problem is not None:
             raise unsafe(self.path, problem)
-        if not opened:
-            check_folder(self._folder)
         identity = (st.st_dev, st.st_ino)
         cache = self._cache
+        if cache.identity == identity and st.st_size >= cache.offset and (
+            cache.stamp != _stamp_of(st) and not self._still_the_log(cache, st)
+        ):
+            cache = self._cache = _Cache()  # not the bytes it was read from: read again
         size = st.st_size
         if size > cache.offset or cache.identity != identity:
             # Bytes past the start of a batch still being written (or whose writer
@@ -238,10 +288,46 @@ class RemoteMemoryStore(IndexedMemoryStore):
             cache.identity = identity
         if size > cache.offset:
             self._read_tail(cache, size)
+        self._note_stamp(cache, st)
         self._cache = cache
         if not opened:  # never on a writer's path: a durable append stays as fast
             self._maybe_write_index_file(cache)
         return cache
+
+    def _still_the_log(self, cache: _Cache, st: os.stat_result) -> bool:
+        """Whether the log, changed since ``cache`` last made sure of it (another size,
+        mtime or ctime), still begins with the bytes ``cache`` was read from.
+
+        Its first 4 KiB and the 4 KiB before where the cache last stopped are compared
+        always; every byte read so far when the log did not grow, since no append
+        explains the change then (a rewrite in place, a same-size copy over it, a writer
+        that cut its failed batch). A rewrite in the middle of a log that also grew is
+        the change this does not see (docs/contract.md).
+        """
+        if cache.held is None or cache.window is None or cache.stamp is None:
+            return False  # never made sure of: read again
+        fd = cache.held.fd
+        try:
+            if log_window(fd, cache.window[0]) != cache.window:
+                return False
+            return st.st_size > cache.stamp[0] or crc_of_prefix(fd, cache.offset) == cache.crc
+        except OSError:
+            return False
+
+    def _note_stamp(self, cache: _Cache, st: os.stat_result) -> None:
+        """Remember the log's stamp as of ``st`` (taken before the reads that brought
+        ``cache`` up to date, so that any later change moves it) and its window."""
+        stamp = _stamp_of(st)
+        if cache.stamp == stamp:
+            return
+        cache.stamp = cache.window = None
+        try:
+            if cache.held is None:
+                cache.held = _HeldLog(self._open_cached(cache))
+            cache.window = log_window(cache.held.fd, cache.offset)
+        except (OSError, RemoteMemoryError):
+            return  # looked at again, and read again, next time
+        cache.stamp = stamp
 
     # -- the index file (``jsonl_index``): derived, checked, never trusted blindly ------
 
@@ -260,14 +346,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if size <= 0:
             return None
         try:
-            fd = open_private(self._path, os.O_RDONLY)
+            fd = self._open_in(self._path, os.O_RDONLY)
         except (FileNotFoundError, RemoteMemoryError):
             return None  # the reads that follow word the error
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != identity:
                 return None
-            image, _ = read_index(index_path_for(self._path), self.user_scope, fd, size)
+            image, _ = read_index(index_path_for(self._path), self.user_scope, fd, size,
+                                  folder_fd=self._dir_fd)
         finally:
             os.close(fd)
         if image is None:
@@ -328,7 +415,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return False
         try:
             return write_index(index_path_for(self._path), image, fd, cache.offset,
-                               cache.identity)
+                               cache.identity, folder_fd=self._dir_fd)
         except (OSError, RemoteMemoryError):
             return False  # a derived file: failing to write it costs time, not answers
         finally:
@@ -339,7 +426,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if lock_fd is not None:
             return pending_batch_offset(os.pread(lock_fd, 64, 0))
         try:
-            fd = open_private(self._lock_path, os.O_RDONLY)
+            fd = self._open_in(self._lock_path, os.O_RDONLY)
         except FileNotFoundError:
             return None  # no lock file: no batch was ever noted
         except RemoteMemoryError:
@@ -369,7 +456,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def _open_cached(self, cache: _Cache) -> int:
         """A read descriptor on the very file ``cache`` describes, or corruption."""
         try:
-            fd = open_private(self._path, os.O_RDONLY)
+            fd = self._open_in(self._path, os.O_RDONLY)
         except FileNotFoundError:
             raise RemoteMemoryCorruptionError(
                 f"records file {self.path} was removed while it was being read"
@@ -486,7 +573,17 @@ class RemoteMemoryStore(IndexedMemoryStore):
                     raws.append(os.pread(fd, end - start - 1, start))
         finally:
             os.close(fd)
-        return [self._parse_line(raw, doc + 1) for doc, raw in zip(docs, raws, strict=False)]
+        digests = cache.digests
+        if list(map(line_digest, raws)) != [digests[doc] for doc in docs]:
+            # The log was rewritten under this reader in a way its checks did not see
+            # (docs/contract.md): never answer from an index of other lines.
+            if self._cache is cache:
+                self._cache = _Cache()
+            raise LogChangedError(
+                f"records file {self.path} changed under its index (a line is not the one "
+                "indexed); it is read again on the next call"
+            )
+        return [self._parse_line(raw, doc + 1) for doc, raw in zip(docs, raws, strict=True)]
 
     def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
         if kind is not None and MemoryKind(kind) is not MemoryKind.CONVERSATION:
@@ -518,9 +615,16 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         cache = self._with_terms(query.terms)
         cache.index.check_scope(query, self.user_scope)
-        return scan_from_index(
-            cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
-        )
+        try:
+            return scan_from_index(
+                cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
+            )
+        except LogChangedError:
+            cache = self._rebuild()
+            cache.index.load_terms(query.terms)
+            return scan_from_index(
+                cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
+            )
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
         """``LexicalScanning``: the index's postings with tf; only the hits get parsed."""
@@ -560,7 +664,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     def _vector_table(self) -> VectorTable:
         """The vectors file as it is now (what this store read of it is kept)."""
-        self._vectors = VectorTable.load(self._vectors_path, self.user_scope, self._vectors)
+        self._vectors = VectorTable.load(self._vectors_path, self.user_scope, self._vectors,
+                                         folder_fd=self._dir_fd)
         return self._vectors
 
     @staticmethod
@@ -670,14 +775,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 return 0
             if header is None:
                 made = Header(self.user_scope, model, dimension)
-                replace_file(self._vectors_path, [encode_header(made), *rows.values()])
+                replace_file(self._vectors_path, [encode_header(made), *rows.values()],
+                             folder_fd=self._dir_fd)
                 self._vectors = VectorTable()  # read back when next asked
                 return len(rows)
             np = require_numpy()
             matched = self._matched(cache, table)
             if bool(np.isin(matched.docs, list(rows)).any()):
                 table.rewrite(self._vectors_path, table.kept(matched, list(rows)),
-                              list(rows.values()))
+                              list(rows.values()), folder_fd=self._dir_fd)
             else:
                 self._append_rows(header, table.start, list(rows.values()))
             return len(rows)
@@ -717,7 +823,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if len(matched.rows) == table.count and not table.torn:
                 return None
             count = table.count
-            table.rewrite(self._vectors_path, matched.rows)
+            table.rewrite(self._vectors_path, matched.rows, folder_fd=self._dir_fd)
             return len(matched.rows), count - len(matched.rows)
 
     @contextlib.contextmanager
@@ -725,20 +831,21 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """The store's lock, as a writer of the log takes it (no pending batch is cut:
         ``_refresh`` reads around one, and the next writer of the log cuts it). A storage
         failure of the vectors file under it is a typed error naming the file."""
-        lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            yield
-        except OSError as exc:
-            raise failure(f"cannot write {self._vectors_path}", exc) from None
-        finally:
-            os.close(lock_fd)
+        with self._in_folder(create=True):
+            lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+                yield
+            except OSError as exc:
+                raise failure(f"cannot write {self._vectors_path}", exc) from None
+            finally:
+                os.close(lock_fd)
 
     def _vectors_header(self) -> tuple[Header, int] | None:
         """The vectors file's header and where its rows begin; None if absent or unreadable
         (its rows then go into a new file). A link or foreign file there is refused."""
         try:
-            fd = open_private(self._vectors_path, os.O_RDONLY)
+            fd = self._open_in(self._vectors_path, os.O_RDONLY)
         except FileNotFoundError:
             return None
         try:
@@ -803,7 +910,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         # A row not in use could still hold the vector (a damaged doc field): a file
         # that is not clean is rewritten too, with the rows in use only.
         if docs and (not clean or bool(np.isin(matched.docs, docs).any())):
-            table.rewrite(self._vectors_path, table.kept(matched, docs))
+            table.rewrite(self._vectors_path, table.kept(matched, docs), folder_fd=self._dir_fd)
         return header, table.start
 
     def _neighbours(
@@ -839,7 +946,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
         try:
             if found is None:
                 header = Header(self.user_scope, embedder.name, embedder.dimension)
-                replace_file(self._vectors_path, [encode_header(header), *rows])
+                replace_file(self._vectors_path, [encode_header(header), *rows],
+                             folder_fd=self._dir_fd)
             else:
                 self._append_rows(found[0], found[1], rows)
         except (OSError, RemoteMemoryError):
@@ -848,7 +956,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             pass
 
     def _append_rows(self, header: Header, start: int, rows: Sequence[bytes]) -> None:
-        fd = open_private(self._vectors_path, os.O_WRONLY | os.O_APPEND)
+        fd = self._open_in(self._vectors_path, os.O_WRONLY | os.O_APPEND)
         try:
             append_rows(fd, start, header.row_bytes, rows)
         finally:
@@ -856,33 +964,71 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     def _remove_vectors_file(self) -> None:
         try:
-            os.unlink(self._vectors_path)
+            unlink_in(self._dir_fd, self._vectors_path)
         except FileNotFoundError:
             pass
         else:
-            fsync_folder(self._folder)
+            fsync_folder(self._folder, folder_fd=self._dir_fd)
         self._vectors = VectorTable()
 
     # -- writing --------------------------------------------------------------------
 
-    def _open(self, path: str, flags: int, *, make_folders: bool = False) -> int:
-        # Every file this store writes is opened here: no link followed, no FIFO waited
-        # on, nobody else's file or folder used (see ``files``).
+    @contextlib.contextmanager
+    def _in_folder(self, *, create: bool = False) -> Iterator[int | None]:
+        """The store folder, opened (and checked, with every folder above it) once for a
+        whole operation: its lock, log, index and vectors are all opened relative to
+        this descriptor, so a folder renamed meanwhile cannot give one operation the
+        lock of one folder and the log of another. None when there is no folder yet
+        and ``create`` is false; inside an operation, that operation's folder."""
+        if self._dir_fd is not None:
+            yield self._dir_fd
+            return
         try:
-            return open_private(path, flags)
-        except FileNotFoundError:
-            if not make_folders:
-                raise RemoteMemoryError(f"cannot open {path}: no such folder") from None
-        # The first write (or the folder was removed since): make the folders, private
-        # all the way up, and try once more. Checking them before every append would
-        # cost a stat per level for nothing.
-        try:
-            make_private_folders(self.path.parent, DIR_MODE)
-        except OSError as exc:
-            raise RemoteMemoryError(
-                f"cannot create folder {self.path.parent}: {exc.strerror}"
+            fd = open_folder(self._folder)
+        except NotADirectoryError:
+            raise RemoteMemoryCorruptionError(
+                f"cannot open records file {self.path}: a parent is not a folder"
             ) from None
-        return self._open(path, flags)
+        except FileNotFoundError:
+            if not create:
+                yield None
+                return
+            # The first write (or the folder was removed since): make the folders,
+            # private all the way up, and open again.
+            try:
+                make_private_folders(self.path.parent, DIR_MODE)
+            except OSError as exc:
+                raise RemoteMemoryError(
+                    f"cannot create folder {self.path.parent}: {exc.strerror}"
+                ) from None
+            try:
+                fd = open_folder(self._folder)
+            except FileNotFoundError:
+                raise RemoteMemoryError(
+                    f"cannot open {self._folder}: no such folder"
+                ) from None
+        self._operation.fd = fd
+        try:
+            yield fd
+        finally:
+            self._operation.fd = None
+            os.close(fd)
+
+    @property
+    def _dir_fd(self) -> int | None:
+        fd: int | None = getattr(self._operation, "fd", None)
+        return fd
+
+    def _open_in(self, path: str, flags: int) -> int:
+        # Every file this store writes is opened here: no link followed, no FIFO waited
+        # on, nobody else's file or folder used (see ``files``), relative to the folder
+        # of the operation in progress (outside one, the folder is opened for it).
+        return open_private(path, flags, folder_fd=self._dir_fd)
+
+    def _lstat(self, path: str) -> os.stat_result:
+        if self._dir_fd is None:
+            return os.lstat(path)
+        return os.stat(os.path.basename(path), dir_fd=self._dir_fd, follow_symlinks=False)
 
     def _append_batch(
         self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
@@ -890,18 +1036,25 @@ class RemoteMemoryStore(IndexedMemoryStore):
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
         targets = [r.retracts for r in batch if r.kind is MemoryKind.RETRACTION and r.retracts]
+        with self._in_folder(create=True):
+            self._append_in_folder(batch, vectors, lines, payload, targets)
+
+    def _append_in_folder(
+        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None,
+        lines: Sequence[bytes], payload: bytes, targets: Sequence[str],
+    ) -> None:
         # The records file is looked at before the lock is made, so that a write
         # refused for an unsafe records file leaves no new lock file behind either.
         try:
-            problem = problem_with(os.lstat(self._path))
+            problem = problem_with(self._lstat(self._path))
         except OSError:
             problem = None  # absent (or unreadable): the opens below word the error
         if problem is not None:
             raise unsafe(self.path, problem)
-        lock_fd = self._open(self._lock_path, os.O_RDWR | os.O_CREAT, make_folders=True)
+        lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            fd = self._open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 pending = self._pending_batch(lock_fd)
                 if pending is not None:

@@ -5,9 +5,9 @@ retractions, times, per-record term counts, byte offsets, line digests, the post
 and each conversation record's place in its source) as packed arrays, so that a new
 process loads it without parsing a line.
 The log stays the one source of truth: the index file names the prefix of the log it
-covers and is used only when that prefix is provably the one it was built from;
-otherwise it is ignored (and, once a reader has rebuilt, replaced). A stale file costs
-time, never a wrong answer.
+covers and is used only when that prefix is provably the one it was built from (the
+CRC-32 of every covered byte, at every load); otherwise it is ignored (and, once a
+reader has rebuilt, replaced). A stale file costs time, never a wrong answer.
 
 Layout (little-endian, version ``FORMAT``)::
 
@@ -16,8 +16,9 @@ Layout (little-endian, version ``FORMAT``)::
     sha256 of magic, version, length and header (32 bytes)
 
 The header names the user scope, the covered prefix (bytes, lines, its CRC-32, the
-SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (a hint
-only), the index's counters and, for each section, its offset (from the first
+SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (for a
+person reading it: no check uses them, a file system hands inode numbers out again), the
+index's counters and, for each section, its offset (from the first
 section), length and CRC-32. A reader reads and checks the per-record sections at
 load, a term's posting list (against the CRC-32s of its blocks) when a query first
 asks for it and the source sections when it is first asked for a record's neighbours
@@ -32,27 +33,36 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import secrets
+import stat
 import sys
+import time
 import zlib
 from array import array
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RemoteMemoryCorruptionError, RemoteMemoryError
 from ..retrieval.strings import PackedStrings, hashed_order, pack_strings
 from ..safejson import loads as load_json
-from .files import open_private, write_all
+from .files import open_private, rename_in, unlink_in, write_all
 
 __all__ = [
     "FORMAT",
     "IndexImage",
     "IndexState",
+    "LogChangedError",
     "MAGIC",
     "index_path_for",
+    "crc_of_prefix",
     "inspect_index",
+    "log_window",
     "read_index",
+    "remove_stale_temps",
+    "stale_temps",
     "write_index",
 ]
 
@@ -61,6 +71,8 @@ FORMAT = 5
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
+# Bytes of the log read per step to check its covered prefix.
+_CRC_CHUNK = 4 << 20
 _PREFIX = len(MAGIC) + 8
 # The sections of version 5, with their array type codes ("B": raw bytes, "s": UTF-8
 # strings joined by "\n"). Version 1 had no term frequencies, 2 no line digests (which
@@ -131,6 +143,12 @@ class IndexDamagedError(RemoteMemoryCorruptionError):
     """
 
 
+class LogChangedError(IndexDamagedError):
+    """A line read from the log is not the line its reader indexed there (its BLAKE2b-8
+    differs): the log was rewritten in place under a warm reader. The reader drops what
+    it had read and reads the log again."""
+
+
 @dataclass
 class IndexImage:
     """Everything a ``_Cache`` needs, as packed arrays and counters.
@@ -170,15 +188,97 @@ def _window_hashes(fd: int, covered: int) -> tuple[str, str]:
     return hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()
 
 
-def _crc_of_prefix(fd: int, covered: int) -> int:
-    crc, offset = 0, 0
-    while offset < covered:
-        data = os.pread(fd, min(8 << 20, covered - offset), offset)
-        if not data:
-            raise _Invalid("the log is shorter than the prefix it covers")
-        crc = zlib.crc32(data, crc)
-        offset += len(data)
+def _crc_of_range(fd: int, start: int, stop: int) -> int | None:
+    """The CRC-32 of bytes ``start:stop`` of ``fd``; None if it is shorter.
+
+    Read into one reused buffer (no mmap: a log cut while mapped would kill the
+    process with SIGBUS). ``preadv`` and ``zlib.crc32`` of a big buffer both let go of
+    the GIL, so two of these run on two cores.
+    """
+    buf = bytearray(min(_CRC_CHUNK, stop - start))
+    view = memoryview(buf)
+    crc, offset = 0, start
+    while offset < stop:
+        want = min(len(buf), stop - offset)
+        got = os.preadv(fd, [view[:want]], offset)
+        if got <= 0:
+            return None
+        crc = zlib.crc32(view[:got], crc)
+        offset += got
     return crc
+
+
+# CRC-32 arithmetic (zlib's crc32_combine, which Python's zlib does not offer): the
+# reflected polynomial and x^(2^k) mod p for k = 0..31.
+_POLY = 0xEDB88320
+
+
+def _times_mod_p(a: int, b: int) -> int:
+    """``a(x) · b(x) mod p(x)``, both reflected."""
+    m, product = 1 << 31, 0
+    while a:
+        if a & m:
+            product ^= b
+            a ^= m
+        m >>= 1
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+    return product
+
+
+def _powers() -> list[int]:
+    table = [1 << 30]  # x^1
+    for _ in range(31):
+        table.append(_times_mod_p(table[-1], table[-1]))
+    return table
+
+
+_X_2_TO_THE = _powers()
+
+
+def crc32_combine(first: int, second: int, second_bytes: int) -> int:
+    """The CRC-32 of ``A + B`` from ``crc32(A)``, ``crc32(B)`` and ``len(B)``."""
+    shift, k, n = 1 << 31, 3, second_bytes  # x^0; 2^3 bits a byte
+    while n:
+        if n & 1:
+            shift = _times_mod_p(_X_2_TO_THE[k & 31], shift)
+        n >>= 1
+        k += 1
+    return _times_mod_p(shift, first) ^ second
+
+
+# Under this many bytes a second thread costs more than it saves.
+_SPLIT_BYTES = 16 << 20
+
+
+def crc_of_prefix(fd: int, covered: int) -> int | None:
+    """The CRC-32 of the first ``covered`` bytes of ``fd``; None if it is shorter.
+
+    A big prefix is checked in two halves on two threads, combined (every byte is
+    still read: nothing but a read of all of them proves a log rewritten in place).
+    """
+    if covered < _SPLIT_BYTES:
+        return _crc_of_range(fd, 0, covered)
+    middle = covered // 2
+    with ThreadPoolExecutor(1) as pool:
+        second = pool.submit(_crc_of_range, fd, middle, covered)
+        first = _crc_of_range(fd, 0, middle)
+        last = second.result()
+    if first is None or last is None:
+        return None
+    return crc32_combine(first, last, covered - middle)
+
+
+# The bytes a warm reader looks at again when the log changed under it (``log_window``).
+WINDOW_BYTES = 4 << 10
+
+
+def log_window(fd: int, at: int) -> tuple[int, int, int]:
+    """``(at, CRC-32 of the first 4 KiB, CRC-32 of the 4 KiB before at)`` of the log:
+    what a reader that has read ``at`` bytes compares when the log's ctime moved."""
+    head = os.pread(fd, min(WINDOW_BYTES, at), 0)
+    start = max(0, at - WINDOW_BYTES)
+    tail = os.pread(fd, at - start, start)
+    return at, zlib.crc32(head), zlib.crc32(tail)
 
 
 class _IndexFile:
@@ -234,21 +334,21 @@ def _check_log(header: dict[str, Any], log_fd: int, log_size: int, scope: str | 
     covered = int(header["covered_bytes"])
     if covered > log_size:
         raise _Invalid(f"it covers {covered} bytes, the log has only {log_size} (truncated?)")
-    head, tail = _window_hashes(log_fd, covered)
+    head, tail = _window_hashes(log_fd, covered)  # a cheap first look, not the proof
     if head != header["log_head_sha256"] or tail != header["log_tail_sha256"]:
         raise _Invalid("the log's covered prefix is not the one it was built from")
-    st = os.fstat(log_fd)
-    # Another file (restored, copied, replaced): check the whole covered prefix.
-    if [st.st_dev, st.st_ino] != header.get("log_identity") and (
-        _crc_of_prefix(log_fd, covered) != int(header["log_crc32"])
-    ):
+    # The proof: every covered byte, whatever the log's inode, size or mtime say. A
+    # file replaced, restored or rewritten in place keeps all three as often as not
+    # (ext4 hands a removed file's inode number to the next one; cp -p and touch set
+    # the mtime back).
+    if crc_of_prefix(log_fd, covered) != int(header["log_crc32"]):
         raise _Invalid("the log's covered prefix is not the one it was built from")
 
 
-def _open_file(path: str) -> _IndexFile | None:
+def _open_file(path: str, folder_fd: int | None = None) -> _IndexFile | None:
     """The index file, None if absent; a link or foreign file is refused."""
     try:
-        fd = open_private(path, os.O_RDONLY)
+        fd = open_private(path, os.O_RDONLY, folder_fd=folder_fd)
     except FileNotFoundError:
         return None
     try:
@@ -414,7 +514,7 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
 
 
 def read_index(
-    path: str, scope: str, log_fd: int, log_size: int
+    path: str, scope: str, log_fd: int, log_size: int, *, folder_fd: int | None = None
 ) -> tuple[IndexImage | None, str]:
     """The image in ``path`` if it provably describes a prefix of the log, and why not.
 
@@ -422,19 +522,26 @@ def read_index(
     The posting lists stay in the file until a query asks for them; one found damaged
     then raises ``IndexDamagedError``.
     """
-    file = _open_file(path)
+    file = _open_file(path, folder_fd)
     if file is None:
         return None, "absent"
     try:
         header = _parse_header(file)
-        _check_log(header, log_fd, log_size, scope)
+        # The check of every covered byte runs while the sections load (a third of
+        # the time at 1M records), and is waited for before anything is used.
+        with ThreadPoolExecutor(1) as pool:
+            checked = pool.submit(_check_log, header, log_fd, log_size, scope)
+            try:
+                sections = _load(file, header, every_term=False)
+            finally:
+                checked.result()
         image = IndexImage(
             scope=header["scope"],
             covered_bytes=int(header["covered_bytes"]),
             covered_lines=int(header["covered_lines"]),
             log_crc=int(header["log_crc32"]),
             counters={k: int(v) for k, v in header["counters"].items()},
-            sections=_load(file, header, every_term=False),
+            sections=sections,
         )
     except _Invalid as exc:
         return None, str(exc)
@@ -530,10 +637,12 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
     return b"".join(parts)
 
 
-def _covers_at_least(path: str, log_fd: int, log_size: int, scope: str, lines: int) -> bool:
+def _covers_at_least(
+    path: str, log_fd: int, log_size: int, scope: str, lines: int, folder_fd: int | None = None
+) -> bool:
     """Whether the file at ``path`` is valid for this log and covers ``lines`` or more."""
     try:
-        file = _open_file(path)
+        file = _open_file(path, folder_fd)
     except RemoteMemoryError:
         return False
     if file is None:
@@ -550,8 +659,81 @@ def _covers_at_least(path: str, log_fd: int, log_size: int, scope: str, lines: i
         return False
 
 
+# A temporary file of the index or vectors file: ``.NAME.PID.HEX.tmp`` (``write_index``,
+# ``jsonl_vectors.replace_file``). One whose writer is gone is garbage that nothing else
+# would ever remove (100 MB at 1M records for the index).
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.[0-9a-f]{8}\.tmp")
+# Older than this, a temporary file is stale even when a process holds its pid: the pid
+# may be another process's since (or another PID namespace's), and writing the biggest
+# index file takes seconds.
+STALE_TEMP_SECONDS = 3600
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another account's process: alive
+    except (OverflowError, OSError):
+        return False
+    return True
+
+
+def stale_temps(
+    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"),
+    folder_fd: int | None = None,
+) -> list[tuple[str, int]]:
+    """``(path, bytes)`` of each temporary file beside the log, of the derived files named
+    by ``kinds``, whose writer is not alive (by its pid) or that is over an hour old
+    (``folder_fd``: the log's folder, open)."""
+    folder, base = os.path.split(log_path)
+    names = {base + kind for kind in kinds}
+    found: list[tuple[str, int]] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder or "." if folder_fd is None else folder_fd))
+    except OSError:
+        return found
+    for entry in entries:
+        match = _TEMP.fullmatch(entry.name)
+        if match is None or match["name"] not in names:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue  # not one memlib wrote: left to whoever made it
+        if _alive(int(match["pid"])) and now - st.st_mtime < STALE_TEMP_SECONDS:
+            continue
+        found.append((os.path.join(folder, entry.name), st.st_size))
+    return sorted(found)
+
+
+def remove_stale_temps(
+    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"),
+    folder_fd: int | None = None,
+) -> list[tuple[str, int]]:
+    """Remove what ``stale_temps`` finds; what was removed."""
+    removed = []
+    for path, size in stale_temps(log_path, kinds=kinds, folder_fd=folder_fd):
+        try:
+            unlink_in(folder_fd, path)
+        except OSError:
+            continue  # gone already, or not ours to remove: doctor still reports it
+        removed.append((path, size))
+    return removed
+
+
 def write_index(
-    path: str, image: IndexImage, log_fd: int, log_size: int, identity: tuple[int, int]
+    path: str, image: IndexImage, log_fd: int, log_size: int, identity: tuple[int, int],
+    *, folder_fd: int | None = None,
 ) -> bool:
     """Write ``image`` to ``path`` atomically (temp, fsync, rename, fsync the folder).
 
@@ -566,7 +748,7 @@ def write_index(
     folder, name = os.path.split(path)
     temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
     except (FileNotFoundError, RemoteMemoryError):
         return False
     try:
@@ -575,15 +757,24 @@ def write_index(
             os.fsync(fd)
         finally:
             os.close(fd)
-        dir_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # A descriptor of its own on the folder: closing it releases the flock.
+        dir_fd = os.open((folder or ".") if folder_fd is None else ".",
+                         os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=folder_fd)
         try:
             # Writers of index files take turns on the folder, so that one never
             # replaces a file that covers more than its own.
             fcntl.flock(dir_fd, fcntl.LOCK_EX)
+            # A writer killed mid-way left its temporary file: the next one cleans up.
+            # (One in another PID namespace that only looks dead loses its rename, and
+            # with it nothing but time.)
+            if path.endswith(".index"):
+                remove_stale_temps(path[: -len(".index")], kinds=(".index",),
+                                   folder_fd=folder_fd)
             now = os.fstat(log_fd).st_size  # the log as it is now, not as we read it
-            if _covers_at_least(path, log_fd, now, image.scope, image.covered_lines):
+            if _covers_at_least(path, log_fd, now, image.scope, image.covered_lines, folder_fd):
                 return True  # as new as ours or newer: left as it is
-            os.rename(temp, path)
+            rename_in(folder_fd, temp, path)
             temp = ""
             os.fsync(dir_fd)
         finally:
@@ -597,4 +788,4 @@ def write_index(
     finally:
         if temp:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                unlink_in(folder_fd, temp)

@@ -58,7 +58,8 @@ from typing import Any
 from ..errors import RemoteMemoryError
 from ..safejson import loads as load_json
 from ..vectors import require_numpy
-from .files import open_private, write_all
+from .files import open_private, rename_in, unlink_in, write_all
+from .jsonl_index import remove_stale_temps
 
 __all__ = [
     "FORMAT",
@@ -176,7 +177,9 @@ def pack_row(doc: int, digest: int, vector: bytes, dimension: int) -> bytes:
     return zlib.crc32(body).to_bytes(4, "little") + body
 
 
-def replace_file(path: str, parts: Sequence[Any]) -> os.stat_result:
+def replace_file(
+    path: str, parts: Sequence[Any], *, folder_fd: int | None = None
+) -> os.stat_result:
     """Write ``parts`` (bytes or buffers) to ``path`` atomically; the new file's stat.
 
     A temporary file in the same folder (0600, through ``open_private``), ``fsync``,
@@ -184,8 +187,12 @@ def replace_file(path: str, parts: Sequence[Any]) -> os.stat_result:
     new one, and after a crash the old one's bytes do not come back.
     """
     folder, name = os.path.split(path)
+    if name.endswith(".vectors"):
+        # Under the store's lock, as every writer of this file: a temporary file of a
+        # writer killed mid-way goes now, not never.
+        remove_stale_temps(path[: -len(".vectors")], kinds=(".vectors",), folder_fd=folder_fd)
     temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
     try:
         try:
             for part in parts:
@@ -194,17 +201,20 @@ def replace_file(path: str, parts: Sequence[Any]) -> os.stat_result:
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        os.rename(temp, path)
+        rename_in(folder_fd, temp, path)
         temp = ""
-        fsync_folder(folder)
+        fsync_folder(folder, folder_fd=folder_fd)
         return st
     finally:
         if temp:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                unlink_in(folder_fd, temp)
 
 
-def fsync_folder(folder: str) -> None:
+def fsync_folder(folder: str, *, folder_fd: int | None = None) -> None:
+    if folder_fd is not None:
+        os.fsync(folder_fd)
+        return
     dir_fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.fsync(dir_fd)
@@ -271,14 +281,17 @@ class VectorTable:
     # -- reading (no lock) ---------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str, scope: str, known: VectorTable | None = None) -> VectorTable:
+    def load(
+        cls, path: str, scope: str, known: VectorTable | None = None, *,
+        folder_fd: int | None = None,
+    ) -> VectorTable:
         """The file at ``path`` as it is now; ``known`` is reused while it still holds.
 
         A file that grew (same inode, same header) is read from where ``known`` stopped:
         appends are all that happen to it in place. Anything else is read whole, once.
         """
         try:
-            fd = open_private(path, os.O_RDONLY)
+            fd = open_private(path, os.O_RDONLY, folder_fd=folder_fd)
         except FileNotFoundError:
             return cls()
         try:
@@ -404,7 +417,10 @@ class VectorTable:
 
     def scores(self, matched: Matched, vector: Any) -> Any:
         """``vector``'s dot product with every row in use, in ``matched`` order."""
-        scores = self.matrix() @ vector
+        # Rows not in use (damaged, of a log since changed) may hold any bits, NaN
+        # included: their products are computed and dropped, never warned about.
+        with require_numpy().errstate(all="ignore"):
+            scores = self.matrix() @ vector
         if len(matched.rows) != self.count:
             scores = scores[matched.rows]
         return scores
@@ -431,7 +447,10 @@ class VectorTable:
 
     # -- writing (under the store's lock) -----------------------------------------------
 
-    def rewrite(self, path: str, rows: Any, extra: Sequence[bytes] = ()) -> None:
+    def rewrite(
+        self, path: str, rows: Any, extra: Sequence[bytes] = (), *,
+        folder_fd: int | None = None,
+    ) -> None:
         """Replace ``path`` by this table's header, its rows at ``rows`` (increasing
         positions, all with a matching checksum) and the ``extra`` rows; this table then
         describes the new file.
@@ -454,7 +473,7 @@ class VectorTable:
         view = memoryview(self.buf)
         st = replace_file(path, [
             head, *(view[self.start + a * rb: self.start + b * rb] for a, b in runs), *extra,
-        ])
+        ], folder_fd=folder_fd)
         del view
         count = len(rows) + len(extra)
         total = len(head) + count * rb

@@ -14,8 +14,9 @@ would not be the reference's).
 
 The file is named by the caller and opened by SQLite, which follows links: before
 SQLite opens it, the database, its ``-wal``, ``-shm`` and ``-journal`` siblings and
-their folder pass ``files.check_path`` (no link, no FIFO, nobody else's, nobody else may
-write), and the file is created through ``files.open_private``. Every failure of SQLite
+their folder pass ``files.check_path`` (no link, no FIFO, no second name, nobody else's,
+nobody else may write; nor any folder above, which another account could rename), and
+the file is created through ``files.open_private``. Every failure of SQLite
 itself comes back as a memlib error naming its cause (``_sqlite_error``): disk full,
 read-only, locked, I/O error as ``RemoteMemoryStorageError``, a damaged file as
 ``RemoteMemoryCorruptionError``. SQLite rolls a transaction back by itself after some

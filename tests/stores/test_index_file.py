@@ -24,7 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlib import RecallEngine, RemoteMemoryStore, RemoteMemoryUnsafePathError
+from memlib import (
+    RecallEngine,
+    RemoteMemoryCorruptionError,
+    RemoteMemoryStore,
+    RemoteMemoryUnsafePathError,
+)
 from memlib.doctor import check_store
 from memlib.records import user_scope_for
 from memlib.stores import jsonl_index
@@ -162,9 +167,10 @@ def test_a_new_reader_parses_only_the_records_it_returns(
     assert parser.calls > N  # without the file, every line is parsed
 
 
-def test_lines_in_the_middle_are_never_read(log: Path) -> None:
+def test_a_line_rewritten_in_the_middle_is_seen(log: Path) -> None:
     # Overwrite a line in the middle (same length, same inode, outside the hashed
-    # windows) with bytes that raise if parsed: a reader using the index never parses it.
+    # windows) with bytes that raise if parsed: the whole covered prefix is checked, so
+    # the index is not trusted and the reader parses the log, meeting the damage.
     data = bytearray(log.read_bytes())
     lines = data.split(b"\n")
     middle = len(lines) // 2
@@ -173,8 +179,8 @@ def test_lines_in_the_middle_are_never_read(log: Path) -> None:
     data[start: start + len(lines[middle])] = b"{" * len(lines[middle])
     with open(log, "r+b") as handle:
         handle.write(data)
-    result = _recall(RemoteMemoryStore(log, user_id=USER), "zzz-nothing-matches")
-    assert result.searched_records == N - 1
+    with pytest.raises(RemoteMemoryCorruptionError, match="invalid JSON at line"):
+        _recall(RemoteMemoryStore(log, user_id=USER), "zzz-nothing-matches")
 
 
 # -- exact parity, whatever happened ----------------------------------------------------
@@ -483,10 +489,10 @@ def test_a_read_only_folder_still_recalls(
     if os.geteuid() == 0:  # root writes anyway: make the folder refuse creation
         real = jsonl_index.open_private
 
-        def read_only(name: str, flags: int) -> int:
+        def read_only(name: str, flags: int, **kw: Any) -> int:
             if flags & os.O_CREAT:
                 raise failure(f"cannot open {name}", OSError(errno.EROFS, "Read-only file system"))
-            return real(name, flags)
+            return real(name, flags, **kw)
 
         monkeypatch.setattr(jsonl_index, "open_private", read_only)
     folder.chmod(0o500)

@@ -377,11 +377,13 @@ def test_a_read_only_folder_still_recalls(
         for module in (jsonl_index, jsonl_vectors):
             real = module.open_private
 
-            def read_only(name: str, flags: int, real: Callable[[str, int], int] = real) -> int:
+            def read_only(
+                name: str, flags: int, real: Callable[..., int] = real, **kw: Any
+            ) -> int:
                 if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR):
                     raise failure(f"cannot open {name}",
                                   OSError(errno.EROFS, "Read-only file system"))
-                return real(name, flags)
+                return real(name, flags, **kw)
 
             monkeypatch.setattr(module, "open_private", read_only)
     log.parent.chmod(0o500)
