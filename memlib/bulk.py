@@ -33,6 +33,7 @@ from .progress import progress_bar
 from .records import MemoryKind, record_from_item
 from .safejson import loads_input_line
 from .stores.base import IdLookup, MemoryStore
+from .visible import shown_name
 
 __all__ = [
     "DEFAULT_BATCH", "ImportReport", "error_line", "existing_ids", "import_jsonl",
@@ -58,7 +59,8 @@ def _item(data: Any, number: int, user_scope: str) -> dict[str, Any]:
         raise RemoteMemoryValidationError(f"line {number}: not a JSON object")
     if "user_scope" in data and data["user_scope"] != user_scope:
         raise RemoteMemoryValidationError(
-            f"line {number}: memory {data.get('memory_id')} belongs to another user scope"
+            f"line {number}: memory {shown_name(str(data.get('memory_id')))} belongs to "
+            "another user scope"
         )
     if "retracts" in data or data.get("kind") == MemoryKind.RETRACTION.value:
         raise RemoteMemoryValidationError(
@@ -69,7 +71,7 @@ def _item(data: Any, number: int, user_scope: str) -> dict[str, Any]:
     unknown = sorted(set(item) - set(_ITEM_KEYS))
     if unknown:
         raise RemoteMemoryValidationError(
-            f"line {number}: unknown record fields: {', '.join(unknown)}"
+            f"line {number}: unknown record fields: {', '.join(map(shown_name, unknown))}"
         )
     missing = [k for k in _ITEM_KEYS if k not in item]
     if missing:

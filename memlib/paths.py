@@ -56,9 +56,13 @@ def min_score_for(
             return suggested
     if isinstance(min_score, bool) or not isinstance(min_score, int | float):
         raise RemoteMemoryValidationError("min_score must be a number or 'suggested'")
-    if not math.isfinite(min_score):
+    try:
+        floor = float(min_score)
+    except OverflowError:  # an int past float's range, such as 10**400
+        raise RemoteMemoryValidationError("min_score must be a finite number") from None
+    if not math.isfinite(floor):
         raise RemoteMemoryValidationError("min_score must be a finite number")
-    return float(min_score)
+    return floor
 
 
 Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]

@@ -1,13 +1,16 @@
 """Stored records: the durable evidence a store keeps (docs/reference.md#records).
 
 A record is validated when it is built, so an invalid one never reaches a store, and
-the same constructor checks what a store reads back from disk.
+the same checks run on what a store reads back from disk (``StoredMemory.from_dict``),
+but for the few rules only a new record must keep (no U+0000, an NFC and visible id):
+what an older version stored stays readable.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +21,7 @@ from typing import Any
 
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from .terms import MAX_GROWTH, normalize_text, terms_of_normalized
+from .visible import first_hidden, shown_name
 
 __all__ = [
     "MemoryKind",
@@ -83,7 +87,11 @@ class MemoryKind(str, Enum):  # noqa: UP042 (StrEnum would change format() of me
 
 
 def memory_id_of(value: object, field_name: str = "memory_id") -> str:
-    """``value`` if it is a valid memory id, else the Validation error that says why."""
+    """``value`` if it can name a stored memory, else the Validation error that says why.
+
+    The rule every stored id has always kept, so an id an older version wrote can still
+    be named; a *new* record's id must also pass ``_new_memory_id``.
+    """
     return _memory_id(value, field_name)
 
 
@@ -98,7 +106,9 @@ def reason_text(value: object) -> str:
     return _text("reason", value, LIMITS["content"])
 
 
-def _text(field_name: str, value: object, limit: int | None = None) -> str:
+def _text(
+    field_name: str, value: object, limit: int | None = None, new: bool = True
+) -> str:
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     text = " ".join(value.split())  # collapse_whitespace, inlined: every record pays it
@@ -113,7 +123,14 @@ def _text(field_name: str, value: object, limit: int | None = None) -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} must be valid Unicode (no lone surrogates)"
         )
+    if new and "\x00" in text:
+        raise RemoteMemoryValidationError(_NUL_REFUSED.format(field_name))
     return text
+
+
+# PostgreSQL's text and jsonb cannot hold U+0000, so no backend takes it in a new record
+# (one rule for all three); a record an older version stored keeps it and stays readable.
+_NUL_REFUSED = "{} must not contain U+0000 (the NUL character)"
 
 
 def _memory_id(value: object, field_name: str = "memory_id") -> str:
@@ -137,6 +154,31 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
             f"{field_name} must be valid Unicode (no lone surrogates)"
         )
     return value
+
+
+def _new_id_ok(memory_id: str) -> bool:
+    """A non-ASCII id that passed ``_memory_id`` passes ``_new_memory_id``."""
+    return first_hidden(memory_id) is None and unicodedata.is_normalized("NFC", memory_id)
+
+
+def _new_memory_id(value: object, field_name: str = "memory_id") -> str:
+    """``_memory_id``, and the rules a new id adds: no invisible or format character,
+    and NFC, so two ids that differ are never shown alike (docs/contract.md)."""
+    memory_id = _memory_id(value, field_name)
+    if memory_id.isascii():
+        return memory_id  # ASCII is NFC, and _memory_id refused its controls
+    hidden = first_hidden(memory_id)
+    if hidden is not None:
+        raise RemoteMemoryValidationError(
+            f"{field_name} must not contain invisible or format characters: "
+            f"{shown_name(memory_id)} holds U+{ord(hidden):04X}"
+        )
+    if not unicodedata.is_normalized("NFC", memory_id):
+        raise RemoteMemoryValidationError(
+            f"{field_name} must be in Unicode NFC form: {ascii(memory_id)} is "
+            f"{shown_name(unicodedata.normalize('NFC', memory_id))} in NFC"
+        )
+    return memory_id
 
 
 @lru_cache(maxsize=65_536)
@@ -202,12 +244,37 @@ def normalize_timestamp(value: object) -> str:
 
 
 def user_scope_for(user_id: str) -> str:
-    """The first 16 hex digits of sha256 of the stripped, casefolded user id."""
+    """The first 16 hex digits of sha256 of the stripped, casefolded user id.
+
+    The user id must be NFKC and hold no invisible or format character (docs/contract.md,
+    "Smaller input rules"): every id that passes keeps the scope it always had, and two
+    ids that look alike can no longer name two scopes.
+    """
     if not isinstance(user_id, str) or not user_id.strip():
         raise RemoteMemoryValidationError("user_id must not be empty")
     if _SURROGATE.search(user_id):
         raise RemoteMemoryValidationError("user_id must be valid Unicode (no lone surrogates)")
-    return hashlib.sha256(user_id.strip().casefold().encode("utf-8")).hexdigest()[:16]
+    stripped = user_id.strip()
+    _check_user_id(stripped)
+    return hashlib.sha256(stripped.casefold().encode("utf-8")).hexdigest()[:16]
+
+
+def _check_user_id(user_id: str) -> None:
+    hidden = first_hidden(user_id)
+    if hidden is not None:
+        raise RemoteMemoryValidationError(
+            f"user_id must not contain invisible or format characters: "
+            f"{shown_name(user_id)} holds U+{ord(hidden):04X}"
+        )
+    if user_id.isascii():
+        return
+    # NFKC, not only NFC: a fullwidth or compatibility form ("ａｌｉｃｅ") would be a
+    # scope apart from the plain word it looks like.
+    if not unicodedata.is_normalized("NFKC", user_id):
+        raise RemoteMemoryValidationError(
+            f"user_id must be in Unicode NFKC form: {ascii(user_id)} is "
+            f"{shown_name(unicodedata.normalize('NFKC', user_id))} in NFKC"
+        )
 
 
 def _scope(value: object) -> str:
@@ -235,9 +302,14 @@ class MemorySource:
     captured_at: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "source_id", _text("source_id", self.source_id))
-        object.__setattr__(self, "source_type", _text("source_type", self.source_type))
-        object.__setattr__(self, "title", _text("title", self.title))
+        self._check(new=True)
+
+    def _check(self, *, new: bool) -> None:
+        """The constructor's checks; ``new=False`` for a source read back, which may
+        hold what only a new record refuses (U+0000)."""
+        object.__setattr__(self, "source_id", _text("source_id", self.source_id, new=new))
+        object.__setattr__(self, "source_type", _text("source_type", self.source_type, new=new))
+        object.__setattr__(self, "title", _text("title", self.title, new=new))
         object.__setattr__(self, "captured_at", normalize_timestamp(self.captured_at))
 
     @property
@@ -254,22 +326,8 @@ class MemorySource:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemorySource:
-        if isinstance(data, MemorySource):
-            return data
-        if not isinstance(data, Mapping):
-            raise RemoteMemoryValidationError("source must be an object")
-        missing = [k for k in ("source_id", "source_type", "title", "captured_at") if k not in data]
-        if missing:
-            raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
-        extra = sorted(str(k) for k in data if k not in _SOURCE_KEYS)
-        if extra:
-            raise RemoteMemoryValidationError(f"source has unknown fields: {', '.join(extra)}")
-        return cls(
-            source_id=data["source_id"],
-            source_type=data["source_type"],
-            title=data["title"],
-            captured_at=data["captured_at"],
-        )
+        """The source of a new record (``StoredMemory.from_dict`` reads a stored one)."""
+        return _source_of(data, new=True)
 
 
 @dataclass(frozen=True)
@@ -297,14 +355,31 @@ class StoredMemory:
     superseded_by: str | None = field(default=None)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "memory_id", _memory_id(self.memory_id))
+        self._check(new=True)
+
+    def _check(self, *, new: bool) -> None:
+        """The constructor's checks. A new record (``new=True``) also keeps the rules an
+        older version did not have (docs/contract.md): its id is NFC and visible, and no
+        text holds U+0000. ``from_dict`` reads a stored record with ``new=False``, so a
+        store stays readable whatever an older version let into it. Ids that name
+        another record (``retracts`` …) keep the old rule: they may name an old one."""
+        # So does the id memlib makes for a retraction from its target's (``retract-`` +
+        # id): retracting a record an older version stored must still work.
+        derived = self.retracts is not None and self.memory_id == f"retract-{self.retracts}"
+        object.__setattr__(self, "memory_id", (
+            _new_memory_id if new and not derived else _memory_id)(self.memory_id))
         object.__setattr__(self, "user_scope", _scope(self.user_scope))
         kind = _kind(self.kind)
         object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "content", _text("content", self.content))
-        object.__setattr__(self, "summary", _text("summary", self.summary))
+        object.__setattr__(self, "content", _text("content", self.content, new=new))
+        object.__setattr__(self, "summary", _text("summary", self.summary, new=new))
         if not isinstance(self.source, MemorySource):
-            object.__setattr__(self, "source", MemorySource.from_dict(self.source))
+            object.__setattr__(self, "source", _source_of(self.source, new=new))
+        elif new:
+            # A source read back from an older store may still hold U+0000.
+            for name in ("source_id", "source_type", "title"):
+                if "\x00" in getattr(self.source, name):
+                    raise RemoteMemoryValidationError(_NUL_REFUSED.format(name))
         object.__setattr__(self, "stored_at", normalize_timestamp(self.stored_at))
         if kind is MemoryKind.RETRACTION:
             if self.retracts is None:
@@ -368,19 +443,49 @@ class StoredMemory:
             raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
         extra = sorted(set(data) - set(required) - _LINK_KEYS)
         if extra:
-            raise RemoteMemoryValidationError(f"record has unknown fields: {', '.join(extra)}")
-        return cls(
+            raise RemoteMemoryValidationError(f"record has unknown fields: {_names(extra)}")
+        record = _new(cls)
+        record.__dict__.update(
             memory_id=data["memory_id"],
             user_scope=data["user_scope"],
             kind=data["kind"],
             content=data["content"],
             summary=data["summary"],
-            source=MemorySource.from_dict(data["source"]),
+            source=_source_of(data["source"], new=False),
             stored_at=data["stored_at"],
             retracts=data.get("retracts"),
             supersedes=data.get("supersedes"),
             superseded_by=data.get("superseded_by"),
         )
+        record._check(new=False)
+        return record
+
+
+def _names(names: list[Any]) -> str:
+    """Field names for a one-line message: a key may hold a line break or be invisible."""
+    return ", ".join(shown_name(str(name)) for name in names)
+
+
+def _source_of(data: Mapping[str, Any], *, new: bool) -> MemorySource:
+    if isinstance(data, MemorySource):
+        return data
+    if not isinstance(data, Mapping):
+        raise RemoteMemoryValidationError("source must be an object")
+    missing = [k for k in ("source_id", "source_type", "title", "captured_at") if k not in data]
+    if missing:
+        raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
+    extra = sorted(str(k) for k in data if k not in _SOURCE_KEYS)
+    if extra:
+        raise RemoteMemoryValidationError(f"source has unknown fields: {_names(extra)}")
+    source = _new(MemorySource)
+    source.__dict__.update(
+        source_id=data["source_id"],
+        source_type=data["source_type"],
+        title=data["title"],
+        captured_at=data["captured_at"],
+    )
+    source._check(new=new)
+    return source
 
 
 _LINK_KEYS = frozenset(("retracts", "supersedes", "superseded_by"))
@@ -401,11 +506,14 @@ _LIMIT_CONTENT, _LIMIT_SUMMARY = LIMITS["content"], LIMITS["summary"]
 _new = object.__new__
 
 
-def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory | None:
+def _fast_record(
+    item: Mapping[str, Any], user_scope: str, stored_at: str, new: bool = False
+) -> StoredMemory | None:
     """The constructor's checks inlined for the usual record, or None for the slow path.
 
     The usual record: a conversation or profile whose fields and source are plain
     strings in a plain dict. ``user_scope`` and ``stored_at`` must already be valid.
+    ``new``: a record to write, held to the rules only new records keep (``_check``).
     None means "not the usual case, or refused": the constructor then decides, and
     words any error. A property test holds both paths equal.
     """
@@ -441,6 +549,8 @@ def _fast_record(item: Mapping[str, Any], user_scope: str, stored_at: str) -> St
     every = source_id + source_type + title + content + summary
     if not every.isascii() and _SURROGATE.search(every):
         return None
+    if new and ("\x00" in every or not (memory_id.isascii() or _new_id_ok(memory_id))):
+        return None
     captured = source["captured_at"]
     if _canonical(captured) is None:
         return None  # the constructor normalizes it, or says "invalid timestamp"
@@ -463,7 +573,7 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
     The same checks as the constructor, inlined for the usual item: a bulk import pays
     them per record, and a call per field is most of that (see ``_fast_record``).
     """
-    record = _fast_record(item, user_scope, stored_at)
+    record = _fast_record(item, user_scope, stored_at, new=True)
     if record is None:
         source = item["source"]
         record = StoredMemory(

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["ESCAPED_RANGES", "Form", "visible"]
+__all__ = ["ESCAPED_RANGES", "Form", "first_hidden", "shown_name", "visible"]
 
 Form = Literal["xml", "json", "text"]
 
@@ -153,3 +153,27 @@ def visible(text: str, form: Form) -> str:
         return escape(ord(char))
 
     return _SCAN.sub(replace, text)
+
+
+def first_hidden(text: str) -> str | None:
+    """The first character of ``text`` in ``ESCAPED_RANGES``, else None. No exception for
+    joiners or presentation selectors: this answers for identifiers, which must be one
+    visible token, not for prose."""
+    found = (_ASCII_ESCAPED if text.isascii() else _ESCAPED).search(text)
+    return None if found is None else found.group()
+
+
+# Characters that would make a bare name read as several names or as the end of one.
+_NAME_BREAKERS = re.compile("[\\s,'\"\\\\]")
+
+
+def shown_name(name: str) -> str:
+    """``name`` for a one-line error message: as it is when it is one visible word,
+    else quoted with every line break, control and invisible character escaped."""
+    if name and name.isprintable() and _NAME_BREAKERS.search(name) is None and (
+        first_hidden(name) is None
+    ):
+        return name
+    # repr escapes every character str.isprintable refuses (each line break among them);
+    # visible() then escapes the default-ignorables repr leaves as they are.
+    return visible(repr(name), "text")

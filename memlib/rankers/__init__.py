@@ -30,6 +30,10 @@ def ranker_names() -> tuple[str, ...]:
 
 def get_ranker(name: str | Ranker = DEFAULT_RANKER) -> Ranker:
     if not isinstance(name, str):
+        if not callable(getattr(name, "score_candidates", None)):
+            raise RemoteMemoryValidationError(
+                f"ranker must be a name or a Ranker, not {type(name).__name__}"
+            )
         return name
     target = _RANKERS.get(name)
     if target is None:

@@ -52,6 +52,7 @@ from ..records import (
     user_scope_for,
 )
 from ..vectors import DenseScores, Embedder, VectorState, pack, pair_text, reads_pairs
+from ..visible import shown_name
 from .sources import SourceNeighbours, source_neighbours_of
 
 __all__ = [
@@ -322,7 +323,9 @@ class BaseMemoryStore:
                 raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
             unknown = sorted(set(item) - _APPEND_KEY_SET)
             if unknown:
-                raise RemoteMemoryValidationError(f"unknown record fields: {', '.join(unknown)}")
+                raise RemoteMemoryValidationError(
+                    f"unknown record fields: {', '.join(map(shown_name, unknown))}"
+                )
         kind = item["kind"]
         if kind in (MemoryKind.RETRACTION, MemoryKind.RETRACTION.value):
             raise RemoteMemoryValidationError("use retract() to write a retraction")

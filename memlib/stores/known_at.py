@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from ..candidates import CandidateScan, LexicalPostings
-from ..errors import RemoteMemoryValidationError
+from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from ..normalize import RecallQuery, as_utc, normalize_recall_query
 from ..rankers.base import ScoreBound
 from ..rankers.baseline import BaselineRanker
@@ -48,7 +48,11 @@ __all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
 def known_at_moment(value: datetime | str) -> datetime:
     """``known_at`` as an aware UTC datetime: a datetime (naive is UTC) or an ISO-8601 text."""
     if isinstance(value, str):
-        return parse_timestamp(value)
+        try:
+            return parse_timestamp(value)
+        except RemoteMemoryCorruptionError as exc:
+            # The same words as a stored timestamp's, but this one is the caller's input.
+            raise RemoteMemoryValidationError(f"known_at: {exc}") from None
     if not isinstance(value, datetime):
         raise RemoteMemoryValidationError("known_at must be a datetime or an ISO-8601 timestamp")
     return as_utc(value)

@@ -133,6 +133,13 @@ def driver_error(
     return RemoteMemoryError(text)
 
 
+def _storable(memory_ids: Iterable[Any]) -> list[Any]:
+    """``memory_ids`` without those holding U+0000: no stored id holds it (it was always
+    refused), and PostgreSQL refuses a parameter with it, so they are left out here as
+    any id the scope does not hold is, the same on every backend."""
+    return [m for m in memory_ids if not (type(m) is str and "\x00" in m)]
+
+
 _T = TypeVar("_T")
 
 
@@ -438,11 +445,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def retraction_of(self, memory_id: str) -> StoredMemory | None:
         """The retraction naming ``memory_id``, through the ``retracts`` index."""
+        if not _storable([memory_id]):
+            return None
         found = self._records_where(" AND retracts = ?", memory_id)
         return found[0] if found else None
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds."""
+        memory_ids = _storable(memory_ids)
         conn = self._connection()
         if conn is None:
             return set()
@@ -454,6 +464,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         """The scope's records of those of ``memory_ids`` that exist, in the order asked."""
+        memory_ids = _storable(memory_ids)
         conn = self._connection()
         if conn is None or not memory_ids:
             return []
@@ -468,6 +479,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """Each asked searched conversation record's neighbours in its source (``sources.py``):
         one statement, each neighbour one probe of the ``records_source`` index, then
         the retraction check through ``records_retracts``."""
+        memory_ids = _storable(memory_ids)
         conn = self._connection()
         if conn is None or not memory_ids:
             return {}

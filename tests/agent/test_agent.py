@@ -553,11 +553,13 @@ def _corrupt_line(store: RemoteMemoryStore, tmp_path: Path) -> str:
 def _foreign_record(store: RemoteMemoryStore, tmp_path: Path) -> str:
     # Another account's record, its id made to hide and reorder text.
     other = RemoteMemoryStore(tmp_path / "bob" / "records.jsonl", user_id="bob")
-    other.append(kind="conversation", memory_id="evil\u202e\U000e0041",
+    # New ids may not hold such characters; one stored by an older memlib still reads.
+    other.append(kind="conversation", memory_id="evil",
                  content="layered memory", summary="layered memory",
                  source=MemorySource(source_id="s", source_type="t", title="t",
                                      captured_at="2026-08-01T00:00:00Z"))
-    _append_raw(store, Path(other.path).read_bytes())
+    _append_raw(store, Path(other.path).read_bytes().replace(
+        b'"evil"', json.dumps("evil\u202e\U000e0041").encode()))
     return "memory evil\\u202e\\U000e0041 belongs to another user scope"
 
 
