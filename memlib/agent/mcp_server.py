@@ -25,19 +25,29 @@ Only the CLI command imports this module (``memlib.agent`` does not), so the ``m
 package is needed only by ``memlib mcp``. On stdio, stdout is the protocol channel:
 the SDK points the process's fd 1 at stderr while it serves, and this module writes its
 own lines to stderr.
+
+Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed: on
+stdio the line is dropped as it streams in (the request, when its id can be read from
+the line's first bytes, gets an error answer), on HTTP the body is answered with 413.
+HTTP also needs a bearer token: every request without it gets 401 before it reaches
+the server, so another account on the machine cannot read the memory through the port.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import fcntl
+import hmac
 import json
 import logging
+import os
+import re
 import socket
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -50,6 +60,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from ..engine import RecallEngine
 from ..errors import (
@@ -68,7 +79,7 @@ from ..records import (
 )
 from ..render import render_remote_profile
 from ..stores.base import MemoryStore
-from ..visible import visible
+from ..visible import shown_name, visible
 from .prompt import build_system_prompt
 from .tools import (
     DEFAULT_LIMIT,
@@ -87,6 +98,7 @@ __all__ = [
     "FORGET",
     "HOST",
     "MCP_SOURCE_ID",
+    "MESSAGE_MAX_BYTES",
     "MCP_SOURCE_TYPE",
     "PROFILE_URI",
     "REMEMBER",
@@ -106,10 +118,17 @@ SERVER_NAME = "memlib"
 REMEMBER, FORGET, EXPLAIN = "remember", "forget", "explain"
 PROFILE_URI = "memlib://profile"
 SESSION_START = "session_start"
-# Streamable HTTP listens here and nowhere else: the server holds one user's memory and
-# has no authentication, so it is for clients on this machine only.
+# Streamable HTTP listens here and nowhere else, and only for clients that send the
+# bearer token: the server holds one user's memory, and every account on the machine
+# can reach 127.0.0.1.
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+# The biggest message a client has reason to send is a remember call with every field
+# at its limit (about 23,800 characters): 286 KB even if each character were a JSON
+# \uXXXX escape of a surrogate pair (12 bytes). 1 MiB leaves room for whitespace that
+# the limits do not count (they apply after collapse_whitespace) and stops a message
+# long before it can cost the server memory (a 100 MB one peaked at 1.29 GB).
+MESSAGE_MAX_BYTES = 1 << 20
 MCP_SOURCE_ID = "mcp"
 MCP_SOURCE_TYPE = "mcp_tool"
 RETRACTION_SOURCE_TYPE = "manual_retraction"  # what ``memlib retract`` writes too
@@ -454,7 +473,7 @@ def build_server(memory: MemoryTools) -> Server[Any]:
             # Not a failed call but no call at all: a protocol error (MCP spec, tools).
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown tool: {params.name}; tools: {', '.join(_SPECS)}",
+                message=f"unknown tool: {shown_name(params.name)}; tools: {', '.join(_SPECS)}",
             )
         outcome: ToolOutcome = await run(partial(memory.call, params.name, params.arguments))
         return types.CallToolResult(
@@ -525,9 +544,193 @@ def _or_protocol_error(read: Callable[[], str]) -> str:
         ) from None
 
 
+# -- stdio: lines of at most MESSAGE_MAX_BYTES -------------------------------------------
+
+READ_SIZE = 1 << 16
+# Where a client writes a request's id: right after "jsonrpc", before the params.
+ID_HEAD_BYTES = 4_096
+_JSON_TOKEN = re.compile(rb'\s*("(?:[^"\\]|\\.)*"|[{}\[\],:]|[-+.\w]+)')
+_INTEGER = re.compile(rb"-?\d+")
+
+
+def _request_id(head: bytes) -> int | str | None:
+    """The top-level ``id`` of a JSON-RPC message, read from the first bytes of its
+    line; None when they do not hold it whole (a notification, or an id after the
+    params).
+
+    A scan of tokens, not a parse: the rest of the line is never read.
+    """
+    window: list[bytes] = []
+    depth, pos = 0, 0
+    while (match := _JSON_TOKEN.match(head, pos)) is not None:
+        pos, token = match.end(), match.group(1)
+        if token in (b",", b"}") and depth == 1 and len(window) >= 4:
+            before, key, colon, value = window[-4:]
+            if before in (b"{", b",") and key == b'"id"' and colon == b":":
+                if _INTEGER.fullmatch(value):
+                    return int(value)
+                if value.startswith(b'"'):
+                    found = json.loads(value.decode("utf-8", "replace"))
+                    return found if isinstance(found, str) else None
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+        window = [*window[-3:], token]
+    return None
+
+
+class _BoundedLines:
+    """The client's lines, read from ``fd``, each at most ``cap`` bytes.
+
+    The SDK reads stdin a whole line at a time and parses it, so one line of 100 MB
+    held the server at 1.29 GB. Here a line over the cap is dropped as it streams in
+    (nothing past its first bytes is kept) and never reaches the SDK: the server logs
+    one line and answers the request, when its id is in those first bytes, with an
+    error, so the client is not left waiting.
+    """
+
+    def __init__(self, fd: int, cap: int = MESSAGE_MAX_BYTES) -> None:
+        self.fd = fd
+        self.cap = cap
+        self._answers: Any = None
+        self._attached = anyio.Event()
+
+    def attach(self, write_stream: Any) -> None:
+        """Answer refused requests on ``write_stream`` (the server's own)."""
+        self._answers = write_stream
+        self._attached.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _read(self) -> bytes:
+        # Abandoned on cancel: a read blocked on a silent client must not hold shutdown.
+        return await anyio.to_thread.run_sync(os.read, self.fd, READ_SIZE, abandon_on_cancel=True)
+
+    async def _lines(self) -> AsyncIterator[str]:
+        line = bytearray()
+        head: bytes | None = None  # the first bytes of a line being dropped
+        while chunk := await self._read():
+            start = 0
+            while start <= len(chunk):
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if head is None and len(line) + len(piece) > self.cap:
+                    head = bytes((line + piece[:ID_HEAD_BYTES])[:ID_HEAD_BYTES])
+                    line = bytearray()
+                elif head is None:
+                    line += piece
+                if end < 0:
+                    break
+                if head is not None:
+                    await self._refuse(head)
+                elif line.strip():
+                    async for text in self._parsable(line):
+                        yield text
+                line, head, start = bytearray(), None, end + 1
+        if head is not None:
+            await self._refuse(head)
+        elif line.strip():
+            async for text in self._parsable(line):
+                yield text
+
+    async def _parsable(self, line: bytearray) -> AsyncIterator[str]:
+        # The SDK drops a line it cannot parse without a word (an integer of over 4,300
+        # digits, say), and its client waits for ever: answer it here instead.
+        text = line.decode("utf-8", errors="replace")
+        try:
+            json.loads(text)
+        except ValueError:
+            await self._refuse(bytes(line[:ID_HEAD_BYTES]), "message refused: not valid JSON",
+                               types.PARSE_ERROR)
+            return
+        yield text
+
+    async def _refuse(self, head: bytes, reason: str | None = None,
+                      code: int = types.INVALID_REQUEST) -> None:
+        too_large = reason or f"message refused: over the {self.cap:,}-byte limit of memlib mcp"
+        print(f"memlib mcp: {too_large}", file=sys.stderr, flush=True)
+        request_id = _request_id(head)
+        if request_id is None:
+            return
+        await self._attached.wait()
+        error = types.JSONRPCError(
+            jsonrpc="2.0", id=request_id,
+            error=types.ErrorData(code=code, message=too_large),
+        )
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._answers.send(SessionMessage(error))
+
+
+@contextlib.contextmanager
+def _private_stdin() -> Iterator[int]:
+    """The client's pipe on a descriptor of its own, while fd 0 reads the null device.
+
+    What the SDK's ``stdio_server`` does for stdin when it reads it itself: a library
+    call or a child process that reads stdin gets EOF instead of the client's bytes.
+    """
+    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield private
+    finally:
+        # ``private`` stays open: a worker thread abandoned in ``os.read`` may still
+        # hold it, and a closed number could be reused by a file it must not read.
+        os.dup2(private, 0)
+
+
 async def _serve_stdio(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    with _private_stdin() as fd:
+        lines = _BoundedLines(fd)
+        # stdin given, the SDK still claims stdout (fd 1 points at stderr meanwhile).
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            lines.attach(write_stream)
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -- streamable HTTP: a bearer token on every request ------------------------------------
+
+
+class _BearerAuth:
+    """ASGI middleware: a request whose ``Authorization`` is not ``Bearer <token>`` gets
+    401 before the MCP app (or the store) sees it; no session, no body read."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode("ascii")
+
+    def _authorized(self, scope: Mapping[str, Any]) -> bool:
+        values = [v for k, v in scope.get("headers", ()) if k == b"authorization"]
+        if len(values) != 1:
+            return False
+        scheme, _, credential = values[0].strip().partition(b" ")
+        # The scheme is case-insensitive (RFC 7235); the token is compared in constant
+        # time, so its bytes cannot be found one at a time by timing the answers.
+        return scheme.lower() == b"bearer" and hmac.compare_digest(
+            credential.strip(), self._token
+        )
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan" or (scope["type"] == "http" and self._authorized(scope)):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            body = b"memlib mcp: missing or wrong bearer token\n"
+            await send({
+                "type": "http.response.start", "status": 401,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="memlib"'),
+                ],
+            })
+            await send({"type": "http.response.body", "body": body})
+        else:  # a WebSocket: nothing of the server's speaks it
+            await send({"type": "websocket.close", "code": 1008})
 
 
 def _listen(port: int) -> socket.socket:
@@ -538,13 +741,19 @@ def _listen(port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise OSError(exc.errno, f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    # Listening now, not when uvicorn starts: a client that reads the "streamable HTTP
+    # on" line and connects at once is queued instead of refused.
+    sock.listen(socket.SOMAXCONN)
     return sock
 
 
-async def _serve_http(server: Server[Any], port: int) -> None:
+async def _serve_http(server: Server[Any], port: int, token: str) -> None:
     import uvicorn  # a dependency of mcp; only HTTP needs it
 
-    app = server.streamable_http_app(host=HOST)
+    app = _BearerAuth(
+        server.streamable_http_app(host=HOST, max_request_body_size=MESSAGE_MAX_BYTES),
+        token,
+    )
     sock = _listen(port)
     # Port 0 asks the system for a free port: the line says which one it gave.
     bound = sock.getsockname()[1]
@@ -556,10 +765,10 @@ async def _serve_http(server: Server[Any], port: int) -> None:
 
 def serve(
     memory: MemoryTools, *, transport: Literal["stdio", "http"] = "stdio",
-    port: int = DEFAULT_PORT,
+    port: int = DEFAULT_PORT, token: str | None = None,
 ) -> None:
     """Serve ``memory`` until the client goes away (stdio) or the process is stopped
-    (HTTP, on ``127.0.0.1:port`` only)."""
+    (HTTP, on ``127.0.0.1:port`` only, to requests that carry ``Bearer <token>``)."""
     server = build_server(memory)
     # A session answers many recalls: numpy's scoring paths repay its import (about 70 ms)
     # from the first common-word query on (3-9x faster at 10k), which a one-shot command
@@ -569,6 +778,8 @@ def serve(
     if transport == "stdio":
         anyio.run(_serve_stdio, server)
     elif transport == "http":
-        anyio.run(_serve_http, server, port)
+        if not token:
+            raise ValueError("the HTTP transport needs a bearer token")
+        anyio.run(_serve_http, server, port, token)
     else:
         raise ValueError(f"unknown transport: {transport!r}")

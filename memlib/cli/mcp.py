@@ -1,23 +1,90 @@
 """``memlib mcp``: serve the memory to MCP clients (stdio; ``--transport http`` on localhost).
 
-The store, the user and the engine are fixed here, once, before the first message: a
-bad store URL or an unreadable store fails as every command does (one line on stderr,
-exit 2) instead of inside a client's session. The server itself, and the ``mcp``
-package it needs, are imported only when the command runs.
+The store, the user, the engine and, for HTTP, the bearer token are fixed here, once,
+before the first message: a bad store URL, an unreadable store or a token file that
+others could read fails as every command does (one line on stderr, exit 2) instead of
+inside a client's session. The server itself, and the ``mcp`` package it needs, are
+imported only when the command runs.
+
+The token file is the HTTP server's only credential, so it is held to what OpenSSH asks
+of a private key: a regular file (no link), owned by this user, no permission bit for
+group or others, in a folder nobody else can write. ``--new-token`` makes one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import secrets
+import stat
+from pathlib import Path
 from typing import Any
 
-from ._common import CliError, parse_as_of
+from ..runtime import default_root
+from ..stores.files import DIR_MODE, open_private, unsafe, write_all
+from ._common import CliError, parse_as_of, write_line
 from .recall import open_recall_engine
 
-__all__ = ["MCP_MISSING", "cmd_mcp", "register"]
+__all__ = ["MCP_MISSING", "cmd_mcp", "default_token_file", "read_token_file", "register"]
 
 MCP_MISSING = "memlib mcp needs the mcp extra: pip install 'memlib[mcp]'"
+TOKEN_FILE_NAME = "mcp-token"
+# secrets.token_urlsafe(32) gives 43 characters; a short hand-made token is refused.
+TOKEN_MIN_CHARS = 32
+TOKEN_FILE_MAX_BYTES = 4_096
+# RFC 6750's token68: what an Authorization header carries without quoting.
+_TOKEN68 = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+
+
+def default_token_file() -> Path:
+    """``$WORKBUDDY_HOME/mcp-token`` (default ``~/.learn_workbuddy/mcp-token``)."""
+    return default_root().parent / TOKEN_FILE_NAME
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The bearer token in ``path``, refused unless only this user can read the file."""
+    name = os.fspath(path)
+    try:
+        fd = open_private(name, os.O_RDONLY)
+    except FileNotFoundError:
+        raise CliError(
+            f"--transport http needs a bearer token file and {name} does not exist: "
+            "make one with memlib mcp --new-token"
+        ) from None
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        # open_private refuses a file others can write; a credential must not be
+        # readable by them either.
+        if mode & 0o077:
+            raise unsafe(name, f"can be read by other users (mode {mode:04o}): chmod 600 it")
+        data = os.read(fd, TOKEN_FILE_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    token = data.decode("utf-8", errors="replace").strip()
+    if len(data) > TOKEN_FILE_MAX_BYTES or not _TOKEN68.fullmatch(token):
+        raise CliError(f"{name} does not hold a bearer token (one line of letters, digits "
+                       "and -._~+/)")
+    if len(token) < TOKEN_MIN_CHARS:
+        raise CliError(f"the token in {name} is shorter than {TOKEN_MIN_CHARS} characters: "
+                       "make a new one with memlib mcp --new-token")
+    return token
+
+
+def new_token_file(path: str | os.PathLike[str]) -> Path:
+    """A new random token in ``path`` (mode 0600, created, never overwritten)."""
+    name = os.fspath(path)
+    # Replacing a token would lock out every host configured with the old one.
+    if os.path.lexists(name):
+        raise CliError(f"{name} already exists: remove it first to make a new token")
+    os.makedirs(os.path.dirname(name) or ".", mode=DIR_MODE, exist_ok=True)
+    # O_EXCL: a file that appeared since the check is refused, not overwritten.
+    fd = open_private(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        write_all(fd, (secrets.token_urlsafe(32) + "\n").encode("ascii"))
+    finally:
+        os.close(fd)
+    return Path(name)
 
 
 def _port(text: str) -> int:
@@ -31,14 +98,24 @@ def _port(text: str) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    if args.new_token:
+        made = new_token_file(args.token_file or default_token_file())
+        write_line(f"memlib mcp: new bearer token in {made} (mode 0600)")
+        return 0
+    if args.port is not None and args.transport != "http":
+        raise CliError("--port is for --transport http")
+    if args.token_file is not None and args.transport != "http":
+        raise CliError("--token-file is for --transport http")
+    token = None
+    if args.transport == "http":
+        token = read_token_file(args.token_file or default_token_file())
+    # The SDK takes most of a second to import: a refused command line does not wait.
     try:
         from ..agent import mcp_server
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
             raise
         raise CliError(MCP_MISSING) from None
-    if args.port is not None and args.transport != "http":
-        raise CliError("--port is for --transport http")
     # The model's calls cannot name a floor: the engine's own applies to each.
     floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
     engine = open_recall_engine(args, min_score=floor)
@@ -50,6 +127,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         mcp_server.serve(
             memory, transport=args.transport,
             port=mcp_server.DEFAULT_PORT if args.port is None else args.port,
+            token=token,
         )
     finally:
         engine.store.close()
@@ -79,4 +157,11 @@ def register(subparsers: Any) -> None:
                      help="stdio (default), or streamable HTTP on 127.0.0.1 only")
     mcp.add_argument("--port", type=_port, help="HTTP port on 127.0.0.1 (default 8000; "
                      "0: any free port, named on stderr)")
+    mcp.add_argument("--token-file", metavar="PATH",
+                     help="HTTP only: every request must send 'Authorization: Bearer' and "
+                     "the token in this file, which only you may read (mode 0600; "
+                     "default: $WORKBUDDY_HOME/mcp-token)")
+    mcp.add_argument("--new-token", action="store_true",
+                     help="write a new random token to the token file (created with mode "
+                     "0600, never overwritten) and exit")
     mcp.set_defaults(func=cmd_mcp)

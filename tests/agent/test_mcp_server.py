@@ -24,6 +24,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import anyio  # noqa: E402
+import httpx2  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -517,8 +518,11 @@ def test_stored_injection_reaches_the_model_escaped(alice, make_server):
 # -- HTTP on localhost -------------------------------------------------------------------
 
 
-def test_streamable_http_on_localhost_lists_the_tools(alice, make_server):
-    server = make_server("--transport", "http", "--port", "0")
+def test_streamable_http_on_localhost_lists_the_tools(alice, make_server, tmp_path):
+    token_file = tmp_path / "mcp-token"
+    assert main(["mcp", "--new-token", "--token-file", str(token_file)]) == 0
+    token = token_file.read_text(encoding="ascii").strip()
+    server = make_server("--transport", "http", "--port", "0", "--token-file", str(token_file))
     process = subprocess.Popen(
         [sys.executable, "-m", "memlib", *server.args], env=server.env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -533,7 +537,8 @@ def test_streamable_http_on_localhost_lists_the_tools(alice, make_server):
 
         async def session_test() -> None:
             async with (
-                streamable_http_client(url) as (read, write),
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as client,
+                streamable_http_client(url, http_client=client) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()

