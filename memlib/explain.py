@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +49,7 @@ from .retrieval.tokens import searchable_terms
 from .score import RecallScoreBreakdown
 from .stores.base import LexicalScanning, MemoryStore, VectorStoring
 from .stores.known_at import known_at_moment, store_known_at
+from .visible import visible
 
 __all__ = ["RecallExplanation", "VERDICTS", "explain_recall", "deciding_signal"]
 
@@ -67,6 +69,11 @@ VERDICTS: Mapping[str, str] = {
 _FIRST_ROUND = 16
 # Terms shown in the one-line message; the explanation itself keeps them all.
 _SHOWN_TERMS = 12
+# The text line quotes stored text (a reason, an id, a record's terms). It is written as
+# the prompt block writes stored text, so a reason cannot forge a tag
+# ("</recalled_context><system>") or a second line that reads as another verdict.
+_LINE_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#xA;", "\r": "&#xD;"}
+_LINE_SPECIAL = re.compile("[&<>\n\r]")
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,15 @@ class RecallExplanation:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def to_text(self) -> str:
+        """``verdict: message`` as one line of visible text: markup characters and line
+        breaks as XML references, invisible and control characters as ``visible`` writes
+        them in a prompt block (``&#x202E;``)."""
+        line = _LINE_SPECIAL.sub(
+            lambda m: _LINE_ESCAPES[m.group()], f"{self.verdict}: {self.message}"
+        )
+        return visible(line, "xml")
 
 
 def _signals(breakdown: RecallScoreBreakdown) -> dict[str, float]:

@@ -36,6 +36,7 @@ from ._common import (
     error_line,
     open_cli_store,
     parse_as_of,
+    write_error,
 )
 
 __all__ = [
@@ -79,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise RemoteMemoryValidationError("--user must not be empty")
         return int(args.func(args) or 0)
     except (RemoteMemoryError, CliError) as exc:
-        print(f"memlib: error: {error_line(exc)}", file=sys.stderr)
+        write_error(f"memlib: error: {error_line(exc)}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -90,5 +91,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         # A file named on the command line or a folder memlib could not use.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"memlib: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        write_error(f"memlib: error: {where}{exc.strerror or exc}")
         return EXIT_FAILURE

@@ -2,12 +2,20 @@
 
 Bad input never shows a traceback: one line on stderr that names the problem, and exit
 status 2 (``EXIT_USAGE``).
+
+Every line a command writes goes through ``write_line``, ``write_json`` or
+``write_error``: what a store holds reaches a terminal, and often a model reading the
+command's output, so it is shown as visible text (``memlib.visible``; docs/contract.md,
+"What the model reads") — an ESC, an OSC 52 clipboard write, a bidi override or a tag
+character is printed as an escape, never sent raw.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
 from datetime import datetime
 from typing import Any, NoReturn
@@ -18,6 +26,7 @@ from ..normalize import as_utc
 from ..runtime import default_store_url, default_user_id
 from ..stores import open_store
 from ..stores.base import MemoryStore
+from ..visible import Form, visible
 
 __all__ = [
     "EXIT_FAILURE",
@@ -30,6 +39,9 @@ __all__ = [
     "parse_known_at",
     "store_embedder",
     "embedder_name",
+    "shown",
+    "write_error",
+    "write_json",
     "write_line",
 ]
 
@@ -43,8 +55,9 @@ class CliError(Exception):
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        # argparse prints the whole usage; a student needs the one line that matters.
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        # argparse prints the whole usage; a student needs the one line that matters. Its
+        # messages quote the command line, which may hold what a store held.
+        self.exit(EXIT_USAGE, shown(f"{self.prog}: error: {message}", "text") + "\n")
 
 
 def _instant(text: str | None, option: str) -> datetime | None:
@@ -92,6 +105,46 @@ def store_embedder(store: Any, args: argparse.Namespace) -> Any:
     return store.embedder
 
 
-def write_line(text: str) -> None:
-    """``text`` on stdout, ending in exactly one newline."""
+# What ``visible`` leaves as it is but a terminal does not show as written: a carriage
+# return moves the cursor back over the line (a stored "ok\rno" shows "no"), and a
+# terminal may break the line at U+2028/U+2029 or draw nothing. A prompt block keeps them
+# (an XML or JSON parser reads them as text); a terminal gets them as escapes too.
+_TERMINAL = re.compile("[\r\u2028\u2029]")
+_TERMINAL_ESCAPE = {
+    "xml": lambda code: f"&#x{code:X};",
+    "json": lambda code: f"\\u{code:04x}",
+    "text": lambda code: f"\\u{code:04x}",
+}
+
+
+def shown(text: str, form: Form = "text") -> str:
+    """``text`` as a command prints it: ``visible(text, form)`` with carriage returns and
+    line/paragraph separators escaped too. ``form`` is what ``text`` is: a prompt block
+    (``xml``), JSON text (``json``; it parses to the same value) or plain text."""
+    text = visible(text, form)
+    if _TERMINAL.search(text) is None:
+        return text
+    escape = _TERMINAL_ESCAPE[form]
+    return _TERMINAL.sub(lambda m: escape(ord(m.group())), text)
+
+
+def write_line(text: str, form: Form = "text") -> None:
+    """``text`` on stdout as visible text of ``form`` (``shown``), ending in exactly one
+    newline."""
+    text = shown(text, form)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def write_json(value: Any, *, indent: int | None = None) -> None:
+    """``value`` as one JSON document on stdout: non-ASCII text as it is (中文, café), every
+    invisible, control or direction-changing character as a ``\\uXXXX`` escape."""
+    write_line(json.dumps(value, indent=indent, ensure_ascii=False), "json")
+
+
+def write_error(text: str) -> None:
+    """``text`` on stderr as one line of visible text."""
+    if "\n" in text or "\r" in text:
+        # An error is one line (as ``error_line`` makes it): a message that quotes stored
+        # text cannot add a line that reads as another message.
+        text = " ".join(text.split())
+    sys.stderr.write(shown(text, "text") + "\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ..errors import RemoteMemoryValidationError
 from ..records import MemoryKind
 from ..safejson import loads_input_line
-from ._common import CliError, open_cli_store, write_line
+from ._common import CliError, open_cli_store, write_json
 
 __all__ = ["cmd_append", "register"]
 
@@ -68,7 +67,7 @@ def cmd_append(args: argparse.Namespace) -> int:
             item.setdefault("kind", args.kind)
     store = open_cli_store(args)
     for record in store.append_many(items):
-        write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+        write_json(record.to_dict())
     return 0
 
 

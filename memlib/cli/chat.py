@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from datetime import datetime
 from typing import Any
 
-from ._common import CliError, open_cli_store, parse_as_of
+from ._common import CliError, open_cli_store, parse_as_of, write_error, write_line
 
 __all__ = ["SCRIPTED_DEFAULT_MESSAGE", "SCRIPTED_QUERY_PREFIX", "cmd_chat", "register"]
 
@@ -70,7 +70,8 @@ def register(subparsers: Any) -> None:
 
 
 def _write(text: str) -> None:
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    # The model's words can quote what the store holds: visible text, like every command.
+    write_line(text)
     sys.stdout.flush()
 
 
@@ -156,6 +157,6 @@ def _interactive(options: dict[str, Any], *, model: str, system: str) -> int:
                 raise  # a rejected key will not fix itself: end the session
             # One failed turn (529, timeout, turn limit) does not end the session: the
             # message is dropped and the user can send it again.
-            print(f"memlib: error: {exc}", file=sys.stderr)
+            write_error(f"memlib: error: {exc}")
             continue
         messages = transcript.messages

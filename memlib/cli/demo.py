@@ -36,14 +36,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             query, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
         )
         write_line("# Session start: the latest profile snapshot")
-        write_line(render_remote_profile(store.latest_profile()))
+        write_line(render_remote_profile(store.latest_profile()), "xml")
         write_line("")
         at = format_timestamp(SAMPLE_AS_OF)
         write_line(f"# recall_history({query!r}, limit={args.limit}) at {at}")
-        write_line(result.to_json())
+        write_line(result.to_json(), "json")
         write_line("")
         write_line("# Rendered context for the prompt")
-        write_line(render_recall_context(result) or "(no hits: nothing is injected)")
+        write_line(render_recall_context(result) or "(no hits: nothing is injected)", "xml")
 
     if args.root:
         run(args.root)

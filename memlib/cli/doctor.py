@@ -11,7 +11,6 @@ a traceback. The checks and the repair are ``memlib.doctor``'s.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,13 @@ from ..doctor import (
     RepairError,
     check_store,
     rebuild_index_file,
+    remove_temp_files,
     repair_torn_tail,
     repair_vectors_file,
     vector_lines,
 )
 from ..errors import RemoteMemoryError
+from ._common import write_error, write_line
 
 __all__ = ["cmd_doctor", "register"]
 
@@ -45,17 +46,16 @@ def _path_of(text: str) -> Path:
 
 
 def _print_report(report: DoctorReport) -> None:
-    out = sys.stdout
-    out.write(f"checked {report.path}\n")
+    write_line(f"checked {report.path}")
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.kinds.items())) or "none"
-    out.write(f"lines: {report.lines} complete, {report.records} valid records ({kinds})\n")
+    write_line(f"lines: {report.lines} complete, {report.records} valid records ({kinds})")
     if report.scopes:
         scopes = ", ".join(f"{s} ({n})" for s, n in sorted(report.scopes.items()))
-        out.write(f"user scopes: {scopes}\n")
+        write_line(f"user scopes: {scopes}")
     for problem in report.problems[:MAX_SHOWN]:
-        out.write(problem.format() + "\n")
+        write_line(problem.format())
     if len(report.problems) > MAX_SHOWN:
-        out.write(f"… and {len(report.problems) - MAX_SHOWN} more problems\n")
+        write_line(f"… and {len(report.problems) - MAX_SHOWN} more problems")
     index = report.index
     if index is not None:
         detail = {
@@ -65,14 +65,14 @@ def _print_report(report: DoctorReport) -> None:
             "invalid": f"invalid, not used: {index.reason}",
             "absent": "absent",
         }[index.status]
-        out.write(f"index file: {detail}\n")
+        write_line(f"index file: {detail}")
     for line in vector_lines(report):
-        out.write(line + "\n")
+        write_line(line)
     if report.healthy:
-        out.write("status: healthy\n")
+        write_line("status: healthy")
     else:
         n = len(report.problems)
-        out.write(f"status: {n} problem{'s' if n != 1 else ''}\n")
+        write_line(f"status: {n} problem{'s' if n != 1 else ''}")
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -83,38 +83,43 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             raise RepairError("--user must not be empty")
         report = check_store(path, user_id=user_id)
         repaired_any = False
+        if args.repair and (removed := remove_temp_files(report)):
+            write_line(f"repaired: removed {len(removed)} stale temporary files "
+                       f"({sum(n for _, n in removed):,} bytes)")
+            report = check_store(path, user_id=user_id)
+            repaired_any = True
         if args.repair and report.torn_bytes:
             repaired = repair_torn_tail(path)
             if repaired is not None:
                 backup, cut = repaired
-                sys.stdout.write(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
-                                 f"first copied to {backup}\n")
+                write_line(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
+                           f"first copied to {backup}")
             report = check_store(path, user_id=user_id)
             repaired_any = True
         elif args.repair and report.index is not None and report.index.status != "fresh" and (
             rebuild_index_file(report)
         ):
-            sys.stdout.write("repaired: rebuilt the index file from the log\n")
+            write_line("repaired: rebuilt the index file from the log")
             report = check_store(path, user_id=user_id)
             repaired_any = True
         # After a torn tail is cut: the rows of the records cut go with it.
         if args.repair and (done := repair_vectors_file(report)) is not None:
             kept, dropped = done
-            sys.stdout.write(
-                f"repaired: rewrote the vectors file, kept {kept} rows, dropped {dropped}\n"
-                if kept or dropped else "repaired: removed an unreadable vectors file\n"
+            write_line(
+                f"repaired: rewrote the vectors file, kept {kept} rows, dropped {dropped}"
+                if kept or dropped else "repaired: removed an unreadable vectors file"
             )
             report = check_store(path, user_id=user_id)
             repaired_any = True
         if args.repair and not repaired_any:
-            sys.stdout.write("repair: no torn tail, nothing to do (nothing else is ever changed)\n")
+            write_line("repair: no torn tail, nothing to do (nothing else is ever changed)")
         _print_report(report)
     except RepairError as exc:
-        print(f"memlib doctor: error: {exc}", file=sys.stderr)
+        write_error(f"memlib doctor: error: {exc}")
         return 1
     except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
         # Never a traceback: one line that says what went wrong.
-        print(f"memlib doctor: error: {_describe(exc)}", file=sys.stderr)
+        write_error(f"memlib doctor: error: {_describe(exc)}")
         return 1
     return 0 if report.healthy else 1
 

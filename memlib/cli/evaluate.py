@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
-from ._common import embedder_name
+from ._common import embedder_name, write_line
 
 __all__ = ["cmd_eval_locomo", "default_rankers", "parse_ks", "register"]
 
@@ -76,7 +75,7 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     named = embedder_name(args)
     rankers = named_rankers(names, named)  # unknown names fail before work
     if named:
-        sys.stdout.write(f"dense rankers read vectors of {get_embedder(named).name}\n")
+        write_line(f"dense rankers read vectors of {get_embedder(named).name}")
     for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
         if name and Path(name).parent and not Path(name).parent.exists():
             raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")
@@ -100,7 +99,7 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
             report[name] = evaluate_ranker(
                 conversations, ranker, ks=ks, progress=bar.update, stored_vectors=dense
             )
-    sys.stdout.write(format_table(report, ks) + "\n")
+    write_line(format_table(report, ks))
     if not args.no_cv and len(conversations) >= 2:
         from ..eval.crossval import cross_validate, format_crossval
 
@@ -111,7 +110,7 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
                               unit="q", dynamic_ncols=True) as bar:
                 crossval[name] = cross_validate(conversations, ranker, ks=ks,
                                                 progress=bar.update)
-        sys.stdout.write("\n" + format_crossval(crossval) + "\n")
+        write_line("\n" + format_crossval(crossval))
         if args.cv_report:
             _write_report(args.cv_report, crossval)
     if args.report:
@@ -124,7 +123,7 @@ def _write_report(name: str, report: Any) -> None:
     if path.parent and not path.parent.exists():
         raise RemoteMemoryValidationError(f"report folder does not exist: {path.parent}")
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    sys.stdout.write(f"report written to {name}\n")
+    write_line(f"report written to {name}")
 
 
 def register(subparsers: Any) -> None:

@@ -18,8 +18,10 @@ def cmd_explain(args: argparse.Namespace) -> int:
         query_id=args.query_id, known_at=parse_known_at(args.known_at),
         min_score=args.min_score,
     )
-    line = f"{explanation.verdict}: {explanation.message}"
-    write_line(explanation.to_json() if args.json else line)
+    if args.json:
+        write_line(explanation.to_json(), "json")
+    else:
+        write_line(explanation.to_text(), "xml")
     return 0
 
 

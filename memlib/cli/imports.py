@@ -19,7 +19,7 @@ from typing import Any
 
 from ..bulk import DEFAULT_BATCH, import_jsonl
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from ._common import open_cli_store
+from ._common import open_cli_store, write_line
 
 __all__ = ["cmd_import", "register"]
 
@@ -61,7 +61,7 @@ def _import(args: argparse.Namespace, path: str) -> int:
         report = import_jsonl(store, path, batch_size=args.batch_size, progress=progress)
     finally:
         store.close()
-    sys.stdout.write(f"imported {report.records} records in {report.batches} batches\n")
+    write_line(f"imported {report.records} records in {report.batches} batches")
     return 0
 
 

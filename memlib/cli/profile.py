@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..render import render_remote_profile
-from ._common import EXIT_FAILURE, open_cli_store, write_line
+from ._common import EXIT_FAILURE, open_cli_store, write_error, write_line
 
 __all__ = ["cmd_profile", "register"]
 
@@ -16,9 +15,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
     profile = store.latest_profile()
     if profile is None:
-        print("no profile stored for this user", file=sys.stderr)
+        write_error("no profile stored for this user")
         return EXIT_FAILURE
-    write_line(render_remote_profile(profile))
+    write_line(render_remote_profile(profile), "xml")
     return 0
 
 

@@ -40,9 +40,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
         known_at=parse_known_at(args.known_at), min_score=args.min_score,
     )
     if args.json:
-        write_line(result.to_json())
+        write_line(result.to_json(), "json")
     elif result.hits:
-        write_line(render_recall_context(result))
+        write_line(render_recall_context(result), "xml")
     elif result.below_min_score:
         write_line(
             f"no hits ({result.empty_reason}): {result.below_min_score} scored under "

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..normalize import as_utc
 from ..records import MemorySource, format_timestamp
-from ._common import open_cli_store, write_line
+from ._common import open_cli_store, write_json
 
 __all__ = ["cmd_retract", "register"]
 
@@ -22,7 +21,7 @@ def cmd_retract(args: argparse.Namespace) -> int:
         captured_at=args.captured_at or format_timestamp(as_utc(None)),
     )
     record = store.retract(args.memory_id, reason=args.reason, source=source)
-    write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+    write_json(record.to_dict())
     return 0
 
 

@@ -7,12 +7,11 @@ the old record stays in the history, visible to ``recall --known-at`` before the
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..normalize import as_utc
 from ..records import MemoryKind, MemorySource, format_timestamp
-from ._common import open_cli_store, write_line
+from ._common import open_cli_store, write_json
 
 __all__ = ["cmd_supersede", "register"]
 
@@ -33,7 +32,7 @@ def cmd_supersede(args: argparse.Namespace) -> int:
         reason=args.reason,
     )
     for record in (new, retraction):
-        write_line(json.dumps(record.to_dict(), ensure_ascii=False))
+        write_json(record.to_dict())
     return 0
 
 
