@@ -1,0 +1,1 @@
+"""Fuzz targets of issue 32 (a package, so its module names cannot clash)."""
