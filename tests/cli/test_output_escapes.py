@@ -194,11 +194,10 @@ def test_import_error_quotes_an_id(
     _assert_visible(out + err)
 
 
+@pytest.mark.parametrize("store", ["jsonl"], indirect=True)  # doctor reads JSONL files
 def test_doctor_report_of_a_store_file_holding_evil_lines(
     store: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not store["url"].startswith("jsonl:"):
-        pytest.skip("doctor reads JSONL store files")
     # The report names the file: a file name can hold what a record can.
     path = store["root"] / f"evil{CLEAR}\u202e.jsonl"
     stored = Path(store["url"].removeprefix("jsonl:")).read_text(encoding="utf-8")
