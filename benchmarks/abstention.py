@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import LOCOMO_DEV, ROOT
+from memlib._progress import progress_bar
 from memlib.cli.evaluate import default_rankers, named_rankers
 from memlib.errors import RemoteMemoryError
 from memlib.eval.abstention import (
@@ -41,7 +42,6 @@ from memlib.eval.abstention import (
     suggest_floor,
 )
 from memlib.eval.locomo import load_locomo
-from memlib.progress import progress_bar
 
 DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "abstention-dev-split.json"

@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks import corpus
 from benchmarks.common import USER, Log, cold_run
 from memlib.stores import open_store
-from memlib.stores.jsonl import RemoteMemoryStore
+from memlib.stores.jsonl._store import RemoteMemoryStore
 
 __all__ = ["catch_up", "cold_floor", "cold_queries", "cold_rows", "cold_section", "cold_table"]
 
@@ -146,9 +146,9 @@ def tail_floor(jsonl_path: Path, count: int, rounds: int = 5) -> float:
     with lines it has not seen."""
     import time
 
+    from memlib._retrieval.tokens import term_stats
+    from memlib._safejson import loads
     from memlib.records import StoredMemory
-    from memlib.retrieval.tokens import term_stats
-    from memlib.safejson import loads
 
     with open(jsonl_path, "rb") as handle:
         handle.seek(max(0, jsonl_path.stat().st_size - count * 4096))

@@ -122,7 +122,7 @@ def query_sets(count: int = 50, *, seed: int = 99) -> dict[str, list[str]]:
     not English stopwords (none of them is with this vocabulary), so that
     ``bm25+stopwords`` has to score them like every other ranker.
     """
-    from memlib.stopwords import english_stopwords
+    from memlib._stopwords import english_stopwords
 
     stop = english_stopwords()
     frequent = [w for w in vocabulary() if w not in stop][:COMMON_WORDS]

@@ -74,16 +74,16 @@ from benchmarks.common import (
     write_report,
 )
 from memlib import RecallEngine
+from memlib._paths import scored_candidates
+from memlib._progress import progress_bar
+from memlib._retrieval import InvertedIndex
+from memlib._retrieval.tokens import searchable_terms
 from memlib.candidates import searchable_text
 from memlib.normalize import normalize_recall_query
-from memlib.paths import scored_candidates
-from memlib.progress import progress_bar
 from memlib.rank import rank_key
 from memlib.records import format_timestamp, parse_timestamp
-from memlib.retrieval import InvertedIndex
-from memlib.retrieval.tokens import searchable_terms
 from memlib.stores import open_store
-from memlib.stores.jsonl import RemoteMemoryStore
+from memlib.stores.jsonl._store import RemoteMemoryStore
 
 __all__ = ["main"]
 
@@ -394,7 +394,7 @@ KNOWN_AT_FLOOR_CHILD = (
     "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
     "atexit.register(_peak)\n"
     "from memlib.records import parse_timestamp\n"
-    "from memlib.retrieval import InvertedIndex\n"
+    "from memlib._retrieval import InvertedIndex\n"
     "from memlib.stores import open_store\n"
     "url, user, moment = sys.argv[1:4]\n"
     "known = parse_timestamp(moment)\n"
@@ -517,7 +517,7 @@ def run_size(
             "sqlite": f"sqlite:{folder / 'records.sqlite'}"}
     schema = None
     if pg is not None and n <= args.pg_max:
-        from memlib.stores.postgres import init_schema
+        from memlib.stores.sql._postgres import init_schema
 
         schema = f"history_{uuid.uuid4().hex[:8]}"
         urls["postgresql"] = f"{pg.dsn}?schema={schema}"

@@ -79,7 +79,7 @@ def _url(backend: str, folder: Path, pg: Any, tag: str) -> tuple[str, str | None
         return f"jsonl:{folder / f'{tag}.jsonl'}", None
     if backend == "sqlite":
         return f"sqlite:{folder / f'{tag}.sqlite'}", None
-    from memlib.stores.postgres import init_schema
+    from memlib.stores.sql._postgres import init_schema
 
     schema = f"bench_{uuid.uuid4().hex[:8]}"
     url = f"{pg.dsn}?schema={schema}"
@@ -188,7 +188,7 @@ def hybrid_rows(
     search costs the same (one product with every stored vector, then a top-k), the
     answers are not those of real vectors. The row says so (``vectors_embedded``).
     """
-    from memlib.vectors import pack
+    from memlib._vectors import pack
 
     sets = corpus.query_sets(queries)
     # Other questions first, untimed: torch's first passes over new shapes are slow.

@@ -98,7 +98,7 @@ from memlib import MemoryKind, MemorySource, RecallEngine
 from memlib.agent.mcp_server import SESSION_START
 from memlib.agent.tools import run_recall_history
 from memlib.stores import open_store
-from memlib.stores.jsonl import RemoteMemoryStore
+from memlib.stores.jsonl._store import RemoteMemoryStore
 
 __all__ = ["main", "tables"]
 

@@ -1,6 +1,6 @@
 """What pair vectors cost ``hybrid`` recalls: ``python -m benchmarks.pair_recall``.
 
-A store of pair vectors (model name ending in ``+pair``, ``memlib/vectors.py``) keeps for
+A store of pair vectors (model name ending in ``+pair``, ``memlib/_vectors.py``) keeps for
 each conversation record the embedding of the turn before it in its source + the turn.
 ``hybrid`` on such a store (``HybridRanker.score_stored``) also asks the store for every
 candidate's neighbours in its source (``store.source_neighbours`` of up to ~1,000 ids)
@@ -165,7 +165,7 @@ def pg_copy(source_url: str, target_url: str) -> None:
     """The target schema made anew and filled with the source schema's rows."""
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     dsn, source = split_url(source_url)
     _, target = split_url(target_url)
@@ -199,7 +199,7 @@ def pg_analyze(urls: dict[str, str]) -> None:
     """
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     for url in urls.values():
         dsn, schema = split_url(url)
@@ -209,7 +209,7 @@ def pg_analyze(urls: dict[str, str]) -> None:
 
 def file_copy(name: str, source: Path, target: Path) -> None:
     """The session store's files copied to ``target`` (a folder made anew)."""
-    from memlib.stores.jsonl import RemoteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
 
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True, mode=0o700)

@@ -38,8 +38,8 @@ from datetime import UTC, datetime
 import numpy as np
 from memlib import open_store
 from memlib.normalize import normalize_recall_query
-from memlib.stores.postgres import PostgresMemoryStore
-from memlib.stores.sql import SqlMemoryStore
+from memlib.stores.sql._postgres import PostgresMemoryStore
+from memlib.stores.sql._common import SqlMemoryStore
 
 url, user, mode = sys.argv[1:4]
 if mode == "client":
@@ -54,7 +54,7 @@ elif mode == "cursor":
 store = open_store(url, user_id=user)
 state = store.vector_state()
 if mode == "copy":
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
     import psycopg
     dsn, _ = split_url(url)
     start = time.perf_counter()

@@ -121,6 +121,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import LOCOMO_DEV, ROOT
+from memlib._stopwords import english_stopwords
 from memlib.candidates import searchable_text
 from memlib.errors import RemoteMemoryError
 from memlib.eval.crossval import bootstrap_interval, bootstrap_means, interval_95
@@ -134,7 +135,6 @@ from memlib.eval.locomo import (
 from memlib.normalize import normalize_recall_query, tokenize_all
 from memlib.rankers.bm25 import DEFAULT_B, DEFAULT_K1, Bm25StopwordsRanker, scoring_terms
 from memlib.score import DECIMALS
-from memlib.stopwords import english_stopwords
 
 DATA = LOCOMO_DEV
 OUT = ROOT / "reports" / "retrieval-steps-dev-split.json"

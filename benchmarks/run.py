@@ -97,7 +97,7 @@ from memlib import RecallEngine
 from memlib.candidates import CandidateScan, scan_recall_candidates
 from memlib.records import format_timestamp
 from memlib.stores import open_store
-from memlib.stores.jsonl import RemoteMemoryStore, encode_record
+from memlib.stores.jsonl._store import RemoteMemoryStore, encode_record
 
 # Names other code may have imported from here before they moved to their own modules.
 __all__ = ["BATCH", "cold_run", "cold_section", "cold_table", "digest", "main", "peak_rss_mb",
@@ -352,8 +352,8 @@ def record_floor(count: int = 50_000, rounds: int = 3) -> dict[str, Any]:
     ``checks_and_line``: memlib's checks and the JSON line, nothing written, no index.
     ``terms_only``: cutting the searchable text into terms, which every index needs.
     """
+    from memlib._retrieval import index_tokens
     from memlib.records import record_from_item
-    from memlib.retrieval import index_tokens
 
     items = [item for batch in corpus.records(count, seed=8, prefix="floor") for item in batch]
     texts = [corpus.item_text(item) for item in items]
@@ -501,7 +501,7 @@ def run_size(
     gc.collect()
 
     if n <= args.db_max and pg is not None:
-        from memlib.stores.postgres import init_schema
+        from memlib.stores.sql._postgres import init_schema
 
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         url = f"{pg.dsn}?schema={schema}"
@@ -832,7 +832,7 @@ def _append_at_1000(args: argparse.Namespace, workdir: Path, pg: Any, log: Log) 
     entry["append_sqlite"] = append_latency(sqlite_store, small, args.appends, "s1000")
     _close(sqlite_store)
     if pg is not None:
-        from memlib.stores.postgres import init_schema
+        from memlib.stores.sql._postgres import init_schema
 
         url = f"{pg.dsn}?schema=bench_small"
         init_schema(url)

@@ -2,7 +2,7 @@
 
 Pair vectors and pair terms (``benchmarks/retrieval_steps.py``, steps f, j and k) read
 each conversation record together with the turn before it in its source. Stores answer
-that through ``SourceOrdering.source_neighbours(memory_ids)`` (``memlib/stores/sources.py``
+that through ``SourceOrdering.source_neighbours(memory_ids)`` (``memlib/stores/_sources.py``
 is the reference): SQLite and PostgreSQL with one statement over the ``records_source``
 index (schema 6), JSONL from whatever it has when this runs. This measures the public
 method on the path a user takes, on every backend (``jsonl:``, ``sqlite:``, PostgreSQL),
@@ -253,7 +253,7 @@ def pg_records(url: str) -> int:
     """Records in the schema of ``url`` (0 when it has none)."""
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     dsn, schema = split_url(url)
     with psycopg.connect(dsn) as conn:
@@ -268,7 +268,7 @@ def pg_records(url: str) -> int:
 def pg_reset(url: str) -> None:
     import psycopg
 
-    from memlib.stores.postgres import init_schema, split_url
+    from memlib.stores.sql._postgres import init_schema, split_url
 
     dsn, schema = split_url(url)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -305,7 +305,7 @@ def sqlite_index(path: Path) -> str | None:
 
 
 def shipped_index() -> str:
-    from memlib.stores.sqlite import SqliteMemoryStore
+    from memlib.stores.sql._sqlite import SqliteMemoryStore
 
     (create,) = SqliteMemoryStore.MIGRATIONS[5]  # type: ignore[misc]
     return " ".join(str(create).replace("IF NOT EXISTS ", "").split())
@@ -383,7 +383,7 @@ def build(n: int, plan: Layout, urls: dict[str, str], folder: Path,
     del stores
     gc.collect()
     if "jsonl" in todo:
-        from memlib.stores.jsonl import RemoteMemoryStore
+        from memlib.stores.jsonl._store import RemoteMemoryStore
 
         seconds, _ = timed(lambda: RemoteMemoryStore(
             folder / "records.jsonl", user_id=USER).write_index_file())
@@ -402,7 +402,7 @@ def build(n: int, plan: Layout, urls: dict[str, str], folder: Path,
 def check(store: Any, plan: Layout, n: int, rng: random.Random) -> dict[str, Any]:
     """The store's answer for ~CHECKS random ids (a few retracted) against the layout's,
     and against the reference over read_all up to READ_ALL_CHECK_MAX records."""
-    from memlib.stores.sources import source_neighbours_of
+    from memlib.stores._sources import source_neighbours_of
 
     asked = rng.sample(plan.ids, min(CHECKS, len(plan.ids)))
     asked += [m for m in plan.retracted[:5] if m not in asked]

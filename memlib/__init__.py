@@ -6,6 +6,7 @@ the standard library only: no store is opened, no file created, no client built.
 
 from __future__ import annotations
 
+from ._runtime import default_runtime, runtime_client
 from .candidates import RecallCandidate, build_recall_candidates
 from .engine import RecallEngine
 from .errors import (
@@ -23,7 +24,6 @@ from .rank import stable_rank_recall_candidates
 from .records import MemoryKind, MemorySource, StoredMemory, user_scope_for
 from .render import render_recall_context, render_remote_profile
 from .result import RecallHit, RecallResult, RecallScope
-from .runtime import default_runtime, runtime_client
 from .score import RecallScoreBreakdown, score_recall_candidate
 from .stores import MemoryStore, RemoteMemoryStore, open_store
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ._stopwords import english_stopwords
 from .errors import RemoteMemoryScopeError
 from .normalize import RecallQuery, tokenize_all
 from .records import MemoryKind, StoredMemory
-from .stopwords import english_stopwords
 
 __all__ = [
     "RecallCandidate",

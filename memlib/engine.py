@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from ._paths import min_score_for, scored_candidates
 from .explain import RecallExplanation, explain_recall
 from .normalize import as_utc, normalize_recall_query
-from .paths import min_score_for, scored_candidates
 from .rank import rank_scored_candidates
 from .rankers import DEFAULT_RANKER, Ranker, get_ranker
 from .records import format_timestamp
 from .result import RecallResult
-from .stores.base import MemoryStore
-from .stores.known_at import KnownAtStore, store_known_at
+from .stores._base import MemoryStore
+from .stores._known_at import KnownAtStore, store_known_at
 
 __all__ = ["RecallEngine"]
 

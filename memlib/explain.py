@@ -37,19 +37,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ._paths import min_score_for, scored_candidates
+from ._retrieval.tokens import searchable_terms
+from ._visible import visible
 from .candidates import searchable_text
 from .normalize import RecallQuery, as_utc, normalize_recall_query
-from .paths import min_score_for, scored_candidates
 from .rank import rank_key, rank_scored_candidates
 from .rankers import Ranker
 from .rankers.base import DenseScoring
 from .records import MemoryKind, StoredMemory, format_timestamp, memory_id_of, parse_timestamp
 from .result import RecallHit
-from .retrieval.tokens import searchable_terms
 from .score import RecallScoreBreakdown
-from .stores.base import LexicalScanning, MemoryStore, VectorStoring
-from .stores.known_at import known_at_moment, store_known_at
-from .visible import visible
+from .stores._base import LexicalScanning, MemoryStore, VectorStoring
+from .stores._known_at import known_at_moment, store_known_at
 
 __all__ = ["RecallExplanation", "VERDICTS", "explain_recall", "deciding_signal"]
 

@@ -1,6 +1,6 @@
 """Stage 1 — normalize: raw recall text → ``RecallQuery`` (docs/reference.md#normalize).
 
-The same tokenizer (``memlib.terms``) turns stored records into terms (stage 2), so a
+The same tokenizer (``memlib._tokens``) turns stored records into terms (stage 2), so a
 query and a record always agree on what a "term" is.
 """
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ._tokens import normalize_text, terms_of_normalized
 from .errors import RemoteMemoryValidationError
 from .records import collapse_whitespace, format_timestamp
-from .terms import normalize_text, terms_of_normalized
 
 __all__ = [
     "RecallQuery",

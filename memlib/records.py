@@ -19,9 +19,9 @@ from functools import lru_cache
 from json.encoder import encode_basestring as _quote
 from typing import Any
 
+from ._tokens import MAX_GROWTH, normalize_text, terms_of_normalized
+from ._visible import first_hidden, shown_name
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
-from .terms import MAX_GROWTH, normalize_text, terms_of_normalized
-from .visible import first_hidden, shown_name
 
 __all__ = [
     "MemoryKind",

@@ -4,16 +4,16 @@ Everything that came from a store is escaped, attributes and text alike, so a st
 record can never close the wrapper or open a tag of its own. Invisible and
 direction-changing characters are written as character references (``&#x202E;``), so the
 block the model reads shows them while an XML parser still gets the stored text back
-(``memlib.visible``; docs/contract.md, "What the model reads").
+(``memlib._visible``; docs/contract.md, "What the model reads").
 """
 
 from __future__ import annotations
 
 import re
 
+from ._visible import visible
 from .records import StoredMemory
 from .result import RecallResult
-from .visible import visible
 
 __all__ = ["render_recall_context", "render_remote_profile", "escape_xml"]
 

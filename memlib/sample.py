@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._runtime import scope_path
 from .errors import RemoteMemoryValidationError
 from .records import MemoryKind, MemorySource, StoredMemory
-from .runtime import scope_path
-from .stores.base import MemoryStore
-from .stores.jsonl import RemoteMemoryStore
+from .stores._base import MemoryStore
+from .stores.jsonl._store import RemoteMemoryStore
 
 __all__ = [
     "SAMPLE_USER_ID",

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ..engine import RecallEngine
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from .errors import AgentError, AgentTurnLimitError, explain_api_error
 from .prompt import build_system_prompt
 from .tools import (

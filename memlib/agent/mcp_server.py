@@ -18,7 +18,7 @@ environment) and no tool takes a user: a model cannot reach another user's recor
 naming them. Every refusal — bad input, a duplicate id, a damaged store — comes back as
 a tool result with ``isError: true`` and one line of visible text, as ``recall_history``
 does for the agent, so the model can fix its call and the session goes on. What the
-tools return is visible text too (``memlib.visible``): stored text cannot smuggle an
+tools return is visible text too (``memlib._visible``): stored text cannot smuggle an
 invisible or direction-changing character into what the model reads.
 
 Only the CLI command imports this module (``memlib.agent`` does not), so the ``mcp``
@@ -62,6 +62,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from .._visible import shown_name, visible
 from ..engine import RecallEngine
 from ..errors import (
     RemoteMemoryCorruptionError,
@@ -78,8 +79,7 @@ from ..records import (
     parse_timestamp,
 )
 from ..render import render_remote_profile
-from ..stores.base import MemoryStore
-from ..visible import shown_name, visible
+from ..stores._base import MemoryStore
 from .prompt import build_system_prompt
 from .tools import (
     DEFAULT_LIMIT,

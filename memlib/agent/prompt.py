@@ -8,7 +8,7 @@ records are not in the prompt at all: the model reaches them only by calling
 from __future__ import annotations
 
 from ..render import render_remote_profile
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from .tools import RECALL_HISTORY
 
 __all__ = ["AGENT_RULES", "build_system_prompt"]

@@ -9,7 +9,7 @@ that fails under the call (corrupt, unsafe, out of space) comes back the same wa
 one-line message prefixed with ``STORE_ERROR_PREFIX`` so the model reports it instead of
 retrying.
 
-What goes back is what the model reads, so it is visible text (``memlib.visible``):
+What goes back is what the model reads, so it is visible text (``memlib._visible``):
 the JSON writes invisible and direction-changing characters as ``\\uXXXX`` escapes. It
 decodes to exactly ``RecallResult.to_json()``, which stays the library's byte-for-byte
 payload; only this model-facing copy is escaped.
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .._visible import visible
 from ..engine import RecallEngine
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, LIMIT_MIN, QUERY_MAX_CHARS
 from ..result import RecallResult
-from ..visible import visible
 
 __all__ = [
     "DEFAULT_LIMIT",

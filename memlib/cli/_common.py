@@ -5,7 +5,7 @@ status 2 (``EXIT_USAGE``).
 
 Every line a command writes goes through ``write_line``, ``write_json`` or
 ``write_error``: what a store holds reaches a terminal, and often a model reading the
-command's output, so it is shown as visible text (``memlib.visible``; docs/contract.md,
+command's output, so it is shown as visible text (``memlib._visible``; docs/contract.md,
 "What the model reads") — an ESC, an OSC 52 clipboard write, a bidi override or a tag
 character is printed as an escape, never sent raw.
 """
@@ -20,13 +20,13 @@ import sys
 from datetime import datetime
 from typing import Any, NoReturn
 
-from ..bulk import error_line
+from .._bulk import error_line
+from .._runtime import default_store_url, default_user_id
+from .._visible import Form, visible
 from ..errors import RemoteMemoryValidationError
 from ..normalize import as_utc
-from ..runtime import default_store_url, default_user_id
 from ..stores import open_store
-from ..stores.base import MemoryStore
-from ..visible import Form, visible
+from ..stores._base import MemoryStore
 
 __all__ = [
     "EXIT_FAILURE",

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from .._safejson import loads_input_line
 from ..errors import RemoteMemoryValidationError
 from ..records import MemoryKind
-from ..safejson import loads_input_line
 from ._common import CliError, open_cli_store, write_json
 
 __all__ = ["cmd_append", "register"]

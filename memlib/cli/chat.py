@@ -77,13 +77,13 @@ def _write(text: str) -> None:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     # Looked up at call time: tests swap runtime.runtime_client for a fake transport.
-    from .. import runtime
+    from .. import _runtime as runtime
     from ..agent.loop import DEFAULT_MAX_TURNS, agent_loop
     from ..agent.prompt import build_system_prompt
     from ..agent.scripted import SCRIPTED_MODEL_ID, scripted_client
     from ..engine import RecallEngine
     from ..sample import SAMPLE_AS_OF, open_sample_store
-    from ..stores.base import MemoryStore
+    from ..stores._base import MemoryStore
 
     if args.message is not None and not args.message.strip():
         raise CliError("--message must not be empty")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..runtime import default_store_url, default_user_id
+from .._runtime import default_store_url, default_user_id
 from ._common import write_line
 
 __all__ = ["cmd_db_init", "cmd_db_status", "register"]
@@ -22,7 +22,7 @@ def _url(args: argparse.Namespace) -> str:
 
 
 def cmd_db_init(args: argparse.Namespace) -> int:
-    from ..stores.admin import init_store_schema
+    from ..stores._admin import init_store_schema
 
     what, before, after = init_store_schema(_url(args))
     if before == after:
@@ -35,7 +35,7 @@ def cmd_db_init(args: argparse.Namespace) -> int:
 
 
 def cmd_db_status(args: argparse.Namespace) -> int:
-    from ..stores.admin import store_schema_version
+    from ..stores._admin import store_schema_version
 
     what, version = store_schema_version(_url(args))
     write_line(f"{what}: schema version {version}" if version else f"{what}: no schema")

@@ -5,7 +5,7 @@
     memlib doctor PATH --repair            cut a torn tail, after writing a backup
 
 Exit status 0 when the store is healthy, 1 when it is not; one line per problem, never
-a traceback. The checks and the repair are ``memlib.doctor``'s.
+a traceback. The checks and the repair are ``memlib.stores.jsonl._doctor``'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..doctor import (
+from ..errors import RemoteMemoryError
+from ..stores.jsonl._doctor import (
     DoctorReport,
     RepairError,
     check_store,
@@ -24,7 +25,6 @@ from ..doctor import (
     repair_vectors_file,
     vector_lines,
 )
-from ..errors import RemoteMemoryError
 from ._common import write_error, write_line
 
 __all__ = ["cmd_doctor", "register"]

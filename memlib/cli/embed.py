@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .._progress import progress_bar
+from .._vectors import check_model, pack, reads_pairs
 from ..errors import RemoteMemoryValidationError
-from ..progress import progress_bar
 from ..records import StoredMemory
-from ..stores.base import VectorStoring, pair_texts
-from ..vectors import check_model, pack, reads_pairs
+from ..stores._base import VectorStoring, pair_texts
 from ._common import open_cli_store, store_embedder, write_line
 
 __all__ = ["cmd_embed", "register"]

@@ -1,6 +1,6 @@
 """``memlib import FILE.jsonl``: many records at once, checked first, written in batches.
 
-The checks, the batches and the progress bar are ``memlib.bulk.import_jsonl``'s; this
+The checks, the batches and the progress bar are ``memlib._bulk.import_jsonl``'s; this
 module reads the command line and the file. ``FILE`` may be ``-`` for standard input,
 or any other stream (``/dev/stdin``, a pipe): a stream is read once into a private
 temporary file, since the import reads it twice.
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..bulk import DEFAULT_BATCH, import_jsonl
+from .._bulk import DEFAULT_BATCH, import_jsonl
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 from ._common import open_cli_store, write_line
 

@@ -21,8 +21,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ..runtime import default_root
-from ..stores.files import DIR_MODE, open_private, unsafe, write_all
+from .._runtime import default_root
+from ..stores._files import DIR_MODE, open_private, unsafe, write_all
 from ._common import CliError, parse_as_of, write_line
 from .recall import open_recall_engine
 

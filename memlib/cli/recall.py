@@ -9,7 +9,7 @@ from ..engine import RecallEngine
 from ..rankers import get_ranker
 from ..rankers.base import DenseScoring
 from ..render import render_recall_context
-from ..stores.base import VectorStoring
+from ..stores._base import VectorStoring
 from ._common import open_cli_store, parse_as_of, parse_known_at, store_embedder, write_line
 
 __all__ = ["add_recall_options", "cmd_recall", "limit_arg", "open_recall_engine", "register"]

@@ -28,6 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._retrieval.inverted import InvertedIndex, lexical_from_index
+from .._stopwords import english_stopwords
+from .._vectors import DenseScores, reads_pairs
 from ..candidates import CandidateScan, RecallCandidate, make_candidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize_all
@@ -43,10 +46,7 @@ from ..records import (
     user_scope_for,
 )
 from ..result import RecallHit
-from ..retrieval.inverted import InvertedIndex, lexical_from_index
-from ..stopwords import english_stopwords
-from ..stores.base import pair_texts
-from ..vectors import DenseScores, reads_pairs
+from ..stores._base import pair_texts
 
 __all__ = [
     "LocomoQuestion",

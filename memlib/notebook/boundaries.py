@@ -42,7 +42,7 @@ from ..records import LIMITS, MemoryKind, StoredMemory, parse_timestamp, user_sc
 from ..render import render_recall_context
 from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from ._common import QUERY_ID, pandas
 from .language import tr
 from .views import recall, recall_query

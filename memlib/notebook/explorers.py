@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import RemoteMemoryError
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from ._common import pyplot
 from .views import View, as_of_at_noon
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryError
 from ..records import MemoryKind, MemorySource
 from ..sample import SAMPLE_USER_ID, fixed_clock, sample_records, scope_path
-from ..stores.jsonl import RemoteMemoryStore
+from ..stores.jsonl._store import RemoteMemoryStore
 from ._common import pandas
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -21,8 +21,8 @@ from ..records import MemoryKind, StoredMemory, format_timestamp
 from ..result import RecallResult
 from ..sample import SAMPLE_AS_OF, SAMPLE_USER_ID
 from ..score import RecallScoreBreakdown
-from ..stores.base import MemoryStore
-from ..stores.jsonl import RemoteMemoryStore
+from ..stores._base import MemoryStore
+from ..stores.jsonl._store import RemoteMemoryStore
 from ._common import ANY_SCOPE, QUERY_ID, pandas
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -25,8 +25,8 @@ from ..explain import RecallExplanation
 from ..records import MemorySource, StoredMemory, format_timestamp
 from ..result import RecallResult
 from ..sample import fixed_clock, open_sample_store
-from ..stores.base import MemoryStore
-from ..stores.jsonl import RemoteMemoryStore
+from ..stores._base import MemoryStore
+from ..stores.jsonl._store import RemoteMemoryStore
 from ._common import QUERY_ID, pandas, pyplot
 from .language import tr
 

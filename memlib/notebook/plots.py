@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import MemoryKind, parse_timestamp
 from ..sample import SAMPLE_AS_OF
 from ..score import LEXICAL_WEIGHT, RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, recency_of
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from ._common import pandas, pyplot
 from .language import tr
 from .views import as_of_at_noon, recall

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RemoteMemoryError
 from ..normalize import normalize_recall_query
 from ..sample import SAMPLE_AS_OF
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from ._common import ANY_SCOPE, QUERY_ID, pandas
 from .views import recall
 

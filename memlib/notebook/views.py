@@ -26,7 +26,7 @@ from ..records import MemoryKind
 from ..render import render_recall_context, render_remote_profile
 from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
-from ..stores.base import MemoryStore
+from ..stores._base import MemoryStore
 from ._common import QUERY_ID, pandas
 from .fixtures import conversation_store
 from .frames import records_frame

@@ -12,7 +12,7 @@ one ``score_candidates`` + stage 4 give (a test holds them equal).
 A ranker may also be a ``ScoreBound``: its total depends only on how many query terms
 a record matches and when it was captured, and it says how high that total can go. A
 store with an index then walks the matches best group first and stops early
-(``memlib.retrieval.walk``); the engine offers that walk only to such a ranker.
+(``memlib._retrieval.walk``); the engine offers that walk only to such a ranker.
 
 A ranker may also be ``LexicalScoring``: given a store whose index keeps term
 frequencies and lengths (``stores.base.LexicalScanning``), it scores from the postings
@@ -30,11 +30,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from .._vectors import DenseScores, Embedder
 from ..candidates import CandidateScan, LexicalPostings
 from ..normalize import RecallQuery
 from ..records import SourceNeighbours, StoredMemory
 from ..score import DECIMALS, RecallScoreBreakdown
-from ..vectors import DenseScores, Embedder
 
 __all__ = [
     "DenseScoring", "LexicalScoring", "Ranker", "ScoreBound", "TopScoring", "top_positions",

@@ -43,12 +43,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from .._retrieval import postings as runs  # the module: tests lower NUMPY_MIN_POSTINGS
+from .._stopwords import english_stopwords
 from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery, tokenize_all
-from ..retrieval import postings as runs  # the module: tests lower NUMPY_MIN_POSTINGS
 from ..score import DECIMALS, RecallScoreBreakdown, ranker_breakdown, recency_of, signal
-from ..stopwords import english_stopwords
 from .base import top_positions
 
 __all__ = ["Bm25Ranker", "Bm25StopwordsRanker", "Bm25Scores", "bm25_scores", "scoring_terms"]

@@ -172,8 +172,8 @@ class HashingEmbedder:
     def encode(self, texts: Sequence[str]) -> Any:
         import hashlib
 
-        from ..terms import normalize_text, terms_of_normalized
-        from ..vectors import require_numpy
+        from .._tokens import normalize_text, terms_of_normalized
+        from .._vectors import require_numpy
 
         np = require_numpy()
 
@@ -252,7 +252,7 @@ class PairEmbedder:
         self, base: Any, *, similarity_mean: float | None = None,
         similarity_deviation: float | None = None,
     ) -> None:
-        from ..vectors import PAIR_SUFFIX
+        from .._vectors import PAIR_SUFFIX
 
         self.base = base
         self.name = f"{base.name}{PAIR_SUFFIX}"
@@ -285,8 +285,8 @@ def embedder_names() -> tuple[str, ...]:
 def get_embedder(name: str) -> Any:
     """The embedder recorded as ``name`` with a store's vectors (``e5``, ``minilm`` and
     ``hashing`` are short names)."""
+    from .._vectors import PAIR_SUFFIX
     from ..errors import RemoteMemoryValidationError
-    from ..vectors import PAIR_SUFFIX
 
     key = name.strip()
     if key.lower() == "e5-pair":

@@ -89,6 +89,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from .._retrieval.tokens import searchable_terms
+from .._vectors import DenseScores, Embedder, exact_dot, pair_text, query_vector, reads_pairs
 from ..candidates import (
     CandidateScan,
     LexicalPostings,
@@ -100,9 +102,7 @@ from ..candidates import (
 from ..errors import RemoteMemoryValidationError
 from ..normalize import RecallQuery
 from ..records import SourceNeighbours, StoredMemory
-from ..retrieval.tokens import searchable_terms
 from ..score import RecallScoreBreakdown, ranker_breakdown, recency_of, signal
-from ..vectors import DenseScores, Embedder, exact_dot, pair_text, query_vector, reads_pairs
 from .base import top_positions
 from .bm25 import (
     DEFAULT_B,

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteMemoryValidationError
-from .base import BaseMemoryStore, IdLookup, MemoryStore, TopScanning
-from .jsonl import RemoteMemoryStore
+from ._base import BaseMemoryStore, IdLookup, MemoryStore, TopScanning
+from .jsonl._store import RemoteMemoryStore
 
 __all__ = [
     "BaseMemoryStore", "IdLookup", "MemoryStore", "RemoteMemoryStore", "TopScanning",
@@ -22,10 +22,10 @@ __all__ = [
 
 # scheme → "module:factory"; the factory takes (url, user_id=..., **options).
 _BACKENDS: dict[str, str] = {
-    "jsonl": "memlib.stores.jsonl:RemoteMemoryStore",
-    "sqlite": "memlib.stores.sqlite:SqliteMemoryStore",
-    "postgresql": "memlib.stores.postgres:PostgresMemoryStore",
-    "postgres": "memlib.stores.postgres:PostgresMemoryStore",
+    "jsonl": "memlib.stores.jsonl._store:RemoteMemoryStore",
+    "sqlite": "memlib.stores.sql._sqlite:SqliteMemoryStore",
+    "postgresql": "memlib.stores.sql._postgres:PostgresMemoryStore",
+    "postgres": "memlib.stores.sql._postgres:PostgresMemoryStore",
 }
 
 

@@ -21,6 +21,7 @@ import httpx2
 import pytest
 
 from memlib import MemorySource, RecallEngine, RemoteMemoryError, render_remote_profile
+from memlib._runtime import MissingConfigurationError, runtime_client
 from memlib.agent import (
     AGENT_RULES,
     RECALL_HISTORY,
@@ -39,7 +40,6 @@ from memlib.cli.chat import SCRIPTED_DEFAULT_MESSAGE, SCRIPTED_QUERY_PREFIX
 from memlib.errors import RemoteMemoryStorageError, RemoteMemoryUnsafePathError
 from memlib.normalize import LIMIT_MAX, LIMIT_MIN
 from memlib.records import MemoryKind
-from memlib.runtime import MissingConfigurationError, runtime_client
 from memlib.sample import SAMPLE_AS_OF, open_sample_store
 from memlib.stores import RemoteMemoryStore
 
@@ -357,7 +357,8 @@ def test_cli_online_path_reports_api_errors_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # `memlib chat` online: the client comes from runtime_client(); swap only its transport.
-    from memlib import cli, runtime
+    from memlib import _runtime as runtime
+    from memlib import cli
 
     api = FakeAPI(_error(401, "authentication_error", f"bad key {SECRET}"))
     monkeypatch.setenv("MODEL_ID", MODEL)
@@ -374,7 +375,8 @@ def test_interactive_chat_survives_a_failed_turn(
 ) -> None:
     import io
 
-    from memlib import cli, runtime
+    from memlib import _runtime as runtime
+    from memlib import cli
 
     api = FakeAPI(_error(529, "overloaded_error", "Overloaded"), reply(text("Hello again.")))
     monkeypatch.setenv("MODEL_ID", MODEL)

@@ -35,8 +35,8 @@ import httpx2  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from memlib._runtime import scope_path  # noqa: E402
 from memlib.cli import main  # noqa: E402
-from memlib.runtime import scope_path  # noqa: E402
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store  # noqa: E402
 
 CAP = 1 << 20  # MESSAGE_MAX_BYTES, restated: the test must not take it from the code

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError  # noqa: E402
 
 import memlib  # noqa: E402
 from memlib import MemoryKind, MemorySource, RecallEngine, render_remote_profile  # noqa: E402
+from memlib._visible import visible  # noqa: E402
 from memlib.agent.prompt import build_system_prompt  # noqa: E402
 from memlib.agent.tools import (  # noqa: E402
     RECALL_HISTORY_DESCRIPTION,
@@ -45,8 +46,7 @@ from memlib.normalize import LIMIT_MAX, LIMIT_MIN  # noqa: E402
 from memlib.records import format_timestamp, parse_timestamp  # noqa: E402
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store, sample_records  # noqa: E402
 from memlib.stores import open_store  # noqa: E402
-from memlib.stores.base import MemoryStore  # noqa: E402
-from memlib.visible import visible  # noqa: E402
+from memlib.stores._base import MemoryStore  # noqa: E402
 
 FIXED = format_timestamp(SAMPLE_AS_OF)
 TOOL_NAMES = ["recall_history", "remember", "forget", "explain"]
@@ -100,7 +100,7 @@ def make_server(
 
 
 def scope_path_of(root: Path, user: str) -> Path:
-    from memlib.runtime import scope_path
+    from memlib._runtime import scope_path
 
     return scope_path(root, user)
 

@@ -28,7 +28,7 @@ from memlib.notebook.boundaries import (
 )
 from memlib.notebook.views import recall
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store
-from memlib.stores.base import MemoryStore
+from memlib.stores._base import MemoryStore
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOK = NOTEBOOKS / "13_boundaries_and_review.ipynb"

@@ -1,6 +1,6 @@
-"""Fuzz target: import files, through ``memlib.bulk.import_jsonl`` into a new JSONL store.
+"""Fuzz target: import files, through ``memlib._bulk.import_jsonl`` into a new JSONL store.
 
-Documented result (``memlib/bulk.py``): every line is checked before the first write,
+Documented result (``memlib/_bulk.py``): every line is checked before the first write,
 so a bad file raises a typed error of one line and leaves the store empty; a good one
 imports every non-blank line, in order, each record as ``append`` would store it
 (whitespace runs collapsed), and the store reads back what was imported.
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from memlib import RemoteMemoryStore, user_scope_for
-from memlib.bulk import import_jsonl
+from memlib._bulk import import_jsonl
 from memlib.sample import fixed_clock
 
 from . import common

@@ -29,8 +29,8 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
+from memlib._runtime import scope_path  # noqa: E402
 from memlib.records import format_timestamp  # noqa: E402
-from memlib.runtime import scope_path  # noqa: E402
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store  # noqa: E402
 
 from . import common  # noqa: E402

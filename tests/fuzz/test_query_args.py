@@ -28,9 +28,9 @@ import pytest
 from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixture)
 
 from memlib import RecallEngine, open_store
+from memlib._runtime import scope_path
 from memlib.errors import RemoteMemoryValidationError
-from memlib.runtime import scope_path
-from memlib.stores.base import MemoryStore
+from memlib.stores._base import MemoryStore
 
 from . import common
 

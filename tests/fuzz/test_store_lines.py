@@ -32,7 +32,7 @@ from memlib.rank import stable_rank_recall_candidates
 from memlib.records import record_from_item
 from memlib.result import RecallResult
 from memlib.sample import SAMPLE_AS_OF, fixed_clock
-from memlib.stores.jsonl import encode_record
+from memlib.stores.jsonl._store import encode_record
 
 from . import common
 

@@ -17,17 +17,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "memlib"
 
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memlib.errors", "memlib.safejson", "memlib.terms", "memlib.visible", "memlib.stopwords",
-     "memlib.progress"),
-    ("memlib.records", "memlib.vectors"),
+    ("memlib.errors", "memlib._safejson", "memlib._tokens", "memlib._visible", "memlib._stopwords",
+     "memlib._progress"),
+    ("memlib.records", "memlib._vectors"),
     ("memlib.normalize",),
     ("memlib.candidates", "memlib.score", "memlib.result", "memlib.rank", "memlib.render"),
-    ("memlib.retrieval", "memlib.rankers"),
+    ("memlib._retrieval", "memlib.rankers"),
     ("memlib.stores",),
-    ("memlib.paths",),
+    ("memlib._paths",),
     ("memlib.explain",),
     ("memlib.engine",),
-    ("memlib.runtime", "memlib.sample", "memlib.bulk", "memlib.doctor"),
+    ("memlib._runtime", "memlib.sample", "memlib._bulk", "memlib.stores.jsonl._doctor"),
     ("memlib.agent", "memlib.eval", "memlib.notebook"),
     ("memlib.cli",),
     ("memlib", "memlib.__main__"),
@@ -152,7 +152,8 @@ def test_no_upward_import() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["memlib.bulk", "memlib.doctor", "memlib.agent", "memlib.eval", "memlib.stores"]
+    "module",
+    ["memlib._bulk", "memlib.stores.jsonl._doctor", "memlib.agent", "memlib.eval", "memlib.stores"],
 )
 def test_library_modules_do_not_parse_command_lines(module: str) -> None:
     graph_modules = [m for m in import_graph() if m == module or m.startswith(module + ".")]

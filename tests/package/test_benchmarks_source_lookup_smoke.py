@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import source_lookup
-from memlib.stores.sources import SourceNeighbours
+from memlib.stores._sources import SourceNeighbours
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 
 import memlib
 from memlib import RemoteMemoryError, user_scope_for
-from memlib.runtime import default_runtime, reset_default_runtime, runtime_client
+from memlib._runtime import default_runtime, reset_default_runtime, runtime_client
 
 HEAVY = ("anthropic", "pandas", "numpy", "ipywidgets", "matplotlib", "psycopg", "torch")
 LAZY_VARIABLES = (

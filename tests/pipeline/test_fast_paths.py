@@ -17,8 +17,9 @@ import numpy  # noqa: F401  (loaded, so the forced numpy paths below take it)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import memlib.retrieval.postings as postings
+import memlib._retrieval.postings as postings
 from memlib import MemoryKind, MemorySource, StoredMemory, user_scope_for
+from memlib._retrieval import InvertedIndex, index_tokens
 from memlib.errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from memlib.normalize import tokenize_all
 from memlib.records import (
@@ -29,8 +30,7 @@ from memlib.records import (
     parse_timestamp,
     record_from_item,
 )
-from memlib.retrieval import InvertedIndex, index_tokens
-from memlib.stores.jsonl import encode_record
+from memlib.stores.jsonl._store import encode_record
 
 PROPERTY = settings(max_examples=500, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -303,7 +303,7 @@ def test_score_top_gives_the_result_of_scoring_every_candidate(
     from memlib import RecallEngine
     from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker
     from memlib.rankers.hybrid import HybridRanker
-    from memlib.stores.jsonl import RemoteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
 
     with tempfile.TemporaryDirectory() as root:
         store = RemoteMemoryStore(f"{root}/r.jsonl", user_id="alice")
@@ -367,7 +367,7 @@ def test_a_fresh_process_imports_numpy_only_for_long_postings(tmp_path: Any) -> 
     script = (
         "import sys\n"
         "from memlib import RecallEngine, open_store\n"
-        "from memlib.retrieval import postings\n"
+        "from memlib._retrieval import postings\n"
         "postings.NUMPY_IMPORT_POSTINGS = int(sys.argv[2])\n"
         "store = open_store('jsonl:' + sys.argv[1], user_id='u')\n"
         "if not store.read_all():\n"
@@ -408,8 +408,8 @@ def test_packed_lists_behave_as_a_dict_of_lists(
     from array import array as _array
     from collections import Counter
 
-    from memlib.retrieval.inverted import _append, _PackedLists, _TermSource
-    from memlib.retrieval.strings import PackedStrings, pack_strings
+    from memlib._retrieval.inverted import _append, _PackedLists, _TermSource
+    from memlib._retrieval.strings import PackedStrings, pack_strings
 
     terms = [f"t{i}" for i in range(len(lists))]  # sorted, as an index file's are
     fetched: list[int] = []
@@ -481,7 +481,7 @@ def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: A
 
     from memlib import RecallEngine
     from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker
-    from memlib.stores.jsonl import RemoteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
 
     vocabulary = ["amber", "river", "the", "lantern", "quiet", "harbor", "of", "copper"]
 

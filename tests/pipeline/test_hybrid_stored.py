@@ -17,13 +17,13 @@ from support.locations import BACKENDS, Location, location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
+from memlib._vectors import pack
 from memlib.cli import main
 from memlib.rank import rank_scored_candidates
 from memlib.rankers import hybrid as hybrid_module
 from memlib.rankers.embeddings import HashingEmbedder, embeddings_available
 from memlib.rankers.hybrid import HybridRanker
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
-from memlib.vectors import pack
 
 WORDS = [
     "garden", "tomato", "rain", "hiking", "trail", "coffee", "morning", "jazz", "piano",

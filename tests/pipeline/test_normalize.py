@@ -224,7 +224,7 @@ def test_the_shipped_combining_marks_are_this_pythons() -> None:
     must say exactly what unicodedata says (else the tokenizer would cut differently)."""
     import unicodedata
 
-    from memlib.terms import combining_mark_ranges, shipped_mark_ranges
+    from memlib._tokens import combining_mark_ranges, shipped_mark_ranges
 
     version, ranges = shipped_mark_ranges()
     assert version == unicodedata.unidata_version, "regenerate memlib/data/combining_marks.txt"

@@ -27,6 +27,7 @@ from memlib import (
     RemoteMemoryValidationError,
     open_store,
 )
+from memlib._vectors import DenseScores, pair_text
 from memlib.cli import main
 from memlib.eval.locomo import ConversationVectors, LocomoConversation, LocomoQuestion, rank_hits
 from memlib.normalize import normalize_recall_query
@@ -40,8 +41,7 @@ from memlib.rankers.embeddings import (
 from memlib.rankers.hybrid import PAIR_BM25_WEIGHT, PAIR_CONTEXT_WEIGHT, HybridRanker
 from memlib.records import user_scope_for
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
-from memlib.stores.sources import source_neighbours_of
-from memlib.vectors import DenseScores, pair_text
+from memlib.stores._sources import source_neighbours_of
 
 TURNS = HashingEmbedder(64)
 PAIRS = PairEmbedder(TURNS)
@@ -203,7 +203,7 @@ def test_pair_vectors_without_neighbours_are_refused_in_one_line() -> None:
 
 
 def _empty_postings(query: Any) -> Any:
-    from memlib.retrieval import InvertedIndex, lexical_from_index
+    from memlib._retrieval import InvertedIndex, lexical_from_index
 
     return lexical_from_index(InvertedIndex(), query, [], lambda docs: [])
 
@@ -260,7 +260,7 @@ def test_a_scan_cannot_serve_pair_vectors(tmp_path: Path) -> None:
 def test_a_backend_that_keeps_no_vectors_refuses_pairs_before_writing() -> None:
     """A backend of one's own (``read_all`` and ``_append_batch``, no vectors) opened with
     a pair embedder says so in one line, and nothing of the batch is written."""
-    from memlib.stores.base import BaseMemoryStore
+    from memlib.stores._base import BaseMemoryStore
 
     class ListStore(BaseMemoryStore):
         backend = "list"

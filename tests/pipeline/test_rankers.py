@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlib import RecallEngine
+from memlib._stopwords import content_terms, english_stopwords
 from memlib.candidates import CandidateScan, scan_recall_candidates, searchable_text
 from memlib.errors import RemoteMemoryValidationError
 from memlib.normalize import normalize_recall_query, tokenize, tokenize_all
@@ -22,7 +23,6 @@ from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker, bm25_scores
 from memlib.rankers.hybrid import HybridRanker, natural_key, neighbour_best
 from memlib.records import MemoryKind, MemorySource, StoredMemory, user_scope_for
 from memlib.sample import SAMPLE_AS_OF, open_sample_store
-from memlib.stopwords import content_terms, english_stopwords
 
 SCOPE = user_scope_for("tester")
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)

@@ -154,7 +154,7 @@ def stored_rows(url: str) -> list[tuple[str, str]]:
             conn.close()
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     dsn, schema = split_url(url)
     with psycopg.connect(dsn) as conn:
@@ -255,7 +255,7 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         url = f"sqlite:{tmp_path / 'db' / 'memlib.sqlite'}"
         # Created (schema, WAL) before the writers start; the race of several first
         # writers on a brand-new file has its own stress test below.
-        from memlib.stores.admin import init_store_schema
+        from memlib.stores._admin import init_store_schema
 
         init_store_schema(url)
         return url

@@ -34,7 +34,7 @@ from memlib import (
     user_scope_for,
 )
 from memlib.cli import main as cli_main
-from memlib.doctor import check_store, repair_torn_tail
+from memlib.stores.jsonl._doctor import check_store, repair_torn_tail
 
 USER = "alice"
 SCOPE = user_scope_for(USER)
@@ -533,7 +533,7 @@ def test_doctor_repair_waits_for_the_writer_lock(tmp_path: Path) -> None:
     """--repair takes the store's own lock: while a writer holds it, nothing is cut."""
     import fcntl
 
-    from memlib import doctor as doctor_module
+    from memlib.stores.jsonl import _doctor as doctor_module
 
     path = _healthy_store(tmp_path)
     with open(path, "ab") as handle:

@@ -130,7 +130,7 @@ def _postgres_rows(url: str) -> list[str]:
     """The memory ids of every row of the schema, read below the store, sorted."""
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     dsn, schema = split_url(url)
     with psycopg.connect(dsn, autocommit=True) as conn:

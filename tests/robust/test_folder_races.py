@@ -35,7 +35,7 @@ import pytest
 
 from memlib import RemoteMemoryDuplicateError, RemoteMemoryStore, RemoteMemoryUnsafePathError
 from memlib.errors import RemoteMemoryError
-from memlib.stores.sqlite import SqliteMemoryStore
+from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
 NOBODY = 65534

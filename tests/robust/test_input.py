@@ -164,7 +164,7 @@ IMPORT_CASES = {
 
 @pytest.mark.parametrize("name", sorted(IMPORT_CASES))
 def test_bad_import_line_names_the_line_and_writes_nothing(tmp_path: Path, name: str) -> None:
-    from memlib.bulk import import_jsonl
+    from memlib._bulk import import_jsonl
 
     bad, message = IMPORT_CASES[name]
     path = tmp_path / "in.jsonl"
@@ -231,7 +231,7 @@ class _FailingStore:
 
 
 def test_an_import_that_fails_midway_says_how_many_records_landed(tmp_path: Path) -> None:
-    from memlib.bulk import import_jsonl
+    from memlib._bulk import import_jsonl
 
     path = tmp_path / "in.jsonl"
     path.write_text("".join(_line(f"m-{i}") + "\n" for i in range(10)), encoding="utf-8")
@@ -386,7 +386,7 @@ def test_the_term_limit_counts_words_and_the_summary_too(tmp_path: Path) -> None
 
 
 def test_an_import_of_a_record_past_the_term_limit_names_its_line(tmp_path: Path) -> None:
-    from memlib.bulk import import_jsonl
+    from memlib._bulk import import_jsonl
 
     path = tmp_path / "in.jsonl"
     path.write_text(
@@ -401,7 +401,7 @@ def test_an_import_of_a_record_past_the_term_limit_names_its_line(tmp_path: Path
 def test_no_character_normalizes_past_max_growth() -> None:
     # check_terms skips cutting text shorter than MAX_TERMS / MAX_GROWTH characters:
     # sound only while no character normalizes to more than MAX_GROWTH.
-    from memlib.terms import MAX_GROWTH, normalize_text
+    from memlib._tokens import MAX_GROWTH, normalize_text
 
     worst = 1
     for code in range(sys.maxunicode + 1):

@@ -27,8 +27,8 @@ import httpx2
 import pytest
 
 from memlib import RemoteMemoryError
+from memlib._runtime import MissingConfigurationError, runtime_client
 from memlib.agent import ModelAPIError, agent_loop
-from memlib.runtime import MissingConfigurationError, runtime_client
 from memlib.sample import SAMPLE_AS_OF, open_sample_store
 
 KEY = "sk-ant-test-0123456789abcdef"
@@ -172,7 +172,8 @@ def test_cli_chat_failures_never_print_the_key(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     every_log: pytest.LogCaptureFixture, failure: str,
 ) -> None:
-    from memlib import cli, runtime
+    from memlib import _runtime as runtime
+    from memlib import cli
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("MODEL_ID", MODEL)
@@ -189,7 +190,8 @@ def test_interactive_cli_chat_failures_never_print_the_key(
 ) -> None:
     import io
 
-    from memlib import cli, runtime
+    from memlib import _runtime as runtime
+    from memlib import cli
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("MODEL_ID", MODEL)

@@ -36,7 +36,7 @@ from memlib.rank import rank_key
 from memlib.records import parse_timestamp
 from memlib.result import RecallResult
 from memlib.score import score_recall_candidate
-from memlib.stores.jsonl import encode_record
+from memlib.stores.jsonl._store import encode_record
 
 EXAMPLES = 1_000
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None,

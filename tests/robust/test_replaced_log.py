@@ -29,13 +29,14 @@ from hypothesis import strategies as st
 from support.index_files import resign
 
 from memlib import RecallEngine, RemoteMemoryError, RemoteMemoryStore
+from memlib._vectors import pack
 from memlib.cli import main
-from memlib.doctor import check_store
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder
 from memlib.sample import fixed_clock
-from memlib.stores import jsonl_index, jsonl_vectors
-from memlib.vectors import pack
+from memlib.stores.jsonl import _index as jsonl_index
+from memlib.stores.jsonl import _vectors as jsonl_vectors
+from memlib.stores.jsonl._doctor import check_store
 
 USER = "alice"
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
@@ -378,7 +379,7 @@ def test_stale_temporary_files_are_reported_and_removed(template: Path, scratch:
     assert _store(path).write_index_file()
     assert not dead.exists() and old.exists() and live.exists() and other.exists()
     assert [p.message.split()[3] for p in check_store(path).problems] == [str(old)]
-    from memlib.doctor import remove_temp_files  # (not in 478c4ac: imported here)
+    from memlib.stores.jsonl._doctor import remove_temp_files  # (not in 478c4ac: imported here)
 
     removed = remove_temp_files(check_store(path))
     assert removed == [(str(old), 4096)]

@@ -308,7 +308,7 @@ def _forge_sql(url: str, memory_id: str, column_scope: str, body_scope: str) -> 
     else:
         import psycopg
 
-        from memlib.stores.postgres import split_url
+        from memlib.stores.sql._postgres import split_url
 
         dsn, schema = split_url(url)
         with psycopg.connect(dsn) as conn:
@@ -380,7 +380,7 @@ def traced(urls: dict[str, str]) -> Iterator[tuple[Any, list[str]]]:
     elif url.startswith("postgres"):
         import psycopg
 
-        from memlib.stores.postgres import split_url
+        from memlib.stores.sql._postgres import split_url
 
         conn = psycopg.connect(split_url(url)[0], autocommit=True)
         store = open_store(url, user_id=ALICE, connection=_Recorder(conn, log))
@@ -445,7 +445,7 @@ def test_sqlite_top_k_path_filters_by_scope_inside_every_query(tmp_path: Path) -
 def test_postgres_top_k_path_filters_by_scope_inside_every_query(pg_url: str) -> None:  # noqa: F811
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     open_store(pg_url, user_id=BOB).append_many(BOB_ITEMS)
     log: list[str] = []

@@ -39,7 +39,7 @@ from memlib import (
     RemoteMemoryUnsafePathError,
     open_store,
 )
-from memlib.stores.sqlite import SqliteMemoryStore
+from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
 NOBODY = 65534  # "owned by another user" when the tests run as root
@@ -451,7 +451,7 @@ def test_sqlite_a_pathological_body_is_a_corruption_error(tmp_path: Path, body: 
 def test_postgres_a_pathological_body_is_a_corruption_error(pg_url: str, body: str) -> None:  # noqa: F811
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     store = open_store(pg_url, user_id=USER)
     store.append(**_item("bad"))
@@ -489,7 +489,7 @@ def test_postgres_read_only_server_is_a_typed_error(pg_url: str) -> None:  # noq
 
 
 def test_postgres_db_init_on_a_read_only_server_is_a_typed_error(pg_dsn: str) -> None:  # noqa: F811
-    from memlib.stores.postgres import init_schema
+    from memlib.stores.sql._postgres import init_schema
 
     url = _with_options(f"{pg_dsn}?schema=never_created",
                         "-c default_transaction_read_only=on")
@@ -501,7 +501,7 @@ def test_postgres_db_init_on_a_read_only_server_is_a_typed_error(pg_dsn: str) ->
 def test_postgres_lock_timeout_is_a_typed_error(pg_url: str) -> None:  # noqa: F811
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     store = open_store(pg_url, user_id=USER)
     store.append(**_item("before"))
@@ -531,7 +531,7 @@ def _terminate(store: Any, dsn: str) -> None:
 
 
 def test_postgres_a_killed_connection_is_a_typed_error_then_reconnects(pg_url: str) -> None:  # noqa: F811
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     dsn, _ = split_url(pg_url)
     store = open_store(pg_url, user_id=USER)
@@ -556,7 +556,7 @@ def test_postgres_a_killed_connection_is_a_typed_error_then_reconnects(pg_url: s
 def test_postgres_disk_full_tablespace_is_a_typed_error(pg_url: str) -> None:  # noqa: F811
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     if os.environ.get("MEMLIB_PG_DSN"):
         pytest.skip("a tablespace on a tmpfs needs the tests' own local cluster")

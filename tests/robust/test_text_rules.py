@@ -37,7 +37,7 @@ from memlib import (
     user_scope_for,
 )
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
-from memlib.stores.base import MemoryStore
+from memlib.stores._base import MemoryStore
 
 BACKENDS = ("jsonl", "sqlite", "postgresql")
 Opener = Callable[..., MemoryStore]
@@ -179,7 +179,7 @@ def test_records_an_older_version_stored_stay_readable(tmp_path: Path) -> None:
 
 
 def test_doctor_reports_records_that_break_the_text_rules(tmp_path: Path) -> None:
-    from memlib.doctor import check_store
+    from memlib.stores.jsonl._doctor import check_store
 
     scope = user_scope_for("alice")
     path = scope_path(tmp_path, "alice")

@@ -31,7 +31,7 @@ from memlib.candidates import scan_recall_candidates
 from memlib.normalize import normalize_recall_query
 from memlib.rank import stable_rank_recall_candidates
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records, scope_path
-from memlib.stores.base import MemoryStore
+from memlib.stores._base import MemoryStore
 
 BACKENDS = ("jsonl", "sqlite", "postgresql")
 Opener = Callable[..., MemoryStore]
@@ -280,8 +280,8 @@ def test_sample_recall_is_byte_identical_across_backends(
 
 
 def test_open_store_urls(tmp_path: Path) -> None:
-    from memlib.stores.jsonl import RemoteMemoryStore
-    from memlib.stores.sqlite import SqliteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
+    from memlib.stores.sql._sqlite import SqliteMemoryStore
 
     assert isinstance(open_store(f"jsonl:{tmp_path / 'a.jsonl'}", user_id="a"), RemoteMemoryStore)
     assert isinstance(open_store(f"sqlite:{tmp_path / 'a.db'}", user_id="a"), SqliteMemoryStore)
@@ -338,8 +338,8 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
     """Version 1 kept one postings row per (term, record); version 2 one run per batch."""
     from support.pgserver import drop_schema
 
-    from memlib.retrieval import unpack_docs
-    from memlib.stores.admin import init_store_schema
+    from memlib._retrieval import unpack_docs
+    from memlib.stores._admin import init_store_schema
 
     url = f"{pg_dsn}?schema=upgrade_test"
     try:
@@ -386,7 +386,7 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     """Version 1 kept one postings row per (term, record); version 2 packs runs."""
     import sqlite3
 
-    from memlib.stores.sqlite import unpack_ids
+    from memlib.stores.sql._sqlite import unpack_ids
 
     path = tmp_path / "old.db"
     store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
@@ -494,7 +494,7 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     bodies, and bm25 recalls from the index are byte-identical before and after."""
     import sqlite3
 
-    from memlib.stores.base import LexicalScanning
+    from memlib.stores._base import LexicalScanning
 
     path = tmp_path / "v2.db"
     store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
@@ -532,7 +532,7 @@ def test_db_init_upgrades_a_version_2_postgresql_schema(pg_dsn: str) -> None:  #
     bodies; bm25 recalls are byte-identical before and after."""
     from support.pgserver import drop_schema
 
-    from memlib.stores.admin import init_store_schema
+    from memlib.stores._admin import init_store_schema
 
     url = f"{pg_dsn}?schema=upgrade_tf_test"
     try:

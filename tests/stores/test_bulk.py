@@ -15,7 +15,7 @@ from memlib import (
     RemoteMemoryValidationError,
     open_store,
 )
-from memlib.bulk import import_jsonl
+from memlib._bulk import import_jsonl
 from memlib.cli import main
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records, scope_path
 

@@ -31,8 +31,8 @@ from memlib import MemoryKind, MemorySource, RecallEngine, open_store
 from memlib.errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from memlib.rankers.embeddings import HashingEmbedder, PairEmbedder
 from memlib.records import format_timestamp
-from memlib.stores.base import MemoryStore
-from memlib.stores.known_at import store_known_at
+from memlib.stores._base import MemoryStore
+from memlib.stores._known_at import store_known_at
 
 BACKENDS = ("jsonl", "sqlite", "postgresql")
 LEXICAL = ("baseline", "bm25", "bm25+stopwords")

@@ -30,10 +30,10 @@ from memlib import (
     RemoteMemoryStore,
     RemoteMemoryUnsafePathError,
 )
-from memlib.doctor import check_store
 from memlib.records import user_scope_for
-from memlib.stores import jsonl_index
-from memlib.stores.files import failure
+from memlib.stores._files import failure
+from memlib.stores.jsonl import _index as jsonl_index
+from memlib.stores.jsonl._doctor import check_store
 
 USER = "alice"
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
@@ -333,7 +333,7 @@ def test_a_damaged_or_foreign_index_is_never_used(
 
 def _term_list_at(index: Path, term: str, section: str) -> int:
     """Where ``term``'s list begins in ``section`` of the index file (white box: format 5)."""
-    from memlib.retrieval.strings import PackedStrings, SortedPositions
+    from memlib._retrieval.strings import PackedStrings, SortedPositions
 
     file = jsonl_index._open_file(os.fspath(index))
     assert file is not None

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from memlib import RemoteMemoryStore
-from memlib.doctor import check_store, repair_torn_tail
 from memlib.sample import SAMPLE_USER_ID, open_sample_store, sample_records
+from memlib.stores.jsonl._doctor import check_store, repair_torn_tail
 
 
 def _crashed_batch(root: Path) -> tuple[RemoteMemoryStore, int, list[str]]:

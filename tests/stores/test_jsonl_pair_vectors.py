@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 from memlib import MemoryKind, MemorySource, RemoteMemoryStore
+from memlib._vectors import DenseScores, pack, pair_text, query_vector
 from memlib.errors import RemoteMemoryValidationError
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder, PairEmbedder
 from memlib.records import StoredMemory
 from memlib.sample import SAMPLE_AS_OF, fixed_clock
-from memlib.stores import jsonl_index
-from memlib.vectors import DenseScores, pack, pair_text, query_vector
+from memlib.stores.jsonl import _index as jsonl_index
 
 USER = "alice"
 TURNS = HashingEmbedder(64)

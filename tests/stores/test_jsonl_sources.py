@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from memlib import MemoryKind, MemorySource, RemoteMemoryStore
-from memlib.doctor import check_store
-from memlib.stores import base, jsonl_index
-from memlib.stores.known_at import store_known_at
-from memlib.stores.sources import SourceNeighbours, source_neighbours_of
+from memlib.stores import _base as base
+from memlib.stores._known_at import store_known_at
+from memlib.stores._sources import SourceNeighbours, source_neighbours_of
+from memlib.stores.jsonl import _index as jsonl_index
+from memlib.stores.jsonl._doctor import check_store
 
 USER = "alice"
 MANUAL = MemorySource(source_id="manual", source_type="manual_retraction",

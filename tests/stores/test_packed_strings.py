@@ -1,4 +1,4 @@
-"""The index file's packed ids and terms (memlib/retrieval/strings.py) against plain lists
+"""The index file's packed ids and terms (memlib/_retrieval/strings.py) against plain lists
 and dicts, collisions of the CRC-32 look-up included."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib.retrieval.strings import (
+from memlib._retrieval.strings import (
     PackedStrings,
     SortedPositions,
     hashed_order,
@@ -27,7 +27,7 @@ def test_packed_strings_and_their_positions_act_as_list_and_dict(
 ) -> None:
     with ExitStack() as stack:
         if collide:  # every string shares one hash: the look-up must compare the strings
-            stack.enter_context(mock.patch("memlib.retrieval.strings.crc32_of", lambda t: 7))
+            stack.enter_context(mock.patch("memlib._retrieval.strings.crc32_of", lambda t: 7))
         _check(strings, added, probes)
 
 

@@ -31,15 +31,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.pgserver import fresh_schema, pg_dsn  # noqa: F401  (fixture)
 
-import memlib.retrieval.postings as postings_module
+import memlib._retrieval.postings as postings_module
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
+from memlib._retrieval import index_terms
 from memlib.candidates import scan_recall_candidates
 from memlib.normalize import normalize_recall_query, tokenize
 from memlib.rank import stable_rank_recall_candidates
 from memlib.result import RecallResult
-from memlib.retrieval import index_terms
 from memlib.sample import fixed_clock
-from memlib.stores.base import MemoryStore
+from memlib.stores._base import MemoryStore
 
 EXAMPLES = 300
 
@@ -194,7 +194,7 @@ def test_parity_every_backend(
     ``numpy_path`` and ``staged`` take the paths meant for big inputs on small ones:
     numpy counting, and PostgreSQL's batches staged by COPY.
     """
-    import memlib.stores.postgres as postgres_module
+    import memlib.stores.sql._postgres as postgres_module
 
     user = f"user-{uuid.uuid4().hex}"
     writers = _open_all(workdir, backends, user, clock=fixed_clock())
@@ -304,7 +304,7 @@ def lexical_reference_json(
 def _lexical_answers_match(
     stores: dict[str, MemoryStore], reference: MemoryStore, queries: Any
 ) -> None:
-    from memlib.stores.base import LexicalScanning
+    from memlib.stores._base import LexicalScanning
 
     for text, limit, as_of in queries:
         for ranker in LEXICAL_RANKERS:
@@ -327,7 +327,7 @@ def test_lexical_rankers_from_the_index_match_the_reference(
     the reference's ``to_json()``: the JSONL writer, a new reader, and a reader loaded
     from the index file; SQLite and PostgreSQL writers and new readers; numpy or plain
     Python."""
-    from memlib.stores.jsonl import RemoteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
 
     user = f"user-{uuid.uuid4().hex}"
     path = workdir / user / "records.jsonl"
@@ -361,7 +361,7 @@ def test_lexical_rankers_large_corpus_many_ties(
     """Thousands of records, repeated texts (ties on every key), stopwords, retractions:
     the numpy top-k with its margin and the plain-Python path both give the reference,
     from the JSONL index file and from SQLite and PostgreSQL."""
-    from memlib.stores.jsonl import RemoteMemoryStore
+    from memlib.stores.jsonl._store import RemoteMemoryStore
 
     user = f"user-{uuid.uuid4().hex}"
     path = workdir / user / "records.jsonl"

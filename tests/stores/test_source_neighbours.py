@@ -20,9 +20,9 @@ from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import MemoryKind, MemorySource
 from memlib.records import StoredMemory, format_timestamp, user_scope_for
-from memlib.stores.base import MemoryStore, SourceOrdering, neighbours_in_source
-from memlib.stores.known_at import store_known_at
-from memlib.stores.sources import SourceNeighbours, source_neighbours_of
+from memlib.stores._base import MemoryStore, SourceOrdering, neighbours_in_source
+from memlib.stores._known_at import store_known_at
+from memlib.stores._sources import SourceNeighbours, source_neighbours_of
 
 START = datetime(2026, 9, 1, tzinfo=UTC)
 

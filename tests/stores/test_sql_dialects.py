@@ -18,8 +18,8 @@ from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 from memlib import MemoryKind, RecallEngine, RemoteMemoryValidationError, StoredMemory, open_store
 from memlib.normalize import normalize_recall_query
 from memlib.sample import SAMPLE_AS_OF, fixed_clock
-from memlib.stores.base import BaseMemoryStore
-from memlib.stores.sql import SqlMemoryStore
+from memlib.stores._base import BaseMemoryStore
+from memlib.stores.sql._common import SqlMemoryStore
 
 USER = "alice"
 SOURCE = {"source_id": "s", "source_type": "dialect_test", "title": "dialects",

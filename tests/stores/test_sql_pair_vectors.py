@@ -20,11 +20,11 @@ import pytest
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import RemoteMemoryValidationError, open_store
+from memlib._vectors import pack, pair_text, query_vector
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder, PairEmbedder
 from memlib.sample import SAMPLE_AS_OF, fixed_clock
-from memlib.stores.sql import SqlMemoryStore
-from memlib.vectors import pack, pair_text, query_vector
+from memlib.stores.sql._common import SqlMemoryStore
 
 TURNS = HashingEmbedder(64)
 PAIRS = PairEmbedder(TURNS)

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
-import memlib.retrieval.postings as postings_module
+import memlib._retrieval.postings as postings_module
 from memlib import (
     MemoryKind,
     RecallEngine,
@@ -32,11 +32,8 @@ from memlib import (
     StoredMemory,
     open_store,
 )
-from memlib.candidates import searchable_text
-from memlib.normalize import normalize_recall_query
-from memlib.rankers.bm25 import scoring_terms
-from memlib.retrieval import index_terms
-from memlib.retrieval.postings import (
+from memlib._retrieval import index_terms
+from memlib._retrieval.postings import (
     LENGTHS,
     merge_runs,
     pack_docs,
@@ -46,9 +43,12 @@ from memlib.retrieval.postings import (
     tf_runs_by_term,
     unpack_docs,
 )
+from memlib.candidates import searchable_text
+from memlib.normalize import normalize_recall_query
+from memlib.rankers.bm25 import scoring_terms
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records
-from memlib.stores.sql import SCHEMA_VERSION, SqlMemoryStore
-from memlib.stores.sqlite import SqliteMemoryStore
+from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
+from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
 SOURCE = {"source_id": "s", "source_type": "run_lengths_test", "title": "lengths",
@@ -212,7 +212,7 @@ def test_db_init_upgrades_a_version_4_postgresql_schema(
 ) -> None:
     from support.pgserver import drop_schema
 
-    from memlib.stores.admin import init_store_schema
+    from memlib.stores._admin import init_store_schema
 
     url = f"{pg_dsn}?schema=lengths_upgrade_test"
     try:
@@ -336,7 +336,7 @@ def _counting_reader(url: str, log: list[list[Any]]) -> Any:
         return store
     import psycopg
 
-    from memlib.stores.postgres import split_url
+    from memlib.stores.sql._postgres import split_url
 
     conn = psycopg.connect(split_url(url)[0], autocommit=True)
     return open_store(url, user_id=USER, connection=_Counting(conn, log))
@@ -520,8 +520,8 @@ def test_a_doc_leaves_all_three_columns_of_its_run() -> None:
 # -- SQLite reads the vectors' memory ids from the index, not the records' pages --------
 
 def test_sqlite_vector_rows_are_the_join_of_the_base_class(tmp_path: Path) -> None:
+    from memlib._vectors import pack
     from memlib.rankers.embeddings import HashingEmbedder
-    from memlib.vectors import pack
 
     url = f"sqlite:{tmp_path / 'v.db'}"
     embedder = HashingEmbedder()

@@ -16,8 +16,8 @@ import pytest
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import RemoteMemoryError, open_store
-from memlib.stores.sources import SourceNeighbours, source_neighbours_of
-from memlib.stores.sql import SCHEMA_VERSION, SqlMemoryStore
+from memlib.stores._sources import SourceNeighbours, source_neighbours_of
+from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
 
 
 def turns(count: int, sources: int) -> list[dict[str, Any]]:
@@ -101,7 +101,7 @@ def test_db_init_gives_a_version_5_postgresql_schema_the_source_index(
 ) -> None:
     from support.pgserver import drop_schema
 
-    from memlib.stores.admin import init_store_schema
+    from memlib.stores._admin import init_store_schema
 
     url = f"{pg_dsn}?schema=sources_upgrade_test"
     try:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import memlib.stores.files as files_module
-import memlib.stores.jsonl as jsonl_module
+import memlib.stores._files as files_module
+import memlib.stores.jsonl._store as jsonl_module
 from memlib import (
     MemoryKind,
     RecallEngine,
@@ -147,7 +147,7 @@ def test_files_are_created_with_mode_0600(tmp_path, make_item):
 
 
 class _Spy:
-    """Stands in for a module inside memlib.stores.jsonl and logs selected calls."""
+    """Stands in for a module inside memlib.stores.jsonl._store and logs selected calls."""
 
     def __init__(self, real, log, names):
         self._real, self._log, self._names = real, log, names

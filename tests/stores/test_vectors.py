@@ -31,12 +31,12 @@ from memlib import (
     RemoteMemoryScopeError,
     open_store,
 )
+from memlib._vectors import DenseScores, VectorState, pack
 from memlib.errors import RemoteMemoryVectorModelError
 from memlib.normalize import RecallQuery, normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records
-from memlib.stores.base import VectorStoring
-from memlib.vectors import DenseScores, VectorState, pack
+from memlib.stores._base import VectorStoring
 
 EMBEDDER = HashingEmbedder(64)
 OTHER = HashingEmbedder(32)  # another model: another name and dimension
@@ -468,7 +468,7 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
 def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # noqa: F811
     from support.pgserver import drop_schema
 
-    from memlib.stores.admin import init_store_schema
+    from memlib.stores._admin import init_store_schema
 
     url = f"{pg_dsn}?schema=vectors_upgrade_test"
     try:
@@ -531,7 +531,7 @@ def _copy_stream(rows: list[tuple[str, bytes]], extension: bytes = b"") -> bytes
 
 @pytest.mark.parametrize("size", [1, 5, 23, 10_000])
 def test_a_binary_copy_stream_is_read_whatever_its_chunks(size: int) -> None:
-    from memlib.stores.postgres import _copied_pairs
+    from memlib.stores.sql._postgres import _copied_pairs
 
     rows = [("m-1", _packed("one")), ("記憶-2", _packed("two")), ("m-3", b"")]
     stream = _copy_stream(rows, extension=b"xyz")
@@ -542,7 +542,7 @@ def test_a_binary_copy_stream_is_read_whatever_its_chunks(size: int) -> None:
 
 def test_a_damaged_copy_stream_is_a_corruption_error() -> None:
     from memlib.errors import RemoteMemoryCorruptionError
-    from memlib.stores.postgres import _copied_pairs
+    from memlib.stores.sql._postgres import _copied_pairs
 
     stream = _copy_stream([("m-1", _packed("one"))])
     with pytest.raises(RemoteMemoryCorruptionError, match="not a binary COPY stream"):

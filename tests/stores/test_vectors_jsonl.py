@@ -32,20 +32,21 @@ from memlib import (
     RemoteMemoryStore,
     RemoteMemoryUnsafePathError,
 )
-from memlib.doctor import (
+from memlib._vectors import DenseScores, VectorState, pack
+from memlib.errors import RemoteMemoryVectorModelError
+from memlib.normalize import normalize_recall_query
+from memlib.rankers.embeddings import HashingEmbedder
+from memlib.sample import SAMPLE_AS_OF, fixed_clock
+from memlib.stores._files import failure
+from memlib.stores.jsonl import _index as jsonl_index
+from memlib.stores.jsonl import _vectors as jsonl_vectors
+from memlib.stores.jsonl._doctor import (
     check_store,
     describe_vectors,
     repair_vectors_file,
     vector_lines,
     vector_state_of,
 )
-from memlib.errors import RemoteMemoryVectorModelError
-from memlib.normalize import normalize_recall_query
-from memlib.rankers.embeddings import HashingEmbedder
-from memlib.sample import SAMPLE_AS_OF, fixed_clock
-from memlib.stores import jsonl_index, jsonl_vectors
-from memlib.stores.files import failure
-from memlib.vectors import DenseScores, VectorState, pack
 
 USER = "alice"
 EMBEDDER = HashingEmbedder(64)

@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any
 
-from memlib.stores import jsonl_index
+from memlib.stores.jsonl import _index as jsonl_index
 
 __all__ = ["older_format", "resign"]
 

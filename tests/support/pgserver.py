@@ -183,7 +183,7 @@ def pg_dsn() -> Iterator[str]:
 
 def fresh_schema(dsn: str) -> str:
     """A new, initialised memlib schema name in ``dsn``'s database."""
-    from memlib.stores.postgres import init_schema
+    from memlib.stores.sql._postgres import init_schema
 
     name = f"t_{uuid.uuid4().hex[:12]}"
     init_schema(dsn, schema=name)

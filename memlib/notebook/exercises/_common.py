@@ -14,7 +14,7 @@ from typing import Any
 
 from ...normalize import normalize_recall_query
 from ...sample import SAMPLE_AS_OF, open_sample_store
-from ...stores.base import MemoryStore
+from ...stores._base import MemoryStore
 from .._common import ANY_SCOPE
 
 __all__ = ["as_int", "as_number", "as_text", "sample_store", "terms_of"]

@@ -11,8 +11,8 @@ from typing import Any
 from ...errors import RemoteMemoryError
 from ...records import MemoryKind, MemorySource
 from ...sample import fixed_clock, open_sample_store
-from ...stores.base import MemoryStore
-from ...stores.jsonl import RemoteMemoryStore
+from ...stores._base import MemoryStore
+from ...stores.jsonl._store import RemoteMemoryStore
 from ..views import recall
 from . import Exercise, Verdict, exercise, right, wrong
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF, SAMPLE_QUERY, SAMPLE_USER_ID, fixed_clock
-from ...stores.jsonl import RemoteMemoryStore
+from ...stores.jsonl._store import RemoteMemoryStore
 from ..fixtures import conversation_item
 from ..views import recall
 from . import Exercise, Verdict, exercise, right, wrong

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..._stopwords import english_stopwords
 from ...engine import RecallEngine
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
-from ...stopwords import english_stopwords
 from . import Exercise, Verdict, exercise, right, wrong
 from ._common import as_number, as_text, sample_store, terms_of
 

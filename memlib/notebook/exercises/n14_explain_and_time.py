@@ -12,8 +12,8 @@ from ...engine import RecallEngine
 from ...errors import RemoteMemoryError
 from ...records import MemoryKind
 from ...sample import SAMPLE_AS_OF, fixed_clock, open_sample_store
-from ...stores.base import MemoryStore
-from ...stores.jsonl import RemoteMemoryStore
+from ...stores._base import MemoryStore
+from ...stores.jsonl._store import RemoteMemoryStore
 from .._common import QUERY_ID
 from ..history import LATER_AS_OF, RETENTION_ITEM, history_store
 from . import Exercise, Verdict, exercise, right, wrong

@@ -55,11 +55,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RemoteMemoryError
-from ..safejson import loads as load_json
-from ..vectors import require_numpy
-from .files import open_private, rename_in, unlink_in, write_all
-from .jsonl_index import remove_stale_temps
+from ..._safejson import loads as load_json
+from ..._vectors import require_numpy
+from ...errors import RemoteMemoryError
+from .._files import open_private, rename_in, unlink_in, write_all
+from ._index import remove_stale_temps
 
 __all__ = [
     "FORMAT",

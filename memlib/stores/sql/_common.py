@@ -52,19 +52,7 @@ from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
-from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
-from ..errors import (
-    RemoteMemoryCorruptionError,
-    RemoteMemoryDuplicateError,
-    RemoteMemoryError,
-    RemoteMemoryScopeError,
-    RemoteMemoryStorageError,
-    RemoteMemoryValidationError,
-)
-from ..normalize import RecallQuery
-from ..rankers.base import ScoreBound
-from ..records import MemoryKind, StoredMemory, record_json
-from ..retrieval import (
+from ..._retrieval import (
     candidates_for,
     count_matches,
     index_tokens,
@@ -75,14 +63,14 @@ from ..retrieval import (
     top_of_matches,
     unpack_docs,
 )
-from ..retrieval.postings import (
+from ..._retrieval.postings import (
     merge_runs,
     pack_lengths,
     run_columns_without,
     tf_length_runs_by_term,
 )
-from ..safejson import loads
-from ..vectors import (
+from ..._safejson import loads
+from ..._vectors import (
     DenseScores,
     Embedder,
     VectorState,
@@ -93,8 +81,20 @@ from ..vectors import (
     require_numpy,
     unpack,
 )
-from .base import Clock, IndexedMemoryStore, latest_profile_of
-from .sources import SourceNeighbours
+from ...candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
+from ...errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryScopeError,
+    RemoteMemoryStorageError,
+    RemoteMemoryValidationError,
+)
+from ...normalize import RecallQuery
+from ...rankers.base import ScoreBound
+from ...records import MemoryKind, StoredMemory, record_json
+from .._base import Clock, IndexedMemoryStore, latest_profile_of
+from .._sources import SourceNeighbours
 
 __all__ = [
     "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
@@ -204,7 +204,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     PROFILE_INDEX: ClassVar[str] = ""
     META: ClassVar[str]  # the table holding schema_version
     MIGRATIONS: ClassVar[tuple[Migration, ...]]
-    RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib.retrieval.pack_docs``)
+    RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib._retrieval.pack_docs``)
     # The term index. Parameters: (scope, terms) → (run,)
     RUNS_OF_TERMS: ClassVar[str]
     # (scope) → (term, run), each term's runs by first id

@@ -17,7 +17,7 @@ from .rankers import Ranker
 from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from .rankers.embeddings import recorded_embedder
 from .score import RecallScoreBreakdown
-from .stores.base import (
+from .stores._base import (
     LexicalScanning,
     MemoryStore,
     TopScanning,

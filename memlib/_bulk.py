@@ -24,16 +24,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._progress import progress_bar
+from ._safejson import loads_input_line
+from ._visible import shown_name
 from .errors import (
     RemoteMemoryDuplicateError,
     RemoteMemoryError,
     RemoteMemoryValidationError,
 )
-from .progress import progress_bar
 from .records import MemoryKind, record_from_item
-from .safejson import loads_input_line
-from .stores.base import IdLookup, MemoryStore
-from .visible import shown_name
+from .stores._base import IdLookup, MemoryStore
 
 __all__ = [
     "DEFAULT_BATCH", "ImportReport", "error_line", "existing_ids", "import_jsonl",

@@ -10,7 +10,7 @@ saves the first writer the work. JSONL stores have no schema. The command line i
 from __future__ import annotations
 
 from ..errors import RemoteMemoryValidationError
-from .sql import SqlMemoryStore
+from .sql._common import SqlMemoryStore
 
 __all__ = ["init_store_schema", "store_schema_version"]
 
@@ -24,11 +24,11 @@ def _sql_store(url: str, user_id: str) -> SqlMemoryStore | None:
         raise RemoteMemoryValidationError(f"store URL must start with a scheme: {url!r}")
     scheme = scheme.lower()
     if scheme in ("postgresql", "postgres"):
-        from .postgres import PostgresMemoryStore
+        from .sql._postgres import PostgresMemoryStore
 
         return PostgresMemoryStore(url, user_id=user_id)
     if scheme == "sqlite":
-        from .sqlite import SqliteMemoryStore
+        from .sql._sqlite import SqliteMemoryStore
 
         return SqliteMemoryStore(url, user_id=user_id)
     if scheme == "jsonl":

@@ -1,6 +1,6 @@
 """What a record contributes to an index: its terms, and the token counts BM25 reads.
 
-The cut is the tokenizer's (``memlib.terms`` through ``normalize.tokenize_all``), with a
+The cut is the tokenizer's (``memlib._tokens`` through ``normalize.tokenize_all``), with a
 fast path for ASCII text that gives the same terms (a property test holds them equal).
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
+from .._stopwords import english_stopwords
 from ..candidates import searchable_text
 from ..normalize import tokenize_all
 from ..records import StoredMemory
-from ..stopwords import english_stopwords
 
 __all__ = ["index_terms", "index_tokens", "record_stats", "searchable_terms", "term_stats"]
 

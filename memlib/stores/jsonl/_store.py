@@ -13,7 +13,7 @@ is looked for as ``_still_the_log`` says: an index never outlives the bytes it w
 from unnoticed where a cheap check can tell (docs/contract.md, "A warm reader").
 
 What a reader keeps is an index, not the records: the id set (for the duplicate rule),
-an inverted index ``term → records`` (``memlib.retrieval``) and each record's byte offset.
+an inverted index ``term → records`` (``memlib._retrieval``) and each record's byte offset.
 Both are brought up to date from the appended tail only, so neither an append nor a
 recall costs O(records). Full records are parsed again from their offsets when a recall
 needs them, and the whole list is kept only once someone asks for ``read_all()``.
@@ -43,19 +43,9 @@ from itertools import compress, islice
 from pathlib import Path
 from typing import Any
 
-from ..candidates import CandidateScan, LexicalPostings
-from ..errors import (
-    RemoteMemoryCorruptionError,
-    RemoteMemoryError,
-    RemoteMemoryScopeError,
-    RemoteMemoryValidationError,
-)
-from ..normalize import RecallQuery
-from ..rankers.base import ScoreBound
-from ..records import MemoryKind, StoredMemory, record_json
-from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
-from ..safejson import loads as load_json
-from ..vectors import (
+from ..._retrieval import InvertedIndex, lexical_from_index, scan_from_index
+from ..._safejson import loads as load_json
+from ..._vectors import (
     DenseScores,
     Embedder,
     NumpyMissing,
@@ -66,9 +56,20 @@ from ..vectors import (
     reads_pairs,
     require_numpy,
 )
-from .base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
-from .files import DIR_MODE, failure, open_folder, open_private, problem_with, unlink_in, unsafe
-from .jsonl_index import (
+from ...candidates import CandidateScan, LexicalPostings
+from ...errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryError,
+    RemoteMemoryScopeError,
+    RemoteMemoryValidationError,
+)
+from ...normalize import RecallQuery
+from ...rankers.base import ScoreBound
+from ...records import MemoryKind, StoredMemory, record_json
+from .._base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
+from .._files import DIR_MODE, failure, open_folder, open_private, problem_with, unlink_in, unsafe
+from .._sources import SourceNeighbours
+from ._index import (
     IndexDamagedError,
     IndexImage,
     LogChangedError,
@@ -78,7 +79,7 @@ from .jsonl_index import (
     read_index,
     write_index,
 )
-from .jsonl_vectors import (
+from ._vectors import (
     Header,
     Matched,
     Unreadable,
@@ -93,7 +94,6 @@ from .jsonl_vectors import (
     replace_file,
     vectors_path_for,
 )
-from .sources import SourceNeighbours
 
 __all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
 

@@ -18,7 +18,7 @@ from .engine import RecallEngine
 from .errors import RemoteMemoryError
 from .records import user_scope_for
 from .stores import open_store
-from .stores.base import MemoryStore
+from .stores._base import MemoryStore
 
 __all__ = [
     "Runtime",

@@ -31,16 +31,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from .._retrieval import InvertedIndex, lexical_from_index, scan_from_index
+from .._vectors import DenseScores, Embedder, VectorState, reads_pairs
 from ..candidates import CandidateScan, LexicalPostings
 from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from ..normalize import RecallQuery, as_utc, normalize_recall_query
 from ..rankers.base import ScoreBound
 from ..rankers.baseline import BaselineRanker
 from ..records import MemoryKind, MemorySource, StoredMemory, format_timestamp, parse_timestamp
-from ..retrieval import InvertedIndex, lexical_from_index, scan_from_index
-from ..vectors import DenseScores, Embedder, VectorState, reads_pairs
-from .base import MemoryStore, VectorStoring, latest_profile_of, pair_texts
-from .sources import SourceNeighbours
+from ._base import MemoryStore, VectorStoring, latest_profile_of, pair_texts
+from ._sources import SourceNeighbours
 
 __all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
 

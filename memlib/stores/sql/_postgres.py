@@ -30,14 +30,14 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from ..errors import (
+from ..._vectors import Embedder
+from ...errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryError,
     RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
-from ..vectors import Embedder
-from .sql import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
+from ._common import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
 

@@ -35,18 +35,18 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
+from ..._retrieval import pack_docs, unpack_docs
+from ..._vectors import Embedder
+from ...errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryError,
     RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
-from ..records import StoredMemory
-from ..retrieval import pack_docs, unpack_docs
-from ..vectors import Embedder
-from .base import make_private_folders
-from .files import DIR_MODE, check_folder, check_path, open_private
-from .sql import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
+from ...records import StoredMemory
+from .._base import make_private_folders
+from .._files import DIR_MODE, check_folder, check_path, open_private
+from ._common import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "pack_ids", "sqlite_path", "unpack_ids"]
 

@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .._vectors import DenseScores, Embedder, VectorState, pack, pair_text, reads_pairs
+from .._visible import shown_name
 from ..candidates import CandidateScan, LexicalPostings, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
@@ -51,9 +53,7 @@ from ..records import (
     record_from_item,
     user_scope_for,
 )
-from ..vectors import DenseScores, Embedder, VectorState, pack, pair_text, reads_pairs
-from ..visible import shown_name
-from .sources import SourceNeighbours, source_neighbours_of
+from ._sources import SourceNeighbours, source_neighbours_of
 
 __all__ = [
     "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "VectorStoring",

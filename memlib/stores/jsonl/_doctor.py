@@ -41,22 +41,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
-from .records import MemoryKind, StoredMemory, user_scope_for
-from .safejson import loads
-from .stores.base import VectorStoring
-from .stores.files import check_path, open_private
-from .stores.jsonl import RemoteMemoryStore, pending_batch_offset
-from .stores.jsonl_index import (
+from ..._safejson import loads
+from ..._vectors import VectorState
+from ..._visible import first_hidden, shown_name
+from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
+from ...records import MemoryKind, StoredMemory, user_scope_for
+from .._base import VectorStoring
+from .._files import check_path, open_private
+from ._index import (
     IndexState,
     index_path_for,
     inspect_index,
     remove_stale_temps,
     stale_temps,
 )
-from .stores.jsonl_vectors import VectorFileState, vectors_path_for
-from .vectors import VectorState
-from .visible import first_hidden, shown_name
+from ._store import RemoteMemoryStore, pending_batch_offset
+from ._vectors import VectorFileState, vectors_path_for
 
 __all__ = [
     "check_store", "repair_torn_tail", "rebuild_index_file", "remove_temp_files",

@@ -45,10 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RemoteMemoryCorruptionError, RemoteMemoryError
-from ..retrieval.strings import PackedStrings, hashed_order, pack_strings
-from ..safejson import loads as load_json
-from .files import open_private, rename_in, unlink_in, write_all
+from ..._retrieval.strings import PackedStrings, hashed_order, pack_strings
+from ..._safejson import loads as load_json
+from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError
+from .._files import open_private, rename_in, unlink_in, write_all
 
 __all__ = [
     "FORMAT",
