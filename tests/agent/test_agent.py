@@ -281,7 +281,7 @@ def test_turn_limit_is_a_clear_error(store: RemoteMemoryStore) -> None:
         tool_use(f"toolu_{len(api.bodies)}", query="layered memory"))))
     with pytest.raises(AgentTurnLimitError, match=r"after 3 requests \(max_turns=3\)") as caught:
         run(api, store, max_turns=3)
-    assert isinstance(caught.value, RemoteMemoryError)
+    assert issubclass(type(caught.value), RemoteMemoryError)
     assert len(api.bodies) == 3
     assert caught.value.transcript.requests == 3
     assert caught.value.transcript.final_text == ""
@@ -330,7 +330,7 @@ def test_api_status_errors_become_one_clear_sentence(
         run(api, store)
     error = caught.value
     message = str(error)
-    assert isinstance(error, RemoteMemoryError)
+    assert issubclass(type(error), RemoteMemoryError)
     assert error.status_code == status and f"HTTP {status}" in message
     assert words in message
     assert SECRET not in message and SECRET not in repr(error)
@@ -343,7 +343,7 @@ def test_api_status_errors_become_one_clear_sentence(
     [(httpx2.ReadTimeout, "did not answer in time"), (httpx2.ConnectError, "could not connect")],
 )
 def test_timeouts_and_connection_errors(
-    store: RemoteMemoryStore, exception: type[Exception], words: str
+    store: RemoteMemoryStore, exception: type[httpx2.TransportError], words: str
 ) -> None:
     def fail(request: httpx2.Request) -> httpx2.Response:
         raise exception(f"boom {SECRET}", request=request)

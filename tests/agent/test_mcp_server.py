@@ -29,6 +29,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
+from mcp.types import TextContent, TextResourceContents  # noqa: E402
 
 import memlib  # noqa: E402
 from memlib import MemoryKind, MemorySource, RecallEngine, render_remote_profile  # noqa: E402
@@ -126,6 +127,12 @@ async def connect(server: Server) -> AsyncIterator[ClientSession]:
     assert "Traceback" not in server.errlog.read_text(encoding="utf-8")
 
 
+def text_of(block: object) -> str:
+    """The text of an MCP content or resource block; every block memlib sends is text."""
+    assert isinstance(block, TextContent | TextResourceContents), block
+    return block.text
+
+
 def run(test: Callable[[], Any]) -> None:
     anyio.run(test)
 
@@ -134,7 +141,7 @@ async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> 
     """``(is_error, text)`` of a tool call that must answer with one text block."""
     result = await session.call_tool(tool, arguments)
     assert len(result.content) == 1 and result.content[0].type == "text"
-    return result.is_error, result.content[0].text
+    return result.is_error, text_of(result.content[0])
 
 
 async def ok(session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
@@ -201,15 +208,15 @@ def test_lists_the_tools_the_profile_and_the_session_prompt(alice, make_server):
                 ("memlib://profile", "profile", "text/plain")
             ]
             block = (await session.read_resource("memlib://profile")).contents[0]
-            assert block.text == render_remote_profile(alice.latest_profile())
-            assert block.text.startswith("<remote_profile ")
+            assert text_of(block) == render_remote_profile(alice.latest_profile())
+            assert text_of(block).startswith("<remote_profile ")
 
             prompts = (await session.list_prompts()).prompts
             assert [p.name for p in prompts] == ["session_start"]
             assert "session" in (prompts[0].description or "")
             prompt = await session.get_prompt("session_start")
             assert [m.role for m in prompt.messages] == ["user"]
-            assert prompt.messages[0].content.text == build_system_prompt(alice)
+            assert text_of(prompt.messages[0].content) == build_system_prompt(alice)
 
             # Read fresh: a profile appended after the server started shows up.
             alice.append(
@@ -219,10 +226,10 @@ def test_lists_the_tools_the_profile_and_the_session_prompt(alice, make_server):
                     title="Profile", captured_at="2026-08-10T09:00:00Z"),
             )
             block = (await session.read_resource("memlib://profile")).contents[0]
-            assert block.text == render_remote_profile(alice.latest_profile())
-            assert 'memory_id="profile-new"' in block.text
+            assert text_of(block) == render_remote_profile(alice.latest_profile())
+            assert 'memory_id="profile-new"' in text_of(block)
             prompt = await session.get_prompt("session_start")
-            assert prompt.messages[0].content.text == build_system_prompt(alice)
+            assert text_of(prompt.messages[0].content) == build_system_prompt(alice)
 
             with pytest.raises(MCPError):
                 await session.read_resource("memlib://someone-else")
@@ -238,10 +245,10 @@ def test_a_scope_without_a_profile_reads_an_empty_resource(root, make_server):
     async def session_test() -> None:
         async with connect(make_server(user="carol")) as session:
             block = (await session.read_resource("memlib://profile")).contents[0]
-            assert block.text == "" == render_remote_profile(None)
+            assert text_of(block) == "" == render_remote_profile(None)
             prompt = await session.get_prompt("session_start")
             carol = open_store(f"jsonl:{scope_path_of(root, 'carol')}", user_id="carol")
-            assert prompt.messages[0].content.text == build_system_prompt(carol)
+            assert text_of(prompt.messages[0].content) == build_system_prompt(carol)
 
     run(session_test)
 
@@ -322,8 +329,8 @@ def test_remember_recall_forget_and_forget_again(alice, root, make_server):
             assert retraction["content"] == "Plan dropped."
             assert retraction["source"]["source_type"] == "manual_retraction"
             assert retraction["source"]["title"] == f"Retraction of {memory_id}"
-            assert library.retraction_of(memory_id) is not None
-            assert library.retraction_of(memory_id).to_dict() == retraction
+            stored = library.retraction_of(memory_id)
+            assert stored is not None and stored.to_dict() == retraction
 
             hits = json.loads(await ok(session, "recall_history", {"query": "quokka migration"}))
             assert memory_id not in [hit["memory_id"] for hit in hits["hits"]]
@@ -462,7 +469,8 @@ def test_two_servers_remembering_one_id_at_once_store_it_once(alice, make_server
     async def session_test() -> None:
         async with connect(make_server()) as first, connect(make_server()) as second:
             for number in range(rounds):
-                memory_id, outcomes = f"race-{number}", []
+                memory_id = f"race-{number}"
+                outcomes: list[tuple[bool, str]] = []
                 # Both calls are in flight together; the store's lock decides.
                 async with anyio.create_task_group() as group:
                     group.start_soon(remember, first, "first", memory_id, outcomes)
@@ -502,14 +510,14 @@ def test_stored_injection_reaches_the_model_escaped(alice, make_server):
             assert "\\u200b" in text and "\\u202e" in text
             assert json.loads(text)["hits"][0]["snippet"] == expected.hits[0].snippet == INJECTION
 
-            block = (await session.read_resource("memlib://profile")).contents[0].text
+            block = text_of((await session.read_resource("memlib://profile")).contents[0])
             assert block == render_remote_profile(alice.latest_profile())
             assert 'memory_id="profile-injected"' in block
             assert block.count("</remote_profile>") == 1 and block.endswith("</remote_profile>")
             assert "&lt;/remote_profile&gt;&lt;system&gt;" in block
             assert "&#x200B;" in block and "&#x202E;" in block
             assert "\u200b" not in block and "\u202e" not in block
-            prompt = (await session.get_prompt("session_start")).messages[0].content.text
+            prompt = text_of((await session.get_prompt("session_start")).messages[0].content)
             assert prompt == build_system_prompt(alice) and prompt.startswith(block)
 
     run(session_test)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 from pathlib import Path
+from typing import Any
 
 from memlib import RemoteMemoryDuplicateError, RemoteMemoryStore
 
@@ -47,7 +48,7 @@ def _race_worker(path: str, batches: list[list[str]], who: str, barrier, results
 
 
 def _run(context_name: str, path: Path, plans: dict[str, list[list[str]]]) -> list[tuple]:
-    context = multiprocessing.get_context(context_name)
+    context: Any = multiprocessing.get_context(context_name)
     barrier = context.Barrier(len(plans))
     results = context.Queue()
     processes = [

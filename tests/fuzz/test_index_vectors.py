@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +261,7 @@ def one_case(episode: Episode, number: int, failures: common.Failures) -> None:
     if episode.reader is not None:
         readers.append(("long-lived reader", episode.reader))
     for name, store in readers:
-        got, error = common.timed(lambda store=store: _answers(store, queries, ranker))
+        got, error = common.timed(partial(_answers, store, queries, ranker))
         if error is not None:
             problem = common.typed_problem(error)
             if problem is not None:

@@ -86,12 +86,13 @@ def _sendable(value: Any) -> Any:
 def _valid(r: random.Random, tool: str, ids: list[str]) -> dict[str, Any]:
     words = " ".join(common.word(r) for _ in range(r.randint(1, 5)))
     memory = r.choice(ids) if ids and r.random() < 0.7 else f"conversation-00{r.randint(1, 9)}"
-    return {
+    valid: dict[str, dict[str, Any]] = {
         "recall_history": {"query": words, "limit": r.randint(1, 10)},
         "remember": {"content": f"Decided {words}.", "summary": words},
         "forget": {"memory_id": memory, "reason": "fuzz"},
         "explain": {"query": words, "memory_id": memory, "limit": r.randint(1, 10)},
-    }.get(tool, {"query": words})
+    }
+    return valid.get(tool, {"query": words})
 
 
 def _arguments(r: random.Random, tool: str, ids: list[str]) -> dict[str, Any]:
@@ -216,7 +217,7 @@ async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
                         last = await session.call_tool("recall_history", {"query": SAMPLE_QUERY})
                     if last.is_error:
                         failures.add("the session's last call was refused", -1,
-                                     last.content[0].text)
+                                     str(getattr(last.content[0], "text", last.content[0])))
                 except Exception as exc:  # noqa: BLE001
                     failures.add(common.signature("the session did not answer at the end", exc),
                                  -1, repr(exc))

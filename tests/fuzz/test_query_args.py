@@ -157,6 +157,7 @@ def _recall(backends: Backends, backend: str, args: dict[str, Any]) -> tuple[Any
     store, exc = backends.open(backend, args["user"])
     if exc is not None:
         return ("error", exc)
+    assert store is not None
 
     def call() -> str:
         engine = RecallEngine(store, ranker=args["ranker"])
@@ -176,6 +177,7 @@ def _append(backends: Backends, backend: str, item: dict[str, Any]) -> tuple[Any
                                                  clock=_clock))
     if exc is not None:
         return ("error", exc)
+    assert store is not None
 
     def call() -> str:
         record = store.append(**item)

@@ -232,10 +232,10 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
         # The engine's indexed path finds the fuzzed record as the plain scan does.
         text = " ".join(extra.summary.split()[:3])
         fresh = RemoteMemoryStore(path, user_id="alice", clock=fixed_clock())
-        got, error = common.timed(lambda: _recall_pair(fresh, text, records))
-        if error is not None and not str(error).startswith("recall query"):
-            fail("a recall over the read records failed", error)
-        elif error is None:
+        got, recall_error = common.timed(lambda: _recall_pair(fresh, text, records))
+        if recall_error is not None and not str(recall_error).startswith("recall query"):
+            fail("a recall over the read records failed", recall_error)
+        elif recall_error is None:
             failures.note("recall compared" if '"hits": []' not in got[0]
                           else "recall compared, no hit")
             if got[0] != got[1]:
