@@ -2,18 +2,20 @@
 #   make course   — set up .venv if needed, then open JupyterLab on notebooks/
 #   make check    — set up .venv and system packages if needed, then lint (ruff, mypy)
 #                   and run every test (unit tests and nbval over every notebook)
+# and, for the inner loop, make quick (unit tests only).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS := notebook,agent,mcp,postgres,scale,embeddings,minilm,browser,dev
+EXTRAS := notebook,agent,mcp,postgres,scale,embeddings,browser,dev
 STAMP  := $(VENV)/.memlib-installed
 
-.PHONY: install course check test system-deps lint stress clean
+.PHONY: install course check test quick system-deps lint stress clean
 
-$(STAMP): pyproject.toml
+# Every version the course and the tests see is pinned by constraints.txt.
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $@
 
 install: $(STAMP)
@@ -31,6 +33,10 @@ check: lint test
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest
+
+# The inner loop: unit tests only, first failure stops (no notebooks, no browser).
+quick: $(STAMP)
+	$(BIN)/python -m pytest -o addopts="" -q -x -m "not stress and not browser" tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlib tests benchmarks

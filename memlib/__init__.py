@@ -27,7 +27,7 @@ from .result import RecallHit, RecallResult, RecallScope
 from .score import RecallScoreBreakdown, score_recall_candidate
 from .stores import MemoryStore, RemoteMemoryStore, open_store
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "MemoryKind",

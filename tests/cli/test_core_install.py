@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from memlib import __version__
 from memlib.cli import main
 from memlib.sample import sample_records
 
@@ -26,8 +27,10 @@ USER = "core-user"
 
 
 def _run(command: list[str], **options: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=120,
-                          **options)  # type: ignore[call-overload]
+    done: subprocess.CompletedProcess[str] = subprocess.run(  # type: ignore[call-overload]
+        command, check=False, capture_output=True, text=True, timeout=120, **options
+    )
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +39,48 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("core")
     source = work / "source"  # a copy: the build writes build/ and *.egg-info beside it
     source.mkdir()
-    shutil.copytree(ROOT / "memlib", source / "memlib",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "memlib", source / "memlib", ignore=shutil.ignore_patterns("__pycache__")
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
-                  "--no-build-isolation", "--wheel-dir", str(work / "wheels"), str(source)])
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(work / "wheels"),
+            str(source),
+        ]
+    )
     assert built.returncode == 0, built.stderr
-    (wheel,) = (work / "wheels").glob("memlib-*.whl")
+    # The wheel's version is memlib.__version__, the one version source (pyproject reads it).
+    (wheel,) = (work / "wheels").glob(f"memlib-{__version__}-*.whl")
     venv = work / "venv"
     made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
     # The test environment's pip installs into the new venv, which has no pip of its own.
-    installed = _run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                      "--quiet", "--no-deps", "--no-index", str(wheel)])
+    installed = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ]
+    )
     assert installed.returncode == 0, installed.stderr
     yield venv / "bin"
 
@@ -64,7 +94,9 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_the_venv_holds_memlib_and_nothing_else(
-    core: Path, env: dict[str, str], tmp_path: Path,
+    core: Path,
+    env: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     code = (
         "import importlib.util, memlib, sys\n"
@@ -78,18 +110,25 @@ def test_the_venv_holds_memlib_and_nothing_else(
 
 
 def test_import_and_recall_work_without_tqdm(
-    core: Path, env: dict[str, str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    core: Path,
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    items = [dict(item, source=item["source"].to_dict(), kind=item["kind"].value)
-             for item in sample_records()]
+    items = [
+        dict(item, source=item["source"].to_dict(), kind=item["kind"].value)
+        for item in sample_records()
+    ]
     data = tmp_path / "records.jsonl"
-    data.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
-                    encoding="utf-8")
+    data.write_text(
+        "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8"
+    )
     # The console script of the wheel, with the bar asked for: no tqdm means no bar,
     # quietly, and the same import.
-    imported = _run([str(core / "memlib"), "import", str(data), "--progress"],
-                    cwd=tmp_path, env=env)
+    imported = _run(
+        [str(core / "memlib"), "import", str(data), "--progress"], cwd=tmp_path, env=env
+    )
     assert (imported.returncode, imported.stderr) == (0, "")
     assert imported.stdout == f"imported {len(items)} records in 1 batches\n"
     query = ["recall", "layered memory", "--as-of", "2026-08-10T12:00:00Z", "--query-id", "q"]
@@ -105,7 +144,10 @@ def test_import_and_recall_work_without_tqdm(
 
 
 def test_demo_is_the_same_on_a_core_install(
-    core: Path, env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    core: Path,
+    env: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     done = _run([str(core / "memlib"), "demo"], cwd=tmp_path, env=env)
     assert (done.returncode, done.stderr) == (0, "")

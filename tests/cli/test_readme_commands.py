@@ -15,7 +15,9 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding=
 _PREFIX = r"\bmemlib (?:--[\w-]+ \S+ )*"
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action
@@ -41,8 +43,7 @@ def test_the_parser_has_the_commands_this_test_expects() -> None:
 
 
 def test_every_command_is_in_the_readme() -> None:
-    missing = [c for c in COMMANDS
-               if not re.search(_PREFIX + re.escape(c) + r"(?![\w-])", README)]
+    missing = [c for c in COMMANDS if not re.search(_PREFIX + re.escape(c) + r"(?![\w-])", README)]
     assert missing == [], f"README.md does not show: {', '.join(f'memlib {c}' for c in missing)}"
 
 
@@ -50,9 +51,20 @@ def test_every_command_line_in_the_readme_is_real() -> None:
     groups = {c.split()[0] for c in COMMANDS if " " in c}
     shown = re.findall(r"(?m)^\s*" + _PREFIX + r"([a-z][\w-]*(?: [a-z][\w-]*)?)", README)
     assert shown, "no `memlib …` command line found in README.md"
-    unknown = sorted({
-        words for words in shown
-        if (words not in COMMANDS if words.split()[0] in groups
-            else words.split()[0] not in COMMANDS)
-    })
+    unknown = sorted(
+        {
+            words
+            for words in shown
+            if (
+                words not in COMMANDS
+                if words.split()[0] in groups
+                else words.split()[0] not in COMMANDS
+            )
+        }
+    )
     assert unknown == []
+
+
+def test_the_readme_stays_a_newcomers_page() -> None:
+    # Issue 33: 200 lines at most; results, studies and history belong in docs/.
+    assert len(README.splitlines()) <= 200

@@ -23,6 +23,7 @@ import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.types import TextContent  # noqa: E402
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -58,10 +59,13 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
     args[args.index("--store") + 1] = store_url
     args += ["--as-of", SAMPLE_AS_OF.isoformat()]
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memlib", *args], env={"HOME": str(tmp_path)},
+        command=sys.executable,
+        args=["-m", "memlib", *args],
+        env={"HOME": str(tmp_path)},
     )
     note = {
-        "memory_id": "tea-1", "captured_at": "2026-08-09T12:00:00Z",
+        "memory_id": "tea-1",
+        "captured_at": "2026-08-09T12:00:00Z",
         "content": "Alice keeps the green tea in the blue cupboard above the sink.",
         "summary": "Where the green tea is kept.",
     }
@@ -74,7 +78,9 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
             assert not stored.is_error, stored.content
             found = await s.call_tool("recall_history", {"query": "green tea cupboard"})
             assert not found.is_error, found.content
-            return names, stored.content[0].text, found.content[0].text
+            texts = [r.content[0] for r in (stored, found)]
+            assert all(isinstance(t, TextContent) for t in texts)
+            return names, texts[0].text, texts[1].text  # type: ignore[union-attr]
 
     names, stored, found = anyio.run(session)
     assert names == ["recall_history", "remember", "forget", "explain"]
@@ -99,7 +105,7 @@ def test_the_readme_command_line_shows_memlib_mcp_help_options() -> None:
     shown = set(re.findall(r"--[\w-]+", block.group(1)))
     # The HTTP token's options are shown where the HTTP setup is.
     shown |= {o for o in ("--token-file", "--new-token") if o in _hosts_section()}
-    sub = build_parser()._subparsers._group_actions[0].choices["mcp"]  # type: ignore[union-attr]
+    sub = build_parser()._subparsers._group_actions[0].choices["mcp"]  # type: ignore[union-attr,index]
     offered = {s for a in sub._actions for s in a.option_strings if s.startswith("--")}
     assert shown == offered - {"--help"}
 
@@ -123,8 +129,9 @@ def test_the_readme_http_setup_serves_only_with_its_header(tmp_path: Path) -> No
     memlib = [sys.executable, "-m", "memlib"]
     subprocess.run([*memlib, *new_token], env=env, check=True, capture_output=True)
     # The header as the shell gives it to claude.
-    shown = subprocess.run(["sh", "-c", f"printf %s {header}"], env=env, check=True,
-                           capture_output=True, text=True).stdout
+    shown = subprocess.run(
+        ["sh", "-c", f"printf %s {header}"], env=env, check=True, capture_output=True, text=True
+    ).stdout
     name, _, value = shown.partition(": ")
     assert name == "Authorization" and value.startswith("Bearer ") and len(value) > 40
 
@@ -132,12 +139,12 @@ def test_the_readme_http_setup_serves_only_with_its_header(tmp_path: Path) -> No
     assert url == f"http://127.0.0.1:{port}/mcp"
     args = [*server, "--as-of", SAMPLE_AS_OF.isoformat()]
     args[args.index("--port") + 1] = "0"  # any free port: the test must not collide
-    process = subprocess.Popen([*memlib, *args], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*memlib, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert process.stderr is not None
-        found = re.fullmatch(r"memlib mcp: streamable HTTP on (\S+)\n",
-                             process.stderr.readline())
+        found = re.fullmatch(r"memlib mcp: streamable HTTP on (\S+)\n", process.stderr.readline())
         assert found is not None
         served = found.group(1)
 

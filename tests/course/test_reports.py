@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,8 +37,14 @@ REFRESH = "run `python -m memlib.notebook reports` from the repository root"
 
 
 @pytest.mark.parametrize(
-    "name", [RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT,
-             CROSSVAL_PAIRS_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT]
+    "name",
+    [
+        RANKERS_DEV_SPLIT,
+        ABSTENTION_DEV_SPLIT,
+        CROSSVAL_DEV_SPLIT,
+        CROSSVAL_PAIRS_DEV_SPLIT,
+        RETRIEVAL_STEPS_DEV_SPLIT,
+    ],
 )
 def test_the_dev_split_reports_are_packaged_byte_for_byte(name: str) -> None:
     source = (REPORTS / f"{name}.json").read_bytes()
@@ -58,8 +65,10 @@ def test_the_bench_copy_is_the_slice_of_the_newest_full_run() -> None:
     newest = newest_full_bench(REPORTS)
     full = json.loads(newest.read_text(encoding="utf-8"))
     packaged = load_report(BENCH)
-    assert packaged["source"] == newest.name, f"the packaged slice is of {packaged['source']}; "\
+    assert packaged["source"] == newest.name, (
+        f"the packaged slice is of {packaged['source']}; "
         f"the newest full run is {newest.name}: {REFRESH}"
+    )
     assert packaged == bench_slice(full, newest.name), REFRESH
 
 
@@ -116,16 +125,28 @@ def test_the_steps_frame_shows_every_step_of_the_report() -> None:
         assert round(sum(held) / len(held), 4) == step["cross_validated"]
 
 
-def test_the_readme_step_table_is_the_reports() -> None:
-    """README's "Each step of hybrid" rows: one per step, its figures to 3 places."""
+def test_the_retrieval_doc_step_table_is_the_reports() -> None:
+    """docs/retrieval.md's "Each step alone" rows: one per step, its figures and its CV
+    interval to 3 places (the README's table until 0.2.0)."""
     import re
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| ([a-z])\. [^|]+\| ([\d.]+) \| \**([\d.]+)\** \|$", readme, re.M)
+    doc = (ROOT / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| ([a-z])\. [^|]+\| \**([\d.]+)\** \| \**([\d.]+)\** \| "
+        r"([\d.]+)–([\d.]+) \|",
+        doc,
+        re.M,
+    )
     report = json.loads((REPORTS / f"{RETRIEVAL_STEPS_DEV_SPLIT}.json").read_text("utf-8"))
     expected = [
-        (s["key"], f"{s['in_sample']:.3f}", f"{s['cross_validated']:.3f}")
-        for s in report["steps"] if "skipped" not in s
+        (
+            s["key"],
+            f"{s['in_sample']:.3f}",
+            f"{s['cross_validated']:.3f}",
+            *(f"{x:.3f}" for x in s["cv_interval_95"]),
+        )
+        for s in report["steps"]
+        if "skipped" not in s
     ]
     assert rows == expected
 
@@ -143,59 +164,135 @@ def test_the_sensitivity_frame_shows_each_grid_of_the_report() -> None:
             assert frame.loc[key, f"{name} grid"] == grid["cross_validated"]
 
 
-def test_the_readme_pair_vector_row_is_the_reports() -> None:
-    """README's "hybrid on pair vectors" row: shipped, cross-validated and in-sample R@10
-    of ``memlib --embedder e5-pair eval locomo``, to 3 places."""
+def _report(name: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
+    return report
+
+
+def test_the_readme_ranker_table_is_the_reports() -> None:
+    """README's ranker table: shipped R@10, cross-validated R@10 and its 95% interval, the
+    suggested floor and the share of foreign questions it silences, every row, as
+    ``memlib eval locomo`` and the abstention calibration wrote them."""
     import re
 
-    cv = json.loads((REPORTS / f"{CROSSVAL_PAIRS_DEV_SPLIT}.json").read_text(encoding="utf-8"))
-    ranked = json.loads((REPORTS / "rankers-pairs-dev-split.json").read_text(encoding="utf-8"))
-    hybrid = cv["hybrid"]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = re.search(r"^\| hybrid on pair vectors .*?\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
-                    readme, re.M)
-    assert row is not None, "README.md should have the pair-vector row in its ranker table"
-    shipped, crossed, inside = (float(x) for x in row.groups())
-    assert shipped == round(ranked["hybrid"]["overall"]["R@10"], 3)
-    assert shipped == round(hybrid["shipped"]["R@10"], 3)  # shipped = the in-sample choice
-    assert crossed == round(hybrid["cross_validated"]["R@10"], 3)
-    assert inside == round(hybrid["in_sample"]["R@10"], 3)
+    rows = re.findall(
+        r"^\| `([\w+]+)`(,? [^|]*)?\| ([\d.]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) "
+        r"\| ([\d.]+) \(([\d.]+)%\) \|$",
+        readme,
+        re.M,
+    )
+    shown = {}
+    for name, note, *figures in rows:
+        pairs = "e5-pair" in note
+        ranked, cv, floors = (
+            (
+                _report("rankers-pairs-dev-split"),
+                _report(CROSSVAL_PAIRS_DEV_SPLIT),
+                _report("abstention-pairs-dev-split"),
+            )
+            if pairs
+            else (
+                _report(RANKERS_DEV_SPLIT),
+                _report(CROSSVAL_DEV_SPLIT),
+                _report(ABSTENTION_DEV_SPLIT),
+            )
+        )
+        crossed = cv[name]["cross_validated"]
+        suggestion = floors["rankers"][name]["suggestion"]
+        assert figures == [
+            f"{ranked[name]['overall']['R@10']:.3f}",
+            f"{crossed['R@10']:.3f}",
+            *(f"{x:.3f}" for x in crossed["R@10_interval_95"]),
+            f"{suggestion['floor']:g}",
+            f"{100 * suggestion['foreign_abstain']:.1f}",
+        ], name
+        assert round(cv[name]["shipped"]["R@10"], 3) == float(figures[0])
+        shown[name + (" pairs" if pairs else "")] = figures
+    assert set(shown) == {"baseline", "bm25", "bm25+stopwords", "hybrid", "hybrid pairs"}
 
 
-def test_the_readme_pair_floor_row_is_the_report() -> None:
-    """README's min_score row for pair vectors: floor, foreign abstain, own R@10 before and
-    after, its ratio and the held-out figures of reports/abstention-pairs-dev-split.json."""
+def test_the_abstention_doc_pair_floor_row_is_the_report() -> None:
+    """docs/abstention.md's floors table, pair-vector row (the README's until 0.2.0): floor,
+    foreign abstain, own R@10 before and after, its ratio and the held-out figures."""
     import re
 
-    report = json.loads((REPORTS / "abstention-pairs-dev-split.json").read_text(encoding="utf-8"))
-    hybrid = report["rankers"]["hybrid"]
-    s, pooled = hybrid["suggestion"], hybrid["cross_validated"]["pooled"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    row = re.search(r"^\| hybrid on pair vectors \(`--embedder e5-pair`\) \| ([\d.]+) \| "
-                    r"([\d.]+)% \| ([\d.]+) → ([\d.]+) \(([\d.]+)%\) \| ([\d.]+)%, ([\d.]+)% \|$",
-                    readme, re.M)
-    assert row is not None, "README.md should have the pair-vector row in its min_score table"
+    s = _report("abstention-pairs-dev-split")["rankers"]["hybrid"]
+    pooled = s["cross_validated"]["pooled"]
+    s = s["suggestion"]
+    doc = (ROOT / "docs" / "abstention.md").read_text(encoding="utf-8")
+    row = re.search(
+        r"^\| hybrid on pair vectors \(`--embedder e5-pair`\) \| ([\d.]+) \| "
+        r"([\d.]+)% \| ([\d.]+) → ([\d.]+) \(([\d.]+)%\) \| ([\d.]+)%, ([\d.]+)% \|$",
+        doc,
+        re.M,
+    )
+    assert row is not None, "docs/abstention.md should have the pair-vector row"
     got = [float(x) for x in row.groups()]
-    assert got == [s["floor"], round(100 * s["foreign_abstain"], 1),
-                   round(s["own_r10_unfloored"], 3), round(s["own_r10"], 3),
-                   round(100 * s["own_r10_ratio"], 1), round(100 * pooled["own_r10_ratio"], 1),
-                   round(100 * pooled["foreign_abstain"], 1)]
+    assert got == [
+        s["floor"],
+        round(100 * s["foreign_abstain"], 1),
+        round(s["own_r10_unfloored"], 3),
+        round(s["own_r10"], 3),
+        round(100 * s["own_r10_ratio"], 1),
+        round(100 * pooled["own_r10_ratio"], 1),
+        round(100 * pooled["foreign_abstain"], 1),
+    ]
 
 
-def test_the_readme_cv_intervals_are_the_reports() -> None:
-    """README's sentence under the ranker table: the 95% intervals of hybrid's CV R@10 on
-    turn and on pair vectors, as ``memlib eval locomo --cv-report`` wrote them."""
+def test_the_readme_results_table_is_the_bench_report() -> None:
+    """Every cell of the README's Results table is the one ``python -m benchmarks.run
+    --readme-table`` prints from the report it names; the hybrid rows wait for theirs."""
     import re
 
+    from benchmarks.report import readme_table
+
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"over the questions asked .*?: hybrid \*\*([\d.]+)–([\d.]+)\*\*, "
-                      r"hybrid on pair vectors\s+\*\*([\d.]+)–([\d.]+)\*\*", readme, re.S)
-    assert found is not None, "README.md should give hybrid's CV intervals"
-    intervals = []
-    for name in (CROSSVAL_DEV_SPLIT, CROSSVAL_PAIRS_DEV_SPLIT):
-        report = json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
-        cv = report["hybrid"]["cross_validated"]
-        low, high = cv["R@10_interval_95"]
-        assert low <= cv["R@10"] <= high
-        intervals += [f"{low:.3f}", f"{high:.3f}"]
-    assert list(found.groups()) == intervals
+    section = readme[readme.index("## Results") : readme.index("## Layout")]
+    named = re.search(r"--readme-table reports/(bench-\d{8}\.json)", section)
+    assert named is not None
+    printed = readme_table(json.loads((REPORTS / named.group(1)).read_text(encoding="utf-8")))
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in printed.splitlines()
+        if line.startswith("| ")
+    ]
+    floor = re.search(r"floor \(python start \+ import memlib\): (\d+ ms), ([\d.]+ MB)", printed)
+    assert floor is not None
+
+    def find(*prefix: str) -> list[str] | None:
+        return next((r for r in rows if tuple(r[: len(prefix)]) == prefix), None)
+
+    def p50(n: str, store: str, ranker: str) -> str:
+        row = find(n, store, ranker)
+        return "" if row is None else f"{row[3].split(' / ')[0]} / {row[4].split(' / ')[0]}"
+
+    def cold(n: str, ranker: str, column: int) -> tuple[str, str]:
+        rare, common = (find(n, ranker, query) for query in ("rare", "common"))
+        assert rare is not None and common is not None
+        return rare[column], common[column]
+
+    shown = [r for r in re.findall(r"^\| (?:100k|1M) \|.*$", section, re.M) if "TBD" not in r]
+    assert len(shown) == 7
+    for line in shown:
+        size, recall, *cells = [c.strip() for c in line.strip("|").split("|")]
+        n = {"100k": "100,000", "1M": "1,000,000"}[size]
+        if recall.startswith("warm, bm25+stopwords"):
+            expected = [p50(n, s, "bm25+stopwords") for s in ("JSONL", "SQLite", "PostgreSQL")]
+            expected.append("bm25s " + p50(n, "bm25s retrieve (peer)", "BM25"))
+        elif recall.startswith("cold after"):  # the catch-up table: N, then "… ms, … MB"
+            catch_up = next(r for r in rows if r[0] == n and r[1].endswith(" MB"))
+            expected = [catch_up[1], "", "", f"parsing them: {catch_up[4]}"]
+        elif recall.startswith("cold, baseline"):
+            jsonl, sqlite = cold(n, "baseline", 4)[0], cold(n, "baseline", 5)[0]
+            shown_floor = f"floor {floor.group(1)}"
+            if cells[-1].endswith("MB"):
+                shown_floor += f", {floor.group(2)}"
+            expected = [jsonl, sqlite, "", shown_floor]
+        else:
+            assert recall.startswith("cold, bm25+stopwords"), f"{recall!r}: add its check here"
+            expected = [
+                " / ".join(c.split(" ms")[0] for c in cold(n, "bm25+stopwords", i)) + " ms"
+                for i in (4, 5)
+            ] + ["", f"floor {floor.group(1)}"]
+        assert cells == expected, line
