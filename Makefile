@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make course   — set up .venv if needed, then open JupyterLab on notebooks/
 #   make check    — set up .venv and system packages if needed, then lint (ruff, mypy)
-#                   and run every test (unit tests and nbval over every notebook)
+#                   and run every test (unit tests and nbval over each notebook's solution editions)
 # and, for the inner loop, make quick (unit tests only).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv

@@ -1,8 +1,9 @@
 """The graded exercises: every check catches its common wrong answers with a hint, the
 student notebooks leave each answer unwritten, and the solution twins cannot drift.
 
-nbval re-runs both editions and compares outputs; these tests pin what the outputs
-must say (not attempted / correct) and that the twins are rebuilt from the students'.
+nbval re-runs the solution editions and compares outputs (test_editions.py the student
+editions' checks); these tests pin what the outputs must say (not attempted / correct)
+and that the twins are rebuilt from the students'.
 """
 
 from __future__ import annotations

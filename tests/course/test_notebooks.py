@@ -1,7 +1,8 @@
 """The committed notebooks are what nbval can trust.
 
-nbval re-executes every notebook and compares outputs (so stale outputs fail there);
-these checks catch what it cannot: cells left unexecuted or run out of order, errors
+nbval re-executes the solution editions and compares outputs (so stale outputs fail
+there; test_editions.py ties each student edition to its twin); these checks catch what
+it cannot, in all four editions: cells left unexecuted or run out of order, errors
 saved as outputs, machine-specific text, and output comparison switched off for cells
 that are not widgets.
 """
@@ -18,7 +19,7 @@ import pytest
 
 FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 # The student notebooks, their solution twins, and every other edition (notebooks/zh/)
-# with its twins: nbval runs them all, so all are checked here.
+# with its twins: all are committed with outputs, so all are checked here.
 NOTEBOOKS = sorted(p for p in FOLDER.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 HELPERS = sorted(
     p.stem

@@ -8,8 +8,8 @@ skipped setup cell must not be shown.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +43,13 @@ def test_notebook_presents_as_slides(lab: JupyterLab, browser: Any, path: Path) 
         page.goto(f"{lab.url}/rise/{path.name}?token={lab.token}", wait_until="domcontentloaded")
         sections = page.locator(".reveal .slides > section")
         # The deck is built first and its markdown rendered after: wait for the title
-        # heading, then for the number of sections to settle.
+        # heading, then for the metadata's number of sections (polled, not slept on).
         sections.first.locator("h1").first.wait_for(state="visible")
-        deadline, seen = time.monotonic() + UI_TIMEOUT / 1000, -1
-        while sections.count() != seen and time.monotonic() < deadline:
-            seen = sections.count()
-            time.sleep(1.0)
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        with contextlib.suppress(PlaywrightTimeout):  # the assert below says what it saw
+            page.wait_for_function(f"() => document.querySelectorAll("
+                                   f"'.reveal .slides > section').length >= {slides}")
         assert sections.count() == slides, (
             f"{path.name}: RISE shows {sections.count()} slides, the metadata has {slides}")
         first = sections.first.inner_text()
