@@ -1,18 +1,13 @@
 """Cold rows: a fresh ``memlib recall`` process on JSONL (with its index file) and SQLite.
 
-Every figure is a new process started by the parent, median wall time of 3 (the
-no-index rows: one run, it rewrites the file) and the child's own peak RSS (VmHWM).
-The floor, measured once a run, is Python's start plus ``import memlib``.
-
-``cold_rows`` takes stores already built (the full run builds each N once and reuses
-them for the warm rows, the cold rows and the catch-up); ``cold_section`` builds them
-itself for ``--cold-only``.
-
-Per N and lexical ranker: the rare-term query with no index file (the log is read and
-the file written), then with it, then SQLite; and the common-word query (3 common + 3
-rare terms) with the file and on SQLite. Each cell says whether JSONL's and SQLite's
-printed answers were identical. ``catch_up`` times a cold recall after another process
-appended 1,000 records to a log whose index file covered it, against one without them.
+Every figure is a fresh process: median wall time of ``rounds`` (the no-index rows: one
+run, it rewrites the file) and the child's own peak RSS (VmHWM), beside the floor
+(Python's start plus ``import memlib``). Per N and lexical ranker: the rare-term query
+with no index file, then with it, then on SQLite; the common-word query with the file and
+on SQLite; whether JSONL's and SQLite's printed answers were identical. ``catch_up``
+times a cold recall after another process appended 1,000 records to a log whose index
+file covered it, against one without them. ``cold_section`` builds its own stores
+(``--cold-only``); the full run hands ``cold_rows`` the stores of its warm rows.
 """
 
 from __future__ import annotations
@@ -23,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus
-from benchmarks.common import USER, Log, cold_run
+from benchmarks.common import USER, Log, close, cold_run
 from memlib.stores import open_store
 from memlib.stores.jsonl._store import RemoteMemoryStore
-
-__all__ = ["catch_up", "cold_floor", "cold_queries", "cold_rows", "cold_section", "cold_table"]
 
 AS_OF = corpus.AS_OF.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -46,59 +39,61 @@ def cold_floor(log: Log) -> dict[str, Any]:
 
 def recall_args(url: str, query: str, ranker: str) -> list[str]:
     # A fixed --as-of: the printed answer is then the same on every backend and round.
-    return ["--store", url, "--user", USER, "recall", query, "--limit", "10",
-            "--ranker", ranker, "--as-of", AS_OF, "--query-id", "cold"]
+    tail = f"--limit 10 --ranker {ranker} --as-of {AS_OF} --query-id cold"
+    return ["--store", url, "--user", USER, "recall", query, *tail.split()]
 
 
 def _pair(jsonl: dict[str, Any], sqlite: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonl_over_sqlite": round(jsonl["wall_s"] / sqlite["wall_s"], 2),
-            "same_answer": jsonl["answer"] == sqlite["answer"]}
+    return {
+        "jsonl_index": jsonl,
+        "sqlite": sqlite,
+        "jsonl_over_sqlite": round(jsonl["wall_s"] / sqlite["wall_s"], 2),
+        "same_answer": jsonl["answer"] == sqlite["answer"],
+    }
 
 
 def _ensure_index_file(jsonl_path: Path) -> bool:
     """Write the index file if no reader did (a log under INDEX_WRITE_MIN records)."""
     store = RemoteMemoryStore(jsonl_path, user_id=USER)
-    if store.index_path.exists():
-        return True
-    return store.write_index_file()
+    return store.index_path.exists() or store.write_index_file()
 
 
 def cold_rows(
-    n: int, jsonl_path: Path, sqlite_path: Path, rankers: Sequence[str], log: Log,
-    queries: dict[str, str] | None = None, rounds: int = 3,
+    n: int,
+    jsonl_path: Path,
+    sqlite_path: Path,
+    rankers: Sequence[str],
+    log: Log,
+    queries: dict[str, str],
+    rounds: int = 3,
 ) -> dict[str, Any]:
     """One row of cold figures for stores already holding the corpus of ``n`` records
     (each figure the median of ``rounds`` processes, but the rebuilds: one each)."""
-    queries = queries or cold_queries()
-    jsonl_url, sqlite_url = f"jsonl:{jsonl_path}", f"sqlite:{sqlite_path}"
+    urls = (f"jsonl:{jsonl_path}", f"sqlite:{sqlite_path}")
     index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
     row: dict[str, Any] = {"n": n}
     for ranker in rankers:
-        rare = recall_args(jsonl_url, queries["rare"], ranker)
         # The first cold recall rebuilds from the log (what a new process paid before
         # the index file) and writes the file.
         index_path.unlink(missing_ok=True)
-        rebuild = cold_run(rare, rounds=1)
+        rebuild = cold_run(recall_args(urls[0], queries["rare"], ranker), rounds=1)
         written_by_recall = index_path.exists()
         if not written_by_recall:
             _ensure_index_file(jsonl_path)
-        fresh = cold_run(rare, rounds)
-        sql = cold_run(recall_args(sqlite_url, queries["rare"], ranker), rounds)
-        cell: dict[str, Any] = {"jsonl_no_index": rebuild, "jsonl_index": fresh, "sqlite": sql,
-                                **_pair(fresh, sql)}
+        rare, common = (
+            [cold_run(recall_args(url, queries[name], ranker), rounds) for url in urls]
+            for name in ("rare", "common")
+        )
+        cell = {"jsonl_no_index": rebuild, **_pair(*rare)}
         if not written_by_recall:
             cell["index_file_written_by"] = "the benchmark (the log is too short for a reader)"
-        common_jsonl = cold_run(recall_args(jsonl_url, queries["common"], ranker), rounds)
-        common_sql = cold_run(recall_args(sqlite_url, queries["common"], ranker), rounds)
-        cell["common"] = {"jsonl_index": common_jsonl, "sqlite": common_sql,
-                          **_pair(common_jsonl, common_sql)}
+        cell["common"] = _pair(*common)
         row[ranker] = cell
-        log(f"N={n:,} {ranker}: jsonl rebuild {rebuild['wall_s']:.2f} s; rare: jsonl+index "
-            f"{fresh['wall_s']:.3f} s ({fresh['peak_rss_mb']} MB), sqlite {sql['wall_s']:.3f} s "
-            f"({sql['peak_rss_mb']} MB), {cell['jsonl_over_sqlite']}x; common: jsonl+index "
-            f"{common_jsonl['wall_s']:.3f} s ({common_jsonl['peak_rss_mb']} MB), sqlite "
-            f"{common_sql['wall_s']:.3f} s, {cell['common']['jsonl_over_sqlite']}x; same "
-            f"answers {cell['same_answer'] and cell['common']['same_answer']}")
+        log(
+            f"N={n:,} {ranker}: jsonl rebuild {rebuild['wall_s']:.2f} s; rare "
+            f"{cell['jsonl_over_sqlite']}x SQLite, common {cell['common']['jsonl_over_sqlite']}x; "
+            f"same answers {cell['same_answer'] and cell['common']['same_answer']}"
+        )
     row["index_file_mb"] = round(index_path.stat().st_size / 2**20, 1)
     row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
     return row
@@ -129,13 +124,19 @@ def catch_up(
     caught = cold_run(args, rounds, before=restore)
     restore()
     floor_s = tail_floor(jsonl_path, 1_000)
-    out = {**caught, "over_fresh": round(caught["wall_s"] / without["wall_s"], 2),
-           "without": without, "index_file_mb": round(len(saved) / 2**20, 1),
-           "tail_floor_s": round(floor_s, 4),
-           "floor_over_fresh": round((without["wall_s"] + floor_s) / without["wall_s"], 2)}
-    log(f"N={n:,} catch-up of 1,000 records: {caught['wall_s']:.3f} s against "
+    out = {
+        **caught,
+        "over_fresh": round(caught["wall_s"] / without["wall_s"], 2),
+        "without": without,
+        "index_file_mb": round(len(saved) / 2**20, 1),
+        "tail_floor_s": round(floor_s, 4),
+        "floor_over_fresh": round((without["wall_s"] + floor_s) / without["wall_s"], 2),
+    }
+    log(
+        f"N={n:,} catch-up of 1,000 records: {caught['wall_s']:.3f} s against "
         f"{without['wall_s']:.3f} s without ({out['over_fresh']}x); reading those lines "
-        f"costs at least {floor_s * 1000:.1f} ms ({out['floor_over_fresh']}x)")
+        f"costs at least {floor_s * 1000:.1f} ms ({out['floor_over_fresh']}x)"
+    )
     return out
 
 
@@ -146,13 +147,13 @@ def tail_floor(jsonl_path: Path, count: int, rounds: int = 5) -> float:
     with lines it has not seen."""
     import time
 
-    from memlib._retrieval.tokens import term_stats
     from memlib._safejson import loads
+    from memlib._tokens import term_stats
     from memlib.records import StoredMemory
 
     with open(jsonl_path, "rb") as handle:
         handle.seek(max(0, jsonl_path.stat().st_size - count * 4096))
-        raws = handle.read().split(b"\n")[-count - 1: -1]
+        raws = handle.read().split(b"\n")[-count - 1 : -1]
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
@@ -170,18 +171,25 @@ def build_stores(n: int, folder: Path) -> tuple[Path, Path]:
     for batch in corpus.records(n):
         jsonl.append_many(batch)
         sqlite_store.append_many(batch)
-    close = getattr(sqlite_store, "close", None)
-    if close is not None:
-        close()
+    close(sqlite_store)
     return jsonl_path, sqlite_path
 
 
-def cold_section(sizes: Sequence[int], workdir: Path, log: Log,
-                 rankers: Sequence[str] = ("baseline",), rounds: int = 3) -> dict[str, Any]:
+def cold_section(
+    sizes: Sequence[int],
+    workdir: Path,
+    log: Log,
+    rankers: Sequence[str] = ("baseline",),
+    rounds: int = 3,
+) -> dict[str, Any]:
     """Cold `memlib recall` on JSONL with its index file against SQLite, and catch-up."""
     queries = cold_queries()
-    out: dict[str, Any] = {"query": queries["rare"], "common_query": queries["common"],
-                           "floor": cold_floor(log), "rows": []}
+    out: dict[str, Any] = {
+        "query": queries["rare"],
+        "common_query": queries["common"],
+        "floor": cold_floor(log),
+        "rows": [],
+    }
     for n in sizes:
         folder = workdir / f"cold-{n}"
         log(f"N={n:,}: building the JSONL and SQLite stores")
@@ -211,26 +219,38 @@ def cold_table(cold: dict[str, Any]) -> str:
         for ranker, cell in row.items():
             if not isinstance(cell, dict) or "sqlite" not in cell:
                 continue
-            lines.append(f"| {row['n']:,} | {ranker} | rare | {_fmt(cell['jsonl_no_index'])} | "
-                         f"{_fmt(cell['jsonl_index'])} | {_fmt(cell['sqlite'])} | "
-                         f"{cell['jsonl_over_sqlite']}× | {cell.get('same_answer', '—')} |")
+            lines.append(
+                f"| {row['n']:,} | {ranker} | rare | {_fmt(cell['jsonl_no_index'])} | "
+                f"{_fmt(cell['jsonl_index'])} | {_fmt(cell['sqlite'])} | "
+                f"{cell['jsonl_over_sqlite']}× | {cell.get('same_answer', '—')} |"
+            )
             common = cell.get("common")
             if common:
-                lines.append(f"| {row['n']:,} | {ranker} | common | — | "
-                             f"{_fmt(common['jsonl_index'])} | {_fmt(common['sqlite'])} | "
-                             f"{common['jsonl_over_sqlite']}× | {common['same_answer']} |")
-    lines += ["", "| N | catch-up: cold recall after 1,000 appended | without them | over fresh "
-              "| floor: parse + cut 1,000 lines | without + floor, over fresh | index file "
-              "| log |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                lines.append(
+                    f"| {row['n']:,} | {ranker} | common | — | "
+                    f"{_fmt(common['jsonl_index'])} | {_fmt(common['sqlite'])} | "
+                    f"{common['jsonl_over_sqlite']}× | {common['same_answer']} |"
+                )
+    lines += [
+        "",
+        "| N | catch-up: cold recall after 1,000 appended | without them | over fresh "
+        "| floor: parse + cut 1,000 lines | without + floor, over fresh | index file "
+        "| log |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in cold["rows"]:
         c = row.get("catch_up_1000")
         if not c:
             continue
         without = _fmt(c["without"]) if "without" in c else "—"
-        floor = (f"{c['tail_floor_s'] * 1000:.1f} ms | {c['floor_over_fresh']}×"
-                 if "tail_floor_s" in c else "— | —")
-        lines.append(f"| {row['n']:,} | {_fmt(c)} | {without} | {c['over_fresh']}× | {floor} | "
-                     f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
-                     f"{row.get('log_mb', '—')} MB |")
+        floor = (
+            f"{c['tail_floor_s'] * 1000:.1f} ms | {c['floor_over_fresh']}×"
+            if "tail_floor_s" in c
+            else "— | —"
+        )
+        lines.append(
+            f"| {row['n']:,} | {_fmt(c)} | {without} | {c['over_fresh']}× | {floor} | "
+            f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
+            f"{row.get('log_mb', '—')} MB |"
+        )
     return "\n".join(lines)
-

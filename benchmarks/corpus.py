@@ -23,21 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "AS_OF", "COMMON_WORDS", "VOCABULARY_SIZE", "item_text", "queries", "query_sets", "records",
-    "vocabulary",
-]
-
 VOCABULARY_SIZE = 50_000
 # The common words of ``query_sets``: 3 drawn from this many of the most frequent words
 # (each is in 50–96% of the records; any 3 of them together are in 96–99%).
 COMMON_WORDS = 5
 AS_OF = datetime(2026, 8, 10, 12, 0, tzinfo=UTC)
 YEAR_SECONDS = 365 * 86_400
-_ONSETS = ("b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
-           "w", "z", "br", "ch", "dr", "fl", "gr", "kl", "pr", "sh", "st", "tr")
-_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "io", "ou")
-_CODAS = ("", "n", "r", "s", "t", "l", "m", "x")
+_ONSETS = (*"bcdfghjklmnprstvwz", "br", "ch", "dr", "fl", "gr", "kl", "pr", "sh", "st", "tr")
+_VOWELS = (*"aeiou", "ai", "ea", "io", "ou")
+_CODAS = ("", *"nrstlmx")
 
 
 def vocabulary(size: int = VOCABULARY_SIZE, seed: int = 7) -> list[str]:
@@ -87,18 +81,20 @@ def records(
             position += length
             number = made + i
             captured = start + timedelta(seconds=int(offsets[i]))
-            out.append({
-                "kind": "conversation",
-                "memory_id": f"{prefix}-{number:07d}",
-                "content": " ".join(chunk),
-                "summary": " ".join(chunk[:6]),
-                "source": {
-                    "source_id": f"transcript-{number:07d}",
-                    "source_type": "conversation_transcript",
-                    "title": f"Session {number}",
-                    "captured_at": captured.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
-            })
+            out.append(
+                {
+                    "kind": "conversation",
+                    "memory_id": f"{prefix}-{number:07d}",
+                    "content": " ".join(chunk),
+                    "summary": " ".join(chunk[:6]),
+                    "source": {
+                        "source_id": f"transcript-{number:07d}",
+                        "source_type": "conversation_transcript",
+                        "title": f"Session {number}",
+                        "captured_at": captured.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    },
+                }
+            )
         made += count
         yield out
 
@@ -122,7 +118,7 @@ def query_sets(count: int = 50, *, seed: int = 99) -> dict[str, list[str]]:
     not English stopwords (none of them is with this vocabulary), so that
     ``bm25+stopwords`` has to score them like every other ranker.
     """
-    from memlib._stopwords import english_stopwords
+    from memlib._tokens import english_stopwords
 
     stop = english_stopwords()
     frequent = [w for w in vocabulary() if w not in stop][:COMMON_WORDS]

@@ -59,8 +59,10 @@ def named_rankers(names: Sequence[str], embedder: str | None = None) -> dict[str
         from ..rankers.embeddings import get_embedder
 
         model = get_embedder(embedder)
-        rankers = {name: r.with_model(model) if hasattr(r, "with_model") else r
-                   for name, r in rankers.items()}
+        rankers = {
+            name: r.with_model(model) if hasattr(r, "with_model") else r
+            for name, r in rankers.items()
+        }
     return rankers
 
 
@@ -90,12 +92,15 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     runs = [(name, ranker, True) for name, ranker in rankers.items()]
     # The reference over lexical candidates alone; pair vectors have none (a scan knows no
     # record's turn before), so a pair model's ranker shows its stored-vector row only.
-    runs += [(f"{name}/lexical-only", ranker, False) for name, ranker in rankers.items()
-             if isinstance(ranker, DenseScoring)
-             and not getattr(ranker, "reads_pairs", False)]
+    runs += [
+        (f"{name}/lexical-only", ranker, False)
+        for name, ranker in rankers.items()
+        if isinstance(ranker, DenseScoring) and not getattr(ranker, "reads_pairs", False)
+    ]
     for name, ranker, dense in runs:
-        with progress_bar(total, f"{name:<16}", enabled=not args.quiet, unit="q",
-                          dynamic_ncols=True) as bar:
+        with progress_bar(
+            total, f"{name:<16}", enabled=not args.quiet, unit="q", dynamic_ncols=True
+        ) as bar:
             report[name] = evaluate_ranker(
                 conversations, ranker, ks=ks, progress=bar.update, stored_vectors=dense
             )
@@ -106,10 +111,14 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
         crossval: dict[str, Any] = {}
         for name, ranker in rankers.items():
             settings = len(getattr(ranker, "grid", ()) or (None,))
-            with progress_bar(total * settings, f"{name + ' cv':<16}", enabled=not args.quiet,
-                              unit="q", dynamic_ncols=True) as bar:
-                crossval[name] = cross_validate(conversations, ranker, ks=ks,
-                                                progress=bar.update)
+            with progress_bar(
+                total * settings,
+                f"{name + ' cv':<16}",
+                enabled=not args.quiet,
+                unit="q",
+                dynamic_ncols=True,
+            ) as bar:
+                crossval[name] = cross_validate(conversations, ranker, ks=ks, progress=bar.update)
         write_line("\n" + format_crossval(crossval))
         if args.cv_report:
             _write_report(args.cv_report, crossval)
@@ -128,21 +137,28 @@ def _write_report(name: str, report: Any) -> None:
 
 def register(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("eval", help="evaluate rankers on a benchmark")
-    benchmarks = evaluate.add_subparsers(dest="benchmark", metavar="BENCHMARK",
-                                         parser_class=type(evaluate))
+    benchmarks = evaluate.add_subparsers(
+        dest="benchmark", metavar="BENCHMARK", parser_class=type(evaluate)
+    )
     benchmarks.required = True
     locomo = benchmarks.add_parser(
         "locomo", help="recall@k / hit@k on LoCoMo-format data (categories 1-4; 5 apart)"
     )
-    locomo.add_argument("--data", required=True,
-                        help="LoCoMo JSON file (a list of samples), or zh-check: the "
-                        "packaged Chinese check set")
-    locomo.add_argument("--ranker", action="append",
-                        help="ranker name; repeat for several (default: every available ranker)")
+    locomo.add_argument(
+        "--data",
+        required=True,
+        help="LoCoMo JSON file (a list of samples), or zh-check: the packaged Chinese check set",
+    )
+    locomo.add_argument(
+        "--ranker",
+        action="append",
+        help="ranker name; repeat for several (default: every available ranker)",
+    )
     locomo.add_argument("--k", type=parse_ks, help="cut-offs, e.g. 1,5,10 (the default)")
     locomo.add_argument("--report", help="write the JSON report to this file")
     locomo.add_argument("--quiet", action="store_true", help="no progress bar")
-    locomo.add_argument("--no-cv", action="store_true",
-                        help="skip the leave-one-conversation-out figures")
+    locomo.add_argument(
+        "--no-cv", action="store_true", help="skip the leave-one-conversation-out figures"
+    )
     locomo.add_argument("--cv-report", help="write the cross-validation report to this file")
     locomo.set_defaults(func=cmd_eval_locomo)

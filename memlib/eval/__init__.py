@@ -1,6 +1,5 @@
-"""Evaluation harnesses for memlib's rankers (LoCoMo: ``memlib eval locomo``; the
-``min_score`` calibration: ``python -m benchmarks.abstention``)."""
+"""Evaluation harnesses for memlib's rankers (LoCoMo: ``memlib eval locomo``)."""
 
 from __future__ import annotations
 
-__all__ = ["abstention", "locomo"]
+__all__ = ["crossval", "locomo"]

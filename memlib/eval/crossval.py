@@ -22,8 +22,8 @@ cross-validated figure is its plain one.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ..errors import RemoteMemoryValidationError
 from ..rankers import Ranker, get_ranker
@@ -38,13 +38,28 @@ from .locomo import (
 )
 
 __all__ = [
-    "CHOOSE_BY", "cross_validate", "format_crossval", "bootstrap_interval", "bootstrap_means",
+    "CHOOSE_BY",
+    "cross_validate",
+    "format_crossval",
+    "bootstrap_interval",
+    "bootstrap_means",
     "interval_95",
+    "leave_one_out",
 ]
 
 CHOOSE_BY = "R@10"
 BOOTSTRAP_SAMPLES = 2_000
 BOOTSTRAP_SEED = 20261204
+
+
+T = TypeVar("T")
+
+
+def leave_one_out(groups: Sequence[T]) -> Iterator[tuple[T, list[T]]]:
+    """Each group held out, beside the others in order (the one loop of every
+    leave-one-conversation-out figure: here, and the score floors' calibration)."""
+    for i, held in enumerate(groups):
+        yield held, [*groups[:i], *groups[i + 1 :]]
 
 
 def _headline(rows: Sequence[Row]) -> list[Row]:
@@ -100,11 +115,14 @@ def cross_validate(
     rows: list[list[list[Row]]] = []
     for params in grid:
         tuned = base.with_params(**params) if params else base  # type: ignore[attr-defined]
-        rows.append([
-            conversation_rows(c, tuned, depth=max(ks), stored_vectors=stored_vectors,
-                              progress=progress)
-            for c in conversations
-        ])
+        rows.append(
+            [
+                conversation_rows(
+                    c, tuned, depth=max(ks), stored_vectors=stored_vectors, progress=progress
+                )
+                for c in conversations
+            ]
+        )
 
     def score(setting: int, members: Sequence[int]) -> float:
         pooled = _headline([r for m in members for r in rows[setting][m]])
@@ -113,20 +131,24 @@ def cross_validate(
     everyone = range(len(conversations))
     folds: list[dict[str, Any]] = []
     held_out: list[list[float]] = []
-    for held in everyone:
-        train = [m for m in everyone if m != held]
+    for held, train in leave_one_out(everyone):
         chosen = max(range(len(grid)), key=lambda s: (score(s, train), -s))
         held_out.append([question_recall(r, 10) for r in _headline(rows[chosen][held])])
-        folds.append({
-            "held_out": conversations[held].sample_id,
-            "chosen": dict(grid[chosen]),
-            "train": round(score(chosen, train), 4),
-            "held_out_metrics": _metrics(_headline(rows[chosen][held]), ks),
-        })
+        folds.append(
+            {
+                "held_out": conversations[held].sample_id,
+                "chosen": dict(grid[chosen]),
+                "train": round(score(chosen, train), 4),
+                "held_out_metrics": _metrics(_headline(rows[chosen][held]), ks),
+            }
+        )
     best = max(range(len(grid)), key=lambda s: (score(s, everyone), -s))
     shipped = next(
-        (s for s, params in enumerate(grid)
-         if all(getattr(base, k, None) == v for k, v in params.items())),
+        (
+            s
+            for s, params in enumerate(grid)
+            if all(getattr(base, k, None) == v for k, v in params.items())
+        ),
         None,
     )
     keys = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
@@ -136,15 +158,19 @@ def cross_validate(
         "choose_by": CHOOSE_BY,
         "folds": folds,
         "cross_validated": {
-            **{key: round(sum(f["held_out_metrics"][key] for f in folds) / len(folds), 4)
-               for key in keys},
+            **{
+                key: round(sum(f["held_out_metrics"][key] for f in folds) / len(folds), 4)
+                for key in keys
+            },
             "R@10_interval_95": bootstrap_interval(held_out),
         },
         "in_sample": {
             "chosen": dict(grid[best]),
             **_metrics(_headline([r for m in everyone for r in rows[best][m]]), ks),
         },
-        "shipped": None if shipped is None else {
+        "shipped": None
+        if shipped is None
+        else {
             "params": dict(grid[shipped]),
             **_metrics(_headline([r for m in everyone for r in rows[shipped][m]]), ks),
         },

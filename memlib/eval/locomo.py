@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._retrieval.inverted import InvertedIndex, lexical_from_index
-from .._stopwords import english_stopwords
+from .._tokens import english_stopwords
 from .._vectors import DenseScores, reads_pairs
 from ..candidates import CandidateScan, RecallCandidate, make_candidate, searchable_text
 from ..errors import RemoteMemoryValidationError
@@ -60,7 +60,6 @@ __all__ = [
     "rank_question",
     "ConversationIndex",
     "ConversationVectors",
-    "evaluate",
     "format_table",
     "CATEGORY_NAMES",
     "HEADLINE_CATEGORIES",
@@ -69,7 +68,11 @@ __all__ = [
 
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 CATEGORY_NAMES = {
-    1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial",
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
 }
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 DEFAULT_KS = (1, 5, 10)
@@ -252,8 +255,7 @@ class ConversationVectors:
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
         """Each record's turn before and after it in its source (``stores.sources``)."""
-        return {m: SourceNeighbours(*pair)
-                for m, pair in self.index.neighbours(memory_ids).items()}
+        return {m: SourceNeighbours(*pair) for m, pair in self.index.neighbours(memory_ids).items()}
 
     def postings(self, query: RecallQuery, terms: Sequence[str]) -> Any:
         ids = self.index.ids
@@ -271,8 +273,11 @@ class ConversationVectors:
 
 
 def rank_hits(
-    ranker: Ranker, index: ConversationIndex | ConversationVectors,
-    conversation: LocomoConversation, question: LocomoQuestion, k: int,
+    ranker: Ranker,
+    index: ConversationIndex | ConversationVectors,
+    conversation: LocomoConversation,
+    question: LocomoQuestion,
+    k: int,
 ) -> tuple[RecallHit, ...]:
     """The top ``k`` hits of one question, through memlib's stages.
 
@@ -287,8 +292,14 @@ def rank_hits(
     )
     if isinstance(index, ConversationVectors) and isinstance(ranker, DenseScoring):
         scan, chosen, _ = ranker.score_stored(
-            query, index.postings, index.dense, index.fetch, embedder=index.embedder,
-            as_of=conversation.as_of, limit=k, neighbours=index.source_neighbours,
+            query,
+            index.postings,
+            index.dense,
+            index.fetch,
+            embedder=index.embedder,
+            as_of=conversation.as_of,
+            limit=k,
+            neighbours=index.source_neighbours,
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     else:
@@ -300,8 +311,11 @@ def rank_hits(
 
 
 def rank_question(
-    ranker: Ranker, index: ConversationIndex | ConversationVectors,
-    conversation: LocomoConversation, question: LocomoQuestion, k: int,
+    ranker: Ranker,
+    index: ConversationIndex | ConversationVectors,
+    conversation: LocomoConversation,
+    question: LocomoQuestion,
+    k: int,
 ) -> tuple[str, ...]:
     """The memory ids of the top ``k`` records for one question, through memlib's stages."""
     return tuple(hit.memory_id for hit in rank_hits(ranker, index, conversation, question, k))
@@ -370,8 +384,13 @@ def evaluate_ranker(
     ranker_obj = get_ranker(ranker)
     rows: list[Row] = []
     for conversation in conversations:
-        rows += conversation_rows(conversation, ranker_obj, depth=max(ks),
-                                  stored_vectors=stored_vectors, progress=progress)
+        rows += conversation_rows(
+            conversation,
+            ranker_obj,
+            depth=max(ks),
+            stored_vectors=stored_vectors,
+            progress=progress,
+        )
     headline = [r for r in rows if r[0] in HEADLINE_CATEGORIES]
     return {
         "overall": _metrics(headline, ks),
@@ -380,18 +399,6 @@ def evaluate_ranker(
         },
         "category_5": _metrics([r for r in rows if r[0] == 5], ks),
         "questions": len(headline),
-    }
-
-
-def evaluate(
-    conversations: Sequence[LocomoConversation],
-    rankers: Sequence[str],
-    *,
-    ks: Sequence[int] = DEFAULT_KS,
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, dict[str, Any]]:
-    return {
-        name: evaluate_ranker(conversations, name, ks=ks, progress=progress) for name in rankers
     }
 
 

@@ -1,7 +1,7 @@
 """The benchmark's entry points run end to end at a tiny size (about 20 s).
 
 ``python -m benchmarks.run`` at N=500: warm lexical rows beside bm25s, cold processes,
-catch-up, embedding throughput and hybrid (with the hashing embedder: no torch), the
+catch-up, embedding throughput and hybrid (with the hashing embedder: no model), the
 targets, and ``--readme-table`` on the report it wrote. What is checked is what the
 full run relies on: every row is there, answers agree across backends, the report's
 keys are those notebook 12 and the README table read. Speed is not checked here.
@@ -23,18 +23,25 @@ RANKERS = ("baseline", "bm25", "bm25+stopwords")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchmarks.run", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     pytest.importorskip("bm25s")
     out = tmp_path_factory.mktemp("bench")
-    done = _run("--sizes", str(N), "--queries", "5", "--ref-queries", "1", "--no-postgres",
-                "--worst-records", "0", "--append-at", "", "--cold-rankers", "baseline",
-                "--hybrid-sizes", str(N), "--embed-records", "100", "--embedder", "hashing",
-                "--out", str(out), "--workdir", str(out))
+    done = _run(
+        *f"--sizes {N} --queries 5 --ref-queries 1 --no-postgres --cold-rankers baseline "
+        f"--cold-rounds 1 --hybrid-sizes {N} --embed-records 100 --embedder hashing".split(),
+        *("--append-at", "", "--out", str(out), "--workdir", str(out)),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (path,) = [p for p in out.glob("bench-????????.json")]
     return json.loads(path.read_text(encoding="utf-8")), path
@@ -95,44 +102,59 @@ def test_embedding_and_hybrid_rows_hold_a_vector_for_every_record(
 def test_targets_and_the_readme_table(report: tuple[dict[str, Any], Path]) -> None:
     data, path = report
     names = {t["target"] for t in data["targets"]}
-    assert {"bm25+stopwords warm p50 <= 2x bm25s retrieve",
-            "cold memlib recall on JSONL <= 1.5x SQLite",
-            "catch-up: cold recall after 1,000 appended <= 1.2x one without",
-            "hybrid warm p50 <= 100 ms",
-            "hybrid cold memlib recall <= its floor + 1 s"} <= names
+    assert {
+        "bm25+stopwords warm p50 <= 2x bm25s retrieve",
+        "cold memlib recall on JSONL <= 1.5x SQLite",
+        "catch-up: cold recall after 1,000 appended <= 1.2x one without",
+        "hybrid warm p50 <= 100 ms",
+        "hybrid cold memlib recall <= its floor + 1 s",
+    } <= names
     for t in data["targets"]:
-        assert t["met"] == (t["measured"] <= t["limit"] if t["unit"] != "records/s"
-                            else t["measured"] >= t["limit"])
+        assert t["met"] == (
+            t["measured"] <= t["limit"] if t["unit"] != "records/s" else t["measured"] >= t["limit"]
+        )
     done = _run("--readme-table", str(path))
     assert done.returncode == 0, done.stderr[-2000:]
-    for text in ("bm25s retrieve (peer)", "JSONL + index file", "hybrid floor", data["date"],
-                 data["machine"]["cpu"]):
+    for text in (
+        "bm25s retrieve (peer)",
+        "JSONL + index file",
+        "hybrid floor",
+        data["date"],
+        data["machine"]["cpu"],
+    ):
         assert text in done.stdout
     # The README's targets: one line per target and size it names (N=500 is named only
     # by the no-regression targets, which hold at every size).
-    rows = [line for line in done.stdout.splitlines()
-            if line.startswith("| ") and line.split(" | ")[0][2:] in names]
+    rows = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and line.split(" | ")[0][2:] in names
+    ]
     named = {(t["target"], t["n"]) for t in data["targets"] if t["at_named_size"]}
     assert len(rows) == len(named) >= 1
 
 
-def test_forget_empties_the_model_behind_the_lazy_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forget_empties_the_model_behind_the_pair_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
     # The throughput and warm hybrid figures must embed every text: the cache emptied
-    # before each is the loaded model's, also when the benchmark holds the lazy wrapper
-    # that get_embedder("minilm") gives (with a full cache, a store "embedded" 30,000
-    # records a second).
+    # before each is the model's, also when the benchmark holds a pair embedder over it
+    # (with a full cache, a store "embedded" 30,000 records a second).
     monkeypatch.syspath_prepend(str(ROOT))
     from benchmarks.hybrid_scale import forget
-    from memlib.rankers import embeddings
+    from memlib.rankers.embeddings import PairEmbedder, get_embedder
 
     class Loaded:
+        name, dimension = "loaded", 8
+
         def __init__(self) -> None:
-            self._cache = {"a text": [0.0]}
+            self.cache = {"a text": [0.0]}
+
+        def forget(self) -> None:
+            self.cache.clear()
 
     loaded = Loaded()
-    monkeypatch.setattr(embeddings, "get_embedding_model", lambda: loaded)
-    forget(embeddings.LazyEmbeddingModel())
-    assert loaded._cache == {}
-    own = Loaded()
-    forget(own)
-    assert own._cache == {}
+    forget(loaded)
+    assert loaded.cache == {}
+    loaded.cache["a text"] = [0.0]
+    forget(PairEmbedder(loaded))
+    assert loaded.cache == {}
+    forget(get_embedder("hashing"))  # nothing cached, nothing to do

@@ -1,4 +1,4 @@
-"""Score-floor calibration (``memlib.eval.abstention``): figures by hand, then on tiny
+"""Score-floor calibration (``benchmarks/abstention.py``): figures by hand, then on tiny
 LoCoMo-format conversations written here (never the real data).
 
 The hand-made ``QuestionScores`` make every figure checkable on paper; the conversations
@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from memlib.errors import RemoteMemoryValidationError
-from memlib.eval.abstention import (
+from benchmarks.abstention import (
     QuestionScores,
     abstention_curve,
     cross_validate,
@@ -27,17 +26,18 @@ from memlib.eval.abstention import (
     floor_grid,
     headline_questions,
     questions_of,
-    rank_hits,
     round_down_2sig,
     score_questions,
     suggest_floor,
     top_scores,
 )
+from memlib.errors import RemoteMemoryValidationError
 from memlib.eval.locomo import (
     ConversationIndex,
     LocomoConversation,
     evaluate_ranker,
     parse_locomo,
+    rank_hits,
     rank_question,
 )
 from memlib.rankers import get_ranker
@@ -54,8 +54,13 @@ HAND = (
 
 
 def _row(floor: float | None, foreign: float, r10: float, h10: float, own: float) -> dict:
-    return {"floor": floor, "foreign_abstain": foreign, "own_r10": r10, "own_h10": h10,
-            "own_abstain": own}
+    return {
+        "floor": floor,
+        "foreign_abstain": foreign,
+        "own_r10": r10,
+        "own_h10": h10,
+        "own_abstain": own,
+    }
 
 
 def test_figures_at_each_floor_by_hand() -> None:
@@ -92,10 +97,20 @@ def test_the_grid_is_quantiles_of_top_scores_and_round_numbers() -> None:
     assert floor_grid([QuestionScores(1, (), None, None)]) == []
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (0.5234, 0.52), (7.83, 7.8), (0.52, 0.52), (5.960509, 5.9), (123.4, 120.0),
-    (0.0999, 0.099), (0.0, 0.0), (-0.0123, -0.013), (9.99, 9.9),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.5234, 0.52),
+        (7.83, 7.8),
+        (0.52, 0.52),
+        (5.960509, 5.9),
+        (123.4, 120.0),
+        (0.0999, 0.099),
+        (0.0, 0.0),
+        (-0.0123, -0.013),
+        (9.99, 9.9),
+    ],
+)
 def test_round_down_to_two_significant_digits(value: float, expected: float) -> None:
     assert round_down_2sig(value) == expected
 
@@ -131,17 +146,38 @@ def test_leave_one_conversation_out_by_hand() -> None:
     checked = cross_validate(curve, keep=0.8)
     first, second = checked["folds"]
     # Chosen on questions 3-4 (R@10 0.5, keep 0.4): 0.45; questions 1-2 keep everything.
-    assert first == {"held_out": "a", "floor": 0.45, "n": 2, "foreign_abstain": 0.0,
-                     "own_r10": 1.0, "own_h10": 1.0, "own_abstain": 0.0,
-                     "own_r10_unfloored": 1.0, "own_r10_ratio": 1.0}
+    assert first == {
+        "held_out": "a",
+        "floor": 0.45,
+        "n": 2,
+        "foreign_abstain": 0.0,
+        "own_r10": 1.0,
+        "own_h10": 1.0,
+        "own_abstain": 0.0,
+        "own_r10_unfloored": 1.0,
+        "own_r10_ratio": 1.0,
+    }
     # Chosen on questions 1-2 (R@10 1.0, keep 0.8): 0.6379 → 0.63, which drops 0.45.
-    assert second == {"held_out": "b", "floor": 0.63, "n": 2, "foreign_abstain": 1.0,
-                      "own_r10": 0.25, "own_h10": 0.5, "own_abstain": 0.5,
-                      "own_r10_unfloored": 0.5, "own_r10_ratio": 0.5}
+    assert second == {
+        "held_out": "b",
+        "floor": 0.63,
+        "n": 2,
+        "foreign_abstain": 1.0,
+        "own_r10": 0.25,
+        "own_h10": 0.5,
+        "own_abstain": 0.5,
+        "own_r10_unfloored": 0.5,
+        "own_r10_ratio": 0.5,
+    }
     # Pooled: (1 + 1 + ½ + 0) / 4 against 0.75 unfloored.
-    assert checked["pooled"] == {"foreign_abstain": 0.5, "own_r10": 0.625, "own_h10": 0.75,
-                                 "own_abstain": 0.25, "own_r10_unfloored": 0.75,
-                                 "own_r10_ratio": 0.8333}
+    assert checked["pooled"] == {
+        "foreign_abstain": 0.5,
+        "own_r10": 0.625,
+        "own_h10": 0.75,
+        "own_abstain": 0.25,
+        "own_r10_unfloored": 0.75,
+        "own_r10_ratio": 0.8333,
+    }
     with pytest.raises(RemoteMemoryValidationError, match="2\\+ conversations"):
         cross_validate(curve_from_scores("hand", SUGGEST))
     with pytest.raises(RemoteMemoryValidationError, match="do not add up"):
@@ -159,45 +195,63 @@ def test_no_suggestion_without_evidence_found_and_bad_keep() -> None:
 # -- on tiny conversations ----------------------------------------------------------------
 
 
-def _sample(sample_id: str, speakers: tuple[str, str], lines: list[str],
-            qa: list[tuple[str, list[str], int]]) -> dict[str, Any]:
-    turns = [{"speaker": speakers[i % 2], "dia_id": f"D1:{i + 1}", "text": text}
-             for i, text in enumerate(lines)]
+def _sample(
+    sample_id: str,
+    speakers: tuple[str, str],
+    lines: list[str],
+    qa: list[tuple[str, list[str], int]],
+) -> dict[str, Any]:
+    turns = [
+        {"speaker": speakers[i % 2], "dia_id": f"D1:{i + 1}", "text": text}
+        for i, text in enumerate(lines)
+    ]
     return {
         "sample_id": sample_id,
-        "conversation": {"speaker_a": speakers[0], "speaker_b": speakers[1],
-                         "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
-        "qa": [{"question": q, "answer": "x", "evidence": ev, "category": cat}
-               for q, ev, cat in qa],
+        "conversation": {
+            "speaker_a": speakers[0],
+            "speaker_b": speakers[1],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns,
+        },
+        "qa": [
+            {"question": q, "answer": "x", "evidence": ev, "category": cat} for q, ev, cat in qa
+        ],
     }
 
 
 def tiny_conversations() -> tuple[LocomoConversation, ...]:
-    return parse_locomo([
-        _sample("conv-a", ("Ann", "Bob"), [
-            "Hi Bob, how was your week?",
-            "I adopted a puppy named Biscuit.",
-            "My pottery teacher moved to Lisbon.",
-            "I practise the violin every evening.",
-        ], [
-            ("Bob's puppy name?", ["D1:2"], 4),
-            ("Where did the pottery teacher move?", ["D1:3"], 4),
-            ("Which puppy and which teacher came up?", ["D1:2", "D1:3"], 1),
-            ("What did Bob adopt?", ["D1:2"], 5),  # adversarial: not a headline question
-        ]),
-        _sample("conv-b", ("Cat", "Dan"), [
-            "Our sailing teacher lives in Lisbon.",
-            "The boat needs new sails before summer.",
-        ], [
-            ("Where does the sailing teacher live?", ["D1:1"], 4),
-        ]),
-        _sample("conv-c", ("Eve", "Fay"), [
-            "I ran my first marathon in April.",
-            "I will play violin at the spring concert.",
-        ], [
-            ("Who plays violin at the concert?", ["D1:2"], 4),
-        ]),
-    ])
+    return parse_locomo(
+        [
+            _sample(
+                "conv-a",
+                ("Ann", "Bob"),
+                [
+                    "Hi Bob, how was your week?",
+                    "I adopted a puppy named Biscuit.",
+                    "My pottery teacher moved to Lisbon.",
+                    "I practise the violin every evening.",
+                ],
+                [
+                    ("Bob's puppy name?", ["D1:2"], 4),
+                    ("Where did the pottery teacher move?", ["D1:3"], 4),
+                    ("Which puppy and which teacher came up?", ["D1:2", "D1:3"], 1),
+                    ("What did Bob adopt?", ["D1:2"], 5),  # adversarial: not a headline question
+                ],
+            ),
+            _sample(
+                "conv-b",
+                ("Cat", "Dan"),
+                ["Our sailing teacher lives in Lisbon.", "The boat needs new sails before summer."],
+                [("Where does the sailing teacher live?", ["D1:1"], 4)],
+            ),
+            _sample(
+                "conv-c",
+                ("Eve", "Fay"),
+                ["I ran my first marathon in April.", "I will play violin at the spring concert."],
+                [("Who plays violin at the concert?", ["D1:2"], 4)],
+            ),
+        ]
+    )
 
 
 def test_own_recalls_are_rank_questions_and_found_are_evidence_scores() -> None:
@@ -210,7 +264,8 @@ def test_own_recalls_are_rank_questions_and_found_are_evidence_scores() -> None:
         index = ConversationIndex(conversation.records)
         hits = rank_hits(ranker, index, conversation, question, 10)
         assert tuple(h.memory_id for h in hits) == rank_question(
-            ranker, index, conversation, question, 10)
+            ranker, index, conversation, question, 10
+        )
         assert got.found == tuple(h.score for h in hits if h.memory_id in question.evidence)
         assert got.own_top == hits[0].score and got.evidence == len(question.evidence)
 
@@ -239,9 +294,11 @@ def test_the_unfloored_row_is_evaluate_rankers_figure(name: str) -> None:
     assert curve["unfloored"]["own_r10"] == overall["R@10"]
     assert curve["unfloored"]["own_h10"] == overall["H@10"]
     assert curve["n"] == overall["n"] == len(calls) == 5 and set(calls) == {1}
-    assert curve["conversations"] == [{"sample_id": "conv-a", "questions": 3},
-                                      {"sample_id": "conv-b", "questions": 1},
-                                      {"sample_id": "conv-c", "questions": 1}]
+    assert curve["conversations"] == [
+        {"sample_id": "conv-a", "questions": 3},
+        {"sample_id": "conv-b", "questions": 1},
+        {"sample_id": "conv-c", "questions": 1},
+    ]
     # Every floor in the grid keeps at most what no floor keeps, and the curve falls.
     r10 = [r["own_r10"] for r in curve["rows"][1:]]
     assert r10 == sorted(r10, reverse=True) and r10[0] <= overall["R@10"]
@@ -250,8 +307,11 @@ def test_the_unfloored_row_is_evaluate_rankers_figure(name: str) -> None:
     best = max(top_scores(questions_of(curve)))
     (at_best,) = [r for r in curve["rows"] if r["floor"] == best]
     assert min(at_best["own_abstain"], at_best["foreign_abstain"]) < 1.0
-    assert all(r["own_abstain"] == r["foreign_abstain"] == 1.0
-               for r in curve["rows"] if r["floor"] is not None and r["floor"] > best)
+    assert all(
+        r["own_abstain"] == r["foreign_abstain"] == 1.0
+        for r in curve["rows"]
+        if r["floor"] is not None and r["floor"] > best
+    )
 
 
 def test_the_curve_survives_json_and_suggests_the_same() -> None:
@@ -282,32 +342,51 @@ def test_one_conversation_is_refused() -> None:
 
 
 def _benchmark(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchmarks.abstention", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.abstention", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_benchmark_writes_a_report_it_can_reread(tmp_path: Path) -> None:
     data = tmp_path / "tiny.json"
-    data.write_text(json.dumps([_sample("conv-x", ("A", "B"), ["puppy Biscuit"],
-                                        [("puppy?", ["D1:1"], 4)])]), encoding="utf-8")
+    data.write_text(
+        json.dumps([_sample("conv-x", ("A", "B"), ["puppy Biscuit"], [("puppy?", ["D1:1"], 4)])]),
+        encoding="utf-8",
+    )
     out = tmp_path / "report.json"
     refused = _benchmark("--rankers", "bm25", "--data", str(data), "--out", str(out))
     assert refused.returncode == 2 and not out.exists()
     assert refused.stderr.strip().splitlines() == [
-        "error: abstention needs at least 2 conversations (foreign recalls use the next one)"]
+        "error: abstention needs at least 2 conversations (foreign recalls use the next one)"
+    ]
     refused = _benchmark("--data", str(data), "--out", str(out), "--keep", "2")
     assert refused.returncode == 2 and refused.stderr.startswith("error: keep must be in")
     samples = [
-        _sample("conv-a", ("Ann", "Bob"), ["I adopted a puppy named Biscuit.",
-                                           "The teacher moved to Lisbon."],
-                [("What is the puppy's name?", ["D1:1"], 4),
-                 ("Where did the teacher move?", ["D1:2"], 4)]),
-        _sample("conv-b", ("Cat", "Dan"), ["Our teacher sails a boat."],
-                [("Who sails a boat?", ["D1:1"], 4)]),
+        _sample(
+            "conv-a",
+            ("Ann", "Bob"),
+            ["I adopted a puppy named Biscuit.", "The teacher moved to Lisbon."],
+            [
+                ("What is the puppy's name?", ["D1:1"], 4),
+                ("Where did the teacher move?", ["D1:2"], 4),
+            ],
+        ),
+        _sample(
+            "conv-b",
+            ("Cat", "Dan"),
+            ["Our teacher sails a boat."],
+            [("Who sails a boat?", ["D1:1"], 4)],
+        ),
     ]
     data.write_text(json.dumps(samples), encoding="utf-8")
-    done = _benchmark("--rankers", "baseline", "bm25", "--data", str(data), "--out", str(out),
-                      "--quiet")
+    done = _benchmark(
+        "--rankers", "baseline", "bm25", "--data", str(data), "--out", str(out), "--quiet"
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     printed = done.stdout
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -320,17 +399,27 @@ def test_the_benchmark_writes_a_report_it_can_reread(tmp_path: Path) -> None:
     assert "<- suggested" in printed and report["data"]["questions"] == 3
 
 
-def test_the_rankers_suggest_the_floors_of_the_committed_report() -> None:
-    """``min_score="suggested"`` is what the calibration chose, not a number typed apart."""
-    import json
-    from pathlib import Path
+def _floors(name: str) -> dict[str, Any]:
+    floors: dict[str, Any] = json.loads(
+        (ROOT / "reports" / f"{name}.json").read_text(encoding="utf-8")
+    )["suggested_floors"]
+    return floors
 
-    from memlib.rankers import get_ranker, ranker_names
 
-    report = json.loads(
-        (Path(__file__).resolve().parents[2] / "reports" / "abstention-dev-split.json")
-        .read_text(encoding="utf-8")
-    )
-    suggested = {name: getattr(get_ranker(name), "suggested_min_score", None)
-                 for name in ranker_names()}
-    assert suggested == report["suggested_floors"]
+def test_the_rankers_suggest_the_floors_of_the_committed_reports() -> None:
+    """``min_score="suggested"`` is what the calibration chose, not a number typed apart:
+    on turn vectors (every ranker) and on pair vectors (hybrid, ``--embedder e5-pair``)."""
+    from memlib.rankers import ranker_names
+
+    suggested = {
+        name: getattr(get_ranker(name), "suggested_min_score", None) for name in ranker_names()
+    }
+    assert suggested == _floors("abstention-dev-split")
+    from memlib.rankers.embeddings import get_embedder
+
+    def hybrid_on(embedder: str) -> float:
+        ranker = get_ranker("hybrid").with_model(get_embedder(embedder))  # type: ignore[attr-defined]
+        return float(ranker.suggested_min_score_for(None))
+
+    assert {"hybrid": hybrid_on("e5-pair")} == _floors("abstention-pairs-dev-split")
+    assert hybrid_on("e5") == suggested["hybrid"]

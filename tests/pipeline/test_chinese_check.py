@@ -1,6 +1,6 @@
 """The Chinese check set: recall on Chinese questions, with floors that fail on a drop.
 
-The lexical floors sit just under the figures measured when the set was written (README,
+The lexical floors sit just under the figures measured when the set was written (docs/retrieval.md,
 "Chinese"); a change that costs Chinese recall fails here, in the README's test command.
 
 The model's floors carry a margin of three questions of the set's 69 (0.043): the figures
@@ -31,8 +31,9 @@ def _cpu() -> str:
         info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return platform.processor() or platform.machine()
-    names = [line.split(":", 1)[1].strip() for line in info.splitlines()
-             if line.startswith("model name")]
+    names = [
+        line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")
+    ]
     return names[0] if names else platform.machine()
 
 
@@ -77,7 +78,9 @@ def test_hybrid_on_pair_vectors_reads_chinese_at_least_as_well_as_english(conver
     ranker = HybridRanker(model=get_embedder("e5-pair"))
     r10 = evaluate_ranker(conversations, ranker)["overall"]["R@10"]
     assert r10 >= FLOORS["hybrid/pairs"], f"hybrid on pairs: Chinese R@10 fell to {r10} on {_cpu()}"
-    english = [json.loads((REPORTS / name).read_text(encoding="utf-8"))
-               for name in ("rankers-dev-split.json", "rankers-pairs-dev-split.json")]
+    english = [
+        json.loads((REPORTS / name).read_text(encoding="utf-8"))
+        for name in ("rankers-dev-split.json", "rankers-pairs-dev-split.json")
+    ]
     best_english = max(rep["overall"]["R@10"] for report in english for rep in report.values())
     assert r10 >= best_english

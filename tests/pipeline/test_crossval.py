@@ -31,6 +31,7 @@ def test_each_fold_chooses_on_the_other_conversation_and_cv_is_their_mean(report
     assert [f["held_out"] for f in report["folds"]] == [c.sample_id for c in conversations]
     base = get_ranker("bm25")
     for fold, train in zip(report["folds"], reversed(conversations), strict=True):
+
         def r10(params, conversation=train):  # type: ignore[no-untyped-def]
             ranker = base.with_params(**params)  # type: ignore[attr-defined]
             return evaluate_ranker([conversation], ranker)["overall"]["R@10"]
@@ -47,8 +48,7 @@ def test_the_interval_holds_the_figure_and_is_the_same_every_run(report) -> None
     assert high - low > 0.02  # 69 questions: far from exact
     again = cross_validate(load_locomo(chinese_check_set_path()), "bm25")
     assert again["cross_validated"]["R@10_interval_95"] == [low, high]
-    line = next(x for x in format_crossval({"bm25": report}).splitlines()
-                if x.startswith("bm25 "))
+    line = next(x for x in format_crossval({"bm25": report}).splitlines() if x.startswith("bm25 "))
     assert f"{low:.3f}-{high:.3f}" in line
 
 

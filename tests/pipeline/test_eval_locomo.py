@@ -33,8 +33,13 @@ def tiny_locomo() -> list[dict]:
         "session_1": [
             _turn("Ann", "D1:1", "Hi Bob! How was your week?"),
             _turn("Bob", "D1:2", "Great, I adopted a puppy named Biscuit."),
-            _turn("Ann", "D1:3", "Lovely! I started pottery classes on Tuesday.",
-                  img_url="http://example.invalid/x.jpg", blip_caption="a photo of a clay bowl"),
+            _turn(
+                "Ann",
+                "D1:3",
+                "Lovely! I started pottery classes on Tuesday.",
+                img_url="http://example.invalid/x.jpg",
+                blip_caption="a photo of a clay bowl",
+            ),
         ],
         "session_2_date_time": "10:00 am on 20 June, 2023",
         "session_2": [
@@ -46,21 +51,49 @@ def tiny_locomo() -> list[dict]:
         "session_3_date_time": "9:00 am on 1 January, 2024",
     }
     qa = [
-        {"question": "What is the name of Bob's puppy?", "answer": "Biscuit",
-         "evidence": ["D1:2"], "category": 4},
-        {"question": "Where did Ann's pottery teacher move?", "answer": "Lisbon",
-         "evidence": ["D:2:2"], "category": 4},
-        {"question": "What did Biscuit chew, and when did Bob adopt him?", "answer": "x",
-         "evidence": ["D2:01; D1:2", "D9:9"], "category": 1},
-        {"question": "When did Ann start pottery classes?", "answer": "Tuesday",
-         "evidence": ["D1:3"], "category": 2},
-        {"question": "Would Ann enjoy Lisbon?", "answer": "likely", "evidence": [],
-         "category": 3},
-        {"question": "What is the name of Ann's puppy?", "answer": "none",
-         "adversarial_answer": "Biscuit", "evidence": ["D1:2"], "category": 5},
+        {
+            "question": "What is the name of Bob's puppy?",
+            "answer": "Biscuit",
+            "evidence": ["D1:2"],
+            "category": 4,
+        },
+        {
+            "question": "Where did Ann's pottery teacher move?",
+            "answer": "Lisbon",
+            "evidence": ["D:2:2"],
+            "category": 4,
+        },
+        {
+            "question": "What did Biscuit chew, and when did Bob adopt him?",
+            "answer": "x",
+            "evidence": ["D2:01; D1:2", "D9:9"],
+            "category": 1,
+        },
+        {
+            "question": "When did Ann start pottery classes?",
+            "answer": "Tuesday",
+            "evidence": ["D1:3"],
+            "category": 2,
+        },
+        {"question": "Would Ann enjoy Lisbon?", "answer": "likely", "evidence": [], "category": 3},
+        {
+            "question": "What is the name of Ann's puppy?",
+            "answer": "none",
+            "adversarial_answer": "Biscuit",
+            "evidence": ["D1:2"],
+            "category": 5,
+        },
     ]
-    return [{"sample_id": "conv-x", "conversation": conversation, "qa": qa,
-             "event_summary": {}, "observation": {}, "session_summary": {}}]
+    return [
+        {
+            "sample_id": "conv-x",
+            "conversation": conversation,
+            "qa": qa,
+            "event_summary": {},
+            "observation": {},
+            "session_summary": {},
+        }
+    ]
 
 
 @pytest.fixture
@@ -108,8 +141,13 @@ def test_index_scan_equals_the_reference_scan(data_file):
     (conv,) = load_locomo(data_file)
     index = ConversationIndex(conv.records)
     for question in conv.questions:
-        query = normalize_recall_query(question.question, user_scope=conv.user_scope,
-                                       limit=10, query_id="q", issued_at=conv.as_of)
+        query = normalize_recall_query(
+            question.question,
+            user_scope=conv.user_scope,
+            limit=10,
+            query_id="q",
+            issued_at=conv.as_of,
+        )
         assert index.scan(query) == scan_recall_candidates(query, conv.records)
 
 
@@ -134,8 +172,23 @@ def test_metrics_and_report_shape(data_file):
 
 def test_cli_runs_and_writes_the_report(data_file, tmp_path, capsys):
     out = tmp_path / "report.json"
-    code = main(["eval", "locomo", "--data", str(data_file), "--ranker", "baseline",
-                 "--ranker", "bm25", "--k", "1,5,10", "--report", str(out), "--quiet"])
+    code = main(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(data_file),
+            "--ranker",
+            "baseline",
+            "--ranker",
+            "bm25",
+            "--k",
+            "1,5,10",
+            "--report",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "baseline" in printed and "bm25" in printed and "R@10" in printed
@@ -149,8 +202,17 @@ def test_cli_errors_are_one_line(data_file, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("memlib: error: unknown ranker 'nope'") and err.count("\n") == 1
-    code = main(["eval", "locomo", "--data", str(tmp_path / "missing.json"), "--quiet",
-                 "--ranker", "baseline"])
+    code = main(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(tmp_path / "missing.json"),
+            "--quiet",
+            "--ranker",
+            "baseline",
+        ]
+    )
     assert code == 2
     assert "not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -161,12 +223,40 @@ def test_cli_reads_hybrid_through_the_global_embedder(data_file, tmp_path, capsy
     """``memlib --embedder X eval locomo``: hybrid scores X's vectors as a store of them
     would; on pairs there is no lexical-only row (a scan knows no turn before)."""
     out = tmp_path / "report.json"
-    code = main(["--embedder", "hashing+pair", "eval", "locomo", "--data", str(data_file),
-                 "--ranker", "hybrid", "--no-cv", "--report", str(out), "--quiet"])
+    code = main(
+        [
+            "--embedder",
+            "hashing+pair",
+            "eval",
+            "locomo",
+            "--data",
+            str(data_file),
+            "--ranker",
+            "hybrid",
+            "--no-cv",
+            "--report",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     assert "dense rankers read vectors of memlib-hashing-64+pair" in capsys.readouterr().out
     assert list(json.loads(out.read_text(encoding="utf-8"))) == ["hybrid"]
-    code = main(["--embedder", "hashing", "eval", "locomo", "--data", str(data_file),
-                 "--ranker", "hybrid", "--no-cv", "--report", str(out), "--quiet"])
+    code = main(
+        [
+            "--embedder",
+            "hashing",
+            "eval",
+            "locomo",
+            "--data",
+            str(data_file),
+            "--ranker",
+            "hybrid",
+            "--no-cv",
+            "--report",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     assert list(json.loads(out.read_text(encoding="utf-8"))) == ["hybrid", "hybrid/lexical-only"]
