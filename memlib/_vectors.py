@@ -1,59 +1,32 @@
 """Stored embeddings: the contract between an embedder, a store and the dense search.
 
-A store opened with an ``Embedder`` embeds each conversation record when it is
-appended or imported and keeps the vector beside it (JSONL: a derived file next to the
-log; SQL: a table of its own). The model's name and dimension are recorded with the
-vectors: a store never mixes two models, and asking it for another model's similarities
-is refused with the command that rebuilds them (``memlib embed --rebuild``). A
-retraction removes the record's vector, so no trace of a retracted record's embedding
-remains.
-
-A vector is ``dimension`` little-endian float32 numbers, L2-normalised by the embedder,
-stored as raw bytes (``pack`` / ``unpack``). Similarity is the dot product (cosine of
-unit vectors), searched exactly with numpy (``exact_top``): at a million records of 384
-dimensions that is one matrix-vector product, fast enough that no approximate index is
-needed (docs/benchmarks.md has the figures).
+A store opened with an ``Embedder`` embeds each conversation record as it is written
+and keeps the vector beside it, under the model's name and dimension: a store never
+mixes two models (another is refused with ``memlib embed --rebuild``), and a retraction
+removes the record's vector. A vector is ``dimension`` little-endian float32, unit
+length, stored as raw bytes (``pack`` / ``unpack``); similarity is the dot product,
+searched exactly with numpy: at a million records of 384 dimensions one matrix-vector
+product, fast enough that no approximate index is needed (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import (
-    RemoteMemoryError,
-    RemoteMemoryValidationError,
-    RemoteMemoryVectorModelError,
-)
-
-__all__ = [
-    "DenseScores",
-    "Embedder",
-    "RemoteMemoryVectorModelError",
-    "VectorState",
-    "check_model",
-    "check_sizes",
-    "NumpyMissing",
-    "exact_dot",
-    "exact_top",
-    "pack",
-    "PAIR_SUFFIX",
-    "check_previous",
-    "pair_text",
-    "query_vector",
-    "reads_pairs",
-    "require_numpy",
-    "unpack",
-]
+from .errors import RemoteMemoryError, RemoteMemoryValidationError, RemoteMemoryVectorModelError
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+    """Turns texts into unit-length float32 vectors of a fixed dimension. ``pairs``: it
+    makes pair vectors, its ``name`` then ending in ``PAIR_SUFFIX``."""
 
     name: str
     dimension: int
+    pairs: bool
 
     def encode(self, texts: Sequence[str]) -> Any:
         """A ``(len(texts), dimension)`` float32 numpy array of L2-normalised rows."""
@@ -66,9 +39,12 @@ class Embedder(Protocol):
 PAIR_SUFFIX = "+pair"
 
 
-def reads_pairs(model: str | None) -> bool:
-    """Whether vectors recorded under ``model`` embed each record with its predecessor."""
-    return model is not None and model.endswith(PAIR_SUFFIX)
+def reads_pairs(model: Embedder | str | None) -> bool:
+    """Whether ``model``'s vectors (an embedder's, or those recorded under that name)
+    embed each record with its predecessor."""
+    if model is None or isinstance(model, str):
+        return model is not None and model.endswith(PAIR_SUFFIX)
+    return model.pairs
 
 
 def check_previous(model: str, previous: Mapping[str, str | None] | None) -> None:
@@ -79,7 +55,8 @@ def check_previous(model: str, previous: Mapping[str, str | None] | None) -> Non
         raise RemoteMemoryValidationError("pair vectors need each record's previous turn")
     if not pairs and previous is not None:
         raise RemoteMemoryValidationError(
-            f"previous turns are for pair vectors only: {model} vectors embed no previous turn")
+            f"previous turns are for pair vectors only: {model} vectors embed no previous turn"
+        )
 
 
 def pair_text(previous: str | None, content: str) -> str:
@@ -87,7 +64,7 @@ def pair_text(previous: str | None, content: str) -> str:
     return content if previous is None else f"{previous}\n{content}"
 
 
-def query_vector(embedder: Any, text: str) -> Any:
+def query_vector(embedder: Embedder, text: str) -> Any:
     """``text`` embedded as a question: by ``encode_query`` when the embedder has one
     (E5 embeds questions and stored texts with different prefixes), else ``encode``."""
     encode = getattr(embedder, "encode_query", None) or embedder.encode
@@ -105,26 +82,19 @@ class VectorState:
     missing: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "dimension": self.dimension,
-            "stored": self.stored, "missing": self.missing,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
 class DenseScores:
-    """Similarity of one query vector to every stored vector of searched records.
+    """Similarity of one query vector to the stored vector of every searched conversation
+    record of the scope: ``scores[i]`` (numpy float32) is row ``i``'s, of ``ids[i]``.
+    ``missing`` counts those with no vector yet; ``vector_of(i)`` is row ``i``'s vector,
+    when the store can give it without a copy of every row.
 
-    ``ids[i]`` is the memory_id of row ``i`` and ``scores[i]`` (numpy float32) its dot
-    product with the query vector. Only searched (not retracted) conversation records of
-    the store's scope appear. ``missing`` counts searched conversation records that have
-    no vector yet. ``vector_of(i)`` is row ``i``'s stored vector, when the store can
-    give it without a copy of every row.
-
-    ``scores`` select (``top``); ``exact`` is what a ranker shows. A float32
-    matrix-vector product rounds differently with the matrix's shape and the BLAS
-    kernel chosen for it, so the same two vectors could show 0.967382 on one backend and
-    0.967383 on another; one float64 dot product per shown record cannot.
+    ``scores`` select (``top``); ``exact`` is what a ranker shows: a float32 product
+    rounds differently with the matrix's shape and BLAS kernel (0.967382 on one backend,
+    0.967383 on another), one float64 dot product per shown record cannot.
     """
 
     ids: Sequence[str]
@@ -150,7 +120,8 @@ class DenseScores:
         position = self._positions()
         return {
             m: exact_dot(self.vector_of(position[m]), query_vector)
-            for m in memory_ids if m in position
+            for m in memory_ids
+            if m in position
         }
 
     def _positions(self) -> Mapping[str, int]:
@@ -181,22 +152,21 @@ def require_numpy() -> Any:
 def exact_dot(vector: Any, query_vector: Any) -> float:
     """The dot product of two float32 vectors, summed in float64 (see ``DenseScores``)."""
     np = require_numpy()
-
-    return float(np.dot(np.asarray(vector, dtype=np.float64),
-                        np.asarray(query_vector, dtype=np.float64)))
+    return float(
+        np.dot(np.asarray(vector, dtype=np.float64), np.asarray(query_vector, dtype=np.float64))
+    )
 
 
 def pack(vector: Any) -> bytes:
     """Raw little-endian float32 bytes of one vector."""
     np = require_numpy()
-
-    return np.asarray(vector, dtype="<f4").tobytes()
+    packed: bytes = np.asarray(vector, dtype="<f4").tobytes()
+    return packed
 
 
 def unpack(data: bytes | memoryview, dimension: int) -> Any:
     """A ``(n, dimension)`` float32 array from ``n`` packed vectors laid end to end."""
     np = require_numpy()
-
     flat = np.frombuffer(data, dtype="<f4")
     if dimension <= 0 or flat.size % dimension:
         raise RemoteMemoryError(f"vector bytes do not divide into rows of {dimension}")
@@ -206,7 +176,6 @@ def unpack(data: bytes | memoryview, dimension: int) -> Any:
 def exact_top(scores: Any, k: int, ids: Sequence[str]) -> list[int]:
     """Positions of the ``k`` greatest scores, best first; equal scores by id."""
     np = require_numpy()
-
     n = len(scores)
     if k <= 0 or n == 0:
         return []
@@ -225,9 +194,7 @@ def check_model(
     stored_model: str | None, stored_dimension: int, model: str, dimension: int
 ) -> None:
     """Refuse another model's vectors (``model``, ``dimension``: the asker's), with the way out."""
-    if stored_model is None:
-        return
-    if stored_model != model or stored_dimension != dimension:
+    if stored_model is not None and (stored_model, stored_dimension) != (model, dimension):
         raise RemoteMemoryVectorModelError(
             f"this store's vectors were made by {stored_model} ({stored_dimension} "
             f"dimensions), not {model} ({dimension}); rebuild them with "

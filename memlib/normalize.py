@@ -1,17 +1,18 @@
 """Stage 1 — normalize: raw recall text → ``RecallQuery`` (docs/reference.md#normalize).
 
-The same tokenizer (``memlib._tokens``) turns stored records into terms (stage 2), so a
-query and a record always agree on what a "term" is.
+The tokenizer (``memlib._tokens``) cuts stored records too (stage 2), so a query and a
+record always agree on what a "term" is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ._tokens import normalize_text, terms_of_normalized
+from ._tokens import normalize_text, terms_of_normalized, tokenize, tokenize_all
 from .errors import RemoteMemoryValidationError
 from .records import collapse_whitespace, format_timestamp
 
@@ -30,19 +31,6 @@ QUERY_MAX_CHARS = 2_000
 LIMIT_MIN, LIMIT_MAX = 1, 10
 
 
-def tokenize(text: str) -> tuple[str, ...]:
-    """Distinct sorted terms of any text, exactly as a query's terms are made."""
-    return tuple(sorted(set(terms_of_normalized(normalize_text(text)))))
-
-
-def tokenize_all(text: str) -> tuple[str, ...]:
-    """Every term of any text in reading order, repeats kept (term frequencies, BM25).
-
-    ``tuple(sorted(set(tokenize_all(t)))) == tokenize(t)`` for every text.
-    """
-    return tuple(terms_of_normalized(normalize_text(text)))
-
-
 @dataclass(frozen=True)
 class RecallQuery:
     """One recall request. ``query_id`` binds every later stage to this request."""
@@ -56,15 +44,7 @@ class RecallQuery:
     issued_at: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "query_id": self.query_id,
-            "text": self.text,
-            "normalized_text": self.normalized_text,
-            "terms": list(self.terms),
-            "user_scope": self.user_scope,
-            "limit": self.limit,
-            "issued_at": self.issued_at,
-        }
+        return {**dataclasses.asdict(self), "terms": list(self.terms)}
 
 
 def as_utc(moment: datetime | None) -> datetime:
@@ -79,10 +59,6 @@ def as_utc(moment: datetime | None) -> datetime:
         return moment.astimezone(UTC)
     except OverflowError:
         raise RemoteMemoryValidationError(f"as_of is out of range: {moment.isoformat()}") from None
-
-
-def new_query_id() -> str:
-    return f"query-{uuid.uuid4().hex[:12]}"
 
 
 def normalize_recall_query(
@@ -118,7 +94,7 @@ def normalize_recall_query(
     if query_id is not None and any("\ud800" <= ch <= "\udfff" for ch in query_id):
         raise RemoteMemoryValidationError("query_id must be valid Unicode (no lone surrogates)")
     return RecallQuery(
-        query_id=query_id if query_id is not None else new_query_id(),
+        query_id=f"query-{uuid.uuid4().hex[:12]}" if query_id is None else query_id,
         text=readable,
         normalized_text=normalized,
         terms=terms,

@@ -3,7 +3,7 @@
 Resumable: each batch is stored as it is embedded, so an interrupted run keeps what it
 did and the next run starts from the records still without a vector. The model is the
 global ``--embedder`` (or ``$MEMLIB_EMBEDDER``), else the one the store's vectors were
-made by, else all-MiniLM-L6-v2. ``--rebuild`` drops every stored vector first: the way
+made by, else multilingual-e5-small. ``--rebuild`` drops every stored vector first: the way
 to move a store to another model. Pair vectors (``--embedder e5-pair``) embed each record
 with the turn before it in its source (``stores.base.pair_texts``).
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._progress import progress_bar
-from .._vectors import check_model, pack, reads_pairs
+from .._vectors import check_model, pack
 from ..errors import RemoteMemoryValidationError
 from ..records import StoredMemory
 from ..stores._base import VectorStoring, pair_texts
@@ -54,11 +54,12 @@ def cmd_embed(args: argparse.Namespace) -> int:
                 break
             kept: Sequence[StoredMemory] = records
             texts, previous = [r.content for r in records], None
-            if reads_pairs(embedder.name):
+            if embedder.pairs:
                 kept, texts, previous = pair_texts(store, records)
             matrix = embedder.encode(texts)
             stored = store.put_vectors(
-                embedder.name, embedder.dimension,
+                embedder.name,
+                embedder.dimension,
                 {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
                 previous=previous,
             )
@@ -84,9 +85,13 @@ def register(subparsers: Any) -> None:
         "embed", help="store a vector for every record that has none (resumable)"
     )
     embed.add_argument("--batch-size", type=_batch_size, default=256)
-    embed.add_argument("--rebuild", action="store_true",
-                       help="drop every stored vector first (to change the model)")
-    embed.add_argument("--progress", action="store_true",
-                       help="show the progress bar even when not a terminal")
+    embed.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="drop every stored vector first (to change the model)",
+    )
+    embed.add_argument(
+        "--progress", action="store_true", help="show the progress bar even when not a terminal"
+    )
     embed.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     embed.set_defaults(func=cmd_embed)

@@ -37,9 +37,7 @@ def get_ranker(name: str | Ranker = DEFAULT_RANKER) -> Ranker:
         return name
     target = _RANKERS.get(name)
     if target is None:
-        raise RemoteMemoryValidationError(
-            f"unknown ranker {name!r}; known: {', '.join(_RANKERS)}"
-        )
+        raise RemoteMemoryValidationError(f"unknown ranker {name!r}; known: {', '.join(_RANKERS)}")
     module_name, _, class_name = target.partition(":")
     ranker: Ranker = getattr(importlib.import_module(module_name), class_name)()
     return ranker

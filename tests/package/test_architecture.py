@@ -17,11 +17,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "memlib"
 
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("memlib.errors", "memlib._safejson", "memlib._tokens", "memlib._visible", "memlib._stopwords",
-     "memlib._progress"),
+    ("memlib.errors", "memlib._safejson", "memlib._tokens", "memlib._visible", "memlib._progress"),
     ("memlib.records", "memlib._vectors"),
     ("memlib.normalize",),
     ("memlib.candidates", "memlib.score", "memlib.result", "memlib.rank", "memlib.render"),
+    ("memlib._capabilities",),
     ("memlib._retrieval", "memlib.rankers"),
     ("memlib.stores",),
     ("memlib._paths",),

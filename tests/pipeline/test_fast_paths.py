@@ -264,9 +264,9 @@ def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
 # -- rankers: only the hits get their signals built ------------------------------------
 
 class _FakeModel:
-    """Deterministic 8-d unit vectors from a text's bytes (no torch needed)."""
+    """Deterministic 8-d unit vectors from a text's bytes (no model needed)."""
 
-    name, dimension = "fake-8", 8
+    name, dimension, pairs = "fake-8", 8, False
 
     def encode(self, texts: list[str]) -> Any:
         import numpy as np

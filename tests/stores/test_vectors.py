@@ -290,6 +290,44 @@ def test_drop_vectors_then_another_model_works(opener: Opener) -> None:
         store.append(**_item("m-4"))  # the first model's store is now the other one
 
 
+class _MiniLM:
+    """Declares all-MiniLM-L6-v2, memlib's first model, which it no longer ships: a store
+    it embedded records that name with its vectors."""
+
+    name, dimension, pairs = "all-MiniLM-L6-v2", 64, False
+
+    def encode(self, texts: list[str]) -> Any:
+        return EMBEDDER.encode(texts)
+
+
+LEGACY = (
+    "this store's vectors were made by all-MiniLM-L6-v2, which memlib no longer ships: "
+    "run `memlib embed --rebuild` to re-embed them with multilingual-e5-small"
+)
+
+
+def test_a_minilm_store_names_the_rebuild_in_one_line(
+    opener: Opener, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memlib.cli import main
+
+    opener(embedder=_MiniLM()).append_many([_item("m-1"), _item("m-2")])
+    store = opener()
+    assert store.vector_state().model == "all-MiniLM-L6-v2"
+    with pytest.raises(RemoteMemoryVectorModelError) as raised:
+        RecallEngine(store, ranker="hybrid").recall("layered memory", as_of=SAMPLE_AS_OF)
+    assert str(raised.value) == LEGACY
+    cli = ["--store", opener.url_for(), "--user", "alice"]
+    assert main([*cli, "recall", "--ranker", "hybrid", "layered memory"]) == 2
+    assert capsys.readouterr().err == f"memlib: error: {LEGACY}\n"
+    assert main([*cli, "embed"]) == 2
+    assert capsys.readouterr().err == f"memlib: error: {LEGACY}\n"
+    # The way out it names (with the hashing embedder here: the same path, no model).
+    assert main([*cli, "--embedder", "hashing", "embed", "--rebuild", "--no-progress"]) == 0
+    assert opener().vector_state() == _state(opener(), 2, 0, HashingEmbedder())
+    assert main([*cli, "recall", "--ranker", "hybrid", "layered memory"]) == 0
+
+
 # -- scopes, retractions, failed writes, profiles ---------------------------------------------
 
 def test_scopes_keep_their_own_vectors(opener: Opener) -> None:
