@@ -1,21 +1,32 @@
 """The agent boundary: ``recall_history`` on the Anthropic Messages API (SPEC §5).
 
-Two paths use the store. The latest PROFILE record is injected once, at session start,
-at the top of the system prompt (``build_system_prompt``). CONVERSATION records are
-searched only when the model calls ``recall_history`` (``agent_loop`` runs the call and
-sends ``RecallResult.to_json()`` back as the ``tool_result``, with invisible characters
-written as visible escapes: ``tool_payload``).
-
-Importing this package imports neither ``anthropic`` nor ``httpx2`` and builds no
-client: names are loaded on first use. The live client comes from
-``memlib.runtime_client()``; the offline one from ``scripted_client()`` — the same SDK
-class on a scripted HTTP transport.
+The latest PROFILE record is injected once, at the top of the system prompt
+(``build_system_prompt``); CONVERSATION records are searched only when the model calls
+``recall_history``. Importing this package imports neither ``anthropic`` nor ``httpx2``:
+the scripted model (``scripted_client()``, the SDK on a scripted HTTP transport) is
+loaded on first use.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from .errors import AgentError, AgentTurnLimitError, ModelAPIError, explain_api_error
+from .loop import AgentTranscript, TranscriptEntry, agent_loop
+from .prompt import AGENT_RULES, build_system_prompt
+from .tools import (
+    RECALL_HISTORY,
+    RECALL_HISTORY_DESCRIPTION,
+    RECALL_HISTORY_INPUT_SCHEMA,
+    STORE_ERROR_PREFIX,
+    ToolOutcome,
+    recall_history_tool,
+    run_recall_history,
+    summarize_tool_result,
+    tool_payload,
+    tool_result_block,
+)
 
 __all__ = [
     "AGENT_RULES",
@@ -44,26 +55,13 @@ __all__ = [
     "tool_result_block",
 ]
 
-_HOMES = {
-    "tools": (
-        "RECALL_HISTORY", "RECALL_HISTORY_DESCRIPTION", "RECALL_HISTORY_INPUT_SCHEMA",
-        "ToolOutcome", "recall_history_tool", "run_recall_history", "tool_result_block",
-        "summarize_tool_result", "STORE_ERROR_PREFIX", "tool_payload",
-    ),
-    "prompt": ("AGENT_RULES", "build_system_prompt"),
-    "loop": ("agent_loop", "AgentTranscript", "TranscriptEntry"),
-    "errors": ("AgentError", "ModelAPIError", "AgentTurnLimitError", "explain_api_error"),
-    "scripted": ("ScriptedModel", "scripted_client", "derive_query", "SCRIPTED_MODEL_ID",
-                 "FlakyAPI"),
-}
-_WHERE = {name: module for module, names in _HOMES.items() for name in names}
+_SCRIPTED = ("ScriptedModel", "scripted_client", "derive_query", "SCRIPTED_MODEL_ID", "FlakyAPI")
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
+    if name not in _SCRIPTED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(f"{__name__}.scripted"), name)
     globals()[name] = value
     return value
 

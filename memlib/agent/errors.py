@@ -24,7 +24,11 @@ class ModelAPIError(AgentError):
     """The Messages API call failed: one clear sentence, no key, no SDK dump."""
 
     def __init__(
-        self, message: str, *, status_code: int | None = None, reason: str = "api_error",
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        reason: str = "api_error",
         request_id: str | None = None,
     ) -> None:
         super().__init__(message)
@@ -64,37 +68,47 @@ def explain_api_error(
     model_text = f"model {model!r}" if model else "the model"
 
     if isinstance(exc, anthropic.APITimeoutError):
-        reason, message = "timeout", (
-            "the Anthropic API did not answer in time (timeout); check the network and try again"
+        reason, message = (
+            "timeout",
+            ("the Anthropic API did not answer in time (timeout); check the network and try again"),
         )
     elif isinstance(exc, anthropic.APIConnectionError):
-        reason, message = "connection", (
-            "could not connect to the Anthropic API (connection error); "
-            "check the network or proxy settings"
+        reason, message = (
+            "connection",
+            (
+                "could not connect to the Anthropic API (connection error); "
+                "check the network or proxy settings"
+            ),
         )
     elif isinstance(exc, anthropic.AuthenticationError):
-        reason, message = "authentication", (
-            "the Anthropic API rejected the API key (HTTP 401); check ANTHROPIC_API_KEY"
+        reason, message = (
+            "authentication",
+            ("the Anthropic API rejected the API key (HTTP 401); check ANTHROPIC_API_KEY"),
         )
     elif isinstance(exc, anthropic.PermissionDeniedError):
-        reason, message = "permission", (
-            f"the API key may not use {model_text} (HTTP 403); check the key's permissions"
+        reason, message = (
+            "permission",
+            (f"the API key may not use {model_text} (HTTP 403); check the key's permissions"),
         )
     elif isinstance(exc, anthropic.NotFoundError):
-        reason, message = "not_found", (
-            f"the Anthropic API does not know {model_text} (HTTP 404); check MODEL_ID"
+        reason, message = (
+            "not_found",
+            (f"the Anthropic API does not know {model_text} (HTTP 404); check MODEL_ID"),
         )
     elif isinstance(exc, anthropic.RateLimitError):
-        reason, message = "rate_limit", (
-            "the Anthropic API rate limit was reached (HTTP 429); wait a moment and try again"
+        reason, message = (
+            "rate_limit",
+            ("the Anthropic API rate limit was reached (HTTP 429); wait a moment and try again"),
         )
     elif status == 529:
-        reason, message = "overloaded", (
-            "the Anthropic API is overloaded right now (HTTP 529); try again in a minute"
+        reason, message = (
+            "overloaded",
+            ("the Anthropic API is overloaded right now (HTTP 529); try again in a minute"),
         )
     elif isinstance(exc, anthropic.InternalServerError):
-        reason, message = "server", (
-            f"the Anthropic API failed with a server error (HTTP {status}); try again later"
+        reason, message = (
+            "server",
+            (f"the Anthropic API failed with a server error (HTTP {status}); try again later"),
         )
     elif isinstance(exc, anthropic.APIStatusError):
         detail = getattr(exc, "api_message", None)

@@ -1,10 +1,5 @@
 """``agent_loop``: the Messages API with ``recall_history``, until a final answer (SPEC §5).
 
-    system prompt (profile block + rules)
-      → client.messages.create(model, system, tools=[recall_history], messages, max_tokens)
-      → every tool_use block runs → tool_result blocks (same tool_use_id) go back
-      → repeat until stop_reason != "tool_use", or fail clearly at ``max_turns``.
-
 The client is any ``anthropic.Anthropic``: the live one from ``runtime_client()`` or the
 same SDK class on the offline scripted transport (``memlib.agent.scripted``). The loop
 cannot tell them apart, so the offline tests drive the exact code the online path runs.
@@ -12,8 +7,9 @@ cannot tell them apart, so the offline tests drive the exact code the online pat
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -116,14 +112,11 @@ class AgentTranscript:
     def tool_results(self) -> list[TranscriptEntry]:
         return [e for e in self.entries if e.block_type == "tool_result"]
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [entry.row() for entry in self.entries]
-
     def to_dataframe(self, *, text_width: int | None = 80) -> Any:
         """A pandas table (pandas is imported here, only when a notebook asks)."""
         import pandas as pd
 
-        rows = self.rows()
+        rows = [entry.row() for entry in self.entries]
         if text_width is not None:
             for row in rows:
                 text = " ".join(row["text"].split())
@@ -155,7 +148,7 @@ def _block_to_param(block: Any) -> dict[str, Any]:
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
     # Other blocks (thinking, server tools) must go back exactly as they came.
-    return block.to_dict(exclude_none=True)
+    return dict(block.to_dict(exclude_none=True))
 
 
 def _entries_of_message(turn: int, message: dict[str, Any]) -> list[TranscriptEntry]:
@@ -163,28 +156,25 @@ def _entries_of_message(turn: int, message: dict[str, Any]) -> list[TranscriptEn
     content = message.get("content")
     if isinstance(content, str):
         return [TranscriptEntry(turn, role, "text", text=content)]
-    entries = []
-    for block in content or ():
-        entries.append(_entry_of_param(turn, role, block))
-    return entries
+    return [_entry_of_param(turn, role, block) for block in content or ()]
 
 
 def _entry_of_param(turn: int, role: str, block: dict[str, Any]) -> TranscriptEntry:
     kind = block.get("type", "?")
     if kind == "text":
-        return TranscriptEntry(turn, role, "text", text=block.get("text"))
+        return TranscriptEntry(turn, role, kind, text=block.get("text"))
     if kind == "tool_use":
+        name, tool_input = block.get("name"), block.get("input")
         return TranscriptEntry(
-            turn, role, "tool_use", tool_use_id=block.get("id"), tool_name=block.get("name"),
-            tool_input=block.get("input"),
+            turn, role, kind, tool_use_id=block.get("id"), tool_name=name, tool_input=tool_input
         )
     if kind == "tool_result":
         content = block.get("content")
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)
+        error = bool(block.get("is_error", False))
         return TranscriptEntry(
-            turn, role, "tool_result", tool_use_id=block.get("tool_use_id"), content=content,
-            is_error=bool(block.get("is_error", False)),
+            turn, role, kind, tool_use_id=block.get("tool_use_id"), content=content, is_error=error
         )
     return TranscriptEntry(turn, role, kind, tool_input=block)
 
@@ -207,12 +197,10 @@ def agent_loop(
 
     ``messages`` is the conversation so far (a string is one user message). ``system``
     defaults to ``build_system_prompt(store)``; pass the same string again to continue a
-    session, so the profile is injected once. ``as_of`` pins every recall's clock;
-    ``query_id_prefix`` gives the recalls ids ``PREFIX-001``, ``PREFIX-002``… (the default
-    is a fresh unique id per recall). Raises ``ModelAPIError`` for a failed API call and
-    ``AgentTurnLimitError`` when the model still wants tools after ``max_turns`` requests.
-    A store that fails during a ``recall_history`` call raises nothing here: the model
-    gets an ``is_error`` tool result naming the failure (``run_recall_history``).
+    session, so the profile is injected once. ``query_id_prefix`` numbers the recalls'
+    ids ``PREFIX-001``… Raises ``ModelAPIError`` for a failed API call and
+    ``AgentTurnLimitError`` when the model still wants tools after ``max_turns`` requests;
+    a store that fails under a recall reaches the model as an ``is_error`` tool result.
     """
     if engine is None:
         if store is None:
@@ -220,11 +208,7 @@ def agent_loop(
         engine = RecallEngine(store)
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
         raise AgentError("max_turns must be a positive integer")
-    conversation: list[dict[str, Any]] = (
-        [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
-    )
-    if not conversation:
-        raise AgentError("agent_loop needs at least one message")
+    conversation = _conversation(messages)
     if system is None:
         system = build_system_prompt(engine.store)
     transcript = AgentTranscript(model=model, system=system, messages=conversation)
@@ -240,10 +224,18 @@ def agent_loop(
 
     tools = [recall_history_tool()]
     secrets = (getattr(client, "api_key", None),)
-    recalls = 0
+    numbers = itertools.count(1)
+    query_ids = (f"{query_id_prefix}-{n:03d}" if query_id_prefix else None for n in numbers)
     for turn in range(1, max_turns + 1):
-        response = _create(client, model=model, system=system, tools=tools,
-                           messages=conversation, max_tokens=max_tokens, secrets=secrets)
+        response = _create(
+            client,
+            model=model,
+            system=system,
+            tools=tools,
+            messages=conversation,
+            max_tokens=max_tokens,
+            secrets=secrets,
+        )
         transcript.requests = turn
         transcript.stop_reason = response.stop_reason
         assistant = [_block_to_param(block) for block in response.content]
@@ -255,18 +247,8 @@ def agent_loop(
         if turn == max_turns:
             break  # no request left to send the results with
 
-        tool_uses = [block for block in assistant if block["type"] == "tool_use"]
-        if not tool_uses:
-            raise AgentError("the model stopped for tool_use but sent no tool_use block")
         results = []
-        for block in tool_uses:
-            if block["name"] == RECALL_HISTORY:
-                recalls += 1
-                query_id = f"{query_id_prefix}-{recalls:03d}" if query_id_prefix else None
-                outcome = run_recall_history(engine, block["input"], as_of=as_of, query_id=query_id)
-            else:
-                outcome = error_outcome(f"unknown tool: {block['name']}")
-            result = tool_result_block(block["id"], outcome)
+        for result in _run_tools(engine, assistant, as_of=as_of, query_ids=query_ids):
             results.append(result)
             record(_entry_of_param(turn, "user", result))
         conversation.append({"role": "user", "content": results})
@@ -276,6 +258,35 @@ def agent_loop(
         f"(max_turns={max_turns}); no final answer",
         transcript=transcript,
     )
+
+
+def _conversation(messages: str | Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    conversation = (
+        [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    )
+    if not conversation:
+        raise AgentError("agent_loop needs at least one message")
+    return conversation
+
+
+def _run_tools(
+    engine: RecallEngine,
+    assistant: list[dict[str, Any]],
+    *,
+    as_of: datetime | None,
+    query_ids: Iterator[str | None],
+) -> Iterator[dict[str, Any]]:
+    """The ``tool_result`` block of every ``tool_use`` block of the model's answer."""
+    tool_uses = [block for block in assistant if block["type"] == "tool_use"]
+    if not tool_uses:
+        raise AgentError("the model stopped for tool_use but sent no tool_use block")
+    for block in tool_uses:
+        if block["name"] == RECALL_HISTORY:
+            query_id = next(query_ids)
+            outcome = run_recall_history(engine, block["input"], as_of=as_of, query_id=query_id)
+        else:
+            outcome = error_outcome(f"unknown tool: {block['name']}")
+        yield tool_result_block(block["id"], outcome)
 
 
 def _create(client: Any, *, secrets: Sequence[str | None], **params: Any) -> Any:

@@ -1,36 +1,21 @@
 """``memlib mcp``: the library as a Model Context Protocol server (stdio, or HTTP on localhost).
 
-Any MCP client (Claude Desktop, an IDE, the SDK's own client) gets the same memory the
-``memlib`` agent has, through the same code:
+Any MCP client gets the memory the ``memlib`` agent has, through the same code: the tools
+``recall_history`` (the agent's own handler), ``remember``, ``forget`` and ``explain``; the
+resource ``memlib://profile`` (the ``<remote_profile>`` block, read fresh, ``""`` when the
+scope has none: never a placeholder a model could take for data); the prompt
+``session_start`` (``build_system_prompt(store)``).
 
-- four tools: ``recall_history`` (``run_recall_history``, the agent's own handler),
-  ``remember`` (append one conversation record), ``forget`` (retract one) and
-  ``explain`` (where a record stopped for a recall, and why);
-- one resource, ``memlib://profile``: the ``<remote_profile>`` block of the latest
-  PROFILE record, read fresh each time, and ``""`` when the scope has none (the same
-  text ``render_remote_profile`` gives, so the block is either there or absent, never a
-  placeholder a model could take for data);
-- one prompt, ``session_start``: ``build_system_prompt(store)``, to load once when a
-  session starts, as the agent does.
+The user scope is fixed when the server starts and no tool takes a user: a model cannot
+reach another user's records by naming them. Every refusal comes back as a tool result
+with ``isError: true`` and one line of visible text, so the model can fix its call and the
+session goes on; what the tools return is visible text too (``memlib._visible``).
 
-The user scope is fixed when the server starts (``--user``, ``--store`` or the
-environment) and no tool takes a user: a model cannot reach another user's records by
-naming them. Every refusal — bad input, a duplicate id, a damaged store — comes back as
-a tool result with ``isError: true`` and one line of visible text, as ``recall_history``
-does for the agent, so the model can fix its call and the session goes on. What the
-tools return is visible text too (``memlib._visible``): stored text cannot smuggle an
-invisible or direction-changing character into what the model reads.
-
-Only the CLI command imports this module (``memlib.agent`` does not), so the ``mcp``
-package is needed only by ``memlib mcp``. On stdio, stdout is the protocol channel:
-the SDK points the process's fd 1 at stderr while it serves, and this module writes its
-own lines to stderr.
-
-Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed: on
-stdio the line is dropped as it streams in (the request, when its id can be read from
-the line's first bytes, gets an error answer), on HTTP the body is answered with 413.
-HTTP also needs a bearer token: every request without it gets 401 before it reaches
-the server, so another account on the machine cannot read the memory through the port.
+Only the CLI command imports this module, so the ``mcp`` package is needed only by
+``memlib mcp``. On stdio, stdout is the protocol channel (the SDK points fd 1 at stderr
+while it serves). Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is
+parsed, and HTTP answers 401 to a request without the bearer token, so another account
+on the machine cannot read the memory through the port.
 """
 
 from __future__ import annotations
@@ -51,7 +36,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -64,11 +49,7 @@ from mcp.shared.message import SessionMessage
 
 from .._visible import shown_name, visible
 from ..engine import RecallEngine
-from ..errors import (
-    RemoteMemoryCorruptionError,
-    RemoteMemoryError,
-    RemoteMemoryValidationError,
-)
+from ..errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from ..records import (
     LIMITS,
     MEMORY_ID_MAX,
@@ -88,8 +69,12 @@ from .tools import (
     RECALL_HISTORY_INPUT_SCHEMA,
     STORE_ERROR_PREFIX,
     ToolOutcome,
+    check_input,
     error_outcome,
+    guarded,
+    object_schema,
     run_recall_history,
+    string_field,
 )
 
 __all__ = [
@@ -118,16 +103,12 @@ SERVER_NAME = "memlib"
 REMEMBER, FORGET, EXPLAIN = "remember", "forget", "explain"
 PROFILE_URI = "memlib://profile"
 SESSION_START = "session_start"
-# Streamable HTTP listens here and nowhere else, and only for clients that send the
-# bearer token: the server holds one user's memory, and every account on the machine
-# can reach 127.0.0.1.
+# HTTP listens here only, and only to the bearer token: every account can reach it.
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# The biggest message a client has reason to send is a remember call with every field
-# at its limit (about 23,800 characters): 286 KB even if each character were a JSON
-# \uXXXX escape of a surrogate pair (12 bytes). 1 MiB leaves room for whitespace that
-# the limits do not count (they apply after collapse_whitespace) and stops a message
-# long before it can cost the server memory (a 100 MB one peaked at 1.29 GB).
+# The biggest message a client has reason to send (a remember call with every field at
+# its limit, each character a 12-byte escape) is 286 KB; 1 MiB leaves room for whitespace
+# and stops a message long before it costs the server memory (100 MB peaked at 1.29 GB).
 MESSAGE_MAX_BYTES = 1 << 20
 MCP_SOURCE_ID = "mcp"
 MCP_SOURCE_TYPE = "mcp_tool"
@@ -167,47 +148,38 @@ REMEMBER_DESCRIPTION = (
     f"{FORGET} on it and remember the correction. Returns the stored record as JSON "
     "(memory_id, source, stored_at). An id the memory already holds is refused."
 )
-REMEMBER_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "content": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["content"],
-            "description": "What to remember, in full sentences that name the topic.",
-        },
-        "summary": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["summary"],
-            "description": "One line saying what the record is about.",
-        },
-        "memory_id": {
-            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
-            "description": (
-                "An id for the record, without whitespace (default: a new "
-                f"'{GENERATED_ID_PREFIX}…' id)."
-            ),
-        },
-        "source_id": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["source_id"],
-            "description": f"Where the record came from (default '{MCP_SOURCE_ID}').",
-        },
-        "source_type": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["source_type"],
-            "description": f"What kind of source that is (default '{MCP_SOURCE_TYPE}').",
-        },
-        "title": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["title"],
-            "description": "A title for the source (default: the summary).",
-        },
+
+
+REMEMBER_INPUT_SCHEMA = object_schema(
+    {
+        "content": string_field(
+            LIMITS["content"], "What to remember, in full sentences that name the topic."
+        ),
+        "summary": string_field(LIMITS["summary"], "One line saying what the record is about."),
+        "memory_id": string_field(
+            MEMORY_ID_MAX,
+            "An id for the record, without whitespace (default: a new "
+            f"'{GENERATED_ID_PREFIX}…' id).",
+        ),
+        "source_id": string_field(
+            LIMITS["source_id"], f"Where the record came from (default '{MCP_SOURCE_ID}')."
+        ),
+        "source_type": string_field(
+            LIMITS["source_type"], f"What kind of source that is (default '{MCP_SOURCE_TYPE}')."
+        ),
+        "title": string_field(LIMITS["title"], "A title for the source (default: the summary)."),
         "captured_at": {
-            "type": "string", "format": "date-time",
+            "type": "string",
+            "format": "date-time",
             "description": (
                 "When it happened: an ISO-8601 instant with a time zone, e.g. "
                 "2026-08-10T12:00:00Z (default: now)."
             ),
         },
     },
-    "required": ["content", "summary"],
-    "additionalProperties": False,
-}
+    "content",
+    "summary",
+)
 
 FORGET_DESCRIPTION = (
     "Retract one record of the user's memory by its memory_id, when the user says it is "
@@ -216,21 +188,18 @@ FORGET_DESCRIPTION = (
     "undone by calling it again. Returns the retraction record as JSON. An unknown or "
     "already retracted memory_id is refused."
 )
-FORGET_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "memory_id": {
-            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
-            "description": f"The memory_id of the record, as {RECALL_HISTORY} showed it.",
-        },
-        "reason": {
-            "type": "string", "minLength": 1, "maxLength": LIMITS["content"],
-            "description": "Why it is retracted, in one sentence (kept with the history).",
-        },
+FORGET_INPUT_SCHEMA = object_schema(
+    {
+        "memory_id": string_field(
+            MEMORY_ID_MAX, f"The memory_id of the record, as {RECALL_HISTORY} showed it."
+        ),
+        "reason": string_field(
+            LIMITS["content"], "Why it is retracted, in one sentence (kept with the history)."
+        ),
     },
-    "required": ["memory_id", "reason"],
-    "additionalProperties": False,
-}
+    "memory_id",
+    "reason",
+)
 
 EXPLAIN_DESCRIPTION = (
     f"Say where one record stopped for a {RECALL_HISTORY} call with this query, and why: "
@@ -240,19 +209,16 @@ EXPLAIN_DESCRIPTION = (
     "not come back. Returns the explanation as JSON (verdict, message and the facts "
     "behind it)."
 )
-EXPLAIN_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": copy.deepcopy(RECALL_HISTORY_INPUT_SCHEMA["properties"]["query"]),
-        "memory_id": {
-            "type": "string", "minLength": 1, "maxLength": MEMORY_ID_MAX,
-            "description": "The memory_id of the record to explain.",
-        },
-        "limit": copy.deepcopy(RECALL_HISTORY_INPUT_SCHEMA["properties"]["limit"]),
+_RECALL_FIELDS = RECALL_HISTORY_INPUT_SCHEMA["properties"]
+EXPLAIN_INPUT_SCHEMA = object_schema(
+    {
+        "query": copy.deepcopy(_RECALL_FIELDS["query"]),
+        "memory_id": string_field(MEMORY_ID_MAX, "The memory_id of the record to explain."),
+        "limit": copy.deepcopy(_RECALL_FIELDS["limit"]),
     },
-    "required": ["query", "memory_id"],
-    "additionalProperties": False,
-}
+    "query",
+    "memory_id",
+)
 
 
 @dataclass(frozen=True)
@@ -288,31 +254,16 @@ _SPECS = {spec.name: spec for spec in TOOLS}
 
 
 def _checked(tool: str, arguments: object) -> dict[str, Any]:
-    """``arguments`` when they fit ``tool``'s schema as far as names and strings go.
-
-    Checked here, not left to the SDK: the low-level server hands ``arguments`` to the
-    handler as they came (it validates only that they are a JSON object, and answers
-    anything else with a JSON-RPC INVALID_PARAMS error before the handler runs), and no
-    client is bound to validate against ``inputSchema``. Numbers, lengths and the
-    content of strings are the library's to check, with its own messages.
-    """
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, Mapping):
-        raise RemoteMemoryValidationError(f"{tool} input must be a JSON object")
+    """``arguments`` when they fit ``tool``'s schema as far as names and strings go: the
+    low-level server hands them over as they came, and no client is bound to validate."""
     schema = _SPECS[tool].input_schema
-    unknown = sorted(set(arguments) - set(schema["properties"]))
-    if unknown:
-        raise RemoteMemoryValidationError(f"unknown {tool} field: {', '.join(unknown)}")
-    missing = [name for name in schema["required"] if name not in arguments]
-    if missing:
-        raise RemoteMemoryValidationError(f"{tool} needs {' and '.join(missing)}")
-    for name, value in arguments.items():
+    checked = check_input(tool, schema, {} if arguments is None else arguments)
+    for name, value in checked.items():
         # The query is the library's to check: explain words it as recall_history does.
         string = schema["properties"][name].get("type") == "string" and name != "query"
         if string and not isinstance(value, str):
             raise RemoteMemoryValidationError(f"{name} must be a string")
-    return dict(arguments)
+    return checked
 
 
 def _captured_at(value: str | None) -> str:
@@ -342,11 +293,10 @@ def _record_json(record_dict: Mapping[str, Any]) -> str:
 
 
 class MemoryTools:
-    """The four tools, the profile and the session prompt over one store and engine.
+    """The four tools, the profile and the session prompt over one store: plain Python.
 
-    Plain Python, no MCP: ``call`` takes a tool name and its arguments and gives back a
-    ``ToolOutcome``. One call runs at a time (a lock), so a store and its cache are
-    never used by two threads at once, and numbered query ids follow the calls' order.
+    One call runs at a time (a lock), so a store and its cache are never used by two
+    threads at once, and numbered query ids follow the calls' order.
     """
 
     def __init__(
@@ -362,11 +312,6 @@ class MemoryTools:
         self.query_id_prefix = query_id_prefix
         self._queries = 0
         self._lock = threading.Lock()
-        self._handlers: dict[str, Callable[[dict[str, Any]], ToolOutcome]] = {
-            REMEMBER: self._remember,
-            FORGET: self._forget,
-            EXPLAIN: self._explain,
-        }
 
     def check_store(self) -> None:
         """Read the scope once, so a store that cannot be read fails before serving."""
@@ -383,11 +328,8 @@ class MemoryTools:
                     return run_recall_history(
                         self.engine, arguments, as_of=self.as_of, query_id=self._query_id()
                     )
-                return self._handlers[name](_checked(name, arguments))
-            except RemoteMemoryValidationError as exc:
-                return error_outcome(str(exc))
-            except RemoteMemoryError as exc:
-                return error_outcome(f"{STORE_ERROR_PREFIX}{exc}")
+                handler: Callable[[dict[str, Any]], ToolOutcome] = getattr(self, f"_{name}")
+                return guarded(lambda: handler(_checked(name, arguments)))
             except Exception as exc:
                 # A bug of ours must not end the session; the traceback goes to the log
                 # (stderr), the model gets one line that names no path.
@@ -395,12 +337,10 @@ class MemoryTools:
                 return error_outcome(f"internal error in memlib mcp ({type(exc).__name__})")
 
     def profile_text(self) -> str:
-        """The ``<remote_profile>`` block of the latest profile, or ``""``."""
         with self._lock:
             return render_remote_profile(self.store.latest_profile())
 
     def session_prompt(self) -> str:
-        """``build_system_prompt(store)``, read now."""
         with self._lock:
             return build_system_prompt(self.store)
 
@@ -438,11 +378,17 @@ class MemoryTools:
 
     def _explain(self, arguments: dict[str, Any]) -> ToolOutcome:
         explanation = self.engine.explain(
-            arguments["query"], arguments["memory_id"],
-            limit=arguments.get("limit", DEFAULT_LIMIT), as_of=self.as_of,
+            arguments["query"],
+            arguments["memory_id"],
+            limit=arguments.get("limit", DEFAULT_LIMIT),
+            as_of=self.as_of,
             query_id=self._query_id(),
         )
         return ToolOutcome(content=visible(explanation.to_json(), "json"))
+
+
+_Context: TypeAlias = ServerRequestContext[Any]
+_Page: TypeAlias = types.PaginatedRequestParams | None
 
 
 def _server_version() -> str:
@@ -452,23 +398,16 @@ def _server_version() -> str:
 
 
 def build_server(memory: MemoryTools) -> Server[Any]:
-    """The low-level MCP server over ``memory``: tools, the profile resource, the prompt.
-
-    Library calls run in a worker thread, so a slow recall (a hybrid ranker embedding the
-    query) does not stop the event loop from reading the next message.
-    """
+    """The low-level MCP server over ``memory``. Library calls run in a worker thread, so
+    a slow recall (a hybrid ranker embedding the query) does not block the next message."""
 
     async def run(function: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(function)
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    async def list_tools(ctx: _Context, params: _Page) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.to_tool() for spec in TOOLS])
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: _Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in _SPECS:
             # Not a failed call but no call at all: a protocol error (MCP spec, tools).
             raise MCPError(
@@ -480,17 +419,14 @@ def build_server(memory: MemoryTools) -> Server[Any]:
             content=[types.TextContent(text=outcome.content)], is_error=outcome.is_error
         )
 
-    async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
+    async def list_resources(ctx: _Context, params: _Page) -> types.ListResourcesResult:
         profile = types.Resource(
-            name="profile", uri=PROFILE_URI, mime_type="text/plain",
-            description=PROFILE_DESCRIPTION,
+            name="profile", uri=PROFILE_URI, mime_type="text/plain", description=PROFILE_DESCRIPTION
         )
         return types.ListResourcesResult(resources=[profile])
 
     async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        ctx: _Context, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         if params.uri != PROFILE_URI:
             raise MCPError(code=types.INVALID_PARAMS, message=f"no such resource: {params.uri}")
@@ -498,21 +434,17 @@ def build_server(memory: MemoryTools) -> Server[Any]:
         contents = types.TextResourceContents(uri=PROFILE_URI, mime_type="text/plain", text=text)
         return types.ReadResourceResult(contents=[contents])
 
-    async def list_prompts(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
+    async def list_prompts(ctx: _Context, params: _Page) -> types.ListPromptsResult:
         prompt = types.Prompt(name=SESSION_START, description=SESSION_START_DESCRIPTION)
         return types.ListPromptsResult(prompts=[prompt])
 
     async def get_prompt(
-        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+        ctx: _Context, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         if params.name != SESSION_START:
             raise MCPError(code=types.INVALID_PARAMS, message=f"no such prompt: {params.name}")
         if params.arguments:
-            raise MCPError(
-                code=types.INVALID_PARAMS, message=f"{SESSION_START} takes no arguments"
-            )
+            raise MCPError(code=types.INVALID_PARAMS, message=f"{SESSION_START} takes no arguments")
         text = await run(partial(_or_protocol_error, memory.session_prompt))
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description=SESSION_START_DESCRIPTION, messages=[message])
@@ -538,10 +470,8 @@ def _or_protocol_error(read: Callable[[], str]) -> str:
     try:
         return read()
     except RemoteMemoryError as exc:
-        raise MCPError(
-            code=types.INTERNAL_ERROR,
-            message=visible(" ".join(f"{STORE_ERROR_PREFIX}{exc}".split()), "text"),
-        ) from None
+        message = error_outcome(f"{STORE_ERROR_PREFIX}{exc}").content
+        raise MCPError(code=types.INTERNAL_ERROR, message=message) from None
 
 
 # -- stdio: lines of at most MESSAGE_MAX_BYTES -------------------------------------------
@@ -554,12 +484,9 @@ _INTEGER = re.compile(rb"-?\d+")
 
 
 def _request_id(head: bytes) -> int | str | None:
-    """The top-level ``id`` of a JSON-RPC message, read from the first bytes of its
-    line; None when they do not hold it whole (a notification, or an id after the
-    params).
-
-    A scan of tokens, not a parse: the rest of the line is never read.
-    """
+    """The top-level ``id`` of a JSON-RPC message from the first bytes of its line (a scan
+    of tokens, not a parse); None when they do not hold it whole (a notification, or an id
+    after the params)."""
     window: list[bytes] = []
     depth, pos = 0, 0
     while (match := _JSON_TOKEN.match(head, pos)) is not None:
@@ -583,11 +510,10 @@ def _request_id(head: bytes) -> int | str | None:
 class _BoundedLines:
     """The client's lines, read from ``fd``, each at most ``cap`` bytes.
 
-    The SDK reads stdin a whole line at a time and parses it, so one line of 100 MB
-    held the server at 1.29 GB. Here a line over the cap is dropped as it streams in
-    (nothing past its first bytes is kept) and never reaches the SDK: the server logs
-    one line and answers the request, when its id is in those first bytes, with an
-    error, so the client is not left waiting.
+    The SDK reads a whole line and parses it (one line of 100 MB held the server at
+    1.29 GB). A line over the cap is dropped as it streams in and never reaches the SDK:
+    the server logs one line and answers the request, when its id is in the first bytes,
+    with an error, so the client is not left waiting.
     """
 
     def __init__(self, fd: int, cap: int = MESSAGE_MAX_BYTES) -> None:
@@ -611,44 +537,41 @@ class _BoundedLines:
     async def _lines(self) -> AsyncIterator[str]:
         line = bytearray()
         head: bytes | None = None  # the first bytes of a line being dropped
-        while chunk := await self._read():
-            start = 0
-            while start <= len(chunk):
-                end = chunk.find(b"\n", start)
-                piece = chunk[start:] if end < 0 else chunk[start:end]
+        while True:
+            chunk = await self._read()
+            pieces = chunk.split(b"\n") if chunk else [b""]  # EOF ends the last line
+            for index, piece in enumerate(pieces):
                 if head is None and len(line) + len(piece) > self.cap:
                     head = bytes((line + piece[:ID_HEAD_BYTES])[:ID_HEAD_BYTES])
                     line = bytearray()
                 elif head is None:
                     line += piece
-                if end < 0:
-                    break
+                if chunk and index == len(pieces) - 1:
+                    break  # the line goes on in the next chunk
                 if head is not None:
                     await self._refuse(head)
-                elif line.strip():
-                    async for text in self._parsable(line):
-                        yield text
-                line, head, start = bytearray(), None, end + 1
-        if head is not None:
-            await self._refuse(head)
-        elif line.strip():
-            async for text in self._parsable(line):
-                yield text
+                elif line.strip() and (text := await self._parsable(line)) is not None:
+                    yield text
+                line, head = bytearray(), None
+            if not chunk:
+                return
 
-    async def _parsable(self, line: bytearray) -> AsyncIterator[str]:
+    async def _parsable(self, line: bytearray) -> str | None:
         # The SDK drops a line it cannot parse without a word (an integer of over 4,300
         # digits, say), and its client waits for ever: answer it here instead.
         text = line.decode("utf-8", errors="replace")
         try:
             json.loads(text)
         except ValueError:
-            await self._refuse(bytes(line[:ID_HEAD_BYTES]), "message refused: not valid JSON",
-                               types.PARSE_ERROR)
-            return
-        yield text
+            await self._refuse(
+                bytes(line[:ID_HEAD_BYTES]), "message refused: not valid JSON", types.PARSE_ERROR
+            )
+            return None
+        return text
 
-    async def _refuse(self, head: bytes, reason: str | None = None,
-                      code: int = types.INVALID_REQUEST) -> None:
+    async def _refuse(
+        self, head: bytes, reason: str | None = None, code: int = types.INVALID_REQUEST
+    ) -> None:
         too_large = reason or f"message refused: over the {self.cap:,}-byte limit of memlib mcp"
         print(f"memlib mcp: {too_large}", file=sys.stderr, flush=True)
         request_id = _request_id(head)
@@ -656,8 +579,7 @@ class _BoundedLines:
             return
         await self._attached.wait()
         error = types.JSONRPCError(
-            jsonrpc="2.0", id=request_id,
-            error=types.ErrorData(code=code, message=too_large),
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=too_large)
         )
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._answers.send(SessionMessage(error))
@@ -665,11 +587,8 @@ class _BoundedLines:
 
 @contextlib.contextmanager
 def _private_stdin() -> Iterator[int]:
-    """The client's pipe on a descriptor of its own, while fd 0 reads the null device.
-
-    What the SDK's ``stdio_server`` does for stdin when it reads it itself: a library
-    call or a child process that reads stdin gets EOF instead of the client's bytes.
-    """
+    """The client's pipe on a descriptor of its own, while fd 0 reads the null device (as
+    the SDK does): a library call or a child that reads stdin gets EOF, not the client's."""
     private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
@@ -711,23 +630,24 @@ class _BearerAuth:
         scheme, _, credential = values[0].strip().partition(b" ")
         # The scheme is case-insensitive (RFC 7235); the token is compared in constant
         # time, so its bytes cannot be found one at a time by timing the answers.
-        return scheme.lower() == b"bearer" and hmac.compare_digest(
-            credential.strip(), self._token
-        )
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan" or (scope["type"] == "http" and self._authorized(scope)):
             await self.app(scope, receive, send)
         elif scope["type"] == "http":
             body = b"memlib mcp: missing or wrong bearer token\n"
-            await send({
-                "type": "http.response.start", "status": 401,
-                "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="memlib"'),
-                ],
-            })
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b'Bearer realm="memlib"'),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
         else:  # a WebSocket: nothing of the server's speaks it
             await send({"type": "websocket.close", "code": 1008})
@@ -751,21 +671,22 @@ async def _serve_http(server: Server[Any], port: int, token: str) -> None:
     import uvicorn  # a dependency of mcp; only HTTP needs it
 
     app = _BearerAuth(
-        server.streamable_http_app(host=HOST, max_request_body_size=MESSAGE_MAX_BYTES),
-        token,
+        server.streamable_http_app(host=HOST, max_request_body_size=MESSAGE_MAX_BYTES), token
     )
     sock = _listen(port)
     # Port 0 asks the system for a free port: the line says which one it gave.
     bound = sock.getsockname()[1]
-    print(f"memlib mcp: streamable HTTP on http://{HOST}:{bound}/mcp", file=sys.stderr,
-          flush=True)
+    print(f"memlib mcp: streamable HTTP on http://{HOST}:{bound}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def serve(
-    memory: MemoryTools, *, transport: Literal["stdio", "http"] = "stdio",
-    port: int = DEFAULT_PORT, token: str | None = None,
+    memory: MemoryTools,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
 ) -> None:
     """Serve ``memory`` until the client goes away (stdio) or the process is stopped
     (HTTP, on ``127.0.0.1:port`` only, to requests that carry ``Bearer <token>``)."""

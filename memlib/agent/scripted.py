@@ -1,15 +1,10 @@
 """A deterministic scripted model behind the real ``anthropic`` client (offline).
 
-``ScriptedModel`` is an ``httpx2.MockTransport`` handler: it receives the HTTP request
-the SDK built, checks it the way the Messages API would (roles alternate, every
-``tool_use`` is answered by a ``tool_result`` with the same id, …) and answers with
-Messages API JSON that the SDK parses. So ``agent_loop`` runs through the same SDK code
-offline as online; only the transport differs.
-
-The script, per user question: call ``recall_history`` with a query derived from the
-question (the question minus filler words such as "what did we … about"), then answer
-from the tool result. A question with no topic left ("continue last time") gets a
-request to name the topic instead of a tool call — the recall service cannot see the chat.
+``ScriptedModel`` is an ``httpx2.MockTransport`` handler: it checks the request the SDK
+built as the Messages API would and answers with Messages API JSON, so ``agent_loop``
+runs through the same SDK code offline as online. Per user question it calls
+``recall_history`` with the question minus filler words, then answers from the result;
+a question with no topic left ("continue last time") gets asked for the topic.
 """
 
 from __future__ import annotations
@@ -73,8 +68,8 @@ def _check(body: Any) -> None:
         raise _Invalid("the request body must be a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise _Invalid("model: field required")
-    if isinstance(body.get("max_tokens"), bool) or not isinstance(body.get("max_tokens"), int) \
-            or body["max_tokens"] < 1:
+    max_tokens = body.get("max_tokens")
+    if type(max_tokens) is not int or max_tokens < 1:
         raise _Invalid("max_tokens: must be a positive integer")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -119,72 +114,47 @@ class ScriptedModel:
     contract refuses, then a good one. Every request body is kept in ``requests``.
     """
 
-    def __init__(
-        self, queries: Sequence[str | None] = (None,), *, limit: int = DEFAULT_LIMIT,
-        answer_hits: int = 3,
-    ) -> None:
+    answer_hits = 3  # hits quoted in an answer
+
+    def __init__(self, queries: Sequence[str | None] = (None,), *, limit: int = DEFAULT_LIMIT):
         self.queries = tuple(queries)
         self.limit = limit
-        self.answer_hits = answer_hits
         self.requests: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/v1/messages"):
-            return self._error(
-                404, "not_found_error", f"no route {request.method} {request.url.path}"
-            )
+            return _error(404, f"no route {request.method} {request.url.path}", _REQUEST_ID)
         try:
             body = json.loads(request.content)
         except ValueError:
-            return self._error(400, "invalid_request_error", "the request body is not JSON")
+            return _error(400, "the request body is not JSON", _REQUEST_ID)
         self.requests.append(body)
         try:
             _check(body)
         except _Invalid as exc:
-            return self._error(400, "invalid_request_error", str(exc))
-        return httpx2.Response(200, json=self.respond(body), headers={"request-id": "req_scripted"})
-
-    @staticmethod
-    def _error(status: int, kind: str, message: str) -> httpx2.Response:
-        return httpx2.Response(
-            status, json={"type": "error", "error": {"type": kind, "message": message}},
-            headers={"request-id": "req_scripted"},
-        )
+            return _error(400, str(exc), _REQUEST_ID)
+        return httpx2.Response(200, json=self.respond(body), headers=_REQUEST_ID)
 
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         """The response to one valid request body (a pure function of the body)."""
         messages = body["messages"]
         step = len(messages)
         question, calls, results = self._since_last_question(messages)
-        has_tool = RECALL_HISTORY in [tool.get("name") for tool in body.get("tools") or []]
-        if not has_tool:
-            return self._message(
-                step,
-                [
-                    self._text(
-                        "I have no recall_history tool in this session, so I cannot look up "
-                        "our earlier conversations."
-                    )
-                ],
-                "end_turn",
-                body,
-            )
+        if RECALL_HISTORY not in [tool.get("name") for tool in body.get("tools") or []]:
+            return _message(step, _NO_TOOL, body)
         if calls < len(self.queries):
             planned = self.queries[calls]
             query = derive_query(question) if planned is None else planned
             if planned is None and not query:
-                return self._message(step, [self._text(
-                    "Which topic should I look up? The recall service cannot see our chat, "
-                    "so I need the topic in words (for example: layered memory design)."
-                )], "end_turn", body)
+                return _message(step, _WHICH_TOPIC, body)
             tool_use = {
-                "type": "tool_use", "id": f"toolu_scripted_{step:03d}", "name": RECALL_HISTORY,
+                "type": "tool_use",
+                "id": f"toolu_scripted_{step:03d}",
+                "name": RECALL_HISTORY,
                 "input": {"query": query, "limit": self.limit},
             }
-            return self._message(step, [tool_use], "tool_use", body)
-        return self._message(
-            step, [self._text(self._answer(results[-1] if results else None))], "end_turn", body
-        )
+            return _message(step, tool_use, body)
+        return _message(step, self._answer(results[-1] if results else None), body)
 
     @staticmethod
     def _since_last_question(
@@ -197,15 +167,9 @@ class ScriptedModel:
             texts = [b.get("text", "") for b in _blocks(message) if b.get("type") == "text"]
             if texts:
                 question, start = " ".join(texts), index
-        calls = 0
-        results: list[dict[str, Any]] = []
-        for message in messages[start + 1:]:
-            for block in _blocks(message):
-                if block.get("type") == "tool_use":
-                    calls += 1
-                elif block.get("type") == "tool_result":
-                    results.append(block)
-        return question, calls, results
+        blocks = [block for message in messages[start + 1 :] for block in _blocks(message)]
+        calls = sum(block.get("type") == "tool_use" for block in blocks)
+        return question, calls, [block for block in blocks if block.get("type") == "tool_result"]
 
     def _answer(self, result: dict[str, Any] | None) -> str:
         if result is None:
@@ -215,8 +179,8 @@ class ScriptedModel:
             content = "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
         if result.get("is_error") and content.startswith(STORE_ERROR_PREFIX):
             reason = content.removeprefix(STORE_ERROR_PREFIX)
-            return (f"I could not look up our earlier conversations: the memory store "
-                    f"failed ({reason}).")
+            failed = "I could not look up our earlier conversations: the memory store failed"
+            return f"{failed} ({reason})."
         if result.get("is_error"):
             return (
                 f"The recall service refused my query ({content}), "
@@ -233,40 +197,46 @@ class ScriptedModel:
         if not hits:
             return (
                 f'I found nothing about "{query}" in our earlier conversations '
-                f'(searched {data["searched_records"]} records, none shared a term).'
+                f"(searched {data['searched_records']} records, none shared a term)."
             )
         lines = [f'From our earlier conversations about "{query}":']
         for hit in hits[: self.answer_hits]:
             p = hit["provenance"]
             lines.append(
-                f'{hit["rank"]}. {hit["snippet"]} [{hit["memory_id"]}, '
+                f"{hit['rank']}. {hit['snippet']} [{hit['memory_id']}, "
                 f'"{p["title"]}", {p["captured_at"][:10]}]'
             )
         if len(hits) > self.answer_hits:
             lines.append(f"({len(hits) - self.answer_hits} more hit(s) were less relevant.)")
         return "\n".join(lines)
 
-    @staticmethod
-    def _text(text: str) -> dict[str, Any]:
-        return {"type": "text", "text": text}
 
-    @staticmethod
-    def _message(
-        step: int, content: list[dict[str, Any]], stop: str, body: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "id": f"msg_scripted_{step:03d}",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
-                "output_tokens": len(json.dumps(content, ensure_ascii=False)) // 4,
-            },
-        }
+_NO_TOOL = (
+    "I have no recall_history tool in this session, so I cannot look up our earlier conversations."
+)
+_WHICH_TOPIC = (
+    "Which topic should I look up? The recall service cannot see our chat, so I need the "
+    "topic in words (for example: layered memory design)."
+)
+
+
+def _message(step: int, answer: str | dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages API response: ``answer`` as a text block (end_turn) or a tool_use."""
+    text = isinstance(answer, str)
+    content = [{"type": "text", "text": answer} if text else answer]
+    return {
+        "id": f"msg_scripted_{step:03d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": content,
+        "stop_reason": "end_turn" if text else "tool_use",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
+            "output_tokens": len(json.dumps(content, ensure_ascii=False)) // 4,
+        },
+    }
 
 
 def scripted_client(model: ScriptedModel | None = None) -> Any:
@@ -287,26 +257,41 @@ def _client(handler: Any, api_key: str, max_retries: int) -> Any:
 
 
 # The error type the real API names in the body of each status (what the SDK reads).
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
-                500: "api_error", 529: "overloaded_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+_REQUEST_ID = {"request-id": "req_scripted"}
+
+
+def _error(status: int, message: str, headers: dict[str, str]) -> httpx2.Response:
+    body = {"type": "error", "error": {"type": _ERROR_TYPES[status], "message": message}}
+    return httpx2.Response(status, json=body, headers=headers)
 
 
 class FlakyAPI:
     """A scripted Messages API that fails first: each of ``failures`` (an HTTP status, or
     ``"timeout"``) answers one request, then ``model`` answers the rest.
 
-    It counts the requests it received (``sent``) and the failures it sent (``failed``).
-    Each failure asks for a 1 ms ``retry-after``, so the SDK's retries wait 1 ms, not
-    seconds; an error body echoes the key it was sent, as a careless server might, so a
-    caller can check that the key reaches no message.
+    It counts requests (``sent``) and failures (``failed``). Each failure asks for a 1 ms
+    ``retry-after``, so the SDK's retries wait 1 ms; an error body echoes the key it was
+    sent, as a careless server might, so a caller can check that it reaches no message.
     """
 
     def __init__(self, *failures: int | str, model: ScriptedModel | None = None) -> None:
         unknown = [f for f in failures if f != "timeout" and f not in _ERROR_TYPES]
         if unknown:
-            raise ValueError(f"FlakyAPI cannot send {unknown[0]!r}: a status of "
-                             f"{sorted(_ERROR_TYPES)} or 'timeout'")
+            raise ValueError(
+                f"FlakyAPI cannot send {unknown[0]!r}: a status of "
+                f"{sorted(_ERROR_TYPES)} or 'timeout'"
+            )
         self.failures = list(failures)
         self.model = model if model is not None else ScriptedModel()
         self.sent = 0
@@ -321,9 +306,7 @@ class FlakyAPI:
         if failure == "timeout":
             raise httpx2.ReadTimeout("scripted timeout", request=request)
         key = request.headers.get("x-api-key", "")
-        body = {"type": "error", "error": {"type": _ERROR_TYPES[int(failure)],
-                                           "message": f"scripted {failure}, key {key}"}}
-        return httpx2.Response(int(failure), json=body, headers={"retry-after-ms": "1"})
+        return _error(int(failure), f"scripted {failure}, key {key}", {"retry-after-ms": "1"})
 
     def client(self, *, api_key: str = SCRIPTED_API_KEY, max_retries: int = 2) -> Any:
         """A real ``anthropic.Anthropic`` on this transport, retrying as ``runtime_client()``

@@ -1,25 +1,18 @@
 """The ``recall_history`` tool: its definition for the Messages API and its handler (SPEC §5).
 
-The model sees only the definition below. The handler runs ``RecallEngine.recall`` and
-returns ``RecallResult.to_json()`` — the contract's tool payload, as visible text (below).
-Input the contract refuses (empty, punctuation only, limit out of range, a missing or
-mistyped field) goes back to the model as a ``tool_result`` with ``is_error: true`` and
-the contract's message, so the model can fix its query; the loop does not crash. A store
-that fails under the call (corrupt, unsafe, out of space) comes back the same way, its
-one-line message prefixed with ``STORE_ERROR_PREFIX`` so the model reports it instead of
-retrying.
-
-What goes back is what the model reads, so it is visible text (``memlib._visible``):
-the JSON writes invisible and direction-changing characters as ``\\uXXXX`` escapes. It
-decodes to exactly ``RecallResult.to_json()``, which stays the library's byte-for-byte
-payload; only this model-facing copy is escaped.
+The handler returns ``RecallResult.to_json()`` as visible text (``memlib._visible``:
+invisible and direction-changing characters as ``\\uXXXX`` escapes, so it decodes to
+exactly the library's payload). Input the contract refuses, and a store that fails under
+the call, go back to the model as a ``tool_result`` with ``is_error: true`` and one line
+(a store failure prefixed with ``STORE_ERROR_PREFIX``, so the model reports it instead of
+retrying): the loop does not crash.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,18 +57,26 @@ RECALL_HISTORY_DESCRIPTION = (
     f"{LIMIT_MIN}-{LIMIT_MAX}, is refused with an error message: fix the query and retry."
 )
 
-RECALL_HISTORY_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": QUERY_MAX_CHARS,
-            "description": (
-                "The topic to search for, restated in full words (the service cannot see "
-                "this chat)."
-            ),
-        },
+
+def string_field(max_chars: int, description: str) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_chars, "description": description}
+
+
+def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+RECALL_HISTORY_INPUT_SCHEMA = object_schema(
+    {
+        "query": string_field(
+            QUERY_MAX_CHARS,
+            "The topic to search for, restated in full words (the service cannot see this chat).",
+        ),
         "limit": {
             "type": "integer",
             "minimum": LIMIT_MIN,
@@ -86,9 +87,8 @@ RECALL_HISTORY_INPUT_SCHEMA: dict[str, Any] = {
             ),
         },
     },
-    "required": ["query"],
-    "additionalProperties": False,
-}
+    "query",
+)
 
 
 def recall_history_tool() -> dict[str, Any]:
@@ -112,25 +112,34 @@ class ToolOutcome:
 
 
 def tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": tool_use_id,
-        "content": outcome.content,
-    }
-    if outcome.is_error:
-        block["is_error"] = True
-    return block
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": outcome.content}
+    return {**block, "is_error": True} if outcome.is_error else block
 
 
-def _check_input(tool_input: object) -> tuple[Any, Any]:
+def check_input(tool: str, schema: Mapping[str, Any], tool_input: object) -> dict[str, Any]:
+    # Only the fields: their values are the library's to check, with its own messages.
     if not isinstance(tool_input, Mapping):
-        raise RemoteMemoryValidationError("recall_history input must be a JSON object")
-    unknown = sorted(set(tool_input) - set(RECALL_HISTORY_INPUT_SCHEMA["properties"]))
+        raise RemoteMemoryValidationError(f"{tool} input must be a JSON object")
+    unknown = sorted(set(tool_input) - set(schema["properties"]))
     if unknown:
-        raise RemoteMemoryValidationError(f"unknown recall_history field: {', '.join(unknown)}")
-    if "query" not in tool_input:
-        raise RemoteMemoryValidationError("recall_history needs a query")
-    return tool_input["query"], tool_input.get("limit", DEFAULT_LIMIT)
+        raise RemoteMemoryValidationError(f"unknown {tool} field: {', '.join(unknown)}")
+    missing = [name for name in schema["required"] if name not in tool_input]
+    if missing:
+        needs = "a query" if tool == RECALL_HISTORY else " and ".join(missing)
+        raise RemoteMemoryValidationError(f"{tool} needs {needs}")
+    return dict(tool_input)
+
+
+def guarded(call: Callable[[], ToolOutcome]) -> ToolOutcome:
+    """``call()``; a refusal of the library becomes an error outcome."""
+    try:
+        return call()
+    except RemoteMemoryValidationError as exc:
+        return error_outcome(str(exc))
+    except RemoteMemoryError as exc:
+        # Corruption, an unsafe path, a failed disk: the session can go on without
+        # recall, and the model can tell the user why.
+        return error_outcome(f"{STORE_ERROR_PREFIX}{exc}")
 
 
 def run_recall_history(
@@ -141,16 +150,14 @@ def run_recall_history(
     query_id: str | None = None,
 ) -> ToolOutcome:
     """Run one ``recall_history`` call; contract violations become an error outcome."""
-    try:
-        query, limit = _check_input(tool_input)
-        result = engine.recall(query, limit=limit, as_of=as_of, query_id=query_id)
-    except RemoteMemoryValidationError as exc:
-        return error_outcome(str(exc))
-    except RemoteMemoryError as exc:
-        # Corruption, an unsafe path, a failed disk: the session can go on without
-        # recall, and the model can tell the user why.
-        return error_outcome(f"{STORE_ERROR_PREFIX}{exc}")
-    return ToolOutcome(content=tool_payload(result))
+
+    def recall() -> ToolOutcome:
+        given = check_input(RECALL_HISTORY, RECALL_HISTORY_INPUT_SCHEMA, tool_input)
+        limit = given.get("limit", DEFAULT_LIMIT)
+        result = engine.recall(given["query"], limit=limit, as_of=as_of, query_id=query_id)
+        return ToolOutcome(content=tool_payload(result))
+
+    return guarded(recall)
 
 
 def tool_payload(result: RecallResult) -> str:
@@ -175,10 +182,7 @@ def summarize_tool_result(content: str, is_error: bool | None = None) -> str:
     except (ValueError, KeyError, TypeError):
         return content if len(content) <= 80 else content[:77] + "..."
     if not hits:
-        return (
-            f"0 hits ({data.get('empty_reason')}); searched {searched}, "
-            f"candidates {candidates}"
-        )
+        return f"0 hits ({data.get('empty_reason')}); searched {searched}, candidates {candidates}"
     tops = ", ".join(f"{hit['memory_id']} ({hit['score']:.6f})" for hit in hits[:3])
     more = f" +{len(hits) - 3} more" if len(hits) > 3 else ""
     return (

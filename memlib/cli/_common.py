@@ -1,8 +1,5 @@
 """What every ``memlib`` command shares: the parser class, the store, errors, output.
 
-Bad input never shows a traceback: one line on stderr that names the problem, and exit
-status 2 (``EXIT_USAGE``).
-
 Every line a command writes goes through ``write_line``, ``write_json`` or
 ``write_error``: what a store holds reaches a terminal, and often a model reading the
 command's output, so it is shown as visible text (``memlib._visible``; docs/contract.md,
@@ -17,6 +14,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -34,9 +32,9 @@ __all__ = [
     "CliError",
     "Parser",
     "error_line",
+    "int_arg",
     "open_cli_store",
     "parse_as_of",
-    "parse_known_at",
     "store_embedder",
     "embedder_name",
     "shown",
@@ -60,21 +58,31 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, shown(f"{self.prog}: error: {message}", "text") + "\n")
 
 
-def _instant(text: str | None, option: str) -> datetime | None:
+def int_arg(
+    not_int: str, low: int = -(2**63), high: int = 2**63, out_of_range: str = ""
+) -> Callable[[str], int]:
+    """An argparse ``type``: an integer in ``low..high``, refused with these messages
+    (``{text!r}`` and ``{value}`` are filled in)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(not_int.format(text=text)) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(out_of_range.format(value=value))
+        return value
+
+    return parse
+
+
+def parse_as_of(text: str | None, option: str = "--as-of") -> datetime | None:
     if text is None:
         return None
     try:
         return as_utc(datetime.fromisoformat(text.strip()))
     except ValueError:
         raise RemoteMemoryValidationError(f"invalid {option} timestamp: {text!r}") from None
-
-
-def parse_as_of(text: str | None) -> datetime | None:
-    return _instant(text, "--as-of")
-
-
-def parse_known_at(text: str | None) -> datetime | None:
-    return _instant(text, "--known-at")
 
 
 def embedder_name(args: argparse.Namespace) -> str | None:
@@ -89,19 +97,19 @@ def open_cli_store(args: argparse.Namespace) -> MemoryStore:
     name = embedder_name(args)
     if name is None:
         return open_store(url, user_id=user_id)
-    from ..rankers.embeddings import get_embedder  # torch only when a model is named
+    from ..rankers.embeddings import get_embedder  # the model only when one is named
 
     return open_store(url, user_id=user_id, embedder=get_embedder(name))
 
 
 def store_embedder(store: Any, args: argparse.Namespace) -> Any:
     """The model for ``store``'s vectors: the one named on the command line, else the one
-    its vectors were made by, else all-MiniLM-L6-v2. Set as the store's embedder."""
-    from ..rankers.embeddings import MODEL_NAME, get_embedder
+    its vectors were made by, else the default model. Set as the store's embedder."""
+    from ..rankers.embeddings import DEFAULT_EMBEDDER, get_embedder
 
     if store.embedder is None:
         recorded = store.vector_state().model
-        store.embedder = get_embedder(embedder_name(args) or recorded or MODEL_NAME)
+        store.embedder = get_embedder(embedder_name(args) or recorded or DEFAULT_EMBEDDER)
     return store.embedder
 
 
@@ -110,27 +118,21 @@ def store_embedder(store: Any, args: argparse.Namespace) -> Any:
 # terminal may break the line at U+2028/U+2029 or draw nothing. A prompt block keeps them
 # (an XML or JSON parser reads them as text); a terminal gets them as escapes too.
 _TERMINAL = re.compile("[\r\u2028\u2029]")
-_TERMINAL_ESCAPE = {
-    "xml": lambda code: f"&#x{code:X};",
-    "json": lambda code: f"\\u{code:04x}",
-    "text": lambda code: f"\\u{code:04x}",
-}
+_TERMINAL_ESCAPE = {"xml": "&#x{:X};", "json": "\\u{:04x}", "text": "\\u{:04x}"}
 
 
 def shown(text: str, form: Form = "text") -> str:
     """``text`` as a command prints it: ``visible(text, form)`` with carriage returns and
-    line/paragraph separators escaped too. ``form`` is what ``text`` is: a prompt block
-    (``xml``), JSON text (``json``; it parses to the same value) or plain text."""
+    line/paragraph separators escaped too, in the syntax of ``form``."""
     text = visible(text, form)
     if _TERMINAL.search(text) is None:
         return text
     escape = _TERMINAL_ESCAPE[form]
-    return _TERMINAL.sub(lambda m: escape(ord(m.group())), text)
+    return _TERMINAL.sub(lambda m: escape.format(ord(m.group())), text)
 
 
 def write_line(text: str, form: Form = "text") -> None:
-    """``text`` on stdout as visible text of ``form`` (``shown``), ending in exactly one
-    newline."""
+    """``text`` on stdout as ``shown`` text of ``form``, ending in exactly one newline."""
     text = shown(text, form)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 

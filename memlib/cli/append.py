@@ -14,9 +14,8 @@ from ._common import CliError, open_cli_store, write_json
 
 __all__ = ["cmd_append", "register"]
 
-_APPEND_FLAGS = (
-    "memory_id", "content", "summary", "source_id", "source_type", "title", "captured_at",
-)
+_SOURCE_FLAGS = ("source_id", "source_type", "title", "captured_at")
+_APPEND_FLAGS = ("memory_id", "content", "summary", *_SOURCE_FLAGS)
 
 
 def _items_from_stdin() -> list[dict[str, Any]]:
@@ -24,7 +23,8 @@ def _items_from_stdin() -> list[dict[str, Any]]:
     # Bytes, decoded as UTF-8 (JSON's encoding) whatever the locale says.
     stream = getattr(sys.stdin, "buffer", None)
     lines: Iterable[bytes] = (
-        stream if stream is not None
+        stream
+        if stream is not None
         else (line.encode("utf-8", "surrogatepass") for line in sys.stdin)
     )
     for number, line in enumerate(lines, start=1):
@@ -45,19 +45,9 @@ def cmd_append(args: argparse.Namespace) -> int:
         missing = [f"--{n.replace('_', '-')}" for n in _APPEND_FLAGS if getattr(args, n) is None]
         if missing:
             raise CliError(f"append needs {', '.join(missing)} (or a JSON line on stdin)")
+        item = {name: getattr(args, name) for name in ("kind", *_APPEND_FLAGS[:3])}
         items: list[dict[str, Any]] = [
-            {
-                "kind": args.kind,
-                "memory_id": args.memory_id,
-                "content": args.content,
-                "summary": args.summary,
-                "source": {
-                    "source_id": args.source_id,
-                    "source_type": args.source_type,
-                    "title": args.title,
-                    "captured_at": args.captured_at,
-                },
-            }
+            {**item, "source": {name: getattr(args, name) for name in _SOURCE_FLAGS}}
         ]
     else:
         if sys.stdin.isatty():
@@ -75,8 +65,11 @@ def register(subparsers: Any) -> None:
     append = subparsers.add_parser(
         "append", help="append a record from flags, or JSON lines on stdin"
     )
-    append.add_argument("--kind", default=MemoryKind.CONVERSATION.value,
-                        choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value])
+    append.add_argument(
+        "--kind",
+        default=MemoryKind.CONVERSATION.value,
+        choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value],
+    )
     for name in _APPEND_FLAGS:
         append.add_argument(f"--{name.replace('_', '-')}", dest=name)
     append.set_defaults(func=cmd_append)

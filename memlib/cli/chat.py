@@ -1,13 +1,8 @@
-"""``memlib chat``: the agent loop from the command line.
+"""``memlib chat``: the agent loop from the command line, interactive or one ``--message``.
 
-    memlib chat                         interactive, online ($MODEL_ID, $ANTHROPIC_API_KEY)
-    memlib chat --message TEXT          one online turn
-    memlib chat --scripted              offline, deterministic: the scripted model on the
-                                        sample corpus; prints the whole exchange
-
-Online and offline share one code path: ``agent_loop`` with an ``anthropic.Anthropic``
-client. Only the client's HTTP transport differs (the network, or ``ScriptedModel``).
-This module imports neither ``anthropic`` nor the loop until ``chat`` runs.
+Online and offline (``--scripted``) share one code path: ``agent_loop`` with an
+``anthropic.Anthropic`` client; only its HTTP transport differs. This module imports
+neither ``anthropic`` nor the loop until ``chat`` runs.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from contextlib import ExitStack
 from datetime import datetime
 from typing import Any
 
-from ._common import CliError, open_cli_store, parse_as_of, write_error, write_line
+from ._common import CliError, int_arg, open_cli_store, parse_as_of, write_error, write_line
 
 __all__ = ["SCRIPTED_DEFAULT_MESSAGE", "SCRIPTED_QUERY_PREFIX", "cmd_chat", "register"]
 
@@ -29,14 +24,7 @@ SCRIPTED_QUERY_PREFIX = "chat-query"
 QUIT_WORDS = ("/quit", "/exit")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
+_positive = int_arg("not an integer: {text!r}", 1, out_of_range="must be at least 1: {value}")
 
 
 def register(subparsers: Any) -> None:
@@ -50,22 +38,39 @@ def register(subparsers: Any) -> None:
             "or --user is given."
         ),
     )
-    chat.add_argument("--scripted", action="store_true",
-                      help="offline deterministic scripted model (no key, no network)")
     chat.add_argument(
-        "--message", "-m",
+        "--scripted",
+        action="store_true",
+        help="offline deterministic scripted model (no key, no network)",
+    )
+    chat.add_argument(
+        "--message",
+        "-m",
         help="one user message, then exit (default with --scripted: a fixed question)",
     )
-    chat.add_argument("--as-of", help="ISO-8601 instant for every recall "
-                      "(default: the sample corpus's fixed instant with the sample, else now)")
-    chat.add_argument("--sample", action="store_true",
-                      help="use the sample corpus in a temporary store (default with --scripted "
-                      "when neither --store nor --user is given)")
-    chat.add_argument("--max-turns", type=_positive, default=None,
-                      help="model requests allowed per user message (default 6)")
+    chat.add_argument(
+        "--as-of",
+        help="ISO-8601 instant for every recall "
+        "(default: the sample corpus's fixed instant with the sample, else now)",
+    )
+    chat.add_argument(
+        "--sample",
+        action="store_true",
+        help="use the sample corpus in a temporary store (default with --scripted "
+        "when neither --store nor --user is given)",
+    )
+    chat.add_argument(
+        "--max-turns",
+        type=_positive,
+        default=None,
+        help="model requests allowed per user message (default 6)",
+    )
     chat.add_argument("--max-tokens", type=_positive, default=1024)
-    chat.add_argument("--min-score", help="every recall_history call drops hits under this "
-                      "floor: a number or 'suggested' (default: $MEMLIB_MIN_SCORE, else none)")
+    chat.add_argument(
+        "--min-score",
+        help="every recall_history call drops hits under this "
+        "floor: a number or 'suggested' (default: $MEMLIB_MIN_SCORE, else none)",
+    )
     chat.set_defaults(func=cmd_chat)
 
 
@@ -108,20 +113,21 @@ def cmd_chat(args: argparse.Namespace) -> int:
         stack.callback(store.close)
         system = build_system_prompt(store)
         floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
-        engine = RecallEngine(store, min_score=floor)
         options: dict[str, Any] = {
-            "client": client, "model": model, "engine": engine, "as_of": as_of, "system": system,
-            "max_turns": args.max_turns or DEFAULT_MAX_TURNS, "max_tokens": args.max_tokens,
+            "client": client,
+            "model": model,
+            "engine": RecallEngine(store, min_score=floor),
+            "as_of": as_of,
+            "system": system,
+            "max_turns": args.max_turns or DEFAULT_MAX_TURNS,
+            "max_tokens": args.max_tokens,
             "query_id_prefix": prefix,
         }
-        message = args.message
-        if message is None and args.scripted:
-            message = SCRIPTED_DEFAULT_MESSAGE
-        if message is not None:
-            transcript = agent_loop(message, **options)
-            _write(transcript.format())
-            return 0
-        return _interactive(options, model=model, system=system)
+        message = args.message or (SCRIPTED_DEFAULT_MESSAGE if args.scripted else None)
+        if message is None:
+            return _interactive(options, model=model, system=system)
+        _write(agent_loop(message, **options).format())
+        return 0
 
 
 def _interactive(options: dict[str, Any], *, model: str, system: str) -> int:
@@ -150,8 +156,9 @@ def _interactive(options: dict[str, Any], *, model: str, system: str) -> int:
         if not line.strip() or line.strip() in QUIT_WORDS:
             return 0
         try:
-            transcript = agent_loop([*messages, {"role": "user", "content": line}],
-                                    on_entry=show, **options)
+            transcript = agent_loop(
+                [*messages, {"role": "user", "content": line}], on_entry=show, **options
+            )
         except AgentError as exc:
             if isinstance(exc, ModelAPIError) and exc.status_code in (401, 403):
                 raise  # a rejected key will not fix itself: end the session

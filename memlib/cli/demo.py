@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 from typing import Any
 
@@ -30,7 +31,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     lang = getattr(args, "lang", "en")
     query = DEMO_QUERIES[lang]
 
-    def run(root: str) -> None:
+    kept = contextlib.nullcontext(args.root)
+    with kept if args.root else tempfile.TemporaryDirectory(prefix="memlib-demo-") as root:
         store = open_sample_store(root, lang=lang)
         result = RecallEngine(store).recall(
             query, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
@@ -44,12 +46,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         write_line("")
         write_line("# Rendered context for the prompt")
         write_line(render_recall_context(result) or "(no hits: nothing is injected)", "xml")
-
-    if args.root:
-        run(args.root)
-    else:
-        with tempfile.TemporaryDirectory(prefix="memlib-demo-") as root:
-            run(root)
     return 0
 
 
@@ -59,7 +55,9 @@ def register(subparsers: Any) -> None:
     )
     demo.add_argument("--limit", type=limit_arg, default=5)
     demo.add_argument(
-        "--lang", choices=tuple(DEMO_QUERIES), default="en",
+        "--lang",
+        choices=tuple(DEMO_QUERIES),
+        default="en",
         help="language of the sample corpus and query: en (default) or zh (Chinese, "
         "query 分层记忆)",
     )

@@ -5,19 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import parse_as_of, parse_known_at, write_line
-from .recall import add_recall_options, open_recall_engine
+from ._common import write_line
+from .recall import add_recall_options, open_recall_engine, recall_options
 
 __all__ = ["cmd_explain", "register"]
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     engine = open_recall_engine(args)
-    explanation = engine.explain(
-        args.text, args.memory_id, limit=args.limit, as_of=parse_as_of(args.as_of),
-        query_id=args.query_id, known_at=parse_known_at(args.known_at),
-        min_score=args.min_score,
-    )
+    explanation = engine.explain(args.text, args.memory_id, **recall_options(args))
     if args.json:
         write_line(explanation.to_json(), "json")
     else:
@@ -27,7 +23,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     explain = subparsers.add_parser(
-        "explain", help="say where a record stopped for a recall (scope, retraction, "
+        "explain",
+        help="say where a record stopped for a recall (scope, retraction, "
         "candidates, rank, min_score) and why",
     )
     explain.add_argument("text")

@@ -1,9 +1,7 @@
-"""``memlib import FILE.jsonl``: many records at once, checked first, written in batches.
+"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line.
 
-The checks, the batches and the progress bar are ``memlib._bulk.import_jsonl``'s; this
-module reads the command line and the file. ``FILE`` may be ``-`` for standard input,
-or any other stream (``/dev/stdin``, a pipe): a stream is read once into a private
-temporary file, since the import reads it twice.
+``FILE`` may be ``-`` or any other stream (``/dev/stdin``, a pipe): it is read once into
+a private temporary file, since the import reads it twice.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from typing import Any
 
 from .._bulk import DEFAULT_BATCH, import_jsonl
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from ._common import open_cli_store, write_line
+from ._common import int_arg, open_cli_store, write_line
 
 __all__ = ["cmd_import", "register"]
 
@@ -65,14 +63,9 @@ def _import(args: argparse.Namespace, path: str) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("batch size must be an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("batch size must be at least 1")
-    return value
+_positive = int_arg(
+    "batch size must be an integer", 1, out_of_range="batch size must be at least 1"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -80,11 +73,13 @@ def register(subparsers: Any) -> None:
         "import", help="import records from a JSONL file (checked first, then batched)"
     )
     parser.add_argument(
-        "file", help="one JSON object per line: memory_id, content, summary, source[, kind]; "
+        "file",
+        help="one JSON object per line: memory_id, content, summary, source[, kind]; "
         "- reads standard input",
     )
     parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH)
-    parser.add_argument("--progress", action="store_true",
-                        help="show the progress bar even when not a terminal")
+    parser.add_argument(
+        "--progress", action="store_true", help="show the progress bar even when not a terminal"
+    )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     parser.set_defaults(func=cmd_import)

@@ -1,14 +1,9 @@
 """``memlib mcp``: serve the memory to MCP clients (stdio; ``--transport http`` on localhost).
 
-The store, the user, the engine and, for HTTP, the bearer token are fixed here, once,
-before the first message: a bad store URL, an unreadable store or a token file that
-others could read fails as every command does (one line on stderr, exit 2) instead of
-inside a client's session. The server itself, and the ``mcp`` package it needs, are
-imported only when the command runs.
-
-The token file is the HTTP server's only credential, so it is held to what OpenSSH asks
-of a private key: a regular file (no link), owned by this user, no permission bit for
-group or others, in a folder nobody else can write. ``--new-token`` makes one.
+The store, the engine and the bearer token are fixed before the first message, so a bad
+store or token file fails as every command does (one line, exit 2), not inside a client's
+session. The token file is the HTTP server's only credential, held to what OpenSSH asks
+of a private key: a regular file owned by this user, no bit for group or others.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from typing import Any
 
 from .._runtime import default_root
 from ..stores._files import DIR_MODE, open_private, unsafe, write_all
-from ._common import CliError, parse_as_of, write_line
+from ._common import CliError, int_arg, parse_as_of, write_line
 from .recall import open_recall_engine
 
 __all__ = ["MCP_MISSING", "cmd_mcp", "default_token_file", "read_token_file", "register"]
@@ -63,11 +58,14 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
         os.close(fd)
     token = data.decode("utf-8", errors="replace").strip()
     if len(data) > TOKEN_FILE_MAX_BYTES or not _TOKEN68.fullmatch(token):
-        raise CliError(f"{name} does not hold a bearer token (one line of letters, digits "
-                       "and -._~+/)")
+        raise CliError(
+            f"{name} does not hold a bearer token (one line of letters, digits and -._~+/)"
+        )
     if len(token) < TOKEN_MIN_CHARS:
-        raise CliError(f"the token in {name} is shorter than {TOKEN_MIN_CHARS} characters: "
-                       "make a new one with memlib mcp --new-token")
+        raise CliError(
+            f"the token in {name} is shorter than {TOKEN_MIN_CHARS} characters: "
+            "make a new one with memlib mcp --new-token"
+        )
     return token
 
 
@@ -87,14 +85,9 @@ def new_token_file(path: str | os.PathLike[str]) -> Path:
     return Path(name)
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65_535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535: {value}")
-    return value
+_port = int_arg(
+    "not a port number: {text!r}", 0, 65_535, "port must be between 0 and 65535: {value}"
+)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -102,13 +95,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         made = new_token_file(args.token_file or default_token_file())
         write_line(f"memlib mcp: new bearer token in {made} (mode 0600)")
         return 0
-    if args.port is not None and args.transport != "http":
-        raise CliError("--port is for --transport http")
-    if args.token_file is not None and args.transport != "http":
-        raise CliError("--token-file is for --transport http")
-    token = None
-    if args.transport == "http":
-        token = read_token_file(args.token_file or default_token_file())
+    for option in ("port", "token_file"):
+        if getattr(args, option) is not None and args.transport != "http":
+            raise CliError(f"--{option.replace('_', '-')} is for --transport http")
+    http = args.transport == "http"
+    token = read_token_file(args.token_file or default_token_file()) if http else None
     # The SDK takes most of a second to import: a refused command line does not wait.
     try:
         from ..agent import mcp_server
@@ -121,11 +112,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     engine = open_recall_engine(args, min_score=floor)
     try:
         memory = mcp_server.MemoryTools(
-            engine, as_of=parse_as_of(args.as_of), query_id_prefix=args.query_id_prefix,
+            engine, as_of=parse_as_of(args.as_of), query_id_prefix=args.query_id_prefix
         )
         memory.check_store()
         mcp_server.serve(
-            memory, transport=args.transport,
+            memory,
+            transport=args.transport,
             port=mcp_server.DEFAULT_PORT if args.port is None else args.port,
             token=token,
         )
@@ -145,23 +137,47 @@ def register(subparsers: Any) -> None:
             "environment); no tool can name another. Needs the mcp extra."
         ),
     )
-    mcp.add_argument("--ranker", default="baseline",
-                     help="ranker of every recall (default: baseline, as memlib recall)")
-    mcp.add_argument("--min-score", help="every recall_history call drops hits under this "
-                     "floor: a number or 'suggested' (default: $MEMLIB_MIN_SCORE, else none)")
-    mcp.add_argument("--as-of", help="ISO-8601 instant every recall is made at (default: "
-                     "now), to compare with the library or a notebook byte for byte")
-    mcp.add_argument("--query-id-prefix", help="number the query ids of the calls PREFIX-001, "
-                     "PREFIX-002… (default: random ids)")
-    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio",
-                     help="stdio (default), or streamable HTTP on 127.0.0.1 only")
-    mcp.add_argument("--port", type=_port, help="HTTP port on 127.0.0.1 (default 8000; "
-                     "0: any free port, named on stderr)")
-    mcp.add_argument("--token-file", metavar="PATH",
-                     help="HTTP only: every request must send 'Authorization: Bearer' and "
-                     "the token in this file, which only you may read (mode 0600; "
-                     "default: $WORKBUDDY_HOME/mcp-token)")
-    mcp.add_argument("--new-token", action="store_true",
-                     help="write a new random token to the token file (created with mode "
-                     "0600, never overwritten) and exit")
+    mcp.add_argument(
+        "--ranker",
+        default="baseline",
+        help="ranker of every recall (default: baseline, as memlib recall)",
+    )
+    mcp.add_argument(
+        "--min-score",
+        help="every recall_history call drops hits under this "
+        "floor: a number or 'suggested' (default: $MEMLIB_MIN_SCORE, else none)",
+    )
+    mcp.add_argument(
+        "--as-of",
+        help="ISO-8601 instant every recall is made at (default: "
+        "now), to compare with the library or a notebook byte for byte",
+    )
+    mcp.add_argument(
+        "--query-id-prefix",
+        help="number the query ids of the calls PREFIX-001, PREFIX-002… (default: random ids)",
+    )
+    mcp.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default), or streamable HTTP on 127.0.0.1 only",
+    )
+    mcp.add_argument(
+        "--port",
+        type=_port,
+        help="HTTP port on 127.0.0.1 (default 8000; 0: any free port, named on stderr)",
+    )
+    mcp.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="HTTP only: every request must send 'Authorization: Bearer' and "
+        "the token in this file, which only you may read (mode 0600; "
+        "default: $WORKBUDDY_HOME/mcp-token)",
+    )
+    mcp.add_argument(
+        "--new-token",
+        action="store_true",
+        help="write a new random token to the token file (created with mode "
+        "0600, never overwritten) and exit",
+    )
     mcp.set_defaults(func=cmd_mcp)

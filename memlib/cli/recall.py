@@ -10,16 +10,12 @@ from ..rankers import get_ranker
 from ..rankers.base import DenseScoring
 from ..render import render_recall_context
 from ..stores._base import VectorStoring
-from ._common import open_cli_store, parse_as_of, parse_known_at, store_embedder, write_line
+from ._common import int_arg, open_cli_store, parse_as_of, store_embedder, write_line
 
 __all__ = ["add_recall_options", "cmd_recall", "limit_arg", "open_recall_engine", "register"]
 
 
-def limit_arg(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("limit must be an integer") from None
+limit_arg = int_arg("limit must be an integer")
 
 
 def open_recall_engine(
@@ -33,12 +29,19 @@ def open_recall_engine(
     return RecallEngine(store, ranker=ranker, min_score=min_score)
 
 
+def recall_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``engine.recall`` and ``engine.explain`` from ``add_recall_options``."""
+    return {
+        "limit": args.limit,
+        "as_of": parse_as_of(args.as_of),
+        "query_id": args.query_id,
+        "known_at": parse_as_of(args.known_at, "--known-at"),
+        "min_score": args.min_score,
+    }
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
-    engine = open_recall_engine(args)
-    result = engine.recall(
-        args.text, limit=args.limit, as_of=parse_as_of(args.as_of), query_id=args.query_id,
-        known_at=parse_known_at(args.known_at), min_score=args.min_score,
-    )
+    result = open_recall_engine(args).recall(args.text, **recall_options(args))
     if args.json:
         write_line(result.to_json(), "json")
     elif result.hits:
@@ -61,11 +64,13 @@ def add_recall_options(parser: Any) -> None:
     parser.add_argument("--limit", type=limit_arg, default=5)
     parser.add_argument("--as-of", help="ISO-8601 instant for recency (default: now, UTC)")
     parser.add_argument(
-        "--known-at", help="ISO-8601 instant: recall the store as it stood then "
+        "--known-at",
+        help="ISO-8601 instant: recall the store as it stood then "
         "(records and retractions stored at or before it)",
     )
     parser.add_argument(
-        "--min-score", help="drop hits scoring under this floor: a number, or 'suggested' "
+        "--min-score",
+        help="drop hits scoring under this floor: a number, or 'suggested' "
         "(the ranker's calibrated floor)",
     )
     parser.add_argument("--query-id")

@@ -27,8 +27,13 @@ def cmd_supersede(args: argparse.Namespace) -> int:
     )
     new, retraction = store.supersede(
         args.old_id,
-        {"kind": args.kind, "memory_id": args.memory_id, "content": args.content,
-         "summary": args.summary or args.content, "source": source},
+        {
+            "kind": args.kind,
+            "memory_id": args.memory_id,
+            "content": args.content,
+            "summary": args.summary or args.content,
+            "source": source,
+        },
         reason=args.reason,
     )
     for record in (new, retraction):
@@ -38,7 +43,7 @@ def cmd_supersede(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     supersede = subparsers.add_parser(
-        "supersede", help="replace a record by a new one, keeping the old in the history",
+        "supersede", help="replace a record by a new one, keeping the old in the history"
     )
     supersede.add_argument("old_id", metavar="OLD_ID")
     supersede.add_argument("--memory-id", required=True, help="the new record's id")
@@ -46,7 +51,8 @@ def register(subparsers: Any) -> None:
     supersede.add_argument("--summary", help="(default: the content)")
     supersede.add_argument("--reason", required=True, help="why the old record is replaced")
     supersede.add_argument(
-        "--kind", default=MemoryKind.CONVERSATION.value,
+        "--kind",
+        default=MemoryKind.CONVERSATION.value,
         choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value],
         help="the old record's kind (default: conversation)",
     )
