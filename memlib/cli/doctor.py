@@ -19,6 +19,7 @@ from ..stores.jsonl._doctor import (
     DoctorReport,
     RepairError,
     check_store,
+    describe,
     rebuild_index_file,
     remove_temp_files,
     repair_torn_tail,
@@ -30,10 +31,6 @@ from ._common import write_error, write_line
 __all__ = ["cmd_doctor", "register"]
 
 MAX_SHOWN = 50  # problems printed; the count is always exact
-
-
-def _describe(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def _path_of(text: str) -> Path:
@@ -53,7 +50,7 @@ def _print_report(report: DoctorReport) -> None:
         scopes = ", ".join(f"{s} ({n})" for s, n in sorted(report.scopes.items()))
         write_line(f"user scopes: {scopes}")
     for problem in report.problems[:MAX_SHOWN]:
-        write_line(problem.format())
+        write_line(f"problem: {problem.message}")
     if len(report.problems) > MAX_SHOWN:
         write_line(f"… and {len(report.problems) - MAX_SHOWN} more problems")
     index = report.index
@@ -61,7 +58,7 @@ def _print_report(report: DoctorReport) -> None:
         detail = {
             "fresh": f"fresh (covers all {index.covered_lines} records)",
             "stale": f"stale by {report.lines - index.covered_lines} records (caught up from "
-                     "the log's tail when read)",
+            "the log's tail when read)",
             "invalid": f"invalid, not used: {index.reason}",
             "absent": "absent",
         }[index.status]
@@ -75,6 +72,38 @@ def _print_report(report: DoctorReport) -> None:
         write_line(f"status: {n} problem{'s' if n != 1 else ''}")
 
 
+def _repair(path: Path, user_id: str | None, report: DoctorReport) -> DoctorReport:
+    """``--repair``: each step that ran says what it did, and the file is checked again."""
+    repaired = False
+    if removed := remove_temp_files(report):
+        write_line(
+            f"repaired: removed {len(removed)} stale temporary files "
+            f"({sum(n for _, n in removed):,} bytes)"
+        )
+        report, repaired = check_store(path, user_id=user_id), True
+    if report.torn_bytes:
+        if (cut := repair_torn_tail(path)) is not None:
+            write_line(
+                f"repaired: cut a torn tail of {cut[1]} bytes; the whole file was "
+                f"first copied to {cut[0]}"
+            )
+        report, repaired = check_store(path, user_id=user_id), True
+    elif rebuild_index_file(report):  # only a stale or invalid one of a healthy log
+        write_line("repaired: rebuilt the index file from the log")
+        report, repaired = check_store(path, user_id=user_id), True
+    # After a torn tail is cut: the rows of the records cut go with it.
+    if (rows := repair_vectors_file(report)) is not None:
+        write_line(
+            f"repaired: rewrote the vectors file, kept {rows[0]} rows, dropped {rows[1]}"
+            if any(rows)
+            else "repaired: removed an unreadable vectors file"
+        )
+        report, repaired = check_store(path, user_id=user_id), True
+    if not repaired:
+        write_line("repair: no torn tail, nothing to do (nothing else is ever changed)")
+    return report
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         path = _path_of(args.path)
@@ -82,44 +111,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if user_id is not None and not user_id.strip():
             raise RepairError("--user must not be empty")
         report = check_store(path, user_id=user_id)
-        repaired_any = False
-        if args.repair and (removed := remove_temp_files(report)):
-            write_line(f"repaired: removed {len(removed)} stale temporary files "
-                       f"({sum(n for _, n in removed):,} bytes)")
-            report = check_store(path, user_id=user_id)
-            repaired_any = True
-        if args.repair and report.torn_bytes:
-            repaired = repair_torn_tail(path)
-            if repaired is not None:
-                backup, cut = repaired
-                write_line(f"repaired: cut a torn tail of {cut} bytes; the whole file was "
-                           f"first copied to {backup}")
-            report = check_store(path, user_id=user_id)
-            repaired_any = True
-        elif args.repair and report.index is not None and report.index.status != "fresh" and (
-            rebuild_index_file(report)
-        ):
-            write_line("repaired: rebuilt the index file from the log")
-            report = check_store(path, user_id=user_id)
-            repaired_any = True
-        # After a torn tail is cut: the rows of the records cut go with it.
-        if args.repair and (done := repair_vectors_file(report)) is not None:
-            kept, dropped = done
-            write_line(
-                f"repaired: rewrote the vectors file, kept {kept} rows, dropped {dropped}"
-                if kept or dropped else "repaired: removed an unreadable vectors file"
-            )
-            report = check_store(path, user_id=user_id)
-            repaired_any = True
-        if args.repair and not repaired_any:
-            write_line("repair: no torn tail, nothing to do (nothing else is ever changed)")
+        if args.repair:
+            report = _repair(path, user_id, report)
         _print_report(report)
     except RepairError as exc:
         write_error(f"memlib doctor: error: {exc}")
         return 1
     except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
         # Never a traceback: one line that says what went wrong.
-        write_error(f"memlib doctor: error: {_describe(exc)}")
+        write_error(f"memlib doctor: error: {describe(exc)}")
         return 1
     return 0 if report.healthy else 1
 
@@ -138,6 +138,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")
-    doctor.add_argument("--repair", action="store_true",
-                        help="remove a torn tail, after writing a backup copy")
+    doctor.add_argument(
+        "--repair", action="store_true", help="remove a torn tail, after writing a backup copy"
+    )
     doctor.set_defaults(func=cmd_doctor)

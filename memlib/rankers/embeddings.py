@@ -31,8 +31,6 @@ __all__ = [
 
 # What ``hybrid`` and ``memlib embed`` use when nothing names a model.
 DEFAULT_EMBEDDER = "multilingual-e5-small"
-# The default's former constant, still read by ``cli/_common.py``.
-MODEL_NAME = DEFAULT_EMBEDDER
 DIMENSION = 384
 LEGACY_MODEL = "all-MiniLM-L6-v2"
 _CACHE_SIZE = 50_000

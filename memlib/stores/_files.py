@@ -35,22 +35,6 @@ from typing import Any
 
 from ..errors import RemoteMemoryError, RemoteMemoryStorageError, RemoteMemoryUnsafePathError
 
-__all__ = [
-    "write_all",
-    "FILE_MODE",
-    "DIR_MODE",
-    "problem_with",
-    "check_folder",
-    "check_path",
-    "open_folder",
-    "folder",
-    "open_private",
-    "rename_in",
-    "unlink_in",
-    "unsafe",
-    "failure",
-]
-
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
@@ -262,8 +246,10 @@ def open_private(path: str, flags: int, *, folder_fd: int | None = None) -> int:
             raise unsafe(parent, "is not a folder") from None
     try:
         fd = os.open(
-            os.path.basename(path), flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-            FILE_MODE, dir_fd=folder_fd,
+            os.path.basename(path),
+            flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+            FILE_MODE,
+            dir_fd=folder_fd,
         )
     except FileNotFoundError:
         raise
@@ -292,8 +278,12 @@ def rename_in(folder_fd: int | None, source: str, target: str) -> None:
     if folder_fd is None:
         os.rename(source, target)
     else:
-        os.rename(os.path.basename(source), os.path.basename(target),
-                  src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        os.rename(
+            os.path.basename(source),
+            os.path.basename(target),
+            src_dir_fd=folder_fd,
+            dst_dir_fd=folder_fd,
+        )
 
 
 def unlink_in(folder_fd: int | None, path: str) -> None:

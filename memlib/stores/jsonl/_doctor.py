@@ -1,35 +1,29 @@
 """Check a JSONL store file and change nothing; cut only a torn tail, after a backup.
 
 ``check_store`` reads the file as the store would and reports every problem it finds,
-not only the first: a line that is not JSON or not a valid record (bad timestamp,
-unknown kind, missing field), records of more than one user scope (or of another scope
-than the folder name or the given user says), a memory_id stored twice, a retraction
-that names an unknown, a retracted or a retraction record, a torn tail (a last line
-without ``\\n``: a write whose ``fsync`` never returned), and file modes (store and lock
-file 0600, folder 0700).
+not only the first: a line that is not JSON or not a valid record, records of more than
+one user scope (or of another scope than the folder name or the given user says), a
+memory_id stored twice, a retraction that names an unknown, a retracted or a retraction
+record, a torn tail (a last line without ``\\n``: a write whose ``fsync`` never
+returned), and file modes (store and lock file 0600, folder 0700).
 
-Only ``repair_torn_tail`` writes, and only when the file ends in a torn tail. Holding
-the store's own lock (so no writer is appending), it copies the whole file to
-``records.jsonl.torn-<UTC time>.bak`` (mode 0600, fsynced) and then truncates the file
-at the end of its last complete line — exactly what the next writer would have done.
-Nothing else is ever changed: a damaged middle line is reported, not "fixed". A file
-the store would not trust (a symbolic link, a FIFO, another account's file, one other
-users may write, in a folder likewise) is never repaired: ``repair_torn_tail`` raises
-``RepairError`` before it opens anything, as the store refuses it.
+Only ``repair_torn_tail`` writes the log, and only to cut a torn tail: under the store's
+own lock (so no writer is appending), after copying the whole file to
+``records.jsonl.torn-<UTC time>.bak``, exactly as the next writer would have cut it. A
+damaged middle line is reported, not "fixed". A file the store would not trust is never
+repaired: ``RepairError`` is raised before anything is opened, as the store refuses it.
 
-Checking follows no link and opens nothing that could block (a FIFO at the path or
-the lock is reported, not read), and reads every line with memlib's bounded JSON
-parser, so a line nested a thousand deep is one more problem, not a crash.
+Checking follows no link and opens nothing that could block (a FIFO at the path or the
+lock is reported, not read), and parses with memlib's bounded JSON parser, so a line
+nested a thousand deep is one more problem, not a crash.
 
-The derived files beside the log are reported, never counted as problems of the store:
-the index file (``rebuild_index_file``) and the vectors file, whose rows are checked
-against the log as a reader checks them (``vector_lines``); ``repair_vectors_file``
-rewrites it keeping only the rows in use. ``vector_state_of`` and ``describe_vectors``
-report the stored vectors of any ``VectorStoring`` store.
+The derived files beside the log (the index file, the vectors file) are reported, never
+counted as problems of the store; ``--repair`` rebuilds or rewrites them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -39,7 +33,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..._safejson import loads
 from ..._vectors import VectorState
@@ -47,37 +41,19 @@ from ..._visible import first_hidden, shown_name
 from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from ...records import MemoryKind, StoredMemory, user_scope_for
 from .._base import VectorStoring
-from .._files import check_path, open_private
-from ._index import (
-    IndexState,
-    index_path_for,
-    inspect_index,
-    remove_stale_temps,
-    stale_temps,
-)
+from .._files import DIR_MODE, FILE_MODE, check_path, open_private, write_all
+from ._index import IndexState, index_path_for, inspect_index, remove_stale_temps, stale_temps
 from ._store import RemoteMemoryStore, pending_batch_offset
-from ._vectors import VectorFileState, vectors_path_for
+from ._vectors import VectorFileState, fsync_folder, vectors_path_for
 
-__all__ = [
-    "check_store", "repair_torn_tail", "rebuild_index_file", "remove_temp_files",
-    "repair_vectors_file",
-    "vector_lines", "vector_state_of", "describe_vectors", "DoctorReport", "Problem",
-    "RepairError",
-]
-
-FILE_MODE = 0o600
-DIR_MODE = 0o700
 LOCK_WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # parse, scope, duplicate, retraction, torn_tail, permissions, path, temp_file
+    kind: str  # parse, scope, duplicate, retraction, torn_tail, permissions, path, temp_file, text
     message: str
     line: int | None = None
-
-    def format(self) -> str:
-        return f"problem: {self.message}"
 
 
 @dataclass
@@ -106,6 +82,18 @@ class DoctorReport:
         self.problems.append(Problem(kind, message, line))
 
 
+class RepairError(Exception):
+    """--repair could not run; nothing was changed."""
+
+
+def describe(exc: Exception) -> str:
+    """An exception's text on one line."""
+    return " ".join(str(exc).split())
+
+
+# -- the files: kinds, owners, modes -------------------------------------------------
+
+
 def _mode_problem(report: DoctorReport, path: Path, what: str, expected: int) -> None:
     try:
         st = os.stat(path)
@@ -123,15 +111,14 @@ def _mode_problem(report: DoctorReport, path: Path, what: str, expected: int) ->
         )
 
 
-def _describe(exc: Exception) -> str:
-    return " ".join(str(exc).split())
-
-
 def _owner_problem(report: DoctorReport, st: os.stat_result, what: str, path: Path) -> None:
     uid = os.geteuid()
     if st.st_uid != uid:
-        report.add("permissions", f"{what} {path} is owned by uid {st.st_uid}, not by this "
-                   f"user (uid {uid}); the store refuses it")
+        report.add(
+            "permissions",
+            f"{what} {path} is owned by uid {st.st_uid}, not by this "
+            f"user (uid {uid}); the store refuses it",
+        )
 
 
 def _open_to_read(path: Path) -> int:
@@ -143,164 +130,204 @@ def _open_to_read(path: Path) -> int:
     return fd
 
 
-def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> DoctorReport:
-    """Read ``path`` (never write it) and list everything wrong with it."""
-    path = Path(path)
-    report = DoctorReport(path=path)
+def _log_stat(report: DoctorReport, path: Path) -> os.stat_result | None:
+    """The log's ``lstat`` when it is a regular file, else None and the problem."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         report.add("path", f"no such file: {path}")
-        return report
+        return None
     except OSError as exc:
         report.add("path", f"cannot open {path}: {exc.strerror}")
-        return report
+        return None
+    if stat.S_ISREG(st.st_mode):
+        return st
     if stat.S_ISLNK(st.st_mode):
         report.add("path", f"path is a symbolic link, which the store never follows: {path}")
-        return report
-    if stat.S_ISDIR(st.st_mode):
+    elif stat.S_ISDIR(st.st_mode):
         report.add("path", f"path is a folder, not a records file: {path}")
-        return report
-    if not stat.S_ISREG(st.st_mode):
+    else:
         report.add("path", f"path is not a regular file: {path}")
-        return report
+    return None
 
-    lock_path = path.with_name(path.name + ".lock")
+
+def _check_folder(report: DoctorReport, folder: Path) -> None:
+    try:
+        st: os.stat_result | None = os.lstat(folder)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        report.add("path", f"folder {folder} is a symbolic link; the store never follows one")
+        return
+    _mode_problem(report, folder, "folder", DIR_MODE)
+    if st is not None:
+        _owner_problem(report, st, "folder", folder)
+
+
+def _check_lock(report: DoctorReport, lock_path: Path) -> int | None:
+    """Check the lock file; where a batch whose writer died before its fsync returned
+    begins, as the lock notes it (the store ignores everything from there on)."""
+    if not os.path.lexists(lock_path):
+        return None
+    try:
+        st = os.lstat(lock_path)
+    except OSError as exc:
+        report.add("permissions", f"cannot stat lock file {lock_path}: {exc.strerror}")
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        report.add("path", f"lock file is a symbolic link: {lock_path}")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        report.add("path", f"lock file is not a regular file: {lock_path}")
+        return None
+    _owner_problem(report, st, "lock file", lock_path)
+    _mode_problem(report, lock_path, "lock file", FILE_MODE)
+    try:
+        fd = _open_to_read(lock_path)
+    except OSError:
+        return None
+    try:
+        return pending_batch_offset(os.pread(fd, 64, 0))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+# -- the lines: records, scopes, duplicates, retractions ---------------------------
+
+
+@dataclass
+class _Lines:
+    """What the lines read so far hold, for the rules on the next one."""
+
+    report: DoctorReport
+    expected: tuple[str, str] | None  # (scope, why) every record must have
+    first_line: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, MemoryKind] = field(default_factory=dict)
+    retracted: dict[str, int] = field(default_factory=dict)
+    first_scope: tuple[str, int] | None = None
+    # Reported after every line's own problems, in line order.
+    retraction_problems: list[Problem] = field(default_factory=list)
+
+    def take(self, number: int, raw: bytes) -> None:
+        record = self._parse(number, raw)
+        if record is None:
+            return
+        report = self.report
+        report.records += 1
+        _text_rule_problem(report, number, record)
+        report.kinds[record.kind.value] = report.kinds.get(record.kind.value, 0) + 1
+        report.scopes[record.user_scope] = report.scopes.get(record.user_scope, 0) + 1
+        self._check_scope(number, record)
+        if record.memory_id in self.first_line:
+            report.add(
+                "duplicate",
+                f"line {number}: duplicate memory_id {record.memory_id} "
+                f"(first at line {self.first_line[record.memory_id]})",
+                number,
+            )
+            return
+        self.first_line[record.memory_id] = number
+        self.kinds[record.memory_id] = record.kind
+        if record.kind is MemoryKind.RETRACTION:
+            self._check_retraction(number, record)
+
+    def _parse(self, number: int, raw: bytes) -> StoredMemory | None:
+        try:
+            data = loads(raw)
+        except ValueError as exc:  # bad UTF-8, bad JSON, or past safejson's limits
+            self.report.add("parse", f"line {number}: invalid JSON: {describe(exc)}", number)
+            return None
+        try:
+            return StoredMemory.from_dict(data)
+        except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
+            self.report.add("parse", f"line {number}: invalid record: {describe(exc)}", number)
+            return None
+
+    def _check_scope(self, number: int, record: StoredMemory) -> None:
+        scope = record.user_scope
+        head = f"line {number}: memory {record.memory_id} belongs to user scope {scope}"
+        if self.expected is not None:
+            if scope != self.expected[0]:
+                self.report.add(
+                    "scope", f"{head}, not {self.expected[0]} ({self.expected[1]})", number
+                )
+        elif self.first_scope is None:
+            self.first_scope = (scope, number)
+        elif scope != self.first_scope[0]:
+            first, at = self.first_scope
+            self.report.add("scope", f"{head}, but line {at} to {first}", number)
+
+    def _check_retraction(self, number: int, record: StoredMemory) -> None:
+        """The store's retraction rules (``check_batch``), against the lines before."""
+        target = record.retracts or ""
+        kind = self.kinds.get(target)
+        if kind is None:
+            message = f"retraction {record.memory_id} names unknown memory_id {target}"
+        elif kind is MemoryKind.RETRACTION:  # itself included, as check_batch has it
+            message = f"retraction {record.memory_id} retracts a retraction ({target})"
+        elif target in self.retracted:
+            message = f"{target} is already retracted at line {self.retracted[target]}"
+        else:
+            self.retracted[target] = number
+            return
+        self.retraction_problems.append(Problem("retraction", f"line {number}: {message}", number))
+
+    def searched(self) -> int:
+        """Conversation records not retracted: the ones a vector is kept for."""
+        conversation = MemoryKind.CONVERSATION
+        return sum(1 for kind in self.kinds.values() if kind is conversation) - sum(
+            1 for target in self.retracted if self.kinds[target] is conversation
+        )
+
+
+def _read_lines(
+    report: DoctorReport, handle: BinaryIO, lines: _Lines, pending: int | None, size: int
+) -> None:
+    offset = 0
+    for raw in handle:
+        if pending is not None and offset >= pending:
+            report.torn_bytes = size - offset
+            return
+        if not raw.endswith(b"\n"):
+            report.torn_bytes = len(raw)
+            return
+        offset += len(raw)
+        report.lines += 1
+        report.good_size = offset
+        lines.take(report.lines, raw[:-1])
+
+
+def _expected_scope(path: Path, user_id: str | None) -> tuple[str, str] | None:
+    if user_id is not None:
+        return user_scope_for(user_id), f"user {user_id!r}"
+    name = path.parent.name
+    if len(name) == 16 and all(c in "0123456789abcdef" for c in name):
+        return name, "its folder name"
+    return None
+
+
+def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> DoctorReport:
+    """Read ``path`` (never write it) and list everything wrong with it."""
+    path = Path(path)
+    report = DoctorReport(path=path)
+    st = _log_stat(report, path)
+    if st is None:
+        return report
     _owner_problem(report, st, "records file", path)
     _mode_problem(report, path, "records file", FILE_MODE)
-    try:
-        folder_st = os.lstat(path.parent)
-    except OSError:
-        folder_st = None
-    if folder_st is not None and stat.S_ISLNK(folder_st.st_mode):
-        report.add("path", f"folder {path.parent} is a symbolic link; the store never follows one")
-    else:
-        _mode_problem(report, path.parent, "folder", DIR_MODE)
-        if folder_st is not None:
-            _owner_problem(report, folder_st, "folder", path.parent)
-    lock_regular = False
-    if os.path.lexists(lock_path):
-        try:
-            lock_st = os.lstat(lock_path)
-        except OSError as exc:
-            report.add("permissions", f"cannot stat lock file {lock_path}: {exc.strerror}")
-        else:
-            if stat.S_ISLNK(lock_st.st_mode):
-                report.add("path", f"lock file is a symbolic link: {lock_path}")
-            elif not stat.S_ISREG(lock_st.st_mode):
-                report.add("path", f"lock file is not a regular file: {lock_path}")
-            else:
-                lock_regular = True
-                _owner_problem(report, lock_st, "lock file", lock_path)
-                _mode_problem(report, lock_path, "lock file", FILE_MODE)
-
-    # A multi-record batch whose writer died before its fsync returned: the store
-    # ignores everything from its first byte on, so the doctor does too.
-    pending: int | None = None
-    if lock_regular:
-        try:
-            lock_fd = _open_to_read(lock_path)
-        except OSError:
-            pass
-        else:
-            try:
-                pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
-            except OSError:
-                pass
-            finally:
-                os.close(lock_fd)
-
-    expected_scope: str | None = None
-    expected_why = ""
-    if user_id is not None:
-        expected_scope = user_scope_for(user_id)
-        expected_why = f"user {user_id!r}"
-    elif len(path.parent.name) == 16 and all(c in "0123456789abcdef" for c in path.parent.name):
-        expected_scope = path.parent.name
-        expected_why = "its folder name"
-
-    first_line: dict[str, int] = {}
-    kinds: dict[str, MemoryKind] = {}
-    retracted: dict[str, int] = {}
-    retractions: list[tuple[int, StoredMemory]] = []
-    first_scope: tuple[str, int] | None = None
+    _check_folder(report, path.parent)
+    pending = _check_lock(report, path.with_name(path.name + ".lock"))
     try:
         handle = os.fdopen(_open_to_read(path), "rb")
     except OSError as exc:
         report.add("path", f"cannot read {path}: {exc.strerror}")
         return report
+    lines = _Lines(report, _expected_scope(path, user_id))
     with handle:
-        offset = 0
-        number = 0
-        for raw in handle:
-            if pending is not None and offset >= pending:
-                report.torn_bytes = st.st_size - offset
-                break
-            if not raw.endswith(b"\n"):
-                report.torn_bytes = len(raw)
-                break
-            number += 1
-            offset += len(raw)
-            report.lines = number
-            report.good_size = offset
-            try:
-                data = loads(raw[:-1])
-            except ValueError as exc:  # bad UTF-8, bad JSON, or past safejson's limits
-                report.add("parse", f"line {number}: invalid JSON: {_describe(exc)}", number)
-                continue
-            try:
-                record = StoredMemory.from_dict(data)
-            except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
-                report.add("parse", f"line {number}: invalid record: {_describe(exc)}", number)
-                continue
-            report.records += 1
-            _text_rule_problem(report, number, record)
-            report.kinds[record.kind.value] = report.kinds.get(record.kind.value, 0) + 1
-            report.scopes[record.user_scope] = report.scopes.get(record.user_scope, 0) + 1
-            if expected_scope is not None:
-                if record.user_scope != expected_scope:
-                    report.add(
-                        "scope",
-                        f"line {number}: memory {record.memory_id} belongs to user scope "
-                        f"{record.user_scope}, not {expected_scope} ({expected_why})",
-                        number,
-                    )
-            elif first_scope is None:
-                first_scope = (record.user_scope, number)
-            elif record.user_scope != first_scope[0]:
-                report.add(
-                    "scope",
-                    f"line {number}: memory {record.memory_id} belongs to user scope "
-                    f"{record.user_scope}, but line {first_scope[1]} to {first_scope[0]}",
-                    number,
-                )
-            if record.memory_id in first_line:
-                report.add(
-                    "duplicate",
-                    f"line {number}: duplicate memory_id {record.memory_id} "
-                    f"(first at line {first_line[record.memory_id]})",
-                    number,
-                )
-                continue
-            first_line[record.memory_id] = number
-            kinds[record.memory_id] = record.kind
-            if record.kind is MemoryKind.RETRACTION:
-                retractions.append((number, record))
-
-    for number, record in retractions:
-        target = record.retracts or ""
-        if target not in kinds or first_line[target] > number:
-            report.add("retraction", f"line {number}: retraction {record.memory_id} names "
-                       f"unknown memory_id {target}", number)
-        elif kinds[target] is MemoryKind.RETRACTION:
-            report.add("retraction", f"line {number}: retraction {record.memory_id} retracts "
-                       f"a retraction ({target})", number)
-        elif target in retracted:
-            report.add("retraction", f"line {number}: {target} is already retracted at line "
-                       f"{retracted[target]}", number)
-        else:
-            retracted[target] = number
-
+        _read_lines(report, handle, lines, pending, st.st_size)
+    report.problems += lines.retraction_problems
     if report.torn_bytes:
         report.add(
             "torn_tail",
@@ -309,10 +336,7 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
             "removes it after writing a backup)",
         )
     _check_index(report, path, user_id)
-    conversation = MemoryKind.CONVERSATION
-    searched = sum(1 for kind in kinds.values() if kind is conversation) - sum(
-        1 for target in retracted if kinds[target] is conversation)
-    _check_vectors(report, searched)
+    _check_vectors(report, lines.searched())
     return report
 
 
@@ -321,9 +345,13 @@ def _text_rule_problem(report: DoctorReport, number: int, record: StoredMemory) 
     "Smaller input rules"): it stays readable, but PostgreSQL cannot hold its U+0000,
     and an id that is not NFC or holds an invisible character can be shown like another."""
     source = record.source
-    texts = (("content", record.content), ("summary", record.summary),
-             ("source_id", source.source_id), ("source_type", source.source_type),
-             ("title", source.title))
+    texts = (
+        ("content", record.content),
+        ("summary", record.summary),
+        ("source_id", source.source_id),
+        ("source_type", source.source_type),
+        ("title", source.title),
+    )
     found = [f"{name} holds U+0000" for name, text in texts if "\x00" in text]
     memory_id = record.memory_id
     label = shown_name(memory_id)
@@ -336,8 +364,15 @@ def _text_rule_problem(report: DoctorReport, number: int, record: StoredMemory) 
             found.append(f"its id is not NFC ({nfc} in NFC)")
             label = ascii(memory_id)  # else it would read as the NFC id it is not
     if found:
-        report.add("text", f"line {number}: memory {label}: {'; '.join(found)} "
-                   "(readable, but a new record may not be written so)", number)
+        report.add(
+            "text",
+            f"line {number}: memory {label}: {'; '.join(found)} "
+            "(readable, but a new record may not be written so)",
+            number,
+        )
+
+
+# -- the derived files: index, vectors, temporary files ----------------------------
 
 
 def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
@@ -349,8 +384,11 @@ def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
     # (as big as the file); the next index writer removes those of dead writers, but a
     # store nobody recalls from keeps them.
     for temp, size in stale_temps(str(path)):
-        report.add("temp_file", f"stale temporary file {temp} ({size:,} bytes) of a writer "
-                   "that died (`memlib doctor PATH --repair` removes it)")
+        report.add(
+            "temp_file",
+            f"stale temporary file {temp} ({size:,} bytes) of a writer "
+            "that died (`memlib doctor PATH --repair` removes it)",
+        )
     try:
         fd = _open_to_read(path)
     except OSError:
@@ -372,22 +410,20 @@ def _reader(report: DoctorReport) -> RemoteMemoryStore:
 
 
 def _check_vectors(report: DoctorReport, searched: int) -> None:
-    vectors_path = Path(vectors_path_for(str(report.path)))
-    if not os.path.lexists(vectors_path):
+    if not os.path.lexists(vectors_path_for(str(report.path))):
         # Nothing to check against the log: no store is opened (a big log without an
         # index file would be read a second time for nothing).
         report.vectors_file = VectorFileState("absent")
         report.vectors = VectorState(None, 0, 0, searched)
-        return
-    if report.scope is None:
+    elif report.scope is None:
         report.vectors_unchecked = "the log's user scope is not known"
-        return
-    store = _reader(report)
-    try:
-        report.vectors_file = store.vectors_file_state()
-        report.vectors = vector_state_of(store)
-    except RemoteMemoryError as exc:
-        report.vectors_unchecked = _describe(exc)
+    else:
+        store = _reader(report)
+        try:
+            report.vectors_file = store.vectors_file_state()
+            report.vectors = vector_state_of(store)
+        except RemoteMemoryError as exc:
+            report.vectors_unchecked = describe(exc)
 
 
 def vector_state_of(store: Any) -> VectorState | None:
@@ -399,27 +435,35 @@ def describe_vectors(state: VectorState) -> str:
     """``vectors: 1,190 stored, 12 missing (MODEL, 384 dimensions)``."""
     if state.model is None:
         return f"vectors: none stored, {state.missing} records without one"
-    return (f"vectors: {state.stored} stored, {state.missing} missing ({state.model}, "
-            f"{state.dimension} dimensions)")
+    return (
+        f"vectors: {state.stored} stored, {state.missing} missing ({state.model}, "
+        f"{state.dimension} dimensions)"
+    )
+
+
+def _vectors_file_line(state: VectorFileState) -> str:
+    if state.status == "absent":
+        return "vectors file: absent"
+    if state.status == "fresh":
+        return (
+            f"vectors file: fresh ({state.rows} rows, {state.model}, {state.dimension} dimensions)"
+        )
+    if state.status == "unreadable":
+        return f"vectors file: unreadable, not used: {state.reason}"
+    torn = f", and a torn last row of {state.torn_bytes} bytes" if state.torn_bytes else ""
+    damaged = f", {state.damaged} of them damaged" if state.damaged else ""
+    return (
+        f"vectors file: {state.rows - state.used} of {state.rows} rows not used (not matching"
+        f" the log{damaged}){torn}; --repair drops them"
+    )
 
 
 def vector_lines(report: DoctorReport) -> list[str]:
     """The report's lines about the vectors file and the vectors, in doctor's style."""
-    lines: list[str] = []
     state = report.vectors_file
+    lines = []
     if state is not None and (state.status != "absent" or not report.vectors_unchecked):
-        detail = {
-            "absent": "absent",
-            "fresh": f"fresh ({state.rows} rows, {state.model}, {state.dimension} dimensions)",
-            "unreadable": f"unreadable, not used: {state.reason}",
-        }.get(state.status)
-        if detail is None:
-            unused = state.rows - state.used
-            torn = f", and a torn last row of {state.torn_bytes} bytes" if state.torn_bytes else ""
-            damaged = f", {state.damaged} of them damaged" if state.damaged else ""
-            detail = (f"{unused} of {state.rows} rows not used (not matching the log"
-                      f"{damaged}){torn}; --repair drops them")
-        lines.append(f"vectors file: {detail}")
+        lines.append(_vectors_file_line(state))
     if report.vectors_unchecked:
         lines.append(f"vectors: not checked: {report.vectors_unchecked}")
     elif report.vectors is not None:
@@ -436,12 +480,11 @@ def repair_vectors_file(report: DoctorReport) -> tuple[int, int] | None:
     try:
         return _reader(report).repair_vectors_file()
     except RemoteMemoryError as exc:
-        raise RepairError(_describe(exc)) from None
+        raise RepairError(describe(exc)) from None
 
 
 def remove_temp_files(report: DoctorReport) -> list[tuple[str, int]]:
-    """``--repair``: remove the stale temporary files the report found; ``(path, bytes)``
-    of each one removed."""
+    """Remove the stale temporary files the report found; ``(path, bytes)`` of each."""
     if not any(p.kind == "temp_file" for p in report.problems):
         return []
     return remove_stale_temps(str(report.path))
@@ -463,21 +506,25 @@ def rebuild_index_file(report: DoctorReport) -> bool:
             pass
         except OSError as exc:
             raise RepairError(f"cannot remove the index file: {exc.strerror}") from None
-    store = RemoteMemoryStore.for_scope(report.path, report.scope)
-    return store.write_index_file()
+    return RemoteMemoryStore.for_scope(report.path, report.scope).write_index_file()
 
 
-class RepairError(Exception):
-    """--repair could not run; nothing was changed."""
+# -- the repair of a torn tail -------------------------------------------------------
+
+
+def _open_or_refuse(path: Path, flags: int, missing: str, refused: str = "") -> int:
+    """``open_private``, a missing folder or file and a refusal as ``RepairError``s."""
+    try:
+        return open_private(str(path), flags)
+    except FileNotFoundError:
+        raise RepairError(missing) from None
+    except RemoteMemoryError as exc:
+        raise RepairError(f"{refused}{exc}") from None
 
 
 def _lock(lock_path: Path) -> int:
-    try:
-        fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
-    except FileNotFoundError:
-        raise RepairError(f"cannot open lock file {lock_path}: no such folder") from None
-    except RemoteMemoryError as exc:
-        raise RepairError(str(exc)) from None
+    missing = f"cannot open lock file {lock_path}: no such folder"
+    fd = _open_or_refuse(lock_path, os.O_RDWR | os.O_CREAT, missing)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -495,17 +542,66 @@ def _lock(lock_path: Path) -> int:
         time.sleep(0.05)
 
 
-def _fsync_dir(folder: Path) -> None:
+def _last_line_end(fd: int, size: int) -> int:
+    """Where the last complete line ends: read backwards from the end."""
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
+
+
+def _backup(path: Path, fd: int, size: int) -> Path:
+    """The whole file copied to a new backup beside it, fsynced, folder included."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    backup = path.with_name(f"{path.name}.torn-{stamp}.bak")
+    cannot = f"cannot write backup {backup}: "
+    out = _open_or_refuse(
+        backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, cannot + "no such folder", cannot
+    )
+    copied = 0
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
+        while copied < size:
+            data = os.pread(fd, min(1 << 20, size - copied), copied)
+            if not data:
+                break
+            write_all(out, data)
+            copied += len(data)
+        os.fsync(out)
+    except OSError as exc:
+        os.close(out)
+        os.unlink(backup)
+        raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
+    os.close(out)
+    if copied != size:
+        os.unlink(backup)
+        raise RepairError(f"{path} changed while it was being backed up")
+    with contextlib.suppress(OSError):
+        fsync_folder(str(path.parent))
+    return backup
+
+
+def _cut(path: Path, fd: int, lock_fd: int) -> tuple[Path, int] | None:
+    size = os.fstat(fd).st_size
+    good = _last_line_end(fd, size)
+    pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+    if pending is not None:
+        good = min(good, pending)
+    if good == size:
+        return None
+    backup = _backup(path, fd, size)
     try:
+        os.ftruncate(fd, good)
         os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        if pending is not None:
+            os.ftruncate(lock_fd, 0)
+            os.fsync(lock_fd)
+    except OSError as exc:
+        raise RepairError(f"cannot truncate {path}: {exc.strerror}") from None
+    return backup, size - good
 
 
 def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
@@ -525,68 +621,9 @@ def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
         raise RepairError(str(exc)) from None
     lock_fd = _lock(lock_path)
     try:
+        fd = _open_or_refuse(path, os.O_RDWR, f"cannot open {path}: no such file")
         try:
-            fd = open_private(str(path), os.O_RDWR)
-        except FileNotFoundError:
-            raise RepairError(f"cannot open {path}: no such file") from None
-        except RemoteMemoryError as exc:
-            raise RepairError(str(exc)) from None
-        try:
-            size = os.fstat(fd).st_size
-            # Where does the last complete line end? Read backwards from the end.
-            end = size
-            good = 0
-            while end > 0:
-                start = max(0, end - (1 << 16))
-                chunk = os.pread(fd, end - start, start)
-                at = chunk.rfind(b"\n")
-                if at >= 0:
-                    good = start + at + 1
-                    break
-                end = start
-            pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
-            if pending is not None:
-                good = min(good, pending)
-            if good == size:
-                return None
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-            backup = path.with_name(f"{path.name}.torn-{stamp}.bak")
-            try:
-                out = open_private(str(backup), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            except FileNotFoundError:
-                raise RepairError(f"cannot write backup {backup}: no such folder") from None
-            except RemoteMemoryError as exc:
-                raise RepairError(f"cannot write backup {backup}: {exc}") from None
-            try:
-                copied = 0
-                while copied < size:
-                    data = os.pread(fd, min(1 << 20, size - copied), copied)
-                    if not data:
-                        break
-                    view = memoryview(data)
-                    while view:
-                        written = os.write(out, view)
-                        view = view[written:]
-                    copied += len(data)
-                os.fsync(out)
-            except OSError as exc:
-                os.close(out)
-                os.unlink(backup)
-                raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
-            os.close(out)
-            if copied != size:
-                os.unlink(backup)
-                raise RepairError(f"{path} changed while it was being backed up")
-            _fsync_dir(path.parent)
-            try:
-                os.ftruncate(fd, good)
-                os.fsync(fd)
-                if pending is not None:
-                    os.ftruncate(lock_fd, 0)
-                    os.fsync(lock_fd)
-            except OSError as exc:
-                raise RepairError(f"cannot truncate {path}: {exc.strerror}") from None
-            return backup, size - good
+            return _cut(path, fd, lock_fd)
         finally:
             os.close(fd)
     finally:

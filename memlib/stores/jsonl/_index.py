@@ -9,20 +9,10 @@ covers and is used only when that prefix is provably the one it was built from (
 CRC-32 of every covered byte, at every load); otherwise it is ignored (and, once a
 reader has rebuilt, replaced). A stale file costs time, never a wrong answer.
 
-Layout (little-endian, version ``FORMAT``)::
-
-    b"MEMLIBIX"  u32 version  u32 header length  header (JSON, UTF-8)
-    sections, in the order of ``SECTIONS``, each starting on an 8-byte boundary
-    sha256 of magic, version, length and header (32 bytes)
-
-The header names the user scope, the covered prefix (bytes, lines, its CRC-32, the
-SHA-256 of its first 4 KiB and of its last 64 KiB), the log's device and inode (for a
-person reading it: no check uses them, a file system hands inode numbers out again), the
-index's counters and, for each section, its offset (from the first
-section), length and CRC-32. A reader reads and checks the per-record sections at
-load, a term's posting list (against the CRC-32s of its blocks) when a query first
-asks for it and the source sections when it is first asked for a record's neighbours
-in its source; ``memlib doctor`` checks every byte.
+Its layout is in docs/contract.md ("The JSONL index file"). A reader checks the
+per-record sections at load, a term's posting list (against the CRC-32s of its blocks)
+when a query first asks for it and the source sections when first asked for a record's
+neighbours in its source; ``memlib doctor`` checks every byte.
 """
 
 from __future__ import annotations
@@ -50,22 +40,6 @@ from ..._safejson import loads as load_json
 from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError
 from .._files import open_private, rename_in, unlink_in, write_all
 
-__all__ = [
-    "FORMAT",
-    "IndexImage",
-    "IndexState",
-    "LogChangedError",
-    "MAGIC",
-    "index_path_for",
-    "crc_of_prefix",
-    "inspect_index",
-    "log_window",
-    "read_index",
-    "remove_stale_temps",
-    "stale_temps",
-    "write_index",
-]
-
 MAGIC = b"MEMLIBIX"
 FORMAT = 5
 HEAD_BYTES = 4 << 10
@@ -75,16 +49,10 @@ _DIGEST = 32
 _CRC_CHUNK = 4 << 20
 _PREFIX = len(MAGIC) + 8
 # The sections of version 5, with their array type codes ("B": raw bytes, "s": UTF-8
-# strings joined by "\n"). Version 1 had no term frequencies, 2 no line digests (which
-# the vectors file's rows are checked against); 3 held ids and terms as one string
-# each, a list of terms in no order and one checksum over the whole file, so that a new
-# process had to read and hash all of it (315 MB at 1M records) to answer one query.
-# 4 keeps ids and terms packed (read one at a time), terms sorted (found by bisection),
-# ids found through ``id_hashes`` (their CRC-32s, sorted) and ``id_order`` (the doc
-# numbers in that order), a CRC-32 per section
-# and, for the postings, a CRC-32 per block: a reader reads and checks what it uses.
-# 5 added the sources (``retrieval.neighbours``): their names, packed and found like the
-# ids, each source's last live doc, and each record's source and live neighbours there.
+# strings joined by "\n"). Since 4 a reader reads and checks only what it uses: ids and
+# terms packed (terms sorted, ids found by their sorted CRC-32s), a CRC-32 per section and
+# per block of postings; 3's one checksum over one string meant reading 315 MB at 1M
+# records to answer one query. 5 added the sources (``retrieval.neighbours``).
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "B"),
     ("id_ends", "Q"),
@@ -123,12 +91,22 @@ _BY_TERM = frozenset({"postings", "tfs"})
 BLOCK = 1 << 16
 # Read when a reader is first asked for neighbours in a source (or writes the file): a
 # new process that only recalls does not pay for them at load.
-_SOURCES = ("source_names", "source_name_ends", "source_order", "source_hashes",
-            "source_last", "source_of", "source_before", "source_after")
 _PER_SOURCE = ("source_order", "source_hashes", "source_last")
 _SOURCE_PER_RECORD = ("source_of", "source_before", "source_after")
-_PER_RECORD = ("kinds", "live", "timestamps", "micros", "tokens", "content_tokens",
-               "starts", "digests", "id_ends", "id_order", "id_hashes")
+_SOURCES = ("source_names", "source_name_ends", *_PER_SOURCE, *_SOURCE_PER_RECORD)
+_PER_RECORD = (
+    "kinds",
+    "live",
+    "timestamps",
+    "micros",
+    "tokens",
+    "content_tokens",
+    "starts",
+    "digests",
+    "id_ends",
+    "id_order",
+    "id_hashes",
+)
 
 
 def index_path_for(log_path: str) -> str:
@@ -306,14 +284,13 @@ def _parse_header(file: _IndexFile) -> dict[str, Any]:
     first = os.pread(file.fd, 1 << 16, 0)
     if first[: len(MAGIC)] != MAGIC:
         raise _Invalid("not a memlib index file")
-    version = int.from_bytes(first[len(MAGIC): len(MAGIC) + 4], "little")
+    version = int.from_bytes(first[len(MAGIC) : len(MAGIC) + 4], "little")
     if version != FORMAT:
         raise _Invalid(f"format {version}, this memlib reads format {FORMAT}")
-    size = int.from_bytes(first[len(MAGIC) + 4: _PREFIX], "little")
+    size = int.from_bytes(first[len(MAGIC) + 4 : _PREFIX], "little")
     if _PREFIX + size + _DIGEST > file.size:
         raise _Invalid("its header is cut short")
-    head = first[: _PREFIX + size] if _PREFIX + size <= len(first) else file.read(
-        0, _PREFIX + size)
+    head = first[: _PREFIX + size] if _PREFIX + size <= len(first) else file.read(0, _PREFIX + size)
     # The trailer is the SHA-256 of magic, version and header: the header names every
     # section's place and CRC-32, so a reader checks each section as it reads it.
     if hashlib.sha256(head).digest() != file.read(file.size - _DIGEST, _DIGEST):
@@ -393,11 +370,13 @@ def _section(file: _IndexFile, name: str, code: str, place: tuple[int, int, int]
 
 
 def _block_crcs(data: memoryview) -> array[int]:
-    return array("I", (zlib.crc32(data[at: at + BLOCK]) for at in range(0, len(data), BLOCK)))
+    return array("I", (zlib.crc32(data[at : at + BLOCK]) for at in range(0, len(data), BLOCK)))
 
 
 def _fetcher(
-    file: _IndexFile, places: dict[str, tuple[int, int, int]], ends: array[int],
+    file: _IndexFile,
+    places: dict[str, tuple[int, int, int]],
+    ends: array[int],
     crcs: dict[str, array[int]],
 ) -> Callable[[int], tuple[array[int], array[int]]]:
     def read(name: str, start: int, stop: int) -> array[int]:
@@ -413,9 +392,9 @@ def _fetcher(
         except (_Invalid, OSError):
             raise IndexDamagedError("the index file was cut short since it was loaded") from None
         for offset in range(0, high - low, BLOCK):
-            if zlib.crc32(view[offset: offset + BLOCK]) != crcs[name][(low + offset) // BLOCK]:
+            if zlib.crc32(view[offset : offset + BLOCK]) != crcs[name][(low + offset) // BLOCK]:
                 raise IndexDamagedError("a posting list of the index file is damaged")
-        values.frombytes(view[start - low: stop - low])
+        values.frombytes(view[start - low : stop - low])
         return values
 
     def fetch(n: int) -> tuple[array[int], array[int]]:
@@ -447,8 +426,7 @@ def _source_loader(
         """The source sections, each checked against its CRC-32 (``source_names`` as
         ``PackedStrings``)."""
         try:
-            sections = {name: _section(file, name, codes[name], places[name])
-                        for name in _SOURCES}
+            sections = {name: _section(file, name, codes[name], places[name]) for name in _SOURCES}
         except OSError:
             raise IndexDamagedError("the index file was cut short since it was loaded") from None
         except _Invalid:
@@ -482,7 +460,8 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
         if len(sections[name]) != n:
             raise _Invalid("its sections disagree on the number of records")
     id_ends, text_ends, term_ends = (
-        sections[name] for name in ("id_ends", "term_text_ends", "term_ends"))
+        sections[name] for name in ("id_ends", "term_text_ends", "term_ends")
+    )
     if (id_ends and id_ends[-1] != len(sections["ids"])) or (
         text_ends and text_ends[-1] != len(sections["terms"])
     ):
@@ -599,11 +578,17 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
     source_blob, source_ends = pack_strings(source_names)
     source_order, source_hashes = hashed_order(source_names)
     sections = {
-        **given, "ids": id_blob, "id_ends": id_ends, "id_order": id_order,
+        **given,
+        "ids": id_blob,
+        "id_ends": id_ends,
+        "id_order": id_order,
         "id_hashes": id_hashes,
-        "terms": term_blob, "term_text_ends": text_ends,
-        "source_names": source_blob, "source_name_ends": source_ends,
-        "source_order": source_order, "source_hashes": source_hashes,
+        "terms": term_blob,
+        "term_text_ends": text_ends,
+        "source_names": source_blob,
+        "source_name_ends": source_ends,
+        "source_order": source_order,
+        "source_hashes": source_hashes,
         "postings_crcs": _block_crcs(memoryview(postings).cast("B")),
         "tfs_crcs": _block_crcs(memoryview(tfs).cast("B")),
     }
@@ -686,8 +671,7 @@ def _alive(pid: int) -> bool:
 
 
 def stale_temps(
-    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"),
-    folder_fd: int | None = None,
+    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"), folder_fd: int | None = None
 ) -> list[tuple[str, int]]:
     """``(path, bytes)`` of each temporary file beside the log, of the derived files named
     by ``kinds``, whose writer is not alive (by its pid) or that is over an hour old
@@ -717,8 +701,7 @@ def stale_temps(
 
 
 def remove_stale_temps(
-    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"),
-    folder_fd: int | None = None,
+    log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"), folder_fd: int | None = None
 ) -> list[tuple[str, int]]:
     """Remove what ``stale_temps`` finds; what was removed."""
     removed = []
@@ -731,9 +714,18 @@ def remove_stale_temps(
     return removed
 
 
+# A folder that cannot take the file (or is gone): the store still recalls, from the log.
+_UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO}
+
+
 def write_index(
-    path: str, image: IndexImage, log_fd: int, log_size: int, identity: tuple[int, int],
-    *, folder_fd: int | None = None,
+    path: str,
+    image: IndexImage,
+    log_fd: int,
+    log_size: int,
+    identity: tuple[int, int],
+    *,
+    folder_fd: int | None = None,
 ) -> bool:
     """Write ``image`` to ``path`` atomically (temp, fsync, rename, fsync the folder).
 
@@ -758,9 +750,11 @@ def write_index(
         finally:
             os.close(fd)
         # A descriptor of its own on the folder: closing it releases the flock.
-        dir_fd = os.open((folder or ".") if folder_fd is None else ".",
-                         os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                         dir_fd=folder_fd)
+        dir_fd = os.open(
+            (folder or ".") if folder_fd is None else ".",
+            os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+            dir_fd=folder_fd,
+        )
         try:
             # Writers of index files take turns on the folder, so that one never
             # replaces a file that covers more than its own.
@@ -769,8 +763,7 @@ def write_index(
             # (One in another PID namespace that only looks dead loses its rename, and
             # with it nothing but time.)
             if path.endswith(".index"):
-                remove_stale_temps(path[: -len(".index")], kinds=(".index",),
-                                   folder_fd=folder_fd)
+                remove_stale_temps(path[: -len(".index")], kinds=(".index",), folder_fd=folder_fd)
             now = os.fstat(log_fd).st_size  # the log as it is now, not as we read it
             if _covers_at_least(path, log_fd, now, image.scope, image.covered_lines, folder_fd):
                 return True  # as new as ours or newer: left as it is
@@ -781,8 +774,7 @@ def write_index(
             os.close(dir_fd)  # releases the flock
         return True
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT,
-                         errno.EIO, errno.ENOENT):
+        if exc.errno in _UNWRITABLE or exc.errno == errno.ENOENT:
             return False
         raise
     finally:

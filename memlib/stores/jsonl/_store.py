@@ -13,25 +13,21 @@ is looked for as ``_still_the_log`` says: an index never outlives the bytes it w
 from unnoticed where a cheap check can tell (docs/contract.md, "A warm reader").
 
 What a reader keeps is an index, not the records: the id set (for the duplicate rule),
-an inverted index ``term → records`` (``memlib._retrieval``) and each record's byte offset.
-Both are brought up to date from the appended tail only, so neither an append nor a
-recall costs O(records). Full records are parsed again from their offsets when a recall
-needs them, and the whole list is kept only once someone asks for ``read_all()``.
+an inverted index ``term → records`` (``memlib._retrieval``) and each record's byte offset,
+both brought up to date from the appended tail only. Full records are parsed again from
+their offsets when a recall needs them; the whole list is kept only for ``read_all()``.
 
-A store opened with an ``embedder`` keeps each conversation record's vector in a
-derived file beside the log (``jsonl_vectors``): rows appended under the lock right
-after the log's append, used only when the index holds a searched record whose line
-has the row's digest, the file rewritten without a record's row when it is retracted.
-A file of pair vectors (``vectors.reads_pairs``) also loses, in that rewrite, the row of
-each retracted record's successor in its source (its vector embedded the retracted
-text), and ``put_vectors`` keeps a pair only while its record's turn before is still the
-one it embedded: both under the lock, against the index brought up to date there.
+A store opened with an ``embedder`` keeps each conversation record's vector in a derived
+file beside the log (``_vectors``), rows appended under the lock right after the log's
+append, used only when the index holds a searched record whose line has the row's digest.
+A retraction rewrites the file without the record's row and, for pair vectors, without
+its successor's (whose vector embedded the retracted text); ``put_vectors`` keeps a pair
+only while its record's turn before is still the one it embedded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import re
@@ -67,7 +63,16 @@ from ...normalize import RecallQuery
 from ...rankers.base import ScoreBound
 from ...records import MemoryKind, StoredMemory, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
-from .._files import DIR_MODE, failure, open_folder, open_private, problem_with, unlink_in, unsafe
+from .._files import (
+    DIR_MODE,
+    failure,
+    open_folder,
+    open_private,
+    problem_with,
+    unlink_in,
+    unsafe,
+    write_all,
+)
 from .._sources import SourceNeighbours
 from ._index import (
     IndexDamagedError,
@@ -95,8 +100,6 @@ from ._vectors import (
     vectors_path_for,
 )
 
-__all__ = ["RemoteMemoryStore", "encode_record", "pending_batch_offset"]
-
 # The lock file holds this note while a multi-record batch is being written.
 _PENDING = b"pending "
 _NOT_CONVERSATION = re.compile(rb"[^\x00]")
@@ -107,7 +110,7 @@ def pending_batch_offset(data: bytes) -> int | None:
     if not data.startswith(_PENDING):
         return None
     try:
-        return int(data[len(_PENDING):].split()[0])
+        return int(data[len(_PENDING) :].split()[0])
     except (ValueError, IndexError):
         return None
 
@@ -142,11 +145,6 @@ class _HeldLog:
 
 class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
-
-    __slots__ = (
-        "covered", "crc", "digests", "extras", "identity", "index", "lines", "offset", "parsed",
-        "held", "records", "stamp", "starts", "window",
-    )
 
     # Records parsed for recalls are kept for the next one, up to this many: a
     # conversation's worth stays parsed between questions, a million-record file does
@@ -212,7 +210,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
     backend = "jsonl"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None,
+        self,
+        path: str | os.PathLike[str],
+        *,
+        user_id: str,
+        clock: Clock | None = None,
         embedder: Embedder | None = None,
     ):
         super().__init__(user_id=user_id, clock=clock, embedder=embedder)
@@ -272,8 +274,10 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise unsafe(self.path, problem)
         identity = (st.st_dev, st.st_ino)
         cache = self._cache
-        if cache.identity == identity and st.st_size >= cache.offset and (
-            cache.stamp != _stamp_of(st) and not self._still_the_log(cache, st)
+        if (
+            cache.identity == identity
+            and st.st_size >= cache.offset
+            and (cache.stamp != _stamp_of(st) and not self._still_the_log(cache, st))
         ):
             cache = self._cache = _Cache()  # not the bytes it was read from: read again
         size = st.st_size
@@ -353,8 +357,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != identity:
                 return None
-            image, _ = read_index(index_path_for(self._path), self.user_scope, fd, size,
-                                  folder_fd=self._dir_fd)
+            image, _ = read_index(
+                index_path_for(self._path), self.user_scope, fd, size, folder_fd=self._dir_fd
+            )
         finally:
             os.close(fd)
         if image is None:
@@ -403,28 +408,26 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if cache.identity is None:
             return False
         cache.covered = cache.lines
-        sections["starts"] = cache.starts
-        sections["digests"] = cache.digests
+        sections.update(starts=cache.starts, digests=cache.digests)
         image = IndexImage(
-            scope=self.user_scope, covered_bytes=cache.offset, covered_lines=cache.lines,
-            log_crc=cache.crc, counters=counters, sections=sections,
+            self.user_scope, cache.offset, cache.lines, cache.crc, counters, sections
         )
         try:
             fd = self._open_cached(cache)
         except RemoteMemoryError:
             return False
+        path = index_path_for(self._path)
         try:
-            return write_index(index_path_for(self._path), image, fd, cache.offset,
-                               cache.identity, folder_fd=self._dir_fd)
+            return write_index(
+                path, image, fd, cache.offset, cache.identity, folder_fd=self._dir_fd
+            )
         except (OSError, RemoteMemoryError):
             return False  # a derived file: failing to write it costs time, not answers
         finally:
             os.close(fd)
 
-    def _pending_batch(self, lock_fd: int | None = None) -> int | None:
+    def _pending_batch(self) -> int | None:
         """Where an unacknowledged multi-record batch begins, as its writer noted it."""
-        if lock_fd is not None:
-            return pending_batch_offset(os.pread(lock_fd, 64, 0))
         try:
             fd = self._open_in(self._lock_path, os.O_RDONLY)
         except FileNotFoundError:
@@ -664,8 +667,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     def _vector_table(self) -> VectorTable:
         """The vectors file as it is now (what this store read of it is kept)."""
-        self._vectors = VectorTable.load(self._vectors_path, self.user_scope, self._vectors,
-                                         folder_fd=self._dir_fd)
+        self._vectors = VectorTable.load(
+            self._vectors_path, self.user_scope, self._vectors, folder_fd=self._dir_fd
+        )
         return self._vectors
 
     @staticmethod
@@ -709,8 +713,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
         matched = self._matched(cache, table)
         matrix, rows = table.matrix(), matched.rows
         return DenseScores(
-            matched.ids, table.scores(matched, query_vector), searched - len(matched.rows),
-            vector_of=lambda i: matrix[rows[i]], positions=matched.positions,
+            matched.ids,
+            table.scores(matched, query_vector),
+            searched - len(matched.rows),
+            vector_of=lambda i: matrix[rows[i]],
+            positions=matched.positions,
         )
 
     def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
@@ -737,8 +744,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
         return self._load_docs(cache, [known[m] for m in memory_ids if m in known])
 
     def put_vectors(
-        self, model: str, dimension: int, vectors: Mapping[str, bytes],
-        *, previous: Mapping[str, str | None] | None = None,
+        self,
+        model: str,
+        dimension: int,
+        vectors: Mapping[str, bytes],
+        *,
+        previous: Mapping[str, str | None] | None = None,
     ) -> int:
         """``VectorStoring``: keep vectors of searched conversation records; the others
         are skipped. Appended, or the file rewritten when one replaces a stored vector.
@@ -763,8 +774,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if previous is not None:
                 asked = [m for m in vectors if m in previous]
                 now = self._neighbours(cache, asked)
-                vectors = {m: vectors[m] for m in asked
-                           if m in now and now[m][0] == previous[m]}
+                vectors = {m: vectors[m] for m in asked if m in now and now[m][0] == previous[m]}
             index = cache.index
             rows: dict[int, bytes] = {}
             for memory_id, packed in vectors.items():
@@ -774,16 +784,17 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if not rows:
                 return 0
             if header is None:
-                made = Header(self.user_scope, model, dimension)
-                replace_file(self._vectors_path, [encode_header(made), *rows.values()],
-                             folder_fd=self._dir_fd)
-                self._vectors = VectorTable()  # read back when next asked
+                self._new_vectors_file(model, dimension, rows.values())
                 return len(rows)
             np = require_numpy()
             matched = self._matched(cache, table)
             if bool(np.isin(matched.docs, list(rows)).any()):
-                table.rewrite(self._vectors_path, table.kept(matched, list(rows)),
-                              list(rows.values()), folder_fd=self._dir_fd)
+                table.rewrite(
+                    self._vectors_path,
+                    table.kept(matched, list(rows)),
+                    list(rows.values()),
+                    folder_fd=self._dir_fd,
+                )
             else:
                 self._append_rows(header, table.start, list(rows.values()))
             return len(rows)
@@ -902,8 +913,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
             # goes too, and backfill embeds it again with its new turn before. Found in
             # the index before this batch's retractions reach it, so a batch retracting
             # a turn and its successor takes the successor's successor as well.
-            docs += [doc_of[following] for _, following in self._neighbours(cache, targets)
-                     .values() if following is not None]
+            docs += [
+                doc_of[following]
+                for _, following in self._neighbours(cache, targets).values()
+                if following is not None
+            ]
         matched = self._matched(cache, table)
         clean = len(matched.rows) == table.count and not table.torn
         np = require_numpy()
@@ -928,8 +942,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return fresh.index.neighbours(memory_ids)
 
     def _vectors_after_write(
-        self, cache: _Cache, batch: Sequence[StoredMemory], first: int,
-        vectors: Mapping[str, bytes], found: tuple[Header, int] | None,
+        self,
+        cache: _Cache,
+        batch: Sequence[StoredMemory],
+        first: int,
+        vectors: Mapping[str, bytes],
+        found: tuple[Header, int] | None,
     ) -> None:
         """Under the lock, the log written: append the batch's rows (never before: no
         vector without its record)."""
@@ -945,15 +963,18 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return
         try:
             if found is None:
-                header = Header(self.user_scope, embedder.name, embedder.dimension)
-                replace_file(self._vectors_path, [encode_header(header), *rows],
-                             folder_fd=self._dir_fd)
+                self._new_vectors_file(embedder.name, embedder.dimension, rows)
             else:
                 self._append_rows(found[0], found[1], rows)
         except (OSError, RemoteMemoryError):
             # The records are written and acknowledged; their vectors are derived, so
             # failing here costs vectors only, which ``missing`` reports until backfill.
             pass
+
+    def _new_vectors_file(self, model: str, dimension: int, rows: Iterable[bytes]) -> None:
+        header = encode_header(Header(self.user_scope, model, dimension))
+        replace_file(self._vectors_path, [header, *rows], folder_fd=self._dir_fd)
+        self._vectors = VectorTable()  # read back when next asked
 
     def _append_rows(self, header: Header, start: int, rows: Sequence[bytes]) -> None:
         fd = self._open_in(self._vectors_path, os.O_WRONLY | os.O_APPEND)
@@ -1004,9 +1025,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             try:
                 fd = open_folder(self._folder)
             except FileNotFoundError:
-                raise RemoteMemoryError(
-                    f"cannot open {self._folder}: no such folder"
-                ) from None
+                raise RemoteMemoryError(f"cannot open {self._folder}: no such folder") from None
         self._operation.fd = fd
         try:
             yield fd
@@ -1040,8 +1059,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
             self._append_in_folder(batch, vectors, lines, payload, targets)
 
     def _append_in_folder(
-        self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None,
-        lines: Sequence[bytes], payload: bytes, targets: Sequence[str],
+        self,
+        batch: Sequence[StoredMemory],
+        vectors: Mapping[str, bytes] | None,
+        lines: Sequence[bytes],
+        payload: bytes,
+        targets: Sequence[str],
     ) -> None:
         # The records file is looked at before the lock is made, so that a write
         # refused for an unsafe records file leaves no new lock file behind either.
@@ -1056,7 +1079,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
             fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
-                pending = self._pending_batch(lock_fd)
+                pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
                 if pending is not None:
                     # A batch whose writer died before its fsync returned: never
                     # acknowledged, so it goes whole.
@@ -1077,8 +1100,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
                 cache.crc = zlib.crc32(payload, cache.crc)
                 first = cache.lines
-                cache.add_many(batch, map(len, lines),
-                               [line_digest(memoryview(line)[:-1]) for line in lines])
+                cache.add_many(
+                    batch, map(len, lines), [line_digest(memoryview(line)[:-1]) for line in lines]
+                )
             except OSError as exc:
                 error = failure(f"cannot write {self.path}", exc)
                 raise type(error)(f"{error}; nothing of this write was kept") from None
@@ -1101,16 +1125,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if several:
             self._note_pending(lock_fd, start)
         try:
-            written = os.write(fd, payload)
-            if written != len(payload):
-                # A short write is the kernel's way of saying "no more for now": the
-                # next write of the rest raises the reason (ENOSPC, EFBIG, …).
-                view = memoryview(payload)
-                while written < len(payload):
-                    more = os.write(fd, view[written:])
-                    if more == 0:
-                        raise OSError(errno.EIO, "write made no progress")
-                    written += more
+            write_all(fd, payload)
             os.fsync(fd)
         except BaseException:
             try:
@@ -1122,7 +1137,3 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise
         if several:
             self._note_pending(lock_fd, None)
-
-
-
-

@@ -9,23 +9,10 @@ retracted record, another scope's file, a damaged row — counts as missing, nev
 wrong vector. Losing the file loses no record: ``missing`` reports what backfill
 (``memlib embed``) fills.
 
-Layout (little-endian, version ``FORMAT``)::
-
-    b"MEMLIBVE"  u32 version  u32 header length  u32 CRC-32 of the header  u32 row bytes
-    header: JSON (UTF-8) {"dimension", "model", "scope"}, padded with spaces so that the
-        rows begin at a multiple of 8 bytes
-    rows, each ``row bytes`` long (24 + 4 × dimension, rounded up to a multiple of 8):
-        u32  CRC-32 of the rest of the row
-        u32  zero
-        u64  doc: the record's line in the log, counted from 0
-        u64  digest: BLAKE2b (8 bytes) of the record's line, without its newline
-        f32 × dimension: the vector, exactly as ``vectors.pack`` made it
-        zero bytes up to the row's length
-
-Rows are fixed-size, so a reader loads the file with one read and scores it as one
-strided float32 matrix (numpy), without copying it; the record's id is not stored —
-the digest of its line names it, and the doc number makes the check one vectorised
-gather instead of a dictionary look-up per row.
+Rows are fixed-size (layout: docs/contract.md, "Stored vectors"), so a reader loads the
+file with one read and scores it as one strided float32 matrix without copying it; the
+digest of a record's line names it, and its doc number makes the check one vectorised
+gather instead of a look-up per row.
 
 Writes happen only under the store's lock. An append adds rows with one ``write`` on
 an ``O_APPEND`` descriptor (a torn last row from a writer that died is cut first, as
@@ -43,7 +30,6 @@ time, and every row carries its checksum.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import hashlib
 import json
@@ -60,26 +46,6 @@ from ..._vectors import require_numpy
 from ...errors import RemoteMemoryError
 from .._files import open_private, rename_in, unlink_in, write_all
 from ._index import remove_stale_temps
-
-__all__ = [
-    "FORMAT",
-    "MAGIC",
-    "Header",
-    "Matched",
-    "Unreadable",
-    "VectorFileState",
-    "VectorTable",
-    "encode_header",
-    "line_digest",
-    "pack_row",
-    "append_rows",
-    "decode_header",
-    "fsync_folder",
-    "read_header",
-    "replace_file",
-    "row_bytes",
-    "vectors_path_for",
-]
 
 MAGIC = b"MEMLIBVE"
 FORMAT = 1
@@ -138,7 +104,7 @@ def decode_header(data: bytes, scope: str) -> tuple[Header, int]:
     end = _PREFIX.size + size
     if size > _HEADER_MAX or len(data) < end:
         raise Unreadable("its header is cut short")
-    text = data[_PREFIX.size: end]
+    text = data[_PREFIX.size : end]
     if zlib.crc32(text) != crc or end % 8:
         raise Unreadable("its header's checksum does not match (damaged)")
     try:
@@ -149,8 +115,11 @@ def decode_header(data: bytes, scope: str) -> tuple[Header, int]:
         raise Unreadable("its header is not valid")
     model, dimension, owner = fields.get("model"), fields.get("dimension"), fields.get("scope")
     if (
-        not isinstance(model, str) or not model or type(dimension) is not int
-        or not 0 < dimension <= 1 << 16 or not isinstance(owner, str)
+        not isinstance(model, str)
+        or not model
+        or type(dimension) is not int
+        or not 0 < dimension <= 1 << 16
+        or not isinstance(owner, str)
     ):
         raise Unreadable("its header is not valid")
     if rows != row_bytes(dimension):
@@ -282,7 +251,11 @@ class VectorTable:
 
     @classmethod
     def load(
-        cls, path: str, scope: str, known: VectorTable | None = None, *,
+        cls,
+        path: str,
+        scope: str,
+        known: VectorTable | None = None,
+        *,
         folder_fd: int | None = None,
     ) -> VectorTable:
         """The file at ``path`` as it is now; ``known`` is reused while it still holds.
@@ -352,7 +325,7 @@ class VectorTable:
         rb = self.row_size
         view = memoryview(self.buf)
         checks = [
-            zlib.crc32(view[at + 4: at + rb]) == int.from_bytes(view[at: at + 4], "little")
+            zlib.crc32(view[at + 4 : at + rb]) == int.from_bytes(view[at : at + 4], "little")
             for at in range(self.start + self.count * rb, self.start + count * rb, rb)
         ]
         self.ok = np.concatenate([self.ok, np.array(checks, dtype=bool)])
@@ -365,17 +338,20 @@ class VectorTable:
     def words(self) -> Any:
         """The rows as ``(count, row bytes / 8)`` little-endian u64 (a view)."""
         rb = self.row_size
-        return self.buf[self.start: self.start + self.count * rb].view("<u8").reshape(
-            self.count, rb // 8
+        return (
+            self.buf[self.start : self.start + self.count * rb]
+            .view("<u8")
+            .reshape(self.count, rb // 8)
         )
 
     def matrix(self) -> Any:
         """The vectors as a ``(count, dimension)`` float32 view over the rows (no copy)."""
         assert self.header is not None
         rb = self.row_size
-        floats = self.buf[self.start: self.start + self.count * rb].view("<f4")
-        return floats.reshape(self.count, rb // 4)[:, ROW_HEAD // 4: ROW_HEAD // 4 + (
-            self.header.dimension)]
+        floats = self.buf[self.start : self.start + self.count * rb].view("<f4")
+        return floats.reshape(self.count, rb // 4)[
+            :, ROW_HEAD // 4 : ROW_HEAD // 4 + (self.header.dimension)
+        ]
 
     def matched(
         self, key: tuple[Any, ...], digests: Any, kinds: Any, live: Any, ids: Sequence[str]
@@ -441,15 +417,19 @@ class VectorTable:
         damaged = int(self.count - int(self.ok.sum())) if self.count else 0
         fresh = used == self.count and not self.torn
         return VectorFileState(
-            "fresh" if fresh else "stale", self.header.model, self.header.dimension,
-            self.count, used, damaged, self.torn,
+            "fresh" if fresh else "stale",
+            self.header.model,
+            self.header.dimension,
+            self.count,
+            used,
+            damaged,
+            self.torn,
         )
 
     # -- writing (under the store's lock) -----------------------------------------------
 
     def rewrite(
-        self, path: str, rows: Any, extra: Sequence[bytes] = (), *,
-        folder_fd: int | None = None,
+        self, path: str, rows: Any, extra: Sequence[bytes] = (), *, folder_fd: int | None = None
     ) -> None:
         """Replace ``path`` by this table's header, its rows at ``rows`` (increasing
         positions, all with a matching checksum) and the ``extra`` rows; this table then
@@ -471,29 +451,26 @@ class VectorTable:
             ends = (rows[np.concatenate((breaks - 1, [len(rows) - 1]))] + 1).tolist()
             runs = list(zip(firsts, ends, strict=True))
         view = memoryview(self.buf)
-        st = replace_file(path, [
-            head, *(view[self.start + a * rb: self.start + b * rb] for a, b in runs), *extra,
-        ], folder_fd=folder_fd)
+        st = replace_file(
+            path,
+            [head, *(view[self.start + a * rb : self.start + b * rb] for a, b in runs), *extra],
+            folder_fd=folder_fd,
+        )
         del view
         count = len(rows) + len(extra)
         total = len(head) + count * rb
+        target = self.buf
         if len(head) > self.start or len(self.buf) < total:
             # (A header longer than the one read, or no room for the extra rows.)
-            grown = np.empty(total + _SLACK_ROWS * rb, dtype=np.uint8)
-            at = len(head)
-            for a, b in runs:
-                grown[at: at + (b - a) * rb] = self.buf[self.start + a * rb: self.start + b * rb]
-                at += (b - a) * rb
-            self.buf = grown
-        else:
-            at = len(head)
-            for a, b in runs:  # every run moves towards the start: memmove, in place
-                self.buf[at: at + (b - a) * rb] = self.buf[self.start + a * rb:
-                                                           self.start + b * rb]
-                at += (b - a) * rb
+            target = np.empty(total + _SLACK_ROWS * rb, dtype=np.uint8)
+        at = len(head)
+        for a, b in runs:  # in place, every run moves towards the start: a memmove
+            target[at : at + (b - a) * rb] = self.buf[self.start + a * rb : self.start + b * rb]
+            at += (b - a) * rb
+        self.buf = target
         self.buf[: len(head)] = np.frombuffer(head, dtype=np.uint8)
         for part in extra:
-            self.buf[at: at + rb] = np.frombuffer(part, dtype=np.uint8)
+            self.buf[at : at + rb] = np.frombuffer(part, dtype=np.uint8)
             at += rb
         self.identity, self.size, self.mtime_ns = (st.st_dev, st.st_ino), st.st_size, st.st_mtime_ns
         self.start, self.count, self.torn = len(head), count, 0
@@ -518,13 +495,8 @@ def append_rows(fd: int, header_end: int, row_size: int, rows: Sequence[bytes]) 
     whole = header_end + max(0, size - header_end) // row_size * row_size
     if size != whole:
         os.ftruncate(fd, whole)
-    payload = memoryview(b"".join(rows))
     try:
-        while payload:
-            written = os.write(fd, payload)
-            if written <= 0:
-                raise OSError(errno.EIO, "write made no progress")
-            payload = payload[written:]
+        write_all(fd, b"".join(rows))
     except BaseException:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, whole)
