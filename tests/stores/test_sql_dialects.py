@@ -22,29 +22,46 @@ from memlib.stores._base import BaseMemoryStore
 from memlib.stores.sql._common import SqlMemoryStore
 
 USER = "alice"
-SOURCE = {"source_id": "s", "source_type": "dialect_test", "title": "dialects",
-          "captured_at": "2026-08-09T12:00:00Z"}
+SOURCE = {
+    "source_id": "s",
+    "source_type": "dialect_test",
+    "title": "dialects",
+    "captured_at": "2026-08-09T12:00:00Z",
+}
 QUERIES = ("layered memory", "retracted twice", "profile tea")
 
 
 def _item(kind: str, memory_id: str, content: str) -> dict[str, Any]:
-    return {"kind": kind, "memory_id": memory_id, "content": content,
-            "summary": content[:40], "source": SOURCE}
+    return {
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": content,
+        "summary": content[:40],
+        "source": SOURCE,
+    }
 
 
 def _batch(store: BaseMemoryStore) -> tuple[StoredMemory, ...]:
     """Two conversations, a profile, and retractions of a conversation and the profile."""
     stored_at = store._now()
-    records = [store._record(item, stored_at) for item in (
-        _item("conversation", "c-1", "layered memory, retracted twice over in this batch"),
-        _item("conversation", "c-2", "layered memory that stays"),
-        _item("profile", "p-1", "profile: likes tea"),
-    )]
+    records = [
+        store._record(item, stored_at)
+        for item in (
+            _item("conversation", "c-1", "layered memory, retracted twice over in this batch"),
+            _item("conversation", "c-2", "layered memory that stays"),
+            _item("profile", "p-1", "profile: likes tea"),
+        )
+    ]
     retractions = [
         StoredMemory(
-            memory_id=f"retract-{target}", user_scope=store.user_scope,
-            kind=MemoryKind.RETRACTION, content="wrong", summary=f"Retracts {target}",
-            source=records[0].source, stored_at=stored_at, retracts=target,
+            memory_id=f"retract-{target}",
+            user_scope=store.user_scope,
+            kind=MemoryKind.RETRACTION,
+            content="wrong",
+            summary=f"Retracts {target}",
+            source=records[0].source,
+            stored_at=stored_at,
+            retracts=target,
         )
         for target in ("c-1", "p-1")
     ]
@@ -55,20 +72,27 @@ def _seen(store: Any) -> list[Any]:
     """Every count and candidate a scan gives, and each recall's JSON."""
     out: list[Any] = []
     for text in QUERIES:
-        query = normalize_recall_query(text, user_scope=store.user_scope, limit=3,
-                                       issued_at=SAMPLE_AS_OF)
+        query = normalize_recall_query(
+            text, user_scope=store.user_scope, limit=3, issued_at=SAMPLE_AS_OF
+        )
         scan = store.scan_candidates(query)
-        out.append((scan.searched_records, scan.candidate_records, scan.retracted_records,
-                    scan.searched_token_count, scan.searched_content_token_count,
-                    [c.memory_id for c in scan.candidates]))
-        out.append(RecallEngine(store).recall(text, limit=3, as_of=SAMPLE_AS_OF,
-                                              query_id="q").to_json())
+        out.append(
+            (
+                scan.searched_records,
+                scan.candidate_records,
+                scan.retracted_records,
+                scan.searched_token_count,
+                scan.searched_content_token_count,
+                [c.memory_id for c in scan.candidates],
+            )
+        )
+        out.append(
+            RecallEngine(store).recall(text, limit=3, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        )
     return out
 
 
-def test_a_record_retracted_in_its_own_batch_leaves_the_index(
-    sql_url: str, tmp_path: Path
-) -> None:
+def test_a_record_retracted_in_its_own_batch_leaves_the_index(sql_url: str, tmp_path: Path) -> None:
     reference = open_store(f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER, clock=fixed_clock())
     store = open_store(sql_url, user_id=USER, clock=fixed_clock())
     assert isinstance(store, SqlMemoryStore)

@@ -31,19 +31,32 @@ PAIRS = PairEmbedder(TURNS)
 
 # Two sources, interleaved in append order.
 ORDER = ("a:1", "b:1", "a:2", "a:3", "b:2", "a:4")
-REMOVAL = {"source_id": "user", "source_type": "user_request", "title": "retract",
-           "captured_at": "2026-01-02T00:00:00Z"}
+REMOVAL = {
+    "source_id": "user",
+    "source_type": "user_request",
+    "title": "retract",
+    "captured_at": "2026-01-02T00:00:00Z",
+}
 
 
 def _source(name: str) -> dict[str, str]:
-    return {"source_id": name, "source_type": "transcript", "title": f"session {name}",
-            "captured_at": "2026-01-01T00:00:00Z"}
+    return {
+        "source_id": name,
+        "source_type": "transcript",
+        "title": f"session {name}",
+        "captured_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def _item(memory_id: str) -> dict[str, Any]:
     text = f"turn {memory_id} about {'tea' if memory_id.startswith('a') else 'coffee'}"
-    return {"kind": "conversation", "memory_id": memory_id, "content": text,
-            "summary": text, "source": _source(memory_id.split(":")[0])}
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": text,
+        "summary": text,
+        "source": _source(memory_id.split(":")[0]),
+    }
 
 
 @pytest.fixture
@@ -90,10 +103,12 @@ def _put_pairs(store: Any, memory_ids: Sequence[str]) -> int:
 
 
 def _dense_ids(store: Any, embedder: Any = PAIRS) -> list[str]:
-    query = normalize_recall_query("tea", user_scope=store.user_scope, limit=5,
-                                   query_id="q", issued_at=SAMPLE_AS_OF)
-    scores = store.dense_scores(query, query_vector(embedder, "tea"),
-                                model=embedder.name, dimension=embedder.dimension)
+    query = normalize_recall_query(
+        "tea", user_scope=store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+    )
+    scores = store.dense_scores(
+        query, query_vector(embedder, "tea"), model=embedder.name, dimension=embedder.dimension
+    )
     return sorted(scores.ids)
 
 
@@ -106,21 +121,28 @@ def _raw_vectors(store: Any, sql_url: str) -> bytes:
     if sql_url.startswith("sqlite:"):
         path = Path(sql_url.removeprefix("sqlite:"))
         return b"".join(p.read_bytes() for p in sorted(path.parent.iterdir()) if p.is_file())
-    rows = store._connection().cursor(binary=True).execute(
-        f"SELECT vector FROM {store.schema}.vectors").fetchall()
+    rows = (
+        store._connection()
+        .cursor(binary=True)
+        .execute(f"SELECT vector FROM {store.schema}.vectors")
+        .fetchall()
+    )
     return b"".join(bytes(row[0]) for row in rows)
 
 
 def _retract_together(store: Any, memory_ids: Sequence[str]) -> None:
     """One batch of several retractions (the public API writes one a batch)."""
     stored_at = store._now()
-    store._append_batch(tuple(
-        store._retraction(m, "wrong", REMOVAL, None, stored_at, f"Retracts {m}")
-        for m in memory_ids
-    ))
+    store._append_batch(
+        tuple(
+            store._retraction(m, "wrong", REMOVAL, None, stored_at, f"Retracts {m}")
+            for m in memory_ids
+        )
+    )
 
 
 # -- put_vectors ------------------------------------------------------------------------------
+
 
 def test_pairs_need_previous_and_turns_refuse_it(opener: Any) -> None:
     store = _filled(opener)
@@ -137,22 +159,25 @@ def test_pairs_need_previous_and_turns_refuse_it(opener: Any) -> None:
 def test_a_stale_previous_is_skipped(opener: Any) -> None:
     store = _filled(opener)
     vectors = {m: _pair(store, m, None) for m in ("a:1", "a:2", "a:3", "a:4", "b:2")}
-    stored = store.put_vectors(PAIRS.name, PAIRS.dimension, vectors, previous={
-        "a:1": None,  # right: the first turn of its source
-        "a:2": "a:1",  # right
-        "a:3": "b:1",  # another source's turn
-        "b:2": None,  # it has a turn before
-        # a:4: not named, skipped
-    })
+    stored = store.put_vectors(
+        PAIRS.name,
+        PAIRS.dimension,
+        vectors,
+        previous={
+            "a:1": None,  # right: the first turn of its source
+            "a:2": "a:1",  # right
+            "a:3": "b:1",  # another source's turn
+            "b:2": None,  # it has a turn before
+            # a:4: not named, skipped
+        },
+    )
     assert stored == 2
     assert _dense_ids(store) == ["a:1", "a:2"]
     assert store.vector_state().missing == 4
     assert _missing(store) == ["b:1", "a:3", "b:2", "a:4"]
 
 
-def test_a_retraction_between_the_embedding_and_the_put_skips_the_successor(
-    opener: Any,
-) -> None:
+def test_a_retraction_between_the_embedding_and_the_put_skips_the_successor(opener: Any) -> None:
     store = _filled(opener)
     ids = list(ORDER)
     neighbours = store.source_neighbours(ids)
@@ -168,9 +193,8 @@ def test_a_retraction_between_the_embedding_and_the_put_skips_the_successor(
 
 # -- retractions ------------------------------------------------------------------------------
 
-def test_retracting_a_middle_turn_deletes_its_successors_pair(
-    opener: Any, sql_url: str
-) -> None:
+
+def test_retracting_a_middle_turn_deletes_its_successors_pair(opener: Any, sql_url: str) -> None:
     store = _filled(opener)
     assert _put_pairs(store, ORDER[:-1]) == 5
     # The backfill's hint now points past a:3 (the first missing is a:4).
@@ -197,8 +221,10 @@ def test_retracting_a_middle_turn_deletes_its_successors_pair(
         assert not any(vector in tables for vector in gone)
 
     # The old pair is refused, the new one (a:1 before a:3) stored.
-    assert store.put_vectors(PAIRS.name, PAIRS.dimension, {"a:3": gone[1]},
-                             previous={"a:3": "a:2"}) == 0
+    assert (
+        store.put_vectors(PAIRS.name, PAIRS.dimension, {"a:3": gone[1]}, previous={"a:3": "a:2"})
+        == 0
+    )
     assert _put_pairs(store, ["a:3", "a:4"]) == 2
     assert _missing(store) == [] and store.vector_state().missing == 0
     assert _dense_ids(other) == ["a:1", "a:3", "a:4", "b:1", "b:2"]

@@ -3,7 +3,8 @@ recall reads no record row but the hits' and the few a ranking keeps.
 
 The lengths in the runs must equal the ``records`` table's after appends (small batches
 and numpy-inverted ones), after retractions (of stored records and within a batch),
-and after the upgrade from schema 4 (every scope, a page of runs at a time). A recall
+and after an upgrade, which rebuilds them from the bodies (every scope, a page of
+records at a time). A recall
 through ``lexical_postings`` is counted row by row: a connection wrapper counts the rows
 each statement on ``records`` returns.
 """
@@ -51,23 +52,35 @@ from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
 from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
-SOURCE = {"source_id": "s", "source_type": "run_lengths_test", "title": "lengths",
-          "captured_at": "2026-08-09T12:00:00Z"}
+SOURCE = {
+    "source_id": "s",
+    "source_type": "run_lengths_test",
+    "title": "lengths",
+    "captured_at": "2026-08-09T12:00:00Z",
+}
 QUERIES = ("layered memory", "the memory of the store", "sqlite persistence", "the of", "分层")
 RANKERS = ("bm25", "bm25+stopwords")
 
 
 def _item(memory_id: str, content: str, summary: str = "") -> dict[str, Any]:
-    return {"kind": "conversation", "memory_id": memory_id, "content": content,
-            "summary": summary or content[:30], "source": SOURCE}
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": content,
+        "summary": summary or content[:30],
+        "source": SOURCE,
+    }
 
 
 def _generated(count: int, prefix: str) -> list[dict[str, Any]]:
     """Records of different lengths, stopwords and repeats (tf > 1) among them."""
     words = ("memory", "the", "layered", "of", "store", "sqlite", "persistence", "记忆")
     return [
-        _item(f"{prefix}-{i:04d}", " ".join(words[(i * j) % len(words)] for j in range(1 + i % 13)),
-              summary=f"the {words[i % len(words)]} {i}")
+        _item(
+            f"{prefix}-{i:04d}",
+            " ".join(words[(i * j) % len(words)] for j in range(1 + i % 13)),
+            summary=f"the {words[i % len(words)]} {i}",
+        )
         for i in range(count)
     ]
 
@@ -78,24 +91,26 @@ def _retract(store: Any, memory_id: str) -> None:
 
 # -- reading the raw tables --------------------------------------------------------------
 
+
 def _postings_rows(store: Any) -> list[tuple[Any, ...]]:
     """``(key, ids bytes, tfs bytes, lengths bytes)`` of every run of every scope."""
     conn = store._connection()
     if isinstance(store, SqliteMemoryStore):
-        rows = conn.execute(
-            "SELECT term_id, first_id, docs, tfs, lengths FROM postings").fetchall()
+        rows = conn.execute("SELECT term_id, first_id, docs, tfs, lengths FROM postings").fetchall()
         return sorted(((t, f), bytes(d), bytes(tf), bytes(n)) for t, f, d, tf, n in rows)
-    rows = conn.cursor(binary=True).execute(
-        f"SELECT user_scope, term, first_id, record_ids, tfs, lengths FROM {store.schema}.postings"
-    ).fetchall()
+    columns = "user_scope, term, first_id, record_ids, tfs, lengths"
+    sql = f"SELECT {columns} FROM {store.schema}.postings"
+    rows = conn.cursor(binary=True).execute(sql).fetchall()
     return sorted(((s, t, f), bytes(d), bytes(tf), bytes(n)) for s, t, f, d, tf, n in rows)
 
 
 def _record_lengths(store: Any) -> dict[int, tuple[int, int]]:
     table = "records" if isinstance(store, SqliteMemoryStore) else f"{store.schema}.records"
-    rows = store._connection().execute(
-        f"SELECT id, tokens, content_tokens FROM {table} WHERE kind = 'conversation'"
-    ).fetchall()
+    rows = (
+        store._connection()
+        .execute(f"SELECT id, tokens, content_tokens FROM {table} WHERE kind = 'conversation'")
+        .fetchall()
+    )
     return {int(i): (int(t), int(c)) for i, t, c in rows}
 
 
@@ -116,19 +131,23 @@ def _check_lengths_in_step(store: Any) -> int:
 
 def _recalls(store: Any) -> list[str]:
     return [
-        RecallEngine(store, ranker=ranker).recall(
-            q, limit=4, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-        for ranker in RANKERS for q in QUERIES
+        RecallEngine(store, ranker=ranker)
+        .recall(q, limit=4, as_of=SAMPLE_AS_OF, query_id="q")
+        .to_json()
+        for ranker in RANKERS
+        for q in QUERIES
     ]
 
 
 # -- writes keep the lengths in step ------------------------------------------------------
 
+
 def test_run_lengths_follow_appends_and_retractions(
     sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reference: Any = open_store(f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER,
-                                clock=fixed_clock())
+    reference: Any = open_store(
+        f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER, clock=fixed_clock()
+    )
     store: Any = open_store(sql_url, user_id=USER, clock=fixed_clock())
     assert isinstance(store, SqlMemoryStore)
     stores = (reference, store)
@@ -152,12 +171,19 @@ def test_run_lengths_follow_appends_and_retractions(
     # A batch that writes a record and retracts it (append_many refuses retractions).
     for target in stores:
         stored_at = target._now()
-        kept, gone = (target._record(_item(m, f"the layered memory {m} of it"), stored_at)
-                      for m in ("batch-kept", "batch-gone"))
+        kept, gone = (
+            target._record(_item(m, f"the layered memory {m} of it"), stored_at)
+            for m in ("batch-kept", "batch-gone")
+        )
         retraction = StoredMemory(
-            memory_id="retract-batch-gone", user_scope=target.user_scope,
-            kind=MemoryKind.RETRACTION, content="wrong", summary="Retracts batch-gone",
-            source=kept.source, stored_at=stored_at, retracts="batch-gone",
+            memory_id="retract-batch-gone",
+            user_scope=target.user_scope,
+            kind=MemoryKind.RETRACTION,
+            content="wrong",
+            summary="Retracts batch-gone",
+            source=kept.source,
+            stored_at=stored_at,
+            retracts="batch-gone",
         )
         target._append_batch((kept, gone, retraction))
     kept_text = searchable_text(store.records_by_id(["batch-kept"])[0])
@@ -168,7 +194,8 @@ def test_run_lengths_follow_appends_and_retractions(
     store.close()
 
 
-# -- schema 4 → 5 ------------------------------------------------------------------------
+# -- an upgrade rebuilds the runs from the bodies -----------------------------------------
+
 
 def _two_scopes(url: str) -> list[Any]:
     stores = [open_store(url, user_id=user, clock=fixed_clock()) for user in (USER, "bob")]
@@ -180,89 +207,95 @@ def _two_scopes(url: str) -> list[Any]:
     return stores
 
 
-def test_a_version_4_sqlite_store_gains_run_lengths_on_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "v4.db"
-    stores = _two_scopes(f"sqlite:{path}")
-    before = [_recalls(store) for store in stores]
-    rows_before = _postings_rows(stores[0])
-    assert len(rows_before) > 3 * 2  # several pages of runs below
-    for store in stores:
-        store.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(
-        "ALTER TABLE postings DROP COLUMN lengths;"
-        "UPDATE memlib_meta SET value = '4' WHERE key = 'schema_version';"
+def _postings_by_term(store: Any) -> dict[tuple[str, str], bytes]:
+    """Every term's runs of every scope joined in id order: ids, tfs and lengths alike
+    (how the ids are cut into runs is the writes' batches, which an upgrade cannot know)."""
+    if isinstance(store, SqliteMemoryStore):
+        rows = (
+            store._connection()
+            .execute(
+                "SELECT t.user_scope, t.term, p.docs, p.tfs, p.lengths FROM postings p "
+                "JOIN terms t ON t.id = p.term_id ORDER BY p.first_id"
+            )
+            .fetchall()
+        )
+    else:
+        rows = (
+            store._connection()
+            .cursor(binary=True)
+            .execute(
+                "SELECT user_scope, term, record_ids, tfs, lengths FROM "
+                f"{store.schema}.postings ORDER BY first_id"
+            )
+            .fetchall()
+        )
+    joined: dict[tuple[str, str], list[bytes]] = {}
+    for scope, term, *columns in rows:
+        parts = joined.setdefault((scope, term), [b"", b"", b""])
+        for k, column in enumerate(columns):
+            parts[k] += bytes(column)
+    return {key: b"|".join(parts) for key, parts in joined.items()}
+
+
+def _downgrade(store: Any, version: int) -> None:
+    meta = "memlib_meta" if isinstance(store, SqliteMemoryStore) else f"{store.schema}.meta"
+    store._connection().execute(
+        f"UPDATE {meta} SET value = '{version}' WHERE key = 'schema_version'"
     )
-    conn.close()
-    monkeypatch.setattr(SqlMemoryStore, "_BACKFILL_PAGE", 3)
-    reopened = [open_store(f"sqlite:{path}", user_id=user) for user in (USER, "bob")]
-    assert isinstance(reopened[0], SqliteMemoryStore)
+    store.close()
+
+
+def _upgraded(url: str, users: tuple[str, ...]) -> list[Any]:
+    if url.startswith("postgresql"):
+        from memlib.stores._admin import init_store_schema
+
+        with pytest.raises(RemoteMemoryError, match="version 4, need 6.*db init"):
+            open_store(url, user_id=USER).read_all()
+        assert init_store_schema(url)[1:] == (4, 6)
+    return [open_store(url, user_id=user) for user in users]
+
+
+def test_an_upgrade_rebuilds_runs_lengths_and_counts_page_by_page(
+    sql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stores = _two_scopes(sql_url)
+    before = [_recalls(store) for store in stores]
+    index_before = _postings_by_term(stores[0])
+    for store in stores:
+        _downgrade(store, 4)
+    monkeypatch.setattr(SqlMemoryStore, "_REBUILD_PAGE", 7)  # many pages, scopes mixed
+    reopened = _upgraded(sql_url, (USER, "bob"))
     assert reopened[0].schema_version() == SCHEMA_VERSION == 6
-    assert _postings_rows(reopened[0]) == rows_before  # lengths included, byte for byte
+    assert _postings_by_term(reopened[0]) == index_before
     assert _check_lengths_in_step(reopened[0]) > 0
     assert [_recalls(store) for store in reopened] == before
     for store in reopened:
         store.close()
 
 
-def test_db_init_upgrades_a_version_4_postgresql_schema(
-    pg_dsn: str, monkeypatch: pytest.MonkeyPatch  # noqa: F811
-) -> None:
-    from support.pgserver import drop_schema
-
-    from memlib.stores._admin import init_store_schema
-
-    url = f"{pg_dsn}?schema=lengths_upgrade_test"
-    try:
-        init_store_schema(url)
-        stores = _two_scopes(url)
-        before = [_recalls(store) for store in stores]
-        rows_before = _postings_rows(stores[0])
-        conn = stores[0]._connection()
-        conn.execute("ALTER TABLE lengths_upgrade_test.postings DROP COLUMN lengths")
-        conn.execute(
-            "UPDATE lengths_upgrade_test.meta SET value = '4' WHERE key = 'schema_version'")
-        for store in stores:
-            store.close()
-        with pytest.raises(RemoteMemoryError, match="version 4, need 6.*db init"):
-            open_store(url, user_id=USER).read_all()
-        monkeypatch.setattr(SqlMemoryStore, "_BACKFILL_PAGE", 3)
-        assert init_store_schema(url)[1:] == (4, 6)
-        reopened = [open_store(url, user_id=user) for user in (USER, "bob")]
-        assert _postings_rows(reopened[0]) == rows_before
-        assert _check_lengths_in_step(reopened[0]) > 0
-        assert [_recalls(store) for store in reopened] == before
-        for store in reopened:
-            store.close()
-    finally:
-        drop_schema(pg_dsn, "lengths_upgrade_test")
-
-
-def test_the_upgrade_refuses_a_run_naming_no_conversation(tmp_path: Path) -> None:
-    """A run that names a profile's row cannot be measured: nothing is upgraded."""
-    path = tmp_path / "bad.db"
-    store = open_store(f"sqlite:{path}", user_id=USER, clock=fixed_clock())
+def test_an_upgrade_refuses_a_damaged_body_and_changes_nothing(sql_url: str) -> None:
+    store: Any = open_store(sql_url, user_id=USER, clock=fixed_clock())
     store.append_many(sample_records())
-    store.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    (profile_id,) = conn.execute("SELECT id FROM records WHERE kind = 'profile'").fetchone()
-    term_id, first_id, docs = conn.execute(
-        "SELECT term_id, first_id, docs FROM postings LIMIT 1").fetchone()
-    ids = sorted({*unpack_docs(docs, "<i8"), profile_id})
-    conn.execute("UPDATE postings SET docs = ? WHERE term_id = ? AND first_id = ?",
-                 (pack_docs(ids, "<i8"), term_id, first_id))
-    conn.executescript(
-        "ALTER TABLE postings DROP COLUMN lengths;"
-        "UPDATE memlib_meta SET value = '4' WHERE key = 'schema_version';"
-    )
-    conn.close()
-    with pytest.raises(RemoteMemoryCorruptionError, match="no conversation"):
-        open_store(f"sqlite:{path}", user_id=USER).read_all()
-    conn = sqlite3.connect(path)
-    assert conn.execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("4",)
+    sqlite = isinstance(store, SqliteMemoryStore)
+    prefix = "" if sqlite else f"{store.schema}."
+    conn = store._connection()
+    conn.execute(f"UPDATE {prefix}records SET body = '{{}}' WHERE id = 2")
+    count = f"SELECT count(*) FROM {prefix}postings"
+    (runs,) = conn.execute(count).fetchone()
+    _downgrade(store, 4)
+    with pytest.raises(RemoteMemoryCorruptionError, match="invalid record"):
+        _upgraded(sql_url, (USER,))[0].read_all()
+    if sqlite:
+        conn = sqlite3.connect(sql_url.removeprefix("sqlite:"))
+    else:
+        import psycopg
+
+        from memlib.stores.sql._postgres import split_url
+
+        conn = psycopg.connect(split_url(sql_url)[0])
+    meta = "memlib_meta" if sqlite else f"{prefix}meta"
+    assert conn.execute(f"SELECT value FROM {meta}").fetchone() == ("4",)
+    assert conn.execute(count).fetchone() == (runs,)
     conn.close()
 
 
@@ -274,8 +307,10 @@ def test_a_newer_schema_is_refused(sql_url: str) -> None:
     newer = SCHEMA_VERSION + 1
     conn.execute(f"UPDATE {meta} SET value = '{newer}' WHERE key = 'schema_version'")
     store.close()
-    with pytest.raises(RemoteMemoryError, match=f"version {newer}; this memlib knows up to "
-                                                f"{SCHEMA_VERSION}: upgrade"):
+    with pytest.raises(
+        RemoteMemoryError,
+        match=f"version {newer}; this memlib knows up to {SCHEMA_VERSION}: upgrade",
+    ):
         open_store(sql_url, user_id=USER).read_all()
 
 
@@ -345,22 +380,35 @@ def _counting_reader(url: str, log: list[list[Any]]) -> Any:
 def _many_candidates(store: Any) -> None:
     """400 records holding "the", one in 8 "memory" too, each of another length: the
     best totals (through "memory") are far apart."""
-    store.append_many([
-        _item(f"m-{i:03d}", ("memory " if i % 8 == 0 else "")
-              + " ".join(f"w{i}x{j}" for j in range(i % 200)), summary=f"the {i}")
-        for i in range(400)
-    ])
+    store.append_many(
+        [
+            _item(
+                f"m-{i:03d}",
+                ("memory " if i % 8 == 0 else "") + " ".join(f"w{i}x{j}" for j in range(i % 200)),
+                summary=f"the {i}",
+            )
+            for i in range(400)
+        ]
+    )
 
 
-@pytest.mark.parametrize(("numpy_min", "ranker", "pool"), [
-    # numpy scores every record holding a scoring term and keeps the best 3 and those
-    # within rounding of the third: a handful
-    (0, "bm25", 12), (0, "bm25+stopwords", 12),
-    # plain Python keeps every record holding a scoring term ("memory": 50 of them)
-    (10**9, "bm25+stopwords", 50),
-])
+@pytest.mark.parametrize(
+    ("numpy_min", "ranker", "pool"),
+    [
+        # numpy scores every record holding a scoring term and keeps the best 3 and those
+        # within rounding of the third: a handful
+        (0, "bm25", 12),
+        (0, "bm25+stopwords", 12),
+        # plain Python keeps every record holding a scoring term ("memory": 50 of them)
+        (10**9, "bm25+stopwords", 50),
+    ],
+)
 def test_a_lexical_recall_reads_only_the_pool_and_the_hits(
-    sql_url: str, tmp_path: Path, numpy_min: int, ranker: str, pool: int,
+    sql_url: str,
+    tmp_path: Path,
+    numpy_min: int,
+    ranker: str,
+    pool: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(postings_module, "NUMPY_MIN_POSTINGS", numpy_min)
@@ -373,9 +421,11 @@ def test_a_lexical_recall_reads_only_the_pool_and_the_hits(
     for limit in (1, 3):
         log.clear()
         got = RecallEngine(reader, ranker=ranker).recall(
-            "the memory", limit=limit, as_of=SAMPLE_AS_OF, query_id="q")
+            "the memory", limit=limit, as_of=SAMPLE_AS_OF, query_id="q"
+        )
         expected = RecallEngine(reference, ranker=ranker).recall(
-            "the memory", limit=limit, as_of=SAMPLE_AS_OF, query_id="q")
+            "the memory", limit=limit, as_of=SAMPLE_AS_OF, query_id="q"
+        )
         assert got.to_json() == expected.to_json()
         assert got.candidate_records == 400 and len(got.hits) == limit
         # One statement for the pool's tie-breaks, one for the hits' bodies.
@@ -391,8 +441,9 @@ def test_timestamps_and_ids_are_read_by_prefetch_only(sql_url: str) -> None:
     writer.append_many(sample_records())
     log: list[list[Any]] = []
     reader = _counting_reader(sql_url, log)
-    query = normalize_recall_query("layered memory", user_scope=reader.user_scope, limit=3,
-                                   issued_at=SAMPLE_AS_OF)
+    query = normalize_recall_query(
+        "layered memory", user_scope=reader.user_scope, limit=3, issued_at=SAMPLE_AS_OF
+    )
     log.clear()
     view = reader.lexical_postings(query, scoring_terms(query, stopwords=False))
     assert log == []  # the runs alone: no records row
@@ -434,20 +485,21 @@ def _runs(draw: Any) -> tuple[dict[int, tuple[int, int]], dict[str, list[tuple[i
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(data=_runs(), dtype=st.sampled_from(["<i8", ">i8"]), cuts=st.integers(1, 4))
 def test_merge_runs_numbers_and_measures_the_candidates(
-    data: tuple[dict[int, tuple[int, int]], dict[str, list[tuple[int, int]]]], dtype: str,
-    cuts: int,
+    data: tuple[dict[int, tuple[int, int]], dict[str, list[tuple[int, int]]]], dtype: str, cuts: int
 ) -> None:
     lengths, postings = data
     runs: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
     for term, pairs in postings.items():
         for k in range(cuts):  # a term's runs: ascending, disjoint pieces
-            piece = pairs[k * len(pairs) // cuts:(k + 1) * len(pairs) // cuts]
+            piece = pairs[k * len(pairs) // cuts : (k + 1) * len(pairs) // cuts]
             if piece:
-                runs.setdefault(term, []).append((
-                    pack_docs((i for i, _ in piece), dtype),
-                    pack_docs((tf for _, tf in piece), dtype),
-                    pack_lengths(lengths[i] for i, _ in piece),
-                ))
+                runs.setdefault(term, []).append(
+                    (
+                        pack_docs((i for i, _ in piece), dtype),
+                        pack_docs((tf for _, tf in piece), dtype),
+                        pack_lengths(lengths[i] for i, _ in piece),
+                    )
+                )
     asked = ["a", "c", "z", "b"]
     row_ids = sorted(lengths)
     doc = {i: d for d, i in enumerate(row_ids)}
@@ -471,16 +523,18 @@ def test_merge_runs_numbers_and_measures_the_candidates(
 def test_merge_runs_refuses_runs_that_do_not_line_up() -> None:
     run = pack_docs([1, 2], "<i8")
     with pytest.raises(ValueError, match="differ"):
-        merge_runs({"a": [(run, pack_docs([1], "<i8"), pack_lengths([(1, 1), (2, 2)]))]},
-                   ["a"], "<i8")
+        merge_runs(
+            {"a": [(run, pack_docs([1], "<i8"), pack_lengths([(1, 1), (2, 2)]))]}, ["a"], "<i8"
+        )
     with pytest.raises(ValueError, match="differ"):
-        merge_runs({"a": [(run, pack_docs([1, 1], "<i8"), pack_lengths([(1, 1)]))]},
-                   ["a"], "<i8")
+        merge_runs({"a": [(run, pack_docs([1, 1], "<i8"), pack_lengths([(1, 1)]))]}, ["a"], "<i8")
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, database=None)
-@given(texts=st.lists(st.lists(st.sampled_from("abcdefg"), max_size=8), max_size=40),
-       dtype=st.sampled_from(["<i8", ">i8"]))
+@given(
+    texts=st.lists(st.lists(st.sampled_from("abcdefg"), max_size=8), max_size=40),
+    dtype=st.sampled_from(["<i8", ">i8"]),
+)
 def test_length_runs_are_the_same_by_numpy_or_by_dict(texts: list[list[str]], dtype: str) -> None:
     docs = [(10 + 3 * n, terms) for n, terms in enumerate(texts)]
     lengths = [(len(terms), n) for n, terms in enumerate(texts)]
@@ -510,14 +564,19 @@ def test_a_doc_leaves_all_three_columns_of_its_run() -> None:
     ids, tfs = pack_docs([3, 5, 9], ">i8"), pack_docs([1, 2, 3], ">i8")
     lengths = pack_lengths([(30, 3), (50, 5), (90, 9)])
     assert run_columns_without(ids, tfs, lengths, 5, ">i8") == (
-        pack_docs([3, 9], ">i8"), pack_docs([1, 3], ">i8"), pack_lengths([(30, 3), (90, 9)]))
+        pack_docs([3, 9], ">i8"),
+        pack_docs([1, 3], ">i8"),
+        pack_lengths([(30, 3), (90, 9)]),
+    )
     assert run_columns_without(ids, tfs, lengths, 4, ">i8") is None
-    only = run_columns_without(pack_docs([3], ">i8"), pack_docs([1], ">i8"),
-                               pack_lengths([(30, 3)]), 3, ">i8")
+    only = run_columns_without(
+        pack_docs([3], ">i8"), pack_docs([1], ">i8"), pack_lengths([(30, 3)]), 3, ">i8"
+    )
     assert only == (b"", b"", b"")
 
 
 # -- SQLite reads the vectors' memory ids from the index, not the records' pages --------
+
 
 def test_sqlite_vector_rows_are_the_join_of_the_base_class(tmp_path: Path) -> None:
     from memlib._vectors import pack
@@ -538,9 +597,12 @@ def test_sqlite_vector_rows_are_the_join_of_the_base_class(tmp_path: Path) -> No
     # A vector row of this scope naming another scope's record is refused, not matched.
     (bob_id,) = conn.execute(
         "SELECT id FROM records WHERE user_scope = ? AND kind = 'profile' LIMIT 1",
-        (other.user_scope,)).fetchone()
-    conn.execute("INSERT INTO vectors (record_id, user_scope, vector) VALUES (?, ?, ?)",
-                 (bob_id, store.user_scope, pack(embedder.encode(["x"])[0])))
+        (other.user_scope,),
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO vectors (record_id, user_scope, vector) VALUES (?, ?, ?)",
+        (bob_id, store.user_scope, pack(embedder.encode(["x"])[0])),
+    )
     with pytest.raises(RemoteMemoryCorruptionError, match=f"names record {bob_id}, missing"):
         list(store._vector_rows(conn))
     store.close()

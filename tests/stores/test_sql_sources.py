@@ -22,16 +22,28 @@ from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
 
 def turns(count: int, sources: int) -> list[dict[str, Any]]:
     return [
-        {"kind": "conversation", "memory_id": f"s{i % sources}:{i}", "content": f"turn {i}",
-         "summary": f"turn {i}",
-         "source": {"source_id": f"s{i % sources}", "source_type": "transcript",
-                    "title": "session", "captured_at": "2026-01-01T00:00:00Z"}}
+        {
+            "kind": "conversation",
+            "memory_id": f"s{i % sources}:{i}",
+            "content": f"turn {i}",
+            "summary": f"turn {i}",
+            "source": {
+                "source_id": f"s{i % sources}",
+                "source_type": "transcript",
+                "title": "session",
+                "captured_at": "2026-01-01T00:00:00Z",
+            },
+        }
         for i in range(count)
     ]
 
 
-RETRACTION_SOURCE = {"source_id": "user", "source_type": "user_request", "title": "retract",
-                     "captured_at": "2026-01-02T00:00:00Z"}
+RETRACTION_SOURCE = {
+    "source_id": "user",
+    "source_type": "user_request",
+    "title": "retract",
+    "captured_at": "2026-01-02T00:00:00Z",
+}
 
 
 def filled(store: Any) -> dict[str, SourceNeighbours]:
@@ -49,10 +61,13 @@ def test_sqlite_searches_the_source_index(tmp_path: Path) -> None:
     assert isinstance(store, SqlMemoryStore)
     filled(store)
     conn = sqlite3.connect(tmp_path / "m.db")
-    plan = [row[3] for row in conn.execute(
-        "EXPLAIN QUERY PLAN " + store._q(store._neighbours_sql()),
-        (store.user_scope, json.dumps(["s1:1"])),
-    )]
+    plan = [
+        row[3]
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + store._q(store._neighbours_sql()),
+            (store.user_scope, json.dumps(["s1:1"])),
+        )
+    ]
     assert sum("USING INDEX records_source" in step for step in plan) == 2, plan
     assert not any(step.startswith("SCAN") and "json_each" not in step for step in plan), plan
     store.close()
@@ -66,9 +81,12 @@ def test_postgresql_searches_the_source_index(pg_url: str) -> None:  # noqa: F81
     conn.execute("ANALYZE")
     conn.execute("SET enable_seqscan = off")  # a few hundred rows: make the index's use show
     try:
-        plan = "\n".join(row[0] for row in conn.execute(
-            "EXPLAIN " + store._q(store._neighbours_sql()), (store.user_scope, ["s1:1"]),
-        ))
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                "EXPLAIN " + store._q(store._neighbours_sql()), (store.user_scope, ["s1:1"])
+            )
+        )
     finally:
         conn.execute("RESET enable_seqscan")
     assert plan.count("records_source") == 2, plan
@@ -82,16 +100,19 @@ def test_a_version_5_sqlite_store_gains_the_source_index_on_open(tmp_path: Path)
     store.close()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(
-        "DROP INDEX records_source;"
-        "UPDATE memlib_meta SET value = '5' WHERE key = 'schema_version';"
+        "DROP INDEX records_source;UPDATE memlib_meta SET value = '5' WHERE key = 'schema_version';"
     )
     conn.close()
     reopened = open_store(f"sqlite:{path}", user_id="alice")
     assert isinstance(reopened, SqlMemoryStore)
     assert reopened.schema_version() == SCHEMA_VERSION == 6
     assert reopened.source_neighbours(list(expected)) == expected
-    names = {row[0] for row in sqlite3.connect(path).execute(
-        "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    names = {
+        row[0]
+        for row in sqlite3.connect(path).execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'"
+        )
+    }
     assert "records_source" in names
     reopened.close()
 
@@ -111,15 +132,20 @@ def test_db_init_gives_a_version_5_postgresql_schema_the_source_index(
         conn = store._connection()
         conn.execute("DROP INDEX sources_upgrade_test.records_source")
         conn.execute(
-            "UPDATE sources_upgrade_test.meta SET value = '5' WHERE key = 'schema_version'")
+            "UPDATE sources_upgrade_test.meta SET value = '5' WHERE key = 'schema_version'"
+        )
         store.close()
         with pytest.raises(RemoteMemoryError, match="version 5, need 6.*db init"):
             open_store(url, user_id="alice").read_all()
         assert init_store_schema(url)[1:] == (5, 6)
         reopened = open_store(url, user_id="alice")
         assert reopened.source_neighbours(list(expected)) == expected
-        indexes = {row[0] for row in reopened._connection().execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = 'sources_upgrade_test'")}
+        indexes = {
+            row[0]
+            for row in reopened._connection().execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = 'sources_upgrade_test'"
+            )
+        }
         assert "records_source" in indexes
         reopened.close()
     finally:

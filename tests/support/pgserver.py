@@ -105,9 +105,22 @@ def start_cluster(*, durable: bool = False) -> PgServer:
     server = PgServer(dsn="", folder=folder)
     try:
         subprocess.run(
-            [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-             "-E", "UTF8", "--locale=C.UTF-8"],
-            check=True, capture_output=True, text=True,
+            [
+                *prefix,
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         )
         for _attempt in range(5):
             port = _free_port()
@@ -115,9 +128,23 @@ def start_cluster(*, durable: bool = False) -> PgServer:
             if not durable:
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = subprocess.run(
-                [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w",
-                 "-t", "60", "-o", options, "start"],
-                capture_output=True, text=True, check=False,
+                [
+                    *prefix,
+                    str(bindir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-l",
+                    str(log),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    options,
+                    "start",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if result.returncode == 0:
                 break

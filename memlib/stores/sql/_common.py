@@ -1,53 +1,36 @@
 """The SQL store, written once: writes, the write rules' state, scans and the top-k walk.
 
 ``SqlMemoryStore`` is memlib's storage algorithm for a relational database (SPEC §2);
-``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its two dialects. A dialect
-supplies only what differs between the databases — how to connect and hold a
-transaction, its placeholders and list parameters, the SQL of its term index, how a
-batch of records goes in, how its driver's errors read, and its schema's DDL — as the
-class attributes and methods marked *dialect* below.
+``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its dialects, which supply only
+what differs — connections and transactions, placeholders and list parameters, the SQL
+of the term index, how a batch goes in, the driver's errors and the schema (``_schema``).
 
-Tables, in both: ``records`` (one row per record, its JSON in ``body``, ``id`` in
-append order), ``scope_stats`` (the counts a recall reports, per scope) and ``postings``
-(per term, packed runs of record ids: one run per term per written batch, and parallel
-to each a run of the term's frequency in those records; schema 3). A conversation's row
-also holds its searchable text's length in terms, all and without stopwords; since
-schema 5 each run carries those two lengths of each of its records too (``lengths``,
-``retrieval.postings.LENGTHS``), so that ``lexical_postings`` numbers and measures the
-candidates from the runs alone and reads a record row only for the few docs a ranking
-keeps (``prefetch``) and the hits. A write is one transaction: claim the scope's stats
-row (PostgreSQL writers of one scope queue there; SQLite already holds the database's
-write lock), check the batch against the stored state, insert the records and one run
-per term, take every retracted record out of its terms' runs — a record retracted in
-the same batch too — and add to the counts.
-A recall reads its terms' runs, counts matches itself and looks up only the records
-the bounded top-k walk needs. Every query of a scope's rows names the scope in its
-``WHERE`` clause.
+``postings`` holds, per term, packed runs of record ids (one run per term per written
+batch) with, parallel to each, the term's frequency in those records and their two
+lengths in terms (``retrieval.postings.LENGTHS``): ``lexical_postings`` numbers and
+measures the candidates from the runs alone and reads a record row only for the few
+docs a ranking keeps (``prefetch``) and the hits. A write is one transaction: claim the
+scope's stats row (PostgreSQL writers of one scope queue there; SQLite already holds
+the database's write lock), check the batch against the stored state, insert the
+records and one run per term, take every retracted record out of its terms' runs — a
+record retracted in the same batch too — and add to the counts. Every query of a
+scope's rows names the scope in its ``WHERE`` clause.
 
-Schema 4 keeps embeddings (``vectors.py``) in ``vectors``: one row per searched
-conversation record that has one (``record_id`` is its ``records.id``), the packed
-float32 vector as a blob, the scope in the row. ``scope_stats`` holds the model and
-dimension of the scope's vectors, ``vector_changes``, a counter that every write
-touching the scope's vectors bumps in its transaction, and ``vector_resets``, bumped by
-``drop_vectors``. A store object keeps the scope's vectors as one numpy matrix and
-reuses it while ``vector_changes`` (one small row, read by any process) has not moved.
-An append's vectors go in with its records, in its transaction; a retraction deletes
-its target's vector in the same transaction. A scope of pair vectors
-(``vectors.reads_pairs``) also loses there the vector of each target's successor in its
-source, which embedded the target's text, and bumps ``vector_resets``: that successor is
-missing again, wherever a backfill had got to. ``put_vectors`` stores a pair vector only
-while its record's turn before is still the one it embedded, read in its own transaction.
-
-Schema 5 adds ``postings.lengths``: written with the run, shortened with it when a
-retraction takes a record out, and computed by the upgrade from ``records.tokens`` /
-``content_tokens`` for the runs written before (``_backfill_run_lengths``).
+``vectors`` keeps one embedding per searched conversation record that has one.
+``scope_stats`` holds their model and dimension, ``vector_changes`` (bumped by every
+write touching them, in its transaction: a store object reuses its matrix while it has
+not moved) and ``vector_resets`` (bumped by ``drop_vectors``). A retraction deletes its
+target's vector in its transaction; in a scope of pair vectors (``reads_pairs``) also
+the vector of the target's successor in its source, which embedded the target's text,
+and bumps ``vector_resets``: that successor is missing again, wherever a backfill had
+got to. ``put_vectors`` stores a pair vector only while its record's turn before is
+still the one it embedded, read in its own transaction.
 """
 
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
-from array import array as _array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
@@ -55,20 +38,13 @@ from typing import Any, ClassVar, TypeVar, overload
 from ..._retrieval import (
     candidates_for,
     count_matches,
-    index_tokens,
     micros_of,
-    pack_docs,
     record_stats,
     term_stats,
     top_of_matches,
     unpack_docs,
 )
-from ..._retrieval.postings import (
-    merge_runs,
-    pack_lengths,
-    run_columns_without,
-    tf_length_runs_by_term,
-)
+from ..._retrieval.postings import merge_runs, run_columns_without, tf_length_runs_by_term
 from ..._safejson import loads
 from ..._vectors import (
     DenseScores,
@@ -81,7 +57,7 @@ from ..._vectors import (
     require_numpy,
     unpack,
 )
-from ...candidates import CandidateScan, LexicalPostings, RecallCandidate, searchable_text
+from ...candidates import CandidateScan, LexicalPostings, RecallCandidate
 from ...errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryDuplicateError,
@@ -95,16 +71,21 @@ from ...rankers.base import ScoreBound
 from ...records import MemoryKind, StoredMemory, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours
+from ._schema import DERIVED, SCHEMA_VERSION
 
-__all__ = [
-    "SCHEMA_VERSION", "Clock", "Migration", "RecordRow", "Run", "SqlMemoryStore", "driver_error",
-]
+__all__ = ["SCHEMA_VERSION", "Clock", "RecordRow", "Run", "SqlMemoryStore", "driver_error"]
 
-SCHEMA_VERSION = 6
+# What reading a stored body may raise: ValueError for invalid JSON, or JSON past
+# safejson's depth and number limits.
+_BAD_BODY = (ValueError, TypeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError)
+_BY_IDS = "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"  # this scope's, by row id
+_VECTOR_COLUMNS = "vector_model, vector_dimension, vector_changes, vector_resets"
+# A record ``r`` of the scope that no retraction names.
+_LIVE = (
+    "NOT EXISTS (SELECT 1 FROM {s}records t "
+    "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
+)
 
-# A schema upgrade from version i to i + 1: statements ("{s}" is the schema prefix), or
-# a function of the connection for what SQL alone cannot say.
-Migration = tuple[str, ...] | Callable[[Any], None]
 # A posting run as written: (term, the first record id in it, the ids packed, the term's
 # frequency in each of them packed the same way, parallel to the ids, and each one's
 # two lengths packed as ``retrieval.postings.LENGTHS``).
@@ -114,17 +95,16 @@ Run = tuple[str, int, bytes, bytes, bytes]
 # memory_id, kind, captured_ts, captured_us, retracts, body, and for a conversation its
 # searchable text's length in terms with repeats, all / without stopwords (else None).
 RecordRow = tuple[str, str, float, int, str | None, str, int | None, int | None]
+# A batch's conversation records as written: (row id, record, (terms, content length)).
+_Indexed = list[tuple[int, StoredMemory, tuple[Sequence[str], int]]]
 
 
 def driver_error(
     where: str, detail: str, cause: str | None = None, *, corrupt: bool = False
 ) -> RemoteMemoryError:
-    """A database failure as memlib's one-line error: ``WHERE: CAUSE (DETAIL)``.
-
-    Damaged data is a ``RemoteMemoryCorruptionError``; a failure with a named cause
-    (disk full, read-only, locked, connection lost …) a ``RemoteMemoryStorageError``;
-    anything else a plain ``RemoteMemoryError``, ``WHERE: DETAIL``.
-    """
+    """A database failure as memlib's one-line error, ``WHERE: CAUSE (DETAIL)``: damaged
+    data a ``RemoteMemoryCorruptionError``, one with a named cause (disk full, locked …)
+    a ``RemoteMemoryStorageError``, anything else a ``RemoteMemoryError``, ``WHERE: DETAIL``."""
     text = f"{where}: {detail}" if cause is None else f"{where}: {cause} ({detail})"
     if corrupt:
         return RemoteMemoryCorruptionError(text)
@@ -203,7 +183,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     # a dialect's planner would not pick it alone.
     PROFILE_INDEX: ClassVar[str] = ""
     META: ClassVar[str]  # the table holding schema_version
-    MIGRATIONS: ClassVar[tuple[Migration, ...]]
+    HAS_META: ClassVar[str]  # () → a row whose first value is not NULL if META exists
+    SCHEMA: ClassVar[tuple[str, ...]]  # the CREATE statements (``_schema``)
     RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib._retrieval.pack_docs``)
     # The term index. Parameters: (scope, terms) → (run,)
     RUNS_OF_TERMS: ClassVar[str]
@@ -216,23 +197,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     SET_RUN: ClassVar[str]  # (run, tfs, lengths, scope, term, first id)
     # (scope, terms) → (term, run, tfs, lengths), each term's runs by first id
     TF_RUNS_OF_TERMS: ClassVar[str]
-    # Schema 3's backfill: () → (term, run, *key) of every run of every scope, by first
-    # id; SET_TFS (tfs, *key).
-    EVERY_RUN: ClassVar[str]
-    SET_TFS: ClassVar[str]
-    # Schema 5's backfill pages through every run of every scope by its primary key:
-    # RUN_PAGE (*key, LIMIT) → (*key, run), the runs after ``key``; FIRST_RUN_KEY sorts
-    # before any; SET_LENGTHS (lengths, *key).
-    RUN_PAGE: ClassVar[str]
-    FIRST_RUN_KEY: ClassVar[tuple[Any, ...]]
-    SET_LENGTHS: ClassVar[str]
-    _BACKFILL_PAGE: ClassVar[int] = 1_000  # runs per page (tests lower it)
     DROP_RUN: ClassVar[str]  # (scope, term, first id)
-    # Schema 6: a record's ``source.source_id`` as the dialect reads it from ``{a}.body``,
+    _REBUILD_PAGE: ClassVar[int] = 5_000  # records an upgrade indexes at a time
+    # A record's ``source.source_id`` as the dialect reads it from ``{a}.body``,
     # the very expression of the ``records_source`` index (so that the index answers).
     SOURCE_ID: ClassVar[str]
 
     schema_label: str  # how ``memlib db`` names the schema
+    _newer: str  # "… has version {}": a schema newer than this memlib knows
     _prefix = ""  # "{s}": what table names are qualified with
     _location: str  # where the records are, for a corruption message
 
@@ -242,11 +214,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self._conn: Any = None
         self._sql: dict[str, str] = {}
-        # The scope's vectors as dense_scores last read them: ((changes, model,
-        # dimension), memory_ids, matrix), reused while scope_stats says the same.
-        # (vector counter, model, dimension), ids, matrix, memory_id → row: one load a change.
-        self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]] | None = (
-            None)
+        # The scope's vectors as dense_scores last read them, reused while scope_stats says
+        # the same: ((vector counter, model, dimension), ids, matrix, memory_id → row).
+        self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]] | None = None
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
 
@@ -275,14 +245,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """One transaction: a write holds the scope's write lock; a read one snapshot."""
 
     @abstractmethod
-    def _has_meta(self, conn: Any) -> bool:
-        """Whether the table ``META`` exists."""
-
-    @abstractmethod
-    def _schema_has(self, version: int) -> str:
-        """The start of "newer than this memlib knows" for this store."""
-
-    @abstractmethod
     def init_schema(self) -> tuple[int, int]:
         """Create or upgrade memlib's schema; ``(version before, version after)``."""
 
@@ -300,8 +262,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """
 
     @abstractmethod
-    def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
-        """Add one posting run per term of the batch."""
+    def _add_runs(self, conn: Any, scope: str, runs: Sequence[Run]) -> None:
+        """Add one posting run per term of a batch of ``scope``."""
 
     def _many(self, values: Iterable[Any]) -> Any:
         """``values`` as the parameter of ``{any}``."""
@@ -313,9 +275,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
         """Insert ``(record id, packed vector)`` rows of records this batch wrote."""
-        conn.cursor().executemany(self._q(
-            "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"
-        ), [(row_id, self.user_scope, blob) for row_id, blob in rows])
+        conn.cursor().executemany(
+            self._q("INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"),
+            [(row_id, self.user_scope, blob) for row_id, blob in rows],
+        )
 
     VECTOR_ROWS = (
         "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
@@ -324,7 +287,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
         """``(memory_id, packed vector)`` of the scope's vectors, by record id."""
-        return self._blobs(conn).execute(self._q(self.VECTOR_ROWS), (self.user_scope,))
+        rows: Iterable[tuple[str, bytes]] = self._run(
+            self._blobs(conn), self.VECTOR_ROWS, self.user_scope
+        )
+        return rows
 
     def _vectors_deleted(self, conn: Any) -> None:
         """Called after a commit that deleted vectors: what the database keeps of them
@@ -336,10 +302,24 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         sql = self._sql.get(template)
         if sql is None:
             sql = self._sql[template] = template.replace("?", self.PARAM).format(
-                s=self._prefix, any=self.ANY, scope_of_ids=self.SCOPE_OF_IDS,
+                s=self._prefix,
+                any=self.ANY,
+                scope_of_ids=self.SCOPE_OF_IDS,
                 profile_index=self.PROFILE_INDEX,
             )
         return sql
+
+    def _run(self, conn: Any, sql: str, *params: Any) -> Any:
+        """Execute the template ``sql`` on ``conn``: the cursor."""
+        return conn.execute(self._q(sql), params)
+
+    def _read(self, sql: str, *params: Any) -> list[Any]:
+        """The rows of one read of the store; none before it exists."""
+        conn = self._connection()
+        if conn is None:
+            return []
+        with self._failures("read"):
+            return list(self._run(conn, sql, *params).fetchall())
 
     def _connection(self, *, create: bool = False) -> Any:
         if self._conn is None or not self._alive(self._conn):
@@ -360,67 +340,109 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             raise self._error(action, exc) from None
 
     def _version(self, conn: Any) -> int:
-        if not self._has_meta(conn):
+        meta = self._run(conn, self.HAS_META).fetchone()
+        if meta is None or meta[0] is None:
             return 0
-        row = conn.execute(
-            self._q(f"SELECT value FROM {self.META} WHERE key = 'schema_version'")
+        row = self._run(
+            conn, f"SELECT value FROM {self.META} WHERE key = 'schema_version'"
         ).fetchone()
         return int(row[0]) if row else 0
 
     def _too_new(self, version: int) -> RemoteMemoryError:
-        return RemoteMemoryError(
-            f"{self._schema_has(version)}; this memlib knows up to {SCHEMA_VERSION}: "
-            "upgrade memlib"
-        )
+        known = f"this memlib knows up to {SCHEMA_VERSION}: upgrade memlib"
+        return RemoteMemoryError(f"{self._newer.format(version)}; {known}")
 
     def _migrate(self, conn: Any) -> tuple[int, int]:
-        """Bring the schema to ``SCHEMA_VERSION``, inside the dialect's exclusive transaction."""
+        """Bring the schema to ``SCHEMA_VERSION``, inside the dialect's exclusive transaction
+        (which a second process opening the same old store waits for, then finds done).
+
+        An older schema keeps ``records`` and ``vectors`` (with each scope's vector model
+        and counters); its derived tables and indexes are dropped, created anew and the
+        index and counts rebuilt from ``records.body``, whichever version it was.
+        """
         before = self._version(conn)
         if before > SCHEMA_VERSION:
             raise self._too_new(before)
-        conn.execute(self._q(
-            f"CREATE TABLE IF NOT EXISTS {self.META} (key text PRIMARY KEY, value text NOT NULL)"
-        ))
-        for version, step in enumerate(self.MIGRATIONS[before:], before + 1):
-            if callable(step):
-                step(conn)
-            else:
-                for statement in step:
-                    conn.execute(statement.format(s=self._prefix))
-            if version == 3 and before > 0:
-                self._backfill_term_frequencies(conn)
-            if version == 5 and before > 0:
-                self._backfill_run_lengths(conn)
-        conn.execute(self._q(
+        if before == SCHEMA_VERSION:
+            return before, before
+        kept = self._drop_derived(conn, before) if before else []
+        for statement in self.SCHEMA:
+            conn.execute(statement.format(s=self._prefix))
+        if before:
+            self._rebuild(conn, kept)
+        self._run(
+            conn,
             f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-        ), (str(SCHEMA_VERSION),))
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            str(SCHEMA_VERSION),
+        )
         return before, SCHEMA_VERSION
+
+    def _drop_derived(self, conn: Any, before: int) -> list[Any]:
+        """Drop what an older schema derived from the bodies and give ``records`` the
+        columns it lacks; the scopes' vector columns of ``scope_stats``, which are not."""
+        kept = []
+        if before >= 4:  # the version that added vectors and their columns
+            sql = f"SELECT user_scope, {_VECTOR_COLUMNS} FROM {{s}}scope_stats"
+            kept = self._run(conn, sql).fetchall()
+        for statement in DERIVED:
+            conn.execute(statement.format(s=self._prefix))
+        have = {d[0] for d in self._run(conn, "SELECT * FROM {s}records LIMIT 0").description}
+        for column in ("tokens", "content_tokens"):  # schema 3's, missing before it
+            if column not in have:
+                self._run(conn, f"ALTER TABLE {{s}}records ADD COLUMN {column} integer")
+        return kept
+
+    def _rebuild(self, conn: Any, kept: list[Any]) -> None:
+        """Every scope's lengths, runs and counts from the bodies, a page of records at a
+        time in id order (so each term's runs cover ascending, disjoint id ranges), and
+        the ``kept`` vector columns of each scope."""
+        sql = f"INSERT INTO {{s}}scope_stats (user_scope, {_VECTOR_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+        conn.cursor().executemany(self._q(sql), kept)
+        retracted = set(
+            self._run(
+                conn, "SELECT user_scope, retracts FROM {s}records WHERE retracts IS NOT NULL"
+            )
+        )
+        page_sql = "SELECT id, user_scope, body FROM {s}records WHERE id > ? ORDER BY id LIMIT ?"
+        last = 0
+        while page := self._run(conn, page_sql, last, self._REBUILD_PAGE).fetchall():
+            last = int(page[-1][0])
+            by_scope: dict[str, list[tuple[int, StoredMemory]]] = {}
+            for row_id, scope, body in page:
+                record = self._parse_any(body)
+                rows = by_scope.setdefault(scope, [])
+                if record.kind is MemoryKind.CONVERSATION:
+                    rows.append((int(row_id), record))
+            for scope, rows in by_scope.items():
+                stats = term_stats(record for _, record in rows)
+                both = list(zip(rows, stats, strict=True))
+                conn.cursor().executemany(
+                    self._q("UPDATE {s}records SET tokens = ?, content_tokens = ? WHERE id = ?"),
+                    [(len(tokens), n, row_id) for (row_id, _), (tokens, n) in both],
+                )
+                live = [
+                    (row_id, tokens, n)
+                    for (row_id, record), (tokens, n) in both
+                    if (scope, record.memory_id) not in retracted
+                ]
+                self._claim_scope(conn, scope)
+                self._add_postings(conn, scope, live)
+                tokens = sum(len(terms) for _, terms, _ in live)
+                content = sum(n for *_, n in live)
+                self._count(conn, scope, len(live), len(rows) - len(live), tokens, content)
 
     # -- reading ---------------------------------------------------------------------------
 
     def _parse(self, body: str) -> StoredMemory:
-        try:
-            record = StoredMemory.from_dict(loads(body))
-        except (ValueError, TypeError, RemoteMemoryValidationError,
-                RemoteMemoryCorruptionError) as exc:
-            # ValueError: invalid JSON, or JSON past safejson's depth and number limits.
-            raise RemoteMemoryCorruptionError(
-                f"invalid record in {self._location}: {exc}"
-            ) from None
+        record = self._parse_any(body)
         if record.user_scope != self.user_scope:
             raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
         return record
 
     def _records_where(self, condition: str, *params: Any) -> tuple[StoredMemory, ...]:
-        conn = self._connection()
-        if conn is None:
-            return ()
-        with self._failures("read"):
-            rows = conn.execute(self._q(
-                f"SELECT body FROM {{s}}records WHERE user_scope = ?{condition} ORDER BY id"
-            ), (self.user_scope, *params)).fetchall()
-        return tuple(self._parse(body) for (body,) in rows)
+        sql = f"SELECT body FROM {{s}}records WHERE user_scope = ?{condition} ORDER BY id"
+        return tuple(self._parse(body) for (body,) in self._read(sql, self.user_scope, *params))
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         return self._records_where("")
@@ -433,14 +455,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def latest_profile(self) -> StoredMemory | None:
         # Profiles and retractions only: through records_scope_kind, never a scan of the
         # scope (every session start and profile read asks this).
-        conn = self._connection()
-        if conn is None:
-            return None
-        with self._failures("read"):
-            rows = conn.execute(self._q(
-                "SELECT body FROM {s}records {profile_index} "
-                "WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id"
-            ), (self.user_scope,)).fetchall()
+        rows = self._read(
+            "SELECT body FROM {s}records {profile_index} "
+            "WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id",
+            self.user_scope,
+        )
         return latest_profile_of(self._parse(body) for (body,) in rows)
 
     def retraction_of(self, memory_id: str) -> StoredMemory | None:
@@ -452,26 +471,23 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds."""
-        memory_ids = _storable(memory_ids)
-        conn = self._connection()
-        if conn is None:
-            return set()
-        with self._failures("read"):
-            rows = conn.execute(self._q(
-                "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}"
-            ), (self.user_scope, self._many(memory_ids))).fetchall()
+        rows = self._read(
+            "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}",
+            self.user_scope,
+            self._many(_storable(memory_ids)),
+        )
         return {row[0] for row in rows}
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         """The scope's records of those of ``memory_ids`` that exist, in the order asked."""
         memory_ids = _storable(memory_ids)
-        conn = self._connection()
-        if conn is None or not memory_ids:
+        if not memory_ids:
             return []
-        with self._failures("read"):
-            rows = conn.execute(self._q(
-                "SELECT memory_id, body FROM {s}records WHERE user_scope = ? AND memory_id {any}"
-            ), (self.user_scope, self._many(set(memory_ids)))).fetchall()
+        rows = self._read(
+            "SELECT memory_id, body FROM {s}records WHERE user_scope = ? AND memory_id {any}",
+            self.user_scope,
+            self._many(set(memory_ids)),
+        )
         found = {memory_id: self._parse(body) for memory_id, body in rows}
         return [found[m] for m in memory_ids if m in found]
 
@@ -480,26 +496,27 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         one statement, each neighbour one probe of the ``records_source`` index, then
         the retraction check through ``records_retracts``."""
         memory_ids = _storable(memory_ids)
-        conn = self._connection()
-        if conn is None or not memory_ids:
+        if not memory_ids:
             return {}
-        with self._failures("read"):
-            found = self._neighbours_of(conn, memory_ids)
+        rows = self._read(self._neighbours_sql(), self.user_scope, self._many(set(memory_ids)))
+        found = {memory_id: (before, after) for memory_id, before, after in rows}
         return {m: SourceNeighbours(*found[m]) for m in memory_ids if m in found}
 
     def _neighbours_of(
         self, conn: Any, memory_ids: Iterable[str]
     ) -> dict[str, tuple[str | None, str | None]]:
         """``memory_id → (turn before, turn after)`` on ``conn`` (in its transaction)."""
-        rows = conn.execute(self._q(self._neighbours_sql()), (
-            self.user_scope, self._many(set(memory_ids)),
-        )).fetchall()
-        return {memory_id: (before, after) for memory_id, before, after in rows}
+        sql, ids = self._neighbours_sql(), self._many(set(memory_ids))
+        return {
+            m: (before, after) for m, before, after in self._run(conn, sql, self.user_scope, ids)
+        }
 
     def _neighbours_sql(self) -> str:
         def live(a: str) -> str:
-            return (f"NOT EXISTS (SELECT 1 FROM {{s}}records x_{a} WHERE x_{a}.user_scope = "
-                    f"{a}.user_scope AND x_{a}.retracts = {a}.memory_id)")
+            return (
+                f"NOT EXISTS (SELECT 1 FROM {{s}}records x_{a} WHERE x_{a}.user_scope = "
+                f"{a}.user_scope AND x_{a}.retracts = {a}.memory_id)"
+            )
 
         def beside(a: str, op: str, order: str) -> str:
             return (
@@ -521,49 +538,40 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             return CandidateScan((), 0, 0, 0, 0, 0)
         scope = self.user_scope
         with self._transaction(conn, write=False):  # one snapshot for counts and candidates
-            self._check_query_scope(conn, query)
-            stats = conn.execute(self._q(
-                "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
-                "WHERE user_scope = ?"
-            ), (scope,)).fetchone()
-            searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
-            runs = [bytes(run) for (run,) in self._blobs(conn).execute(
-                self._q(self.RUNS_OF_TERMS), (scope, self._many(query.terms))
-            )]
+            searched, retracted, tokens, content_tokens = self._counts(conn, query)
+            listed = self._many(query.terms)
+            runs = [
+                bytes(r) for (r,) in self._run(self._blobs(conn), self.RUNS_OF_TERMS, scope, listed)
+            ]
             ids, matched = count_matches(runs, self.RUN_FORMAT)
             if top is None:
                 records = self._bodies_of(conn, ids)
             else:
                 records = self._top(conn, query, ids, matched, searched, top)
-        return CandidateScan(
-            candidates=candidates_for(query, records),
-            searched_records=searched,
-            candidate_records=len(ids),
-            retracted_records=retracted,
-            searched_token_count=tokens,
-            searched_content_token_count=content_tokens,
-        )
+        candidates = candidates_for(query, records)
+        return CandidateScan(candidates, searched, len(ids), retracted, tokens, content_tokens)
 
     def _bodies_of(self, conn: Any, ids: Iterable[Any]) -> tuple[StoredMemory, ...]:
         """The records of ``ids`` (this scope's only), in the order of ``ids``."""
         wanted = [int(i) for i in ids]
         if not wanted:
             return ()
-        bodies = dict(conn.execute(self._q(
-            "SELECT id, body FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
-        ), (self.user_scope, self._many(wanted))).fetchall())
+        bodies = dict(
+            self._run(conn, f"SELECT id, body {_BY_IDS}", self.user_scope, self._many(wanted))
+        )
         return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
 
     def _top(
-        self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int,
-        bound: ScoreBound,
+        self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int, top: ScoreBound
     ) -> tuple[StoredMemory, ...]:
         scope, limit = self.user_scope, query.limit
-        columns = "SELECT id, captured_ts, captured_us, memory_id FROM {s}records WHERE "
-        by_ids = columns + "{scope_of_ids} = ? AND id {any}"
+        columns = "SELECT id, captured_ts, captured_us, memory_id "
+        by_ids = columns + _BY_IDS
         first = self._q(by_ids + " ORDER BY captured_ts DESC LIMIT ?")
         ties = self._q(by_ids + " AND captured_ts >= ?")
-        recent = self._q(columns + "user_scope = ? ORDER BY captured_ts DESC LIMIT ?")
+        recent = self._q(
+            columns + "FROM {s}records WHERE user_scope = ? ORDER BY captured_ts DESC LIMIT ?"
+        )
 
         def lookup(members: Sequence[int]) -> list[Any]:
             listed = self._many(members)
@@ -577,34 +585,24 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             # Index records_recent; the walk reads at most budget + 2 rows.
             return conn.execute(recent, (scope, budget + 2))  # type: ignore[no-any-return]
 
-        kept = top_of_matches(ids, matched, query, searched, lookup, newest_first, bound)
+        kept = top_of_matches(ids, matched, query, searched, lookup, newest_first, top)
         return self._bodies_of(conn, kept)
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
         """``LexicalScanning``: the postings (with tf) of the query's terms, read in one
-        snapshot; doc numbers are the candidates (every record holding a query term,
-        all searched: a retracted record has left the runs) in id order.
-
-        Everything but the tie-breaks comes from the runs: no record row is read here.
-        ``timestamps`` / ``ids`` are read by ``prefetch`` for the docs a ranking keeps,
-        in one query; the bodies by ``candidates_of`` for the hits.
-        """
+        snapshot; doc numbers are the candidates (every record holding a query term: a
+        retracted record has left the runs) in id order. No record row is read here:
+        ``prefetch`` reads the docs a ranking keeps, ``candidates_of`` the hits."""
         conn = self._connection()
         scope = self.user_scope
         found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
-        stats: Any = None
+        searched = retracted = tokens = content_tokens = 0
         if conn is not None:
             with self._failures("read"), self._transaction(conn, write=False):
-                self._check_query_scope(conn, query)
-                stats = conn.execute(self._q(
-                    "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats "
-                    "WHERE user_scope = ?"
-                ), (scope,)).fetchone()
-                for term, run, tfs, lengths in self._blobs(conn).execute(
-                    self._q(self.TF_RUNS_OF_TERMS), (scope, self._many(query.terms))
-                ):
+                searched, retracted, tokens, content_tokens = self._counts(conn, query)
+                sql, listed = self.TF_RUNS_OF_TERMS, self._many(query.terms)
+                for term, run, tfs, lengths in self._run(self._blobs(conn), sql, scope, listed):
                     found.setdefault(term, []).append((bytes(run), bytes(tfs), bytes(lengths)))
-        searched, retracted, tokens, content_tokens = (int(v) for v in stats or (0,) * 4)
         try:
             merged = merge_runs(found, terms, self.RUN_FORMAT)
         except ValueError:
@@ -621,13 +619,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             wanted = {row_ids[d]: d for d in docs if d not in ids.values}
             if not wanted:
                 return
-            reader = self._connection()
-            with self._failures("read"):
-                rows = reader.execute(self._q(
-                    "SELECT id, captured_ts, memory_id FROM {s}records "
-                    "WHERE {scope_of_ids} = ? AND id {any}"
-                ), (scope, self._many(sorted(wanted)))).fetchall()
-            for row_id, captured_ts, memory_id in rows:
+            sql = f"SELECT id, captured_ts, memory_id {_BY_IDS}"
+            for row_id, captured_ts, memory_id in self._read(
+                sql, scope, self._many(sorted(wanted))
+            ):
                 doc = wanted.pop(int(row_id))
                 timestamps.values[doc] = float(captured_ts)
                 ids.values[doc] = memory_id
@@ -666,21 +661,27 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
         """The reference refuses a query of another scope as soon as it sees a record."""
         if query.user_scope != self.user_scope:
-            row = conn.execute(self._q(
-                "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
-            ), (self.user_scope,)).fetchone()
+            sql = "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
+            row = self._run(conn, sql, self.user_scope).fetchone()
             if row is not None:
                 raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
 
+    def _stats(self, conn: Any) -> tuple[Any, ...]:
+        """The scope's ``scope_stats``: searched, retracted, tokens, content_tokens, then
+        the vectors' model, dimension, changes and resets (zeros: nothing written yet)."""
+        sql = f"SELECT searched, retracted, tokens, content_tokens, {_VECTOR_COLUMNS} "
+        row = self._run(conn, sql + "FROM {s}scope_stats WHERE user_scope = ?", self.user_scope)
+        return tuple(row.fetchone() or (0, 0, 0, 0, None, 0, 0, 0))
+
+    def _counts(self, conn: Any, query: RecallQuery) -> tuple[int, ...]:
+        """``(searched, retracted, tokens, content_tokens)`` of the scope, for ``query``."""
+        self._check_query_scope(conn, query)
+        return tuple(int(v) for v in self._stats(conn)[:4])
+
     def _vector_stats(self, conn: Any) -> tuple[int, str | None, int, int]:
-        """``(searched, model, dimension, changes)`` of the scope (zeros: none yet)."""
-        row = conn.execute(self._q(
-            "SELECT searched, vector_model, vector_dimension, vector_changes "
-            "FROM {s}scope_stats WHERE user_scope = ?"
-        ), (self.user_scope,)).fetchone()
-        if row is None:
-            return 0, None, 0, 0
-        return int(row[0]), row[1], int(row[2]), int(row[3])
+        """``(searched, model, dimension, changes)`` of the scope."""
+        searched, *_, model, dimension, changes, _ = self._stats(conn)
+        return int(searched), model, int(dimension), int(changes)
 
     def vector_state(self) -> VectorState:
         """The model of the scope's vectors, how many there are, how many are missing."""
@@ -689,9 +690,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             return VectorState(None, 0, 0, 0)
         with self._failures("read"), self._transaction(conn, write=False):
             searched, model, dimension, _ = self._vector_stats(conn)
-            (stored,) = conn.execute(self._q(
-                "SELECT count(*) FROM {s}vectors WHERE user_scope = ?"
-            ), (self.user_scope,)).fetchone()
+            sql = "SELECT count(*) FROM {s}vectors WHERE user_scope = ?"
+            (stored,) = self._run(conn, sql, self.user_scope).fetchone()
         return VectorState(model, dimension, int(stored), searched - int(stored))
 
     def dense_scores(
@@ -726,8 +726,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                     cached = self._load_vectors(conn, stored_model, stored_dimension, changes)
         _, ids, matrix, positions = cached
         scores = matrix @ wanted if ids else np.zeros(0, dtype=np.float32)
-        return DenseScores(ids, scores, searched - len(ids), vector_of=matrix.__getitem__,
-                           positions=positions)
+        return DenseScores(
+            ids, scores, searched - len(ids), vector_of=matrix.__getitem__, positions=positions
+        )
 
     def _load_vectors(
         self, conn: Any, model: str, dimension: int, changes: int
@@ -756,10 +757,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None or limit <= 0:
             return ()
         with self._transaction(conn, write=False):
-            row = conn.execute(self._q(
-                "SELECT vector_resets FROM {s}scope_stats WHERE user_scope = ?"
-            ), (self.user_scope,)).fetchone()
-            resets = int(row[0]) if row else 0
+            resets = int(self._stats(conn)[-1])
             # A backfill asks again and again: start where the last answer started.
             # Every record before it had a vector then and still has one unless
             # drop_vectors ran or a retraction took a successor's pair vector (both bump
@@ -767,21 +765,27 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             # take higher ids (its writers queue).
             hint = self._unvectored_from
             start = hint[1] if hint is not None and hint[0] == resets else 0
-            rows = conn.execute(self._q(
+            rows = self._run(
+                conn,
                 "SELECT r.id, r.body FROM {s}records r WHERE r.user_scope = ? "
                 "AND r.id >= ? AND r.kind = 'conversation' "
                 "AND NOT EXISTS (SELECT 1 FROM {s}vectors v WHERE v.record_id = r.id) "
-                "AND NOT EXISTS (SELECT 1 FROM {s}records t "
-                "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id) "
-                "ORDER BY r.id LIMIT ?"
-            ), (self.user_scope, start, limit)).fetchall()
+                f"AND {_LIVE} ORDER BY r.id LIMIT ?",
+                self.user_scope,
+                start,
+                limit,
+            ).fetchall()
         if rows:
             self._unvectored_from = (resets, int(rows[0][0]))
         return tuple(self._parse(body) for _, body in rows)
 
     def put_vectors(
-        self, model: str, dimension: int, vectors: Mapping[str, bytes],
-        *, previous: Mapping[str, str | None] | None = None,
+        self,
+        model: str,
+        dimension: int,
+        vectors: Mapping[str, bytes],
+        *,
+        previous: Mapping[str, str | None] | None = None,
     ) -> int:
         """Store packed vectors of the scope's searched conversation records, replacing
         any they had; other ids are skipped. Returns how many were stored.
@@ -797,27 +801,34 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None:
             return 0  # no store yet: no record to hold a vector
         with self._transaction(conn, write=True):
-            self._claim_scope(conn)
+            self._claim_scope(conn, self.user_scope)
             _, stored_model, stored_dimension, _ = self._vector_stats(conn)
             check_model(stored_model, stored_dimension, model, dimension)
             if not vectors:
                 return 0
-            rows = conn.execute(self._q(
+            rows = self._run(
+                conn,
                 "SELECT r.id, r.memory_id FROM {s}records r WHERE r.user_scope = ? "
-                "AND r.kind = 'conversation' AND r.memory_id {any} "
-                "AND NOT EXISTS (SELECT 1 FROM {s}records t "
-                "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
-            ), (self.user_scope, self._many(vectors))).fetchall()
+                f"AND r.kind = 'conversation' AND r.memory_id {{any}} AND {_LIVE}",
+                self.user_scope,
+                self._many(vectors),
+            ).fetchall()
             if previous is not None and rows:  # pair vectors: still the turn before?
                 current = self._neighbours_of(conn, [m for _, m in rows if m in previous])
-                rows = [(row_id, memory_id) for row_id, memory_id in rows
-                        if memory_id in current and current[memory_id][0] == previous[memory_id]]
+                rows = [
+                    (row_id, memory_id)
+                    for row_id, memory_id in rows
+                    if memory_id in current and current[memory_id][0] == previous[memory_id]
+                ]
             if not rows:
                 return 0
-            conn.cursor().executemany(self._q(
-                "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT (record_id) DO UPDATE SET vector = excluded.vector"
-            ), [(row_id, self.user_scope, vectors[memory_id]) for row_id, memory_id in rows])
+            conn.cursor().executemany(
+                self._q(
+                    "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?) "
+                    "ON CONFLICT (record_id) DO UPDATE SET vector = excluded.vector"
+                ),
+                [(row_id, self.user_scope, vectors[memory_id]) for row_id, memory_id in rows],
+            )
             self._vectors_changed(conn, None if stored_model else (model, dimension))
         return len(rows)
 
@@ -827,173 +838,52 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None:
             return 0
         with self._transaction(conn, write=True):
-            self._claim_scope(conn)
-            dropped = conn.execute(self._q(
-                "DELETE FROM {s}vectors WHERE user_scope = ?"
-            ), (self.user_scope,)).rowcount
-            conn.execute(self._q(
-                "UPDATE {s}scope_stats SET vector_model = NULL, vector_dimension = 0, "
-                "vector_changes = vector_changes + 1, vector_resets = vector_resets + 1 "
-                "WHERE user_scope = ?"
-            ), (self.user_scope,))
+            self._claim_scope(conn, self.user_scope)
+            sql = "DELETE FROM {s}vectors WHERE user_scope = ?"
+            dropped = self._run(conn, sql, self.user_scope).rowcount
+            self._vectors_changed(conn, None, reset=True, drop=True)
         self._dense = None
         if dropped:
             self._vectors_deleted(conn)
         return int(dropped)
 
     def _vectors_changed(
-        self, conn: Any, model: tuple[str, int] | None, *, reset: bool = False
+        self, conn: Any, model: tuple[str, int] | None, *, reset: bool = False, drop: bool = False
     ) -> None:
-        """Bump the scope's change counter; record ``model`` when it is the first.
-        ``reset``: vectors of live records went, so a backfill starts over too."""
+        """Bump the scope's change counter; record ``model`` when it is the first, forget
+        it on ``drop``. ``reset``: vectors of live records went, so a backfill starts over."""
+        sets, params = "vector_changes = vector_changes + 1", ()
         if reset:
-            conn.execute(self._q(
-                "UPDATE {s}scope_stats SET vector_resets = vector_resets + 1 "
-                "WHERE user_scope = ?"
-            ), (self.user_scope,))
-        if model is None:
-            conn.execute(self._q(
-                "UPDATE {s}scope_stats SET vector_changes = vector_changes + 1 "
-                "WHERE user_scope = ?"
-            ), (self.user_scope,))
-        else:
-            conn.execute(self._q(
-                "UPDATE {s}scope_stats SET vector_changes = vector_changes + 1, "
-                "vector_model = ?, vector_dimension = ? WHERE user_scope = ?"
-            ), (*model, self.user_scope))
-
-    def _backfill_term_frequencies(self, conn: Any) -> None:
-        """Schema 3 on a store written before it: each conversation's lengths and each
-        posting's term frequency, computed from the stored bodies (every scope)."""
-        last = 0
-        while True:
-            chunk = conn.execute(self._q(
-                "SELECT id, body FROM {s}records WHERE kind = 'conversation' AND id > ? "
-                "ORDER BY id LIMIT 5000"
-            ), (last,)).fetchall()
-            if not chunk:
-                break
-            last = int(chunk[-1][0])
-            updates = []
-            for row_id, body in chunk:
-                (tokens, content), = term_stats((self._parse_any(body),))
-                updates.append((len(tokens), content, row_id))
-            conn.cursor().executemany(self._q(
-                "UPDATE {s}records SET tokens = ?, content_tokens = ? WHERE id = ?"
-            ), updates)
-        fmt = self.RUN_FORMAT
-        counts: dict[int, dict[str, int]] = {}  # record id → its term frequencies
-        every = self._blobs(conn).execute(self._q(self.EVERY_RUN)).fetchall()
-        for term, run, *key in every:
-            ids = unpack_docs(bytes(run), fmt)
-            if not ids:
-                continue
-            if len(counts) > 20_000:
-                # Runs come by first id: no later run holds an id below this one's first.
-                for stale in [i for i in counts if i < ids[0]]:
-                    del counts[stale]
-            missing = [i for i in ids if i not in counts]
-            if missing:
-                for row_id, body in conn.execute(self._q(
-                    "SELECT id, body FROM {s}records WHERE id >= ? AND id <= ?"
-                ), (min(missing), max(missing))).fetchall():
-                    if int(row_id) not in counts:
-                        text = searchable_text(self._parse_any(body))
-                        tf: dict[str, int] = {}
-                        for token in index_tokens(text):
-                            tf[token] = tf.get(token, 0) + 1
-                        counts[int(row_id)] = tf
-            try:
-                tfs = pack_docs((counts[i][term] for i in ids), fmt)
-            except KeyError:
-                raise RemoteMemoryCorruptionError(
-                    f"a posting of {term!r} names a record without it in {self._location}"
-                ) from None
-            conn.execute(self._q(self.SET_TFS), (tfs, *key))
-
-    def _backfill_run_lengths(self, conn: Any) -> None:
-        """Schema 5 on a store written before it: each run's ``lengths``, from the
-        records' ``tokens`` / ``content_tokens`` (every scope).
-
-        Every conversation's two lengths are read first into two arrays indexed by
-        record id (8 bytes an id), then the runs are rewritten a page at a time in key
-        order: neither the records nor the runs are ever all in memory at once.
-        """
-        missing = 0xFFFF_FFFF  # not a conversation: no run may name it
-        tokens, content = _array("I"), _array("I")
-        last = 0
-        while True:
-            chunk = conn.execute(self._q(
-                "SELECT id, tokens, content_tokens FROM {s}records "
-                "WHERE kind = 'conversation' AND id > ? ORDER BY id LIMIT 50000"
-            ), (last,)).fetchall()
-            if not chunk:
-                break
-            last = int(chunk[-1][0])
-            if last >= len(tokens):
-                grow = last + 1 - len(tokens)
-                tokens.extend(_array("I", [missing]) * grow)
-                content.extend(_array("I", [missing]) * grow)
-            for row_id, n_tokens, n_content in chunk:
-                if n_tokens is None or n_content is None:
-                    raise RemoteMemoryCorruptionError(
-                        f"record {row_id} has no lengths in {self._location}"
-                    )
-                tokens[row_id], content[row_id] = n_tokens, n_content
-        fmt, key = self.RUN_FORMAT, self.FIRST_RUN_KEY
-        page = self._q(self.RUN_PAGE)
-        while True:
-            runs = self._blobs(conn).execute(page, (*key, self._BACKFILL_PAGE)).fetchall()
-            if not runs:
-                break
-            updates = []
-            for *run_key, run in runs:
-                try:
-                    pairs = [(tokens[i], content[i]) for i in unpack_docs(bytes(run), fmt)]
-                except IndexError:  # an id past every conversation's
-                    pairs = [(missing, missing)]
-                if any(n_tokens == missing for n_tokens, _ in pairs):
-                    raise RemoteMemoryCorruptionError(
-                        f"a posting names a record that is no conversation in {self._location}"
-                    )
-                updates.append((pack_lengths(pairs), *run_key))
-            conn.cursor().executemany(self._q(self.SET_LENGTHS), updates)
-            key = tuple(runs[-1][:-1])
+            sets += ", vector_resets = vector_resets + 1"
+        if drop or model is not None:
+            sets += ", vector_model = ?, vector_dimension = ?"
+            params = model or (None, 0)  # type: ignore[assignment]
+        sql = f"UPDATE {{s}}scope_stats SET {sets} WHERE user_scope = ?"
+        self._run(conn, sql, *params, self.user_scope)
 
     def _parse_any(self, body: str) -> StoredMemory:
-        """A stored record of any scope (a migration reads them all)."""
+        """A stored record of any scope (an upgrade reads them all)."""
         try:
             return StoredMemory.from_dict(loads(body))
-        except (ValueError, TypeError, RemoteMemoryValidationError,
-                RemoteMemoryCorruptionError) as exc:
+        except _BAD_BODY as exc:
             raise RemoteMemoryCorruptionError(
                 f"invalid record in {self._location}: {exc}"
             ) from None
 
     def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """``[{"term", "records", "memory_ids"}]`` from the term index, for a notebook.
-
-        The same shape as ``InvertedIndex.posting_rows``: every term of the scope
-        (sorted) or the ``terms`` asked for, in that order.
-        """
-        conn = self._connection()
+        """``[{"term", "records", "memory_ids"}]`` of every term of the scope (sorted) or
+        of ``terms``, for a notebook: the shape of ``InvertedIndex.posting_rows``."""
         found: dict[str, list[int]] = {}
-        with self._failures("read"):
-            if conn is not None:
-                for term, run in self._blobs(conn).execute(
-                    self._q(self.ALL_RUNS), (self.user_scope,)
-                ):
-                    found.setdefault(term, []).extend(unpack_docs(bytes(run), self.RUN_FORMAT))
-            every = sorted({i for ids in found.values() for i in ids})
-            names = dict(conn.execute(self._q(
-                "SELECT id, memory_id FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"
-            ), (self.user_scope, self._many(every))).fetchall()) if every else {}
-        wanted = sorted(found) if terms is None else list(terms)
-        return [
-            {"term": term, "records": len(found.get(term, ())),
-             "memory_ids": [names[i] for i in found.get(term, ())]}
-            for term in wanted
-        ]
+        for term, run in self._read(self.ALL_RUNS, self.user_scope):
+            found.setdefault(term, []).extend(unpack_docs(bytes(run), self.RUN_FORMAT))
+        every = sorted({i for ids in found.values() for i in ids})
+        sql = f"SELECT id, memory_id {_BY_IDS}"
+        names = dict(self._read(sql, self.user_scope, self._many(every))) if every else {}
+        rows = []
+        for term in sorted(found) if terms is None else terms:
+            ids = found.get(term, [])
+            rows.append({"term": term, "records": len(ids), "memory_ids": [names[i] for i in ids]})
+        return rows
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -1006,22 +896,41 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if deleted:
             self._vectors_deleted(conn)
 
-    def _claim_scope(self, conn: Any) -> None:
+    def _claim_scope(self, conn: Any, scope: str) -> None:
         """Create the scope's stats row or lock it: writers of one scope queue here."""
-        conn.execute(self._q(
+        self._run(
+            conn,
             "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
-            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
-        ), (self.user_scope,))
+            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope",
+            scope,
+        )
+
+    def _count(
+        self, conn: Any, scope: str, searched: int, retracted: int, tokens: int, content: int
+    ) -> None:
+        """Add to the scope's counts."""
+        self._run(
+            conn,
+            "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
+            "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?",
+            searched,
+            retracted,
+            tokens,
+            content,
+            scope,
+        )
 
     def _state(self, conn: Any, batch: Sequence[StoredMemory]) -> _State:
         ids = self._many({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
         state = _State()
-        for memory_id, kind, row_id, body, target in conn.execute(self._q(
+        for memory_id, kind, row_id, body, target in self._run(
+            conn,
             "SELECT memory_id, kind, id, body, NULL FROM {s}records "
             "WHERE user_scope = ? AND memory_id {any} "
             "UNION ALL SELECT NULL, NULL, NULL, NULL, retracts FROM {s}records "
-            "WHERE user_scope = ? AND retracts {any}"
-        ), (self.user_scope, ids, self.user_scope, ids)):
+            "WHERE user_scope = ? AND retracts {any}",
+            *(self.user_scope, ids) * 2,
+        ):
             if target is not None:
                 state.retracted.add(target)
             else:
@@ -1034,122 +943,127 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     ) -> int:
         """Write ``batch`` (and its ``vectors``) in the open transaction; returns how many
         stored vectors its retractions deleted."""
-        scope = self.user_scope
-        self._claim_scope(conn)
-        new_model: tuple[str, int] | None = None
-        if vectors is not None:
-            # Before anything of the batch is written: another model's vectors never
-            # join the scope's.
-            if self.embedder is None:
-                raise RemoteMemoryValidationError("vectors need the store's embedder")
-            _, stored_model, stored_dimension, _ = self._vector_stats(conn)
-            check_model(stored_model, stored_dimension, self.embedder.name,
-                        self.embedder.dimension)
-            check_sizes(vectors, self.embedder.dimension, self.embedder.name)
-            if stored_model is None:
-                new_model = (self.embedder.name, self.embedder.dimension)
+        self._claim_scope(conn, self.user_scope)
+        new_model = self._vector_model(conn, vectors)
         state = self._state(conn, batch)
         self.check_batch(batch, state)
         successors = self._pair_successors(conn, batch, state)
-        stats = term_stats(r for r in batch if r.kind is MemoryKind.CONVERSATION)
-        lengths = iter(stats)
+        indexed = self._insert_batch(conn, batch)
+        self._add_postings(conn, self.user_scope, [(row, *stats) for row, _, stats in indexed])
+        here, before, gone_tokens, gone_content = self._retract(conn, batch, indexed, state)
+        gone = len(here) + len(before)
+        tokens = sum(len(terms) for *_, (terms, _) in indexed) - gone_tokens
+        content = sum(n for *_, (_, n) in indexed) - gone_content
+        self._count(conn, self.user_scope, len(indexed) - gone, gone, tokens, content)
+        # Vectors: the batch's searched conversations gain theirs; the stored records it
+        # retracts lose theirs, in this transaction.
+        added = [
+            (row_id, vectors[record.memory_id])
+            for row_id, record, _ in indexed
+            if vectors and record.memory_id in vectors and record.memory_id not in here
+        ]
+        if added:
+            self._add_vectors(conn, added)
+        deleted = self._delete_vectors(conn, "record_id {any}", before)
+        # live successors whose pair vector embedded a retracted turn
+        named = "record_id IN (SELECT id FROM {s}records WHERE user_scope = ? AND memory_id {any})"
+        unpaired = self._delete_vectors(conn, named, successors, self.user_scope)
+        if added or deleted or unpaired:
+            self._vectors_changed(conn, new_model if added else None, reset=bool(unpaired))
+        return deleted + unpaired
+
+    def _vector_model(
+        self, conn: Any, vectors: Mapping[str, bytes] | None
+    ) -> tuple[str, int] | None:
+        """Check a batch's ``vectors`` before anything of it is written (another model's
+        vectors never join the scope's); the model to record if the scope has none yet."""
+        if vectors is None:
+            return None
+        if self.embedder is None:
+            raise RemoteMemoryValidationError("vectors need the store's embedder")
+        name, dimension = self.embedder.name, self.embedder.dimension
+        _, stored_model, stored_dimension, _ = self._vector_stats(conn)
+        check_model(stored_model, stored_dimension, name, dimension)
+        check_sizes(vectors, dimension, name)
+        return (name, dimension) if stored_model is None else None
+
+    def _insert_batch(self, conn: Any, batch: Sequence[StoredMemory]) -> _Indexed:
+        """Insert the batch's rows; ``(row id, record, (terms, content length))`` of each
+        conversation record, in batch order."""
+        conversations = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
+        stats = term_stats(conversations)
+        lengths = {r.memory_id: (len(t), n) for r, (t, n) in zip(conversations, stats, strict=True)}
         rows: list[RecordRow] = []
-        for record in batch:
-            captured = record.captured_datetime
-            n_tokens: int | None = None
-            n_content: int | None = None
-            if record.kind is MemoryKind.CONVERSATION:
-                tokens, n_content = next(lengths)
-                n_tokens = len(tokens)
-            rows.append((
-                record.memory_id, record.kind.value, captured.timestamp(), micros_of(captured),
-                record.retracts, record_json(record), n_tokens, n_content,
-            ))
+        for r in batch:
+            at = r.captured_datetime
+            row = (r.memory_id, r.kind.value, at.timestamp(), micros_of(at), r.retracts)
+            rows.append((*row, record_json(r), *lengths.get(r.memory_id, (None, None))))
         row_of = self._insert_records(conn, rows)
         if len(row_of) != len(rows):
             # Another writer's row won the race for these ids; the transaction rolls back.
             raise RemoteMemoryDuplicateError([row[0] for row in rows if row[0] not in row_of])
-        row_ids = [row_of[record.memory_id] for record in batch]
-        conversations = [
-            (row_id, record) for row_id, record in zip(row_ids, batch, strict=True)
-            if record.kind is MemoryKind.CONVERSATION
-        ]
-        pending = [
-            (row_id, tokens) for (row_id, _), (tokens, _) in zip(conversations, stats, strict=True)
-        ]
-        d_searched, d_retracted = len(pending), 0
-        d_tokens = sum(len(tokens) for tokens, _ in stats)
-        d_content = sum(content for _, content in stats)
-        # One run per term for the whole batch, its ids ascending (append order).
-        terms = list(set(chain.from_iterable(tokens for _, tokens in pending)))
+        return [(row_of[r.memory_id], r, s) for r, s in zip(conversations, stats, strict=True)]
+
+    def _add_postings(
+        self, conn: Any, scope: str, indexed: Sequence[tuple[int, Sequence[str], int]]
+    ) -> None:
+        """One run per term of ``(row id, terms, content length)``, ids ascending."""
+        terms = list(set(chain.from_iterable(tokens for _, tokens, _ in indexed)))
         fmt = self.RUN_FORMAT
         runs = tf_length_runs_by_term(
-            pending, [(len(tokens), content) for tokens, content in stats],
-            {term: n for n, term in enumerate(terms)}, fmt,
+            [(row_id, tokens) for row_id, tokens, _ in indexed],
+            [(len(tokens), content) for _, tokens, content in indexed],
+            {term: n for n, term in enumerate(terms)},
+            fmt,
         )
         if runs:
-            self._add_runs(conn, [
-                (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs, lengths)
-                for n, run, tfs, lengths in runs
-            ])
-        # Retractions: the target leaves the postings (and the counts) in this same
-        # transaction, whether it was stored before or is in this batch. Its own record
-        # row stays as it was written.
-        in_batch = {
-            record.memory_id: (row_id, record)
-            for row_id, record in zip(row_ids, batch, strict=True)
-        }
-        retracted_here: set[str] = set()  # conversations of this batch it retracts too
-        retracted_before: list[int] = []  # row ids of stored conversations it retracts
+            self._add_runs(
+                conn,
+                scope,
+                [
+                    (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs, lengths)
+                    for n, run, tfs, lengths in runs
+                ],
+            )
+
+    def _retract(
+        self, conn: Any, batch: Sequence[StoredMemory], indexed: _Indexed, state: _State
+    ) -> tuple[set[str], list[int], int, int]:
+        """Take each conversation the batch retracts out of the postings, whether it was
+        stored before or is in this batch (its own record row stays as it was written).
+        Returns the batch's own retracted ids, the row ids of the stored ones, and the
+        lengths they took out of the counts."""
+        in_batch = {record.memory_id: (row_id, record) for row_id, record, _ in indexed}
+        here: set[str] = set()
+        before: list[int] = []
+        tokens = content = 0
         for record in batch:
-            if record.kind is not MemoryKind.RETRACTION or record.retracts is None:
-                continue
             target = record.retracts
+            if record.kind is not MemoryKind.RETRACTION or target is None:
+                continue
             if target in in_batch:
                 row_id, target_record = in_batch[target]
+                here.add(target)
             elif target in state.rows:
                 row_id, body = state.rows[target]
                 target_record = self._parse(body)
+                if target_record.kind is not MemoryKind.CONVERSATION:
+                    continue
+                before.append(row_id)
             else:
                 continue
-            if target_record.kind is not MemoryKind.CONVERSATION:
-                continue
-            if target in in_batch:
-                retracted_here.add(target)
-            else:
-                retracted_before.append(row_id)
             target_terms, n_tokens, n_content = record_stats(target_record)
             self._drop_from_runs(conn, target_terms, row_id)
-            d_searched -= 1
-            d_retracted += 1
-            d_tokens -= n_tokens
-            d_content -= n_content
-        conn.execute(self._q(
-            "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
-            "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?"
-        ), (d_searched, d_retracted, d_tokens, d_content, scope))
-        # Vectors: the batch's searched conversations gain theirs; the stored records it
-        # retracts lose theirs, in this transaction.
-        added = [
-            (row_id, vectors[record.memory_id]) for row_id, record in conversations
-            if vectors and record.memory_id in vectors and record.memory_id not in retracted_here
-        ]
-        if added:
-            self._add_vectors(conn, added)
-        deleted = 0
-        if retracted_before:
-            deleted = int(conn.execute(self._q(
-                "DELETE FROM {s}vectors WHERE user_scope = ? AND record_id {any}"
-            ), (scope, self._many(retracted_before))).rowcount)
-        unpaired = 0  # live successors whose pair vector embedded a retracted turn
-        if successors:
-            unpaired = int(conn.execute(self._q(
-                "DELETE FROM {s}vectors WHERE user_scope = ? AND record_id IN "
-                "(SELECT id FROM {s}records WHERE user_scope = ? AND memory_id {any})"
-            ), (scope, scope, self._many(successors))).rowcount)
-        if added or deleted or unpaired:
-            self._vectors_changed(conn, new_model if added else None, reset=bool(unpaired))
-        return deleted + unpaired
+            tokens += n_tokens
+            content += n_content
+        return here, before, tokens, content
+
+    def _delete_vectors(self, conn: Any, where: str, values: Sequence[Any], *params: Any) -> int:
+        """Delete the scope's vectors ``where`` ``{any}`` is ``values``; how many went."""
+        if not values:
+            return 0
+        sql = "DELETE FROM {s}vectors WHERE user_scope = ? AND " + where
+        return int(self._run(conn, sql, self.user_scope, *params, self._many(values)).rowcount)
 
     def _pair_successors(
         self, conn: Any, batch: Sequence[StoredMemory], state: _State
@@ -1158,7 +1072,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         retracts, as its source orders them before the batch (once the batch is in, a
         retracted record has left that order and its successor cannot be found from it)."""
         targets = {
-            record.retracts for record in batch
+            record.retracts
+            for record in batch
             if record.kind is MemoryKind.RETRACTION and record.retracts in state.rows
         }
         if not targets:
@@ -1166,14 +1081,16 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         _, model, _, _ = self._vector_stats(conn)
         if not reads_pairs(model):
             return []
-        return [after for _, after in self._neighbours_of(conn, targets).values()
-                if after is not None]
+        return [
+            after for _, after in self._neighbours_of(conn, targets).values() if after is not None
+        ]
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
         scope = self.user_scope
-        for term, first_id, run, tfs, lengths in self._blobs(conn).execute(
-            self._q(self.RUNS_HOLDING), (scope, self._many(terms), row_id)
+        listed = self._many(terms)
+        for term, first_id, run, tfs, lengths in self._run(
+            self._blobs(conn), self.RUNS_HOLDING, scope, listed, row_id
         ).fetchall():
             rest = run_columns_without(
                 bytes(run), bytes(tfs), bytes(lengths), row_id, self.RUN_FORMAT
@@ -1181,6 +1098,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             if rest is None:
                 continue
             if rest[0]:
-                conn.execute(self._q(self.SET_RUN), (*rest, scope, term, first_id))
+                self._run(conn, self.SET_RUN, *rest, scope, term, first_id)
             else:
-                conn.execute(self._q(self.DROP_RUN), (scope, term, first_id))
+                self._run(conn, self.DROP_RUN, scope, term, first_id)

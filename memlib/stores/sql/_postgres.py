@@ -1,25 +1,19 @@
 """The PostgreSQL dialect of the SQL store [beyond]: a memory service shared by many agents.
 
-``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)`` (SPEC §2);
-the algorithm is ``sql.SqlMemoryStore``'s. The schema is created and upgraded by
-``memlib --store URL db init`` (versioned in ``meta``); a store refuses to work on a
-schema that was not initialised or is newer than it knows. ``schema`` (default
-``memlib``) is memlib's own URL parameter and is taken out of the URL before it reaches
-libpq.
+``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)`` (SPEC §2).
+The schema is created and upgraded by ``memlib --store URL db init`` (versioned in
+``meta``); a store refuses one that was not initialised or is newer than it knows.
+``schema`` (default ``memlib``) is memlib's own URL parameter, taken out before libpq.
 
-One database serves many users. A write locks the scope's ``scope_stats`` row, so
-writers of one scope queue there and the shared write rules see a state that cannot
-change under them. Records go in with ``INSERT … ON CONFLICT DO NOTHING`` — a row that
-did not go in is a duplicate, and the whole batch is rolled back — a big batch's rows
-reaching the INSERT by binary ``COPY`` into a table of the transaction; posting runs
-(keyed by the term itself, ids big-endian as ``int8send`` writes them) go in by COPY.
+A write locks the scope's ``scope_stats`` row, so writers of one scope queue there and
+the write rules see a state that cannot change under them. Records go in with ``INSERT
+… ON CONFLICT DO NOTHING`` (a row that did not go in is a duplicate, and the batch is
+rolled back), a big batch's rows by binary ``COPY`` into a table of the transaction;
+posting runs go in by COPY.
 
-psycopg 3 is imported only when a PostgreSQL store is opened. Its errors never reach
-the caller as they are: each comes back as one line naming the cause (``_pg_error``) —
-disk full, read-only, a lock or statement timeout, a lost connection, an I/O error as
-``RemoteMemoryStorageError``, damaged data as ``RemoteMemoryCorruptionError``. A failed
-write has been rolled back by the server; a lost connection is dropped, and the next
-call opens a new one.
+psycopg 3 is imported only when a PostgreSQL store is opened. Its errors come back as
+one line naming the cause (``_pg_error``). A failed write has been rolled back by the
+server; a lost connection is dropped, and the next call opens a new one.
 """
 
 from __future__ import annotations
@@ -37,7 +31,8 @@ from ...errors import (
     RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
-from ._common import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
+from ._common import SCHEMA_VERSION, Clock, RecordRow, Run, SqlMemoryStore, driver_error
+from ._schema import POSTGRES
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
 
@@ -49,104 +44,6 @@ _STAGE_FROM = 64
 # of a header extension (4 bytes) that is skipped.
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 _COPY_HEADER = len(_COPY_SIGNATURE) + 8
-
-# Each entry upgrades the schema from version i to i + 1; "{s}" is the schema prefix.
-_MIGRATIONS: tuple[Migration, ...] = (
-    (
-        """CREATE TABLE {s}records (
-            id          bigserial PRIMARY KEY,           -- append order
-            user_scope  text NOT NULL,
-            memory_id   text COLLATE "C" NOT NULL,
-            kind        text NOT NULL,
-            captured_ts double precision NOT NULL,       -- captured_at.timestamp(), as rank_key
-            captured_us bigint NOT NULL,                 -- captured_at in microseconds, exact
-            retracts    text COLLATE "C",
-            body        text NOT NULL,                   -- the record's JSON, as in JSONL
-            UNIQUE (user_scope, memory_id)
-        )""",
-        (
-            "CREATE INDEX records_scope_kind ON {s}records (user_scope, kind) "
-            "WHERE kind <> 'conversation'"
-        ),
-        (
-            "CREATE INDEX records_retracts ON {s}records (user_scope, retracts) "
-            "WHERE retracts IS NOT NULL"
-        ),
-        """CREATE TABLE {s}postings (
-            user_scope text NOT NULL,
-            term       text COLLATE "C" NOT NULL,
-            record_id  bigint NOT NULL,
-            PRIMARY KEY (user_scope, term, record_id)
-        )""",
-        """CREATE TABLE {s}scope_stats (
-            user_scope     text PRIMARY KEY,
-            searched       bigint NOT NULL DEFAULT 0,
-            retracted      bigint NOT NULL DEFAULT 0,
-            tokens         bigint NOT NULL DEFAULT 0,
-            content_tokens bigint NOT NULL DEFAULT 0
-        )""",
-    ),
-    # Version 2: one postings row per (term, batch) holding the batch's record ids, not
-    # one per (term, record). A 10k-record batch writes about 15× fewer rows; a recall
-    # reads a common term's ids from a few runs and counts matches itself, and finds a
-    # big group's most recent records through records_recent instead of joining every
-    # candidate.
-    (
-        """CREATE TABLE {s}posting_runs (
-            user_scope text NOT NULL,
-            term       text COLLATE "C" NOT NULL,
-            first_id   bigint NOT NULL,      -- the smallest id the run was written with
-            record_ids bytea NOT NULL,       -- ascending ids, 8 bytes each, big-endian
-            PRIMARY KEY (user_scope, term, first_id)
-        )""",
-        """INSERT INTO {s}posting_runs
-            SELECT user_scope, term, min(record_id),
-                   string_agg(int8send(record_id), ''::bytea ORDER BY record_id)
-            FROM {s}postings GROUP BY user_scope, term""",
-        "DROP TABLE {s}postings",
-        "ALTER TABLE {s}posting_runs RENAME TO postings",
-        "CREATE INDEX records_recent ON {s}records (user_scope, captured_ts)",
-    ),
-    # Version 3: each posting's term frequency (a run parallel to record_ids, packed the
-    # same way) and each conversation's lengths, for BM25 from the index; sql.py
-    # backfills them from the bodies.
-    (
-        "ALTER TABLE {s}records ADD COLUMN IF NOT EXISTS tokens integer, "
-        "ADD COLUMN IF NOT EXISTS content_tokens integer",
-        "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS tfs bytea NOT NULL DEFAULT ''::bytea",
-    ),
-    # Version 4: stored embeddings, one row per searched conversation record that has
-    # one, and per scope the model of its vectors, a counter that every write touching
-    # them bumps (what tells a process its cached matrix is stale) and one that
-    # drop_vectors bumps (what tells a backfill to start over).
-    (
-        """CREATE TABLE IF NOT EXISTS {s}vectors (
-            record_id  bigint PRIMARY KEY REFERENCES {s}records (id),
-            user_scope text NOT NULL,
-            vector     bytea NOT NULL           -- dimension little-endian float32
-        )""",
-        "CREATE INDEX IF NOT EXISTS vectors_scope ON {s}vectors (user_scope, record_id)",
-        "ALTER TABLE {s}scope_stats ADD COLUMN IF NOT EXISTS vector_model text, "
-        "ADD COLUMN IF NOT EXISTS vector_dimension integer NOT NULL DEFAULT 0, "
-        "ADD COLUMN IF NOT EXISTS vector_changes bigint NOT NULL DEFAULT 0, "
-        "ADD COLUMN IF NOT EXISTS vector_resets bigint NOT NULL DEFAULT 0",
-    ),
-    # Version 5: each run's records' lengths, all terms and without stopwords, two
-    # little-endian uint32 per id (parallel to record_ids), so that BM25 reads no record
-    # row per candidate; sql.py backfills them from records.tokens / content_tokens.
-    (
-        "ALTER TABLE {s}postings ADD COLUMN IF NOT EXISTS lengths bytea NOT NULL "
-        "DEFAULT ''::bytea",
-    ),
-    # Version 6: a conversation record's neighbours in its source (stores/sources.py),
-    # found by source and append order.
-    (
-        "CREATE INDEX IF NOT EXISTS records_source ON {s}records "
-        "(user_scope, ((body::jsonb) -> 'source' ->> 'source_id'), id) "
-        "WHERE kind = 'conversation'",
-    ),
-)
-
 
 # SQLSTATE (exact, then its two-character class) → the cause named. Classes 08 and 57P
 # (connection failure, server shutdown, pg_terminate_backend) mean the connection is gone.
@@ -204,23 +101,10 @@ def split_url(url: str) -> tuple[str, str | None]:
     if parts.scheme not in ("postgresql", "postgres"):
         raise RemoteMemoryValidationError(f"not a PostgreSQL URL: {url!r}")
     query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = None
-    kept = []
-    for key, value in query:
-        if key == "schema":
-            schema = value
-        else:
-            kept.append((key, value))
+    schema = next((value for key, value in reversed(query) if key == "schema"), None)
+    kept = [(key, value) for key, value in query if key != "schema"]
     # libpq decodes %XX only: a space must stay %20, never the "+" of a form.
     return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote))), schema
-
-
-def _check_schema_name(name: str) -> str:
-    if not _SCHEMA_NAME.fullmatch(name):
-        raise RemoteMemoryValidationError(
-            f"schema name must be lower-case letters, digits and _: {name!r}"
-        )
-    return name
 
 
 def _connect(dsn: str, connect_timeout: float) -> Any:
@@ -236,10 +120,17 @@ def init_schema(
     url: str, *, schema: str | None = None, connect_timeout: float = 10
 ) -> tuple[int, int]:
     """Create or upgrade memlib's schema; ``(version before, version after)``."""
-    store = PostgresMemoryStore(
+    return PostgresMemoryStore(
         url, user_id="memlib-db-init", schema=schema, connect_timeout=connect_timeout
-    )
-    return store.init_schema()
+    ).init_schema()
+
+
+def _copy_in(conn: Any, target: str, types: list[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Write ``rows`` into ``target`` (a table and its columns) by binary COPY."""
+    with conn.cursor().copy(f"COPY {target} FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
 
 
 def _copied_pairs(chunks: Iterable[Any], where: str) -> Iterator[tuple[str, bytes]]:
@@ -255,12 +146,12 @@ def _copied_pairs(chunks: Iterable[Any], where: str) -> Iterator[tuple[str, byte
                 continue
             if not buffer.startswith(_COPY_SIGNATURE):
                 raise RemoteMemoryCorruptionError(f"not a binary COPY stream from {where}")
-            pos = _COPY_HEADER + int.from_bytes(buffer[_COPY_HEADER - 4:_COPY_HEADER], "big")
+            pos = _COPY_HEADER + int.from_bytes(buffer[_COPY_HEADER - 4 : _COPY_HEADER], "big")
             if end < pos:
                 continue
             started = True
         while pos + 2 <= end:
-            fields = int.from_bytes(buffer[pos:pos + 2], "big", signed=True)
+            fields = int.from_bytes(buffer[pos : pos + 2], "big", signed=True)
             if fields == -1:  # the trailer
                 pos += 2
                 continue
@@ -268,13 +159,13 @@ def _copied_pairs(chunks: Iterable[Any], where: str) -> Iterator[tuple[str, byte
                 raise RemoteMemoryCorruptionError(f"a vector row of {fields} fields from {where}")
             if pos + 6 > end:
                 break
-            text_end = pos + 6 + int.from_bytes(buffer[pos + 2:pos + 6], "big")
+            text_end = pos + 6 + int.from_bytes(buffer[pos + 2 : pos + 6], "big")
             if text_end + 4 > end:
                 break
-            stop = text_end + 4 + int.from_bytes(buffer[text_end:text_end + 4], "big")
+            stop = text_end + 4 + int.from_bytes(buffer[text_end : text_end + 4], "big")
             if stop > end:
                 break
-            yield buffer[pos + 6:text_end].decode("utf-8"), buffer[text_end + 4:stop]
+            yield buffer[pos + 6 : text_end].decode("utf-8"), buffer[text_end + 4 : stop]
             pos = stop
         buffer = buffer[pos:]
     if buffer or not started:
@@ -290,7 +181,8 @@ class PostgresMemoryStore(SqlMemoryStore):
     ANY = "= ANY(%s)"
     SOURCE_ID = "(({a}.body)::jsonb -> 'source' ->> 'source_id')"
     META = "{s}meta"
-    MIGRATIONS = _MIGRATIONS
+    HAS_META = "SELECT to_regclass('{s}meta')"
+    SCHEMA = POSTGRES
     RUN_FORMAT = ">i8"  # int8send's byte order
     RUNS_OF_TERMS = "SELECT record_ids FROM {s}postings WHERE user_scope = ? AND term {any}"
     ALL_RUNS = (
@@ -299,21 +191,6 @@ class PostgresMemoryStore(SqlMemoryStore):
     TF_RUNS_OF_TERMS = (
         "SELECT term, record_ids, tfs, lengths FROM {s}postings WHERE user_scope = ? "
         "AND term {any} ORDER BY term, first_id"
-    )
-    EVERY_RUN = (
-        "SELECT term, record_ids, user_scope, term, first_id FROM {s}postings ORDER BY first_id"
-    )
-    SET_TFS = (
-        "UPDATE {s}postings SET tfs = ? WHERE user_scope = ? AND term = ? AND first_id = ?"
-    )
-    RUN_PAGE = (
-        "SELECT user_scope, term, first_id, record_ids FROM {s}postings "
-        "WHERE (user_scope, term, first_id) > (?, ?, ?) "
-        "ORDER BY user_scope, term, first_id LIMIT ?"
-    )
-    FIRST_RUN_KEY = ("", "", -(2**63))  # no scope, no term is empty
-    SET_LENGTHS = (
-        "UPDATE {s}postings SET lengths = ? WHERE user_scope = ? AND term = ? AND first_id = ?"
     )
     RUNS_HOLDING = (
         "SELECT DISTINCT ON (term) term, first_id, record_ids, tfs, lengths FROM {s}postings "
@@ -324,14 +201,26 @@ class PostgresMemoryStore(SqlMemoryStore):
     DROP_RUN = f"DELETE FROM {{s}}postings {_RUN_KEY}"
 
     def __init__(
-        self, url: str, *, user_id: str, clock: Clock | None = None, schema: str | None = None,
-        connect_timeout: float = 10, connection: Any = None, embedder: Embedder | None = None,
+        self,
+        url: str,
+        *,
+        user_id: str,
+        clock: Clock | None = None,
+        schema: str | None = None,
+        connect_timeout: float = 10,
+        connection: Any = None,
+        embedder: Embedder | None = None,
     ) -> None:
         """``connection``: an open autocommit psycopg connection to share (not closed here)."""
         super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self._dsn, from_url = split_url(url)
-        self.schema = _check_schema_name(schema or from_url or DEFAULT_SCHEMA)
+        self.schema = schema or from_url or DEFAULT_SCHEMA
+        if not _SCHEMA_NAME.fullmatch(self.schema):
+            raise RemoteMemoryValidationError(
+                f"schema name must be lower-case letters, digits and _: {self.schema!r}"
+            )
         self.schema_label = f"PostgreSQL schema {self.schema}"
+        self._newer = f"{self.schema_label} has version {{}}"
         self._prefix = f"{self.schema}."
         self._location = f"{self.schema}.records"
         self._connect_timeout = connect_timeout
@@ -385,14 +274,6 @@ class PostgresMemoryStore(SqlMemoryStore):
     def _release(self, conn: Any) -> None:
         if conn is not self._shared:
             conn.close()
-
-    def _has_meta(self, conn: Any) -> bool:
-        return conn.execute(
-            "SELECT to_regclass(%s)", (f"{self.schema}.meta",)
-        ).fetchone()[0] is not None
-
-    def _schema_has(self, version: int) -> str:
-        return f"PostgreSQL schema {self.schema} has version {version}"
 
     @contextmanager
     def _own_connection(self, action: str) -> Iterator[Any]:
@@ -463,15 +344,12 @@ class PostgresMemoryStore(SqlMemoryStore):
                 "us int8, retracts text, body text, tokens int4, content_tokens int4, "
                 "ord bigserial) ON COMMIT DROP"
             )
-            with conn.cursor().copy(
-                "COPY memlib_incoming (memory_id, kind, ts, us, retracts, body, tokens, "
-                "content_tokens) FROM STDIN (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(
-                    ["text", "text", "float8", "int8", "text", "text", "int4", "int4"]
-                )
-                for row in rows:
-                    copy.write_row(row)
+            _copy_in(
+                conn,
+                "memlib_incoming (memory_id, kind, ts, us, retracts, body, tokens, content_tokens)",
+                ["text", "text", "float8", "int8", "text", "text", "int4", "int4"],
+                rows,
+            )
             source = "memlib_incoming AS t"
             params: tuple[Any, ...] = (scope,)
         else:
@@ -481,31 +359,31 @@ class PostgresMemoryStore(SqlMemoryStore):
                 "AS t(memory_id, kind, ts, us, retracts, body, tokens, content_tokens, ord)"
             )
             params = (scope, *(list(column) for column in zip(*rows, strict=True)))
+        columns = (
+            "memory_id, kind, captured_ts, captured_us, retracts, body, tokens, content_tokens"
+        )
         inserted = conn.cursor(binary=True).execute(
-            f"INSERT INTO {s}.records (user_scope, memory_id, kind, captured_ts, captured_us, "
-            f"retracts, body, tokens, content_tokens) SELECT %s, t.memory_id, t.kind, t.ts, t.us, "
-            "t.retracts, t.body, t.tokens, t.content_tokens "
+            f"INSERT INTO {s}.records (user_scope, {columns}) SELECT %s, t.memory_id, t.kind, "
+            "t.ts, t.us, t.retracts, t.body, t.tokens, t.content_tokens "
             f"FROM {source} ORDER BY t.ord "
             "ON CONFLICT (user_scope, memory_id) DO NOTHING RETURNING id, memory_id",
             params,
-        ).fetchall()
-        return {memory_id: row_id for row_id, memory_id in inserted}
+        )
+        return {memory_id: row_id for row_id, memory_id in inserted.fetchall()}
 
     def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
         scope = self.user_scope
-        with conn.cursor().copy(
-            f"COPY {self.schema}.vectors (record_id, user_scope, vector) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["int8", "text", "bytea"])
-            for row_id, blob in rows:
-                copy.write_row((row_id, scope, blob))
+        _copy_in(
+            conn,
+            f"{self.schema}.vectors (record_id, user_scope, vector)",
+            ["int8", "text", "bytea"],
+            ((row_id, scope, blob) for row_id, blob in rows),
+        )
 
-    def _add_runs(self, conn: Any, runs: Sequence[Run]) -> None:
-        scope = self.user_scope
-        with conn.cursor().copy(
-            f"COPY {self.schema}.postings (user_scope, term, first_id, record_ids, tfs, "
-            "lengths) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["text", "text", "int8", "bytea", "bytea", "bytea"])
-            for term, first_id, run, tfs, lengths in runs:
-                copy.write_row((scope, term, first_id, run, tfs, lengths))
+    def _add_runs(self, conn: Any, scope: str, runs: Sequence[Run]) -> None:
+        _copy_in(
+            conn,
+            f"{self.schema}.postings (user_scope, term, first_id, record_ids, tfs, lengths)",
+            ["text", "text", "int8", "bytea", "bytea", "bytea"],
+            ((scope, *run) for run in runs),
+        )

@@ -1,26 +1,20 @@
 """The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer (SPEC §2).
 
-``open_store("sqlite:PATH", user_id=...)``. Standard library ``sqlite3`` only; the
-algorithm is ``sql.SqlMemoryStore``'s. The file is in WAL mode with
-``synchronous=FULL``: a commit is on disk when ``append`` returns. A write is one
-``BEGIN IMMEDIATE`` transaction; ``UNIQUE(user_scope, memory_id)`` backs the duplicate
-rule. Terms are ids in a ``terms`` table (per scope) and a run's ids are little-endian.
-Nothing is created until the first write: a missing file reads as an empty store, and
-an older schema is upgraded when the file is opened.
+``open_store("sqlite:PATH", user_id=...)``, standard library ``sqlite3`` only. The file
+is in WAL mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns. A
+write is one ``BEGIN IMMEDIATE`` transaction. Terms are ids in a ``terms`` table (per
+scope), cut by memlib's own tokenizer (FTS5 tokenizers cut CJK text differently, so
+their matches would not be the reference's), and a run's ids are little-endian. Nothing
+is created until the first write: a missing file reads as an empty store, and an older
+schema is upgraded when the file is opened.
 
-Candidates come from a term table kept with memlib's own tokenizer in the same
-transaction as the record (FTS5 tokenizers cut CJK text differently, so their matches
-would not be the reference's).
-
-The file is named by the caller and opened by SQLite, which follows links: before
-SQLite opens it, the database, its ``-wal``, ``-shm`` and ``-journal`` siblings and
-their folder pass ``files.check_path`` (no link, no FIFO, no second name, nobody else's,
-nobody else may write; nor any folder above, which another account could rename), and
-the file is created through ``files.open_private``. Every failure of SQLite
-itself comes back as a memlib error naming its cause (``_sqlite_error``): disk full,
-read-only, locked, I/O error as ``RemoteMemoryStorageError``, a damaged file as
-``RemoteMemoryCorruptionError``. SQLite rolls a transaction back by itself after some
-of these (a full disk, an I/O error), so a rollback is issued only while one is open.
+SQLite follows links: before it opens the file, the database, its ``-wal``, ``-shm``
+and ``-journal`` siblings and their folder pass ``_files.check_path`` (no link, no FIFO,
+no second name, nobody else's, nobody else may write; nor any folder above, which
+another account could rename), and the file is created through ``_files.open_private``.
+Every failure of SQLite comes back as a memlib error naming its cause
+(``_sqlite_error``). SQLite rolls a transaction back by itself after some of these (a
+full disk, an I/O error), so a rollback is issued only while one is open.
 """
 
 from __future__ import annotations
@@ -35,7 +29,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..._retrieval import pack_docs, unpack_docs
+from ..._retrieval import unpack_docs
 from ..._vectors import Embedder
 from ...errors import (
     RemoteMemoryCorruptionError,
@@ -46,9 +40,10 @@ from ...errors import (
 from ...records import StoredMemory
 from .._base import make_private_folders
 from .._files import DIR_MODE, check_folder, check_path, open_private
-from ._common import SCHEMA_VERSION, Clock, Migration, RecordRow, Run, SqlMemoryStore, driver_error
+from ._common import SCHEMA_VERSION, Clock, RecordRow, Run, SqlMemoryStore, driver_error
+from ._schema import SQLITE
 
-__all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "pack_ids", "sqlite_path", "unpack_ids"]
+__all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "sqlite_path", "unpack_ids"]
 
 _RUN = "<i8"
 # The files SQLite opens by name next to the database (WAL mode, or a rollback journal
@@ -73,140 +68,16 @@ _STORAGE_CAUSES = {
 _CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT)
 
 
-def pack_ids(ids: Iterable[int]) -> bytes:
-    """Record ids (ascending) as little-endian int64: the ``postings.docs`` format."""
-    return pack_docs(ids, _RUN)
-
-
 def unpack_ids(blob: bytes) -> array[int]:
+    """A ``postings.docs`` run: record ids as little-endian int64."""
     return unpack_docs(blob, _RUN)
-
-
-def _postings_as_runs(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE postings_runs (term_id INTEGER NOT NULL, first_id INTEGER NOT NULL, "
-        "docs BLOB NOT NULL, PRIMARY KEY (term_id, first_id)) WITHOUT ROWID"
-    )
-    runs: list[tuple[int, int, bytes]] = []
-    current: int | None = None
-    ids: list[int] = []
-    for term_id, record_id in conn.execute(
-        "SELECT term_id, record_id FROM postings ORDER BY term_id, record_id"
-    ):
-        if term_id != current:
-            if ids:
-                runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
-            current, ids = term_id, []
-        ids.append(record_id)
-    if ids:
-        runs.append((current, ids[0], pack_ids(ids)))  # type: ignore[arg-type]
-    conn.executemany("INSERT INTO postings_runs (term_id, first_id, docs) VALUES (?, ?, ?)", runs)
-    conn.execute("DROP TABLE postings")
-    conn.execute("ALTER TABLE postings_runs RENAME TO postings")
-    # The top-k walk reads a large group newest first.
-    conn.execute("CREATE INDEX IF NOT EXISTS records_recent ON records (user_scope, captured_ts)")
-
-
-def _term_frequency_columns(conn: sqlite3.Connection) -> None:
-    """Schema 3's columns, each added unless already there (SQLite has no IF NOT EXISTS)."""
-    for table, column, kind in (
-        ("records", "tokens", "INTEGER"),
-        ("records", "content_tokens", "INTEGER"),
-        ("postings", "tfs", "BLOB NOT NULL DEFAULT x''"),
-    ):
-        if not any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})")):
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-
-
-def _vector_tables(conn: sqlite3.Connection) -> None:
-    """Schema 4: stored embeddings and, per scope, their model and change counter."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS vectors ("
-        "record_id INTEGER PRIMARY KEY REFERENCES records (id), "
-        "user_scope TEXT NOT NULL, "
-        "vector BLOB NOT NULL)"  # dimension little-endian float32
-    )
-    # A scope's vectors in record order (the rowid is the index's last column).
-    conn.execute("CREATE INDEX IF NOT EXISTS vectors_scope ON vectors (user_scope)")
-    for column, kind in (
-        ("vector_model", "TEXT"),
-        ("vector_dimension", "INTEGER NOT NULL DEFAULT 0"),
-        ("vector_changes", "INTEGER NOT NULL DEFAULT 0"),
-        ("vector_resets", "INTEGER NOT NULL DEFAULT 0"),
-    ):
-        if not any(row[1] == column for row in conn.execute("PRAGMA table_info(scope_stats)")):
-            conn.execute(f"ALTER TABLE scope_stats ADD COLUMN {column} {kind}")
-
-
-def _run_lengths_column(conn: sqlite3.Connection) -> None:
-    """Schema 5's column (sql.py backfills it from the records' lengths)."""
-    if not any(row[1] == "lengths" for row in conn.execute("PRAGMA table_info(postings)")):
-        conn.execute("ALTER TABLE postings ADD COLUMN lengths BLOB NOT NULL DEFAULT x''")
-
-
-# Each entry upgrades the schema from version i to i + 1.
-_MIGRATIONS: tuple[Migration, ...] = (
-    (
-        """CREATE TABLE IF NOT EXISTS records (
-            id          INTEGER PRIMARY KEY,          -- append order
-            user_scope  TEXT NOT NULL,
-            memory_id   TEXT NOT NULL,
-            kind        TEXT NOT NULL,
-            captured_ts REAL NOT NULL,                -- captured_at.timestamp(), as rank_key
-            captured_us INTEGER NOT NULL,             -- captured_at in microseconds, exact
-            retracts    TEXT,
-            body        TEXT NOT NULL,                -- the record's JSON, as in JSONL
-            UNIQUE (user_scope, memory_id)
-        )""",
-        "CREATE INDEX IF NOT EXISTS records_scope_kind ON records (user_scope, kind) "
-        "WHERE kind <> 'conversation'",
-        "CREATE INDEX IF NOT EXISTS records_retracts ON records (user_scope, retracts) "
-        "WHERE retracts IS NOT NULL",
-        """CREATE TABLE IF NOT EXISTS terms (
-            id         INTEGER PRIMARY KEY,
-            user_scope TEXT NOT NULL,
-            term       TEXT NOT NULL,
-            UNIQUE (user_scope, term)
-        )""",
-        """CREATE TABLE IF NOT EXISTS postings (
-            term_id   INTEGER NOT NULL,
-            record_id INTEGER NOT NULL,
-            PRIMARY KEY (term_id, record_id)
-        ) WITHOUT ROWID""",
-        """CREATE TABLE IF NOT EXISTS scope_stats (
-            user_scope     TEXT PRIMARY KEY,
-            searched       INTEGER NOT NULL DEFAULT 0,
-            retracted      INTEGER NOT NULL DEFAULT 0,
-            tokens         INTEGER NOT NULL DEFAULT 0,
-            content_tokens INTEGER NOT NULL DEFAULT 0
-        )""",
-    ),
-    # 2: postings as packed runs of record ids, one row per term per batch.
-    _postings_as_runs,
-    # 3: each posting's term frequency (a run parallel to docs) and each conversation's
-    # lengths, for BM25 from the index (sql.py backfills them from the bodies).
-    _term_frequency_columns,
-    # 4: stored embeddings (sql.py's "stored embeddings").
-    _vector_tables,
-    # 5: each run's records' lengths (parallel to docs), so that BM25 reads no record
-    # row per candidate.
-    _run_lengths_column,
-    # 6: a conversation record's neighbours in its source (stores/sources.py), found by
-    # source and append order.
-    (
-        "CREATE INDEX IF NOT EXISTS records_source ON records (user_scope, "
-        "CASE WHEN json_valid(body) THEN json_extract(body, '$.source.source_id') END, id) "
-        "WHERE kind = 'conversation'",
-    ),
-)
 
 
 def sqlite_path(url: str | os.PathLike[str]) -> Path:
     """``sqlite:PATH`` or ``sqlite:///ABS/PATH`` → the file's path."""
     text = os.fspath(url)
     if text.startswith("sqlite:"):
-        text = text[len("sqlite:"):]
-        text = text.removeprefix("//")
+        text = text.removeprefix("sqlite:").removeprefix("//")
     if not text:
         raise RemoteMemoryValidationError("sqlite store URL needs a path: sqlite:PATH")
     return Path(text)
@@ -224,8 +95,11 @@ def _sqlite_error(path: Path, action: str, exc: sqlite3.Error) -> RemoteMemoryEr
     code = getattr(exc, "sqlite_errorcode", None)
     primary = None if code is None else code & 0xFF
     where = f"cannot {action} SQLite store {path}"
-    if primary in _CORRUPT or (primary is None and isinstance(exc, sqlite3.DatabaseError)
-                               and not isinstance(exc, sqlite3.OperationalError)):
+    if primary in _CORRUPT or (
+        primary is None
+        and isinstance(exc, sqlite3.DatabaseError)
+        and not isinstance(exc, sqlite3.OperationalError)
+    ):
         return driver_error(where, str(exc), corrupt=True)
     cause = _STORAGE_CAUSES.get(primary) if primary is not None else None
     detail = str(exc)
@@ -268,6 +142,7 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     backend = "sqlite"
     schema_label = "SQLite store"
+    _newer = "the SQLite store has schema version {}"
 
     # A list parameter is a JSON array: one parameter, however long the list.
     ANY = "IN (SELECT value FROM json_each(?))"
@@ -283,7 +158,8 @@ class SqliteMemoryStore(SqlMemoryStore):
     # scope read (3.3 s at 1M) for the few profiles the partial index holds (0.1 ms).
     PROFILE_INDEX = "INDEXED BY records_scope_kind"
     META = "memlib_meta"
-    MIGRATIONS = _MIGRATIONS
+    HAS_META = "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memlib_meta'"
+    SCHEMA = SQLITE
     RUN_FORMAT = _RUN
     _TERM_RUNS = "FROM terms t JOIN postings p ON p.term_id = t.id WHERE t.user_scope = ?"
     RUNS_OF_TERMS = f"SELECT p.docs {_TERM_RUNS} AND t.term {{any}}"
@@ -292,17 +168,6 @@ class SqliteMemoryStore(SqlMemoryStore):
         f"SELECT t.term, p.docs, p.tfs, p.lengths {_TERM_RUNS} AND t.term {{any}} "
         "ORDER BY t.term, p.first_id"
     )
-    EVERY_RUN = (
-        "SELECT t.term, p.docs, p.term_id, p.first_id FROM postings p "
-        "JOIN terms t ON t.id = p.term_id ORDER BY p.first_id"
-    )
-    SET_TFS = "UPDATE postings SET tfs = ? WHERE term_id = ? AND first_id = ?"
-    RUN_PAGE = (
-        "SELECT term_id, first_id, docs FROM postings WHERE (term_id, first_id) > (?, ?) "
-        "ORDER BY term_id, first_id LIMIT ?"
-    )
-    FIRST_RUN_KEY = (-(2**63), -(2**63))  # before any (term id, first id)
-    SET_LENGTHS = "UPDATE postings SET lengths = ? WHERE term_id = ? AND first_id = ?"
     RUNS_HOLDING = (
         f"SELECT t.term, p.first_id, p.docs, p.tfs, p.lengths {_TERM_RUNS} AND t.term {{any}} "
         "AND p.first_id = "
@@ -316,8 +181,13 @@ class SqliteMemoryStore(SqlMemoryStore):
     DROP_RUN = f"DELETE FROM postings WHERE term_id = {_TERM_ID} AND first_id = ?"
 
     def __init__(
-        self, url: str | os.PathLike[str], *, user_id: str, clock: Clock | None = None,
-        busy_timeout: float = 30.0, embedder: Embedder | None = None,
+        self,
+        url: str | os.PathLike[str],
+        *,
+        user_id: str,
+        clock: Clock | None = None,
+        busy_timeout: float = 30.0,
+        embedder: Embedder | None = None,
     ) -> None:
         super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self.path = sqlite_path(url)
@@ -340,8 +210,7 @@ class SqliteMemoryStore(SqlMemoryStore):
             self._create_file()
         try:
             conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout, isolation_level=None,
-                check_same_thread=False,
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise _sqlite_error(self.path, "open", exc) from None
@@ -383,14 +252,6 @@ class SqliteMemoryStore(SqlMemoryStore):
         except BaseException:
             _rollback(conn)
             raise
-
-    def _has_meta(self, conn: Any) -> bool:
-        return conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'memlib_meta'"
-        ).fetchone() is not None
-
-    def _schema_has(self, version: int) -> str:
-        return f"the SQLite store has schema version {version}"
 
     def schema_version(self) -> int:
         """The file's schema version (0: no store yet); opening upgrades an older one."""
@@ -497,10 +358,10 @@ class SqliteMemoryStore(SqlMemoryStore):
         record id. Joining the records table reads every record's page, bodies and all,
         into this process's page cache: at 100k records 85 MB more, and slower."""
         scope = self.user_scope
-        names = iter(conn.execute(
-            # "+id": sorted after the index scan, not read in id order from the table
+        # "+id": sorted after the index scan, not read in id order from the table
+        names = conn.execute(
             "SELECT id, memory_id FROM records WHERE user_scope = ? ORDER BY +id", (scope,)
-        ))
+        )
         for row_id, blob in conn.execute(
             "SELECT record_id, vector FROM vectors WHERE user_scope = ? ORDER BY record_id",
             (scope,),
@@ -534,47 +395,42 @@ class SqliteMemoryStore(SqlMemoryStore):
         try:
             conn.executemany(
                 "INSERT INTO records (id, user_scope, memory_id, kind, captured_ts, captured_us, "
-                "retracts, body, tokens, content_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                (row_id, self.user_scope, *row) for row_id, row in enumerate(rows, next_id)
-            ])
+                "retracts, body, tokens, content_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(row_id, self.user_scope, *row) for row_id, row in enumerate(rows, next_id)],
+            )
         except sqlite3.IntegrityError:
             # Another writer's row won the race for an id: not possible under BEGIN
             # IMMEDIATE, but the constraint is the last word. Nothing of the batch is kept.
             return {}
         return {row[0]: row_id for row_id, row in enumerate(rows, next_id)}
 
-    def _add_runs(self, conn: sqlite3.Connection, runs: Sequence[Run]) -> None:
-        ids = self._term_ids_of(conn, [run[0] for run in runs])
+    def _add_runs(self, conn: sqlite3.Connection, scope: str, runs: Sequence[Run]) -> None:
+        ids = self._term_ids_of(conn, scope, [run[0] for run in runs])
         conn.executemany(
             "INSERT INTO postings (term_id, first_id, docs, tfs, lengths) VALUES (?, ?, ?, ?, ?)",
-            [(ids[term], first_id, run, tfs, lengths)
-             for term, first_id, run, tfs, lengths in runs],
+            [(ids[term], *rest) for term, *rest in runs],
         )
 
-    def _term_ids_of(self, conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
-        """Term ids for ``terms`` in this scope, creating the missing ones (in the transaction)."""
-        known, new = self._term_ids, self._new_terms
-        out: dict[str, int] = {}
-        missing = []
-        for term in terms:
-            tid = known.get(term)
-            if tid is None:
-                tid = new.get(term)
-            if tid is None:
-                missing.append(term)
-            else:
-                out[term] = tid
+    def _term_ids_of(
+        self, conn: sqlite3.Connection, scope: str, terms: Sequence[str]
+    ) -> dict[str, int]:
+        """Term ids for ``terms`` in ``scope``, creating the missing ones (in the transaction)."""
+        # Cached for this store's scope only (an upgrade indexes every scope).
+        own = scope == self.user_scope
+        known, new = (self._term_ids, self._new_terms) if own else ({}, {})
+        out = {term: tid for term in terms if (tid := known.get(term) or new.get(term))}
+        missing = [term for term in terms if term not in out]
         if not missing:
             return out
         for term, tid in conn.execute(
             f"SELECT term, id FROM terms WHERE user_scope = ? AND term {self.ANY}",
-            (self.user_scope, self._many(missing)),
+            (scope, self._many(missing)),
         ):
             out[term] = new[term] = tid
         create = [term for term in missing if term not in out]
         if create:
             (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM terms").fetchone()
-            rows = [(next_id + i, self.user_scope, term) for i, term in enumerate(create)]
+            rows = [(next_id + i, scope, term) for i, term in enumerate(create)]
             conn.executemany("INSERT INTO terms VALUES (?, ?, ?)", rows)
             for tid, _, term in rows:
                 out[term] = new[term] = tid
