@@ -1,44 +1,26 @@
 """Many records at once from a JSONL file, checked first, written in batches.
 
-Each line of the file is one JSON object with the keywords of ``store.append`` —
-``memory_id``, ``content``, ``summary``, ``source`` and optionally ``kind`` (default
-``conversation``; ``profile`` allowed). A line exported from a JSONL store (a whole
-record, with ``user_scope`` and ``stored_at``) is accepted too when its scope is the
-target's; its ``stored_at`` is replaced by the import time, as for any append.
-
-Nothing is half-written by bad input: every line is checked — valid JSON (bounded in
-depth and number size, no key given twice, UTF-8 without a byte order mark, as a store
-reads it), a valid record, an id used once in the file and not yet in the store — before
-the first write, and any problem stops the import with the line number or the duplicate
-ids, with nothing written. Then the records go in through ``store.append_many`` in
-batches (one lock and one ``fsync``, or one transaction, per batch), under a progress
-bar when one is asked for and tqdm is installed. A failure of the store during the
-writes says how many records were imported before it (whole batches: each is all or
-nothing).
-"""
+Each line is one JSON object with ``store.append``'s keywords (``kind`` defaults to
+``conversation``); a whole exported record of the target's scope is accepted too, its
+``stored_at`` replaced. Every line is checked (JSON as a store reads it, a valid record,
+an id new to the file and the store) before the first write, so bad input writes
+nothing. Then ``store.append_many`` takes batches, each all or nothing; a failure during
+the writes says how many records were imported before it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from ._progress import progress_bar
 from ._safejson import loads_input_line
 from ._visible import shown_name
-from .errors import (
-    RemoteMemoryDuplicateError,
-    RemoteMemoryError,
-    RemoteMemoryValidationError,
-)
+from .errors import RemoteMemoryDuplicateError, RemoteMemoryError, RemoteMemoryValidationError
 from .records import MemoryKind, record_from_item
 from .stores._base import IdLookup, MemoryStore
-
-__all__ = [
-    "DEFAULT_BATCH", "ImportReport", "error_line", "existing_ids", "import_jsonl",
-    "read_import_items",
-]
 
 DEFAULT_BATCH = 5_000
 # Ids named in an error line; a re-import of 10,000 records must not print them all.
@@ -112,27 +94,23 @@ def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
 
 
 def _batches(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    rest = iter(items)
+    while batch := list(islice(rest, size)):
         yield batch
 
 
 def _bar(total: int | None, desc: str, enabled: bool) -> Any:
-    return progress_bar(total, desc, enabled=enabled, unit="rec", unit_scale=True,
-                        mininterval=0.5)
+    return progress_bar(total, desc, enabled=enabled, unit="rec", unit_scale=True, mininterval=0.5)
 
 
 def error_line(exc: BaseException) -> str:
     """The one line an error prints: long id lists cut, no line breaks."""
     if isinstance(exc, RemoteMemoryDuplicateError) and len(exc.memory_ids) > SHOWN_IDS:
         ids = exc.memory_ids
-        message = (f"duplicate memory_id: {', '.join(ids[:SHOWN_IDS])} … and "
-                   f"{len(ids) - SHOWN_IDS:,} more ({len(ids):,} in all)")
+        message = (
+            f"duplicate memory_id: {', '.join(ids[:SHOWN_IDS])} … and "
+            f"{len(ids) - SHOWN_IDS:,} more ({len(ids):,} in all)"
+        )
     else:
         message = str(exc)
     if "\n" in message or "\r" in message:
@@ -141,7 +119,10 @@ def error_line(exc: BaseException) -> str:
 
 
 def import_jsonl(
-    store: MemoryStore, path: str | os.PathLike[str], *, batch_size: int = DEFAULT_BATCH,
+    store: MemoryStore,
+    path: str | os.PathLike[str],
+    *,
+    batch_size: int = DEFAULT_BATCH,
     progress: bool = False,
 ) -> ImportReport:
     """Check every line of ``path``, then append them all in batches of ``batch_size``."""

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from datetime import datetime
 
+from ._vectors import Embedder
 from .candidates import CandidateScan, RecallCandidate
 from .errors import RemoteMemoryValidationError
 from .normalize import RecallQuery
@@ -25,35 +26,33 @@ from .stores._base import (
     neighbours_in_source,
 )
 
-__all__ = ["Scored", "min_score_for", "scored_candidates"]
-
 
 def min_score_for(
-    ranker: Ranker, min_score: float | str | None, store: MemoryStore | None = None,
+    ranker: Ranker, min_score: float | str | None, store: MemoryStore | None = None
 ) -> float | None:
     """The floor a recall applies: a number as given, ``"suggested"`` the ranker's
     calibrated one (docs/abstention.md) — for the model of ``store``'s vectors when the
     ranker's floor depends on it (hybrid on pair vectors) — None none."""
     if min_score is None:
         return None
+    if min_score == "suggested":
+        suggested: float | None = getattr(ranker, "suggested_min_score", None)
+        for_model = getattr(ranker, "suggested_min_score_for", None)
+        if for_model is not None:
+            embedder = _embedder_of(store)
+            suggested = for_model(None if embedder is None else str(embedder.name))
+        if suggested is None:
+            raise RemoteMemoryValidationError(
+                f"ranker {ranker.name!r} has no suggested min_score; give a number"
+            )
+        return suggested
     if isinstance(min_score, str):
-        if min_score != "suggested":
-            try:
-                min_score = float(min_score)
-            except ValueError:
-                raise RemoteMemoryValidationError(
-                    f"min_score must be a number or 'suggested', not {min_score!r}"
-                ) from None
-        else:
-            suggested: float | None = getattr(ranker, "suggested_min_score", None)
-            for_model = getattr(ranker, "suggested_min_score_for", None)
-            if for_model is not None:
-                suggested = for_model(_vector_model(store))
-            if suggested is None:
-                raise RemoteMemoryValidationError(
-                    f"ranker {ranker.name!r} has no suggested min_score; give a number"
-                )
-            return suggested
+        try:
+            min_score = float(min_score)
+        except ValueError:
+            raise RemoteMemoryValidationError(
+                f"min_score must be a number or 'suggested', not {min_score!r}"
+            ) from None
     if isinstance(min_score, bool) or not isinstance(min_score, int | float):
         raise RemoteMemoryValidationError("min_score must be a number or 'suggested'")
     try:
@@ -68,38 +67,33 @@ def min_score_for(
 Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
 
 
-def _vector_model(store: MemoryStore | None) -> str | None:
-    """The model a store embeds with or its vectors were made by (None: none known), as
-    ``scored_candidates`` picks the one it embeds questions with."""
+def _embedder_of(store: object) -> Embedder | None:
+    """The store's embedder, else the one its vectors were made by (None: none known): a
+    store opened without one still embeds questions with its vectors' model, as the CLI does."""
     if not isinstance(store, VectorStoring):
         return None
-    embedder = store.embedder or recorded_embedder(store)
-    return None if embedder is None else str(embedder.name)
+    return store.embedder or recorded_embedder(store)
 
 
 def scored_candidates(
-    store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *,
-    limit: int,
+    store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *, limit: int
 ) -> tuple[CandidateScan, Scored, Mapping[str, int] | None]:
     """Stages 2 and 3 by the fastest path the store and the ranker share: the scan, the
-    top ``limit`` scored (any order; more when several tie) and the retrieval counts.
-
-    A store's bounded walk reads ``query.limit``: a caller that wants more of the order
-    than the recall shows (``explain``) passes a copy with its own limit. Every path
-    gives what the reference scan + ranker give (the parity tests hold them equal).
-    """
+    top ``limit`` scored (any order; more when several tie) and the retrieval counts. A
+    store's bounded walk reads ``query.limit`` (``explain`` passes a copy with its own)."""
     retrieval = None
     lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
     vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
     if lexical is not None and vectors is not None and isinstance(ranker, DenseScoring):
         # The lexical and the dense path's candidates, read and scored alone.
-        # The store's embedder, else the one its vectors were made by (when memlib
-        # knows it by name): a store opened without one still embeds the question
-        # with its vectors' model, as the CLI does.
-        embedder = vectors.embedder or recorded_embedder(vectors)
         scan, chosen, retrieval = ranker.score_stored(
-            query, lexical.lexical_postings, vectors.dense_scores, vectors.records_by_id,
-            embedder=embedder, as_of=moment, limit=limit,
+            query,
+            lexical.lexical_postings,
+            vectors.dense_scores,
+            vectors.records_by_id,
+            embedder=_embedder_of(vectors),
+            as_of=moment,
+            limit=limit,
             neighbours=lambda ids: neighbours_in_source(store, ids),
         )
         scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]

@@ -7,10 +7,7 @@ and everything it prints on stdout are the same.
 from __future__ import annotations
 
 import sys
-from types import TracebackType
 from typing import Any
-
-__all__ = ["progress_bar"]
 
 
 class _NoBar:
@@ -19,18 +16,14 @@ class _NoBar:
     def __enter__(self) -> _NoBar:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
     def update(self, n: int = 1) -> None:
         return None
 
 
-def progress_bar(total: int | None, desc: str, *, enabled: bool, unit: str,
-                 **options: Any) -> Any:
+def progress_bar(total: int | None, desc: str, *, enabled: bool, unit: str, **options: Any) -> Any:
     """A context manager with ``update(n)``: tqdm on stderr, or a silent stand-in."""
     if not enabled:
         return _NoBar()

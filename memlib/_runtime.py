@@ -1,10 +1,6 @@
-"""Lazy entry points with side effects (SPEC §2, §5).
-
-Importing memlib reads no environment variable, creates no folder and builds no
-client. ``default_runtime()`` resolves the store on first use; ``runtime_client()``
-builds the Anthropic client only when the online loop is about to call the model.
-``scope_path`` is the layout of the JSONL default: one folder per user scope.
-"""
+"""Lazy entry points with side effects: importing memlib reads no environment variable,
+creates no folder and builds no client; ``default_runtime()`` and ``runtime_client()``
+do, on first use."""
 
 from __future__ import annotations
 
@@ -19,18 +15,6 @@ from .errors import RemoteMemoryError
 from .records import user_scope_for
 from .stores import open_store
 from .stores._base import MemoryStore
-
-__all__ = [
-    "Runtime",
-    "default_runtime",
-    "reset_default_runtime",
-    "default_root",
-    "default_user_id",
-    "default_store_url",
-    "scope_path",
-    "runtime_client",
-    "MissingConfigurationError",
-]
 
 
 class MissingConfigurationError(RemoteMemoryError):
@@ -54,10 +38,9 @@ def default_user_id() -> str:
 
 def default_store_url(user_id: str | None = None) -> str:
     """``$MEMLIB_STORE`` when set, else the JSONL file of the user's scope."""
-    url = os.environ.get("MEMLIB_STORE")
-    if url:
-        return url
-    return f"jsonl:{scope_path(default_root(), user_id or default_user_id())}"
+    return os.environ.get("MEMLIB_STORE") or (
+        f"jsonl:{scope_path(default_root(), user_id or default_user_id())}"
+    )
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,8 @@
 """JSON parsing with limits, for every line memlib reads (store, import, stdin, doctor).
 
-Python's ``json`` raises ``RecursionError`` on deep nesting and ``ValueError`` on an
-integer of more than 4,300 digits, both as tracebacks far from the line that caused
-them. A record is an object of strings two levels deep, so anything much deeper or any
-long number is not a record: ``loads`` refuses it with a ``JSONLimitError`` (a
-``ValueError``, as ``json.JSONDecodeError`` is) that the caller words with its line.
-"""
+``json`` raises ``RecursionError`` on deep nesting and ``ValueError`` past 4,300 digits,
+as tracebacks far from their line. A record is strings two levels deep, so ``loads``
+refuses more with a ``JSONLimitError`` (a ``ValueError``) the caller words with its line."""
 
 from __future__ import annotations
 
@@ -14,8 +11,6 @@ import re
 from typing import Any
 
 from .errors import RemoteMemoryValidationError
-
-__all__ = ["MAX_DEPTH", "MAX_NUMBER_CHARS", "JSONLimitError", "loads", "loads_input_line"]
 
 MAX_DEPTH = 32
 MAX_NUMBER_CHARS = 64
@@ -35,14 +30,6 @@ def _number(text: str) -> str:
     return text
 
 
-def _int(text: str) -> int:
-    return int(_number(text))
-
-
-def _float(text: str) -> float:
-    return float(_number(text))
-
-
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data = dict(pairs)
     if len(data) != len(pairs):
@@ -56,8 +43,12 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 # The hooks run only for numbers (and, strict, for objects): a record line of strings
 # pays nothing for them.
-_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float)
-_STRICT = json.JSONDecoder(parse_int=_int, parse_float=_float, object_pairs_hook=_unique)
+_NUMBERS: dict[str, Any] = {
+    "parse_int": lambda text: int(_number(text)),
+    "parse_float": lambda text: float(_number(text)),
+}
+_DECODER = json.JSONDecoder(**_NUMBERS)
+_STRICT = json.JSONDecoder(**_NUMBERS, object_pairs_hook=_unique)
 
 
 def _depth(text: str) -> int:
@@ -73,10 +64,7 @@ def _depth(text: str) -> int:
 
 def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
     """``json.loads`` bounded in depth and number size; ``unique_keys`` refuses repeats.
-
-    Raises ``JSONLimitError`` past a limit, ``json.JSONDecodeError`` for invalid JSON and
-    ``UnicodeDecodeError`` for bytes that are not UTF-8 — all ``ValueError``.
-    """
+    Every error is a ``ValueError``."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8")
     # Counting brackets is a C loop; only a line with many of them is measured exactly.
@@ -91,12 +79,8 @@ def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
 
 
 def loads_input_line(raw: bytes, where: str) -> Any:
-    """One line of user input (stdin, an import file) as JSON, refused as a store would.
-
-    Bounded in depth and number size, no key given twice (the last one would win
-    silently), UTF-8 without a byte order mark (a store refuses a BOM, so input that
-    has one is refused too, not written without it). ``where`` names the line.
-    """
+    """One line of user input as JSON, refused as a store would (limits, repeated keys,
+    not UTF-8 or with a BOM). ``where`` names the line."""
     if raw.startswith(UTF8_BOM):
         raise RemoteMemoryValidationError(
             f"{where}: invalid JSON: it starts with a UTF-8 byte order mark (BOM); "

@@ -1,51 +1,41 @@
 """What the model reads is visible text (docs/contract.md, "What the model reads").
 
-Stored text may hold characters that a person reviewing a prompt cannot see but a model
-still reads: Unicode tag characters (U+E0000–U+E0FFF — "ASCII smuggling": a model reads
-U+E0041 as "A"), bidi controls that reorder what is shown, zero-width characters and other
-default-ignorable code points, and control characters. ``visible`` writes each of them
-as an escape of the surrounding format, so the text the model reads shows them, while a
-parser of that format still gets the stored text back unchanged:
-
-- ``xml``: a character reference, ``&#x200B;``, ``&#xE0041;``. No stored text can spell
-  one: a stored ``&`` is already ``&amp;`` in the block.
-- ``json``: a JSON escape, ``\\u200b``, a surrogate pair ``\\udb40\\udc41`` above U+FFFF.
-  No stored text can spell one: a stored backslash is already doubled in JSON text.
-- ``text``: ``\\u200b``, ``\\U000e0041``, for one-line error messages, which are read, not
-  parsed; there a stored backslash-u sequence looks the same as the character.
-
-The input must already be valid text of its form (``escape_xml`` output, ``json.dumps``
-output): the escapes are made to be read back by that format's parser.
-
-The set (``ESCAPED_RANGES``) is Unicode's general categories Cc (except tab, newline, CR)
-and Cf, plus every Default_Ignorable_Code_Point. One exception keeps emoji and the
-scripts that need joiners readable: U+FE0E/U+FE0F (text/emoji presentation) directly
-after a visible non-ASCII character or one of ``#*0-9`` (keycaps), and U+200C/U+200D
-(ZWNJ/ZWJ) between two visible non-ASCII characters (U+200D may also follow a kept
-U+FE0F, as in 🏳️‍🌈) are left as they are. Any other occurrence — a run, one at the start
-or end, one next to ASCII — is escaped, so what stays hidden is at most one
-presence-or-absence per visible character.
-"""
+Stored text may hold characters a reviewer cannot see but a model reads: tag characters
+("ASCII smuggling"), bidi controls, zero-width and other default-ignorable code points,
+and controls. ``visible`` writes each as an escape of the surrounding format, which that
+format's parser reads back unchanged (and no stored text can spell): ``xml`` ``&#x200B;``,
+``json`` ``\\u200b`` (surrogate pairs above U+FFFF), ``text`` ``\\U000e0041`` for one-line
+messages. The set (``ESCAPED_RANGES``): categories Cc (but tab, LF, CR) and Cf, plus every
+Default_Ignorable_Code_Point. Kept for emoji and scripts that need joiners: U+FE0E/U+FE0F
+after a visible non-ASCII character or a keycap (``#*0-9``), and U+200C/U+200D between two
+visible non-ASCII characters (U+200D also after a kept U+FE0F, as in 🏳️‍🌈). What stays
+hidden is at most one presence-or-absence per visible character."""
 
 from __future__ import annotations
 
 import re
 from typing import Literal
 
-__all__ = ["ESCAPED_RANGES", "Form", "first_hidden", "shown_name", "visible"]
-
 Form = Literal["xml", "json", "text"]
 
 # Unicode 15.1 (DerivedCoreProperties.txt, UnicodeData.txt). A test checks that every
 # Cc/Cf character of the running Python's Unicode database is covered.
 ESCAPED_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x0008), (0x000B, 0x000C), (0x000E, 0x001F),  # C0 controls but tab, LF, CR
+    (0x0000, 0x0008),
+    (0x000B, 0x000C),
+    (0x000E, 0x001F),  # C0 controls but tab, LF, CR
     (0x007F, 0x009F),  # DEL and C1 controls (U+009B is a terminal's CSI)
     (0x00AD, 0x00AD),  # soft hyphen
     (0x034F, 0x034F),  # combining grapheme joiner
-    (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
-    (0x0890, 0x0891), (0x08E2, 0x08E2),  # Arabic/Syriac format characters, U+061C ALM
-    (0x115F, 0x1160), (0x3164, 0x3164), (0xFFA0, 0xFFA0),  # Hangul fillers (blank)
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),  # Arabic/Syriac format characters, U+061C ALM
+    (0x115F, 0x1160),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),  # Hangul fillers (blank)
     (0x17B4, 0x17B5),  # Khmer inherent vowels (not shown)
     (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
     (0x200B, 0x200F),  # ZWSP, ZWNJ, ZWJ, LRM, RLM
@@ -54,7 +44,8 @@ ESCAPED_RANGES: tuple[tuple[int, int], ...] = (
     (0xFE00, 0xFE0F),  # variation selectors 1-16
     (0xFEFF, 0xFEFF),  # zero-width no-break space (BOM)
     (0xFFF0, 0xFFFB),  # reserved ignorables, interlinear annotation (hides its text)
-    (0x110BD, 0x110BD), (0x110CD, 0x110CD),  # Kaithi number signs
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),  # Kaithi number signs
     (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
     (0x1BCA0, 0x1BCA3),  # shorthand format controls
     (0x1D173, 0x1D17A),  # musical symbol format controls
@@ -170,9 +161,8 @@ _NAME_BREAKERS = re.compile("[\\s,'\"\\\\]")
 def shown_name(name: str) -> str:
     """``name`` for a one-line error message: as it is when it is one visible word,
     else quoted with every line break, control and invisible character escaped."""
-    if name and name.isprintable() and _NAME_BREAKERS.search(name) is None and (
-        first_hidden(name) is None
-    ):
+    plain = name.isprintable() and _NAME_BREAKERS.search(name) is None
+    if name and plain and first_hidden(name) is None:
         return name
     # repr escapes every character str.isprintable refuses (each line break among them);
     # visible() then escapes the default-ignorables repr leaves as they are.

@@ -1,11 +1,7 @@
 """Stage 2 — candidates: which conversation records overlap the query.
 
-The rules for learners: docs/reference.md#candidates.
-
-A candidate has no score and no rank yet; it only says "this record shares terms with
-this query". Keeping it separate is what lets an index or another retriever replace
-this stage without touching scoring or ranking.
-"""
+The rules for learners: docs/reference.md#candidates. A candidate has no score yet:
+keeping it apart lets an index or another retriever replace this stage alone."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._stopwords import english_stopwords
+from ._tokens import english_stopwords
 from .errors import RemoteMemoryScopeError
 from .normalize import RecallQuery, tokenize_all
 from .records import MemoryKind, StoredMemory
@@ -63,22 +59,10 @@ class CandidateScan:
 class LexicalPostings:
     """What an index holds for a lexical ranker's scoring terms, read without a record.
 
-    Doc numbers index every per-doc sequence. ``postings[i]`` is ``(docs ascending, tf
-    of terms[i] in each)`` over every conversation record that holds the term, searched
-    or retracted: ``live[doc]`` is 1 for a searched record. ``tokens`` / ``content_tokens``
-    are each doc's length in terms with repeats, all / without English stopwords (what
-    the reference cuts from ``searchable_text`` with ``tokenize_all``); ``timestamps``
-    (``captured_at.timestamp()``) and ``ids`` give stage 4's tie-breaks. The counts are
-    the ones ``scan_candidates`` reports. ``candidate_docs()`` lists every candidate of
-    the query (all of ``query.terms``, not only the scoring ones), ascending;
-    ``candidates_of(docs)`` reads and builds those docs' candidates only, so that
-    ``scan(docs)`` parses the hits and nothing else. ``prefetch(docs)`` is called before
-    ``timestamps`` / ``ids`` are read at ``docs``, so that a store which keeps them on
-    disk reads the few a ranking needs in one query instead of every candidate's.
-    ``scratch`` (None: none) is a dict that lives as long as the index behind the view,
-    where a ranker may keep what it derived from the postings for the next query of a
-    warm process (bm25's per-term saturations, keyed by everything they depend on).
-    """
+    ``postings[i]``: ``(docs ascending, tf of terms[i] in each)``, searched or retracted
+    (``live[doc]``). ``candidates_of(docs)`` builds only those docs' candidates;
+    ``prefetch(docs)`` comes before ``timestamps`` / ``ids`` are read at ``docs``.
+    ``scratch`` lives as long as the index, for what a ranker derives from the postings."""
 
     terms: tuple[str, ...]
     postings: tuple[tuple[Sequence[int], Sequence[int]], ...]
@@ -121,8 +105,11 @@ def retracted_ids(records: Iterable[StoredMemory]) -> frozenset[str]:
 
 
 def make_candidate(
-    query: RecallQuery, record: StoredMemory, searchable_terms: tuple[str, ...],
-    *, require_match: bool = True,
+    query: RecallQuery,
+    record: StoredMemory,
+    searchable_terms: tuple[str, ...],
+    *,
+    require_match: bool = True,
 ) -> RecallCandidate | None:
     """The candidate for one record with known terms, or None when nothing overlaps
     (``require_match=False``: a candidate all the same, as a dense retriever finds one)."""
@@ -131,11 +118,7 @@ def make_candidate(
     if not matched and require_match:
         return None
     return RecallCandidate(
-        query_id=query.query_id,
-        record=record,
-        searchable_terms=searchable_terms,
-        matched_terms=matched,
-        captured_at=record.captured_datetime,
+        query.query_id, record, searchable_terms, matched, record.captured_datetime
     )
 
 

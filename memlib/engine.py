@@ -1,9 +1,7 @@
 """``RecallEngine``: the five stages in order, over one store (docs/reference.md).
 
-The engine holds no state of its own between recalls and writes nothing: a recall is
-a pure function of the store's records, the text, ``limit`` and ``as_of`` (and, beyond
-the chapter, ``known_at`` and ``min_score``).
-"""
+A recall is a pure function of the store's records and its arguments: the engine keeps
+no state between recalls and writes nothing."""
 
 from __future__ import annotations
 
@@ -24,7 +22,10 @@ __all__ = ["RecallEngine"]
 
 class RecallEngine:
     def __init__(
-        self, store: MemoryStore, *, ranker: str | Ranker = DEFAULT_RANKER,
+        self,
+        store: MemoryStore,
+        *,
+        ranker: str | Ranker = DEFAULT_RANKER,
         min_score: float | str | None = None,
     ) -> None:
         self.store = store
@@ -47,12 +48,14 @@ class RecallEngine:
         hits whose score reaches ``min_score`` (a number, ``"suggested"``, or None for the
         engine's own floor, itself None unless it was given one)."""
         moment = as_utc(as_of)
-        floor = (self.min_score if min_score is None
-                 else min_score_for(self.ranker, min_score, self.store))
+        floor = (
+            self.min_score
+            if min_score is None
+            else min_score_for(self.ranker, min_score, self.store)
+        )
         store = self.store if known_at is None else store_known_at(self.store, known_at)
         query = normalize_recall_query(
-            text, user_scope=store.user_scope, limit=limit, query_id=query_id,
-            issued_at=moment,
+            text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
         )
         scan, scored, retrieval = scored_candidates(
             store, self.ranker, query, moment, limit=query.limit
@@ -68,7 +71,8 @@ class RecallEngine:
             retrieval=retrieval,
             min_score=floor,
             below_min_score=len(hits) - len(kept),
-            known_at=None if not isinstance(store, KnownAtStore)
+            known_at=None
+            if not isinstance(store, KnownAtStore)
             else format_timestamp(store.known_at),
         )
 
@@ -85,7 +89,13 @@ class RecallEngine:
     ) -> RecallExplanation:
         """[beyond] Where ``memory_id`` stopped for this recall, and why (``explain.py``)."""
         return explain_recall(
-            self.store, self.ranker, text, memory_id, limit=limit, as_of=as_of,
-            query_id=query_id, known_at=known_at,
+            self.store,
+            self.ranker,
+            text,
+            memory_id,
+            limit=limit,
+            as_of=as_of,
+            query_id=query_id,
+            known_at=known_at,
             min_score=self.min_score if min_score is None else min_score,
         )

@@ -1,31 +1,9 @@
 """[beyond] ``explain``: where did record X stop, for this recall? (docs/reference.md#explain)
 
-A recall answers "what came back". Its reader's next question is often about a record
-that did not: was it forgotten, withdrawn, never a candidate, or just outranked? The
-pipeline's stages answer it in order, and the first that stopped the record is the
-verdict:
-
-====================  ===========  =====================================================
-verdict               stage        what is said
-====================  ===========  =====================================================
-``not_in_scope``      scope        only that: never whether another scope holds the id
-``not_yet_stored``    known_at     when it was stored, after ``known_at``
-``superseded``        retraction   by which record, when, and the reason given
-``retracted``         retraction   when, and the reason given
-``not_conversation``  kind         a profile (injected at session start) or a retraction
-``no_shared_term``    candidates   the record's terms beside the query's
-``not_in_pool``       candidates   ``hybrid`` only: shares a term, in neither of its pools
-``below_cut``         rank         its place and breakdown beside the last hit's, and
-                                   the signal (or tie-breaker) that put it below
-``below_min_score``   min_score    within ``limit``, but under the recall's floor
-``hit``               hit          its rank and score
-====================  ===========  =====================================================
-
-The order is computed by the same scoring path as the recall (``paths.py``), at a
-growing limit until the record is reached, so "ranked 7th" is the place the recall gave
-it: a test holds every verdict equal on every backend and ranker, and equal to what
-``recall`` shows.
-"""
+The pipeline's stages are asked in order (``_VERDICTS``: verdict → stage), and the first
+that stopped the record is the verdict. The order is computed by the recall's own
+scoring path (``_paths.py``) at a growing limit, so "ranked 7th" is the place the recall
+gave it; a test holds every verdict equal on every backend and ranker."""
 
 from __future__ import annotations
 
@@ -38,22 +16,22 @@ from datetime import datetime
 from typing import Any
 
 from ._paths import min_score_for, scored_candidates
-from ._retrieval.tokens import searchable_terms
+from ._tokens import searchable_terms
 from ._visible import visible
 from .candidates import searchable_text
 from .normalize import RecallQuery, as_utc, normalize_recall_query
-from .rank import rank_key, rank_scored_candidates
+from .rank import Scored, rank_key, rank_scored_candidates
 from .rankers import Ranker
 from .rankers.base import DenseScoring
-from .records import MemoryKind, StoredMemory, format_timestamp, memory_id_of, parse_timestamp
+from .records import MemoryKind, format_timestamp, memory_id_of, parse_timestamp
 from .result import RecallHit
 from .score import RecallScoreBreakdown
-from .stores._base import LexicalScanning, MemoryStore, VectorStoring
+from .stores._base import LexicalScanning, MemoryStore, VectorStoring, records_by_id_of
 from .stores._known_at import known_at_moment, store_known_at
 
-__all__ = ["RecallExplanation", "VERDICTS", "explain_recall", "deciding_signal"]
+__all__ = ["RecallExplanation", "explain_recall"]
 
-VERDICTS: Mapping[str, str] = {
+_VERDICTS: Mapping[str, str] = {
     "not_in_scope": "scope",
     "not_yet_stored": "known_at",
     "superseded": "retraction",
@@ -105,7 +83,7 @@ class RecallExplanation:
 
     @property
     def stage(self) -> str:
-        return VERDICTS[self.verdict]
+        return _VERDICTS[self.verdict]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -116,31 +94,21 @@ class RecallExplanation:
             "query": self.query.to_dict(),
             "ranker": self.ranker,
         }
-        optional: dict[str, Any] = {
-            "known_at": self.known_at,
-            "min_score": self.min_score,
-            "rank": self.rank,
-            "candidates": self.candidates,
-            "breakdown": None if self.breakdown is None else self.breakdown.to_dict(),
-            "last_hit": None if self.last_hit is None else self.last_hit.to_dict(),
-            "deciding": self.deciding,
-            "retracted_at": self.retracted_at,
-            "reason": self.reason,
-            "successor": self.successor,
-            "record_terms": list(self.record_terms) or None,
-            "kind": self.kind,
-            "stored_at": self.stored_at,
-        }
-        out.update({k: v for k, v in optional.items() if v is not None})
+        for optional in dataclasses.fields(self)[5:]:  # known_at on: only when given
+            value = getattr(self, optional.name)
+            if isinstance(value, RecallScoreBreakdown | RecallHit):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value) or None
+            if value is not None:
+                out[optional.name] = value
         return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     def to_text(self) -> str:
-        """``verdict: message`` as one line of visible text: markup characters and line
-        breaks as XML references, invisible and control characters as ``visible`` writes
-        them in a prompt block (``&#x202E;``)."""
+        """``verdict: message`` as one line of visible text (escaped as a prompt block)."""
         line = _LINE_SPECIAL.sub(
             lambda m: _LINE_ESCAPES[m.group()], f"{self.verdict}: {self.message}"
         )
@@ -153,9 +121,7 @@ def _signals(breakdown: RecallScoreBreakdown) -> dict[str, float]:
     return dict(breakdown.contributions)
 
 
-def deciding_signal(
-    record: tuple[Any, RecallScoreBreakdown], last: tuple[Any, RecallScoreBreakdown]
-) -> str:
+def _deciding_signal(record: Scored, last: Scored) -> str:
     """What put ``record`` below ``last`` in stage 4's order: the signal it lost most
     on when its total is lower, else the first tie-breaker that differs."""
     mine, theirs = record[1], last[1]
@@ -176,17 +142,16 @@ def _terms(terms: tuple[str, ...]) -> str:
 
 
 def _order_down_to(
-    view: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, memory_id: str,
+    view: MemoryStore,
+    ranker: Ranker,
+    query: RecallQuery,
+    moment: datetime,
+    memory_id: str,
     dense: bool,
-) -> tuple[list[tuple[Any, RecallScoreBreakdown]], int]:
-    """The recall's order from the top down to ``memory_id`` (or all of it, when the
-    record is not in it) and how many records the ranker ranked.
-
-    Each round takes the fastest path for the top ``k`` (what a recall at that limit
-    reads), ``k`` growing fourfold from the recall's own limit: the top ``k`` of a total
-    order are the first ``k`` of the whole order, so a record found there has its place,
-    and one ranked 50th costs about a recall of limit 64, not a scoring of every candidate.
-    """
+) -> tuple[list[Scored], int]:
+    """The recall's order down to ``memory_id`` (or all of it) and how many were ranked:
+    the top ``k`` of a total order are the first ``k`` of the whole, so ``k`` grows fourfold
+    until the record is in it."""
     k = max(query.limit, _FIRST_ROUND)
     while True:
         wide = dataclasses.replace(query, limit=k)
@@ -196,14 +161,6 @@ def _order_down_to(
         if any(c.record.memory_id == memory_id for c, _ in order) or k >= ranked:
             return order, ranked
         k = min(k * 4, max(ranked, k))
-
-
-def _find(store: MemoryStore, memory_id: str) -> StoredMemory | None:
-    by_id = getattr(store, "records_by_id", None)
-    if by_id is not None:
-        found = by_id([memory_id])
-        return found[0] if found else None
-    return next((r for r in store.read_all() if r.memory_id == memory_id), None)
 
 
 def explain_recall(
@@ -230,11 +187,17 @@ def explain_recall(
 
     def verdict(name: str, message: str, **facts: Any) -> RecallExplanation:
         return RecallExplanation(
-            memory_id=memory_id, verdict=name, message=message, query=query,
-            ranker=ranker.name, known_at=known, min_score=floor, **facts,
+            memory_id=memory_id,
+            verdict=name,
+            message=message,
+            query=query,
+            ranker=ranker.name,
+            known_at=known,
+            min_score=floor,
+            **facts,
         )
 
-    record = _find(store, memory_id)
+    record = next(iter(records_by_id_of(store, [memory_id])), None)
     if record is None:
         return verdict("not_in_scope", f"memory {memory_id} is not in this scope")
     view: MemoryStore = store
@@ -254,11 +217,15 @@ def explain_recall(
                 "superseded",
                 f"memory {memory_id} was superseded by {retraction.superseded_by} at {when}: "
                 f"{reason}",
-                retracted_at=when, reason=reason, successor=retraction.superseded_by,
+                retracted_at=when,
+                reason=reason,
+                successor=retraction.superseded_by,
             )
         return verdict(
-            "retracted", f"memory {memory_id} was retracted at {when}: {reason}",
-            retracted_at=when, reason=reason,
+            "retracted",
+            f"memory {memory_id} was retracted at {when}: {reason}",
+            retracted_at=when,
+            reason=reason,
         )
     if record.kind is not MemoryKind.CONVERSATION:
         why = (
@@ -267,22 +234,21 @@ def explain_recall(
             else f"it retracts {record.retracts}, and is never recalled"
         )
         return verdict(
-            "not_conversation", f"memory {memory_id} is a {record.kind.value} record: {why}",
+            "not_conversation",
+            f"memory {memory_id} is a {record.kind.value} record: {why}",
             kind=record.kind.value,
         )
     record_terms = tuple(sorted(set(searchable_terms(searchable_text(record)))))
     shared = sorted(set(record_terms) & set(query.terms))
-    dense = (isinstance(ranker, DenseScoring) and isinstance(view, LexicalScanning)
-             and isinstance(view, VectorStoring))
-    if not shared and not dense:  # only a dense path makes a candidate of such a record
-        return verdict(
-            "no_shared_term",
-            f"memory {memory_id} shares no term with the query: query terms "
-            f"{_terms(query.terms)}, record terms {_terms(record_terms)}",
-            record_terms=record_terms,
-        )
-    order, ranked = _order_down_to(view, ranker, query, moment, memory_id, dense)
-    place = next((i for i, (c, _) in enumerate(order) if c.record.memory_id == memory_id), None)
+    dense = (
+        isinstance(ranker, DenseScoring)
+        and isinstance(view, LexicalScanning)
+        and isinstance(view, VectorStoring)
+    )
+    place = None
+    if shared or dense:  # only a dense path makes a candidate of a record sharing no term
+        order, ranked = _order_down_to(view, ranker, query, moment, memory_id, dense)
+        place = next((i for i, (c, _) in enumerate(order) if c.record.memory_id == memory_id), None)
     if place is None:
         if not shared:
             return verdict(
@@ -304,13 +270,15 @@ def explain_recall(
     if rank > query.limit:
         hits = rank_scored_candidates(query, order[:cut])
         last = hits[-1]
-        signal = deciding_signal(order[place], order[cut - 1])
+        signal = _deciding_signal(order[place], order[cut - 1])
         return verdict(
             "below_cut",
             f"memory {memory_id} ranked {rank} of {ranked}, below the cut at limit "
             f"{query.limit}: score {breakdown.total:.6f} against {last.score:.6f} of the last "
             f"hit {last.memory_id}; decided by {signal}",
-            last_hit=last, deciding=signal, **facts,
+            last_hit=last,
+            deciding=signal,
+            **facts,
         )
     if floor is not None and breakdown.total < floor:
         return verdict(
@@ -322,4 +290,3 @@ def explain_recall(
     return verdict(
         "hit", f"memory {memory_id} is hit {rank} (score {breakdown.total:.6f})", **facts
     )
-

@@ -21,11 +21,8 @@ Scored = tuple[RecallCandidate, RecallScoreBreakdown]
 
 
 def rank_key(scored: Scored) -> tuple[float, float, float, str]:
-    """The sort key of one scored candidate, smallest first.
-
-    ``captured_at`` enters as a negated POSIX timestamp: a float has room for
-    microseconds at these magnitudes, so the order is exact.
-    """
+    """The sort key of one scored candidate, smallest first (a float timestamp has room
+    for microseconds at these magnitudes, so the order is exact)."""
     candidate, breakdown = scored
     return (
         -breakdown.total,
@@ -38,11 +35,8 @@ def rank_key(scored: Scored) -> tuple[float, float, float, str]:
 def rank_scored_candidates(
     query: RecallQuery, scored: Iterable[Scored], *, limit: int | None = None
 ) -> tuple[RecallHit, ...]:
-    """Order scored candidates and make the top ones hits of ``query``.
-
-    A candidate of another recall is refused, as scoring refuses it: otherwise its hit
-    would silently carry this query's ``query_id``.
-    """
+    """Order scored candidates and make the top ones hits of ``query`` (a candidate of
+    another recall is refused: its hit would carry this query's ``query_id``)."""
     scored = list(scored)
     if any(candidate.query_id != query.query_id for candidate, _ in scored):
         raise RemoteMemoryValidationError("candidate belongs to another recall query")

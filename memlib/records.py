@@ -1,10 +1,7 @@
 """Stored records: the durable evidence a store keeps (docs/reference.md#records).
 
-A record is validated when it is built, so an invalid one never reaches a store, and
-the same checks run on what a store reads back from disk (``StoredMemory.from_dict``),
-but for the few rules only a new record must keep (no U+0000, an NFC and visible id):
-what an older version stored stays readable.
-"""
+A record is validated when built, and so is what a store reads back, but for the few
+rules only a new record keeps (no U+0000, an NFC and visible id): old stores stay readable."""
 
 from __future__ import annotations
 
@@ -24,21 +21,15 @@ from ._visible import first_hidden, shown_name
 from .errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 
 __all__ = [
-    "MemoryKind",
-    "MemorySource",
-    "StoredMemory",
-    "SourceNeighbours",
-    "user_scope_for",
-    "parse_timestamp",
-    "format_timestamp",
-    "collapse_whitespace",
-    "reason_text",
     "LIMITS",
     "MAX_TERMS",
-    "check_terms",
-    "record_from_item",
-    "record_json",
-    "memory_id_of",
+    "MemoryKind",
+    "MemorySource",
+    "SourceNeighbours",
+    "StoredMemory",
+    "format_timestamp",
+    "parse_timestamp",
+    "user_scope_for",
 ]
 
 # Characters per field. The numbers are a teaching limit, not a storage one: they keep
@@ -86,15 +77,6 @@ class MemoryKind(str, Enum):  # noqa: UP042 (StrEnum would change format() of me
         return self.value
 
 
-def memory_id_of(value: object, field_name: str = "memory_id") -> str:
-    """``value`` if it can name a stored memory, else the Validation error that says why.
-
-    The rule every stored id has always kept, so an id an older version wrote can still
-    be named; a *new* record's id must also pass ``_new_memory_id``.
-    """
-    return _memory_id(value, field_name)
-
-
 def collapse_whitespace(value: str) -> str:
     """Fold every run of Unicode whitespace into one space and strip the ends."""
     return " ".join(value.split())
@@ -106,9 +88,7 @@ def reason_text(value: object) -> str:
     return _text("reason", value, LIMITS["content"])
 
 
-def _text(
-    field_name: str, value: object, limit: int | None = None, new: bool = True
-) -> str:
+def _text(field_name: str, value: object, limit: int | None = None, new: bool = True) -> str:
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     text = " ".join(value.split())  # collapse_whitespace, inlined: every record pays it
@@ -133,7 +113,9 @@ def _text(
 _NUL_REFUSED = "{} must not contain U+0000 (the NUL character)"
 
 
-def _memory_id(value: object, field_name: str = "memory_id") -> str:
+def memory_id_of(value: object, field_name: str = "memory_id") -> str:
+    """``value`` if it can name a stored memory (the rule every stored id has always kept;
+    a *new* record's id must also pass ``_new_memory_id``), else the Validation error."""
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     if not value:
@@ -154,6 +136,9 @@ def _memory_id(value: object, field_name: str = "memory_id") -> str:
             f"{field_name} must be valid Unicode (no lone surrogates)"
         )
     return value
+
+
+_memory_id = memory_id_of
 
 
 def _new_id_ok(memory_id: str) -> bool:
@@ -190,11 +175,8 @@ def _parse_canonical(value: str) -> datetime | None:
 
 
 def _canonical(value: object) -> datetime | None:
-    """The instant of a timestamp already in ``format_timestamp``'s form, else None.
-
-    What stores hold and read back for every candidate of every recall: such a string
-    is its own normal form, so it needs parsing (and that only once), not normalizing.
-    """
+    """The instant of a timestamp already in ``format_timestamp``'s form (what stores
+    hold: its own normal form, parsed once), else None."""
     if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
         return _parse_canonical(value)
     return None
@@ -244,37 +226,27 @@ def normalize_timestamp(value: object) -> str:
 
 
 def user_scope_for(user_id: str) -> str:
-    """The first 16 hex digits of sha256 of the stripped, casefolded user id.
-
-    The user id must be NFKC and hold no invisible or format character (docs/contract.md,
-    "Smaller input rules"): every id that passes keeps the scope it always had, and two
-    ids that look alike can no longer name two scopes.
-    """
+    """The first 16 hex digits of sha256 of the stripped, casefolded user id, which must
+    be NFKC and visible (docs/contract.md): two ids that look alike name one scope."""
     if not isinstance(user_id, str) or not user_id.strip():
         raise RemoteMemoryValidationError("user_id must not be empty")
     if _SURROGATE.search(user_id):
         raise RemoteMemoryValidationError("user_id must be valid Unicode (no lone surrogates)")
-    stripped = user_id.strip()
-    _check_user_id(stripped)
-    return hashlib.sha256(stripped.casefold().encode("utf-8")).hexdigest()[:16]
-
-
-def _check_user_id(user_id: str) -> None:
+    user_id = user_id.strip()
     hidden = first_hidden(user_id)
     if hidden is not None:
         raise RemoteMemoryValidationError(
             f"user_id must not contain invisible or format characters: "
             f"{shown_name(user_id)} holds U+{ord(hidden):04X}"
         )
-    if user_id.isascii():
-        return
     # NFKC, not only NFC: a fullwidth or compatibility form ("ａｌｉｃｅ") would be a
     # scope apart from the plain word it looks like.
-    if not unicodedata.is_normalized("NFKC", user_id):
+    if not user_id.isascii() and not unicodedata.is_normalized("NFKC", user_id):
         raise RemoteMemoryValidationError(
             f"user_id must be in Unicode NFKC form: {ascii(user_id)} is "
             f"{shown_name(unicodedata.normalize('NFKC', user_id))} in NFKC"
         )
+    return hashlib.sha256(user_id.casefold().encode("utf-8")).hexdigest()[:16]
 
 
 def _scope(value: object) -> str:
@@ -285,7 +257,7 @@ def _scope(value: object) -> str:
 
 def _kind(value: object) -> MemoryKind:
     if value.__class__ is MemoryKind:
-        return value  # type: ignore[return-value]
+        return value
     try:
         return MemoryKind(value)
     except ValueError:
@@ -334,14 +306,8 @@ class MemorySource:
 class StoredMemory:
     """One durable record. Only a store creates these for real; recall never does.
 
-    ``retracts`` names the target of a RETRACTION record and is None for every other
-    kind, so conversation and profile records keep the chapter's exact JSON shape.
-
-    [beyond] A supersede (``store.supersede``) writes two records in one batch and links
-    them both ways: the new record's ``supersedes`` names the old one, and the old one's
-    retraction names its successor in ``superseded_by``. Both are None otherwise and
-    then absent from the JSON.
-    """
+    ``retracts`` names a RETRACTION's target; [beyond] ``supersedes`` and ``superseded_by``
+    link a supersede's two records. Each is None otherwise, and absent from the JSON."""
 
     memory_id: str
     user_scope: str
@@ -358,16 +324,16 @@ class StoredMemory:
         self._check(new=True)
 
     def _check(self, *, new: bool) -> None:
-        """The constructor's checks. A new record (``new=True``) also keeps the rules an
-        older version did not have (docs/contract.md): its id is NFC and visible, and no
-        text holds U+0000. ``from_dict`` reads a stored record with ``new=False``, so a
-        store stays readable whatever an older version let into it. Ids that name
-        another record (``retracts`` …) keep the old rule: they may name an old one."""
+        """The constructor's checks; ``new=True`` adds the rules older versions lacked
+        (an NFC, visible id; no U+0000), so a store stays readable (``from_dict``)."""
         # So does the id memlib makes for a retraction from its target's (``retract-`` +
         # id): retracting a record an older version stored must still work.
         derived = self.retracts is not None and self.memory_id == f"retract-{self.retracts}"
-        object.__setattr__(self, "memory_id", (
-            _new_memory_id if new and not derived else _memory_id)(self.memory_id))
+        object.__setattr__(
+            self,
+            "memory_id",
+            (_new_memory_id if new and not derived else _memory_id)(self.memory_id),
+        )
         object.__setattr__(self, "user_scope", _scope(self.user_scope))
         kind = _kind(self.kind)
         object.__setattr__(self, "kind", kind)
@@ -418,12 +384,9 @@ class StoredMemory:
             "source": self.source.to_dict(),
             "stored_at": self.stored_at,
         }
-        if self.retracts is not None:
-            data["retracts"] = self.retracts
-        if self.supersedes is not None:
-            data["supersedes"] = self.supersedes
-        if self.superseded_by is not None:
-            data["superseded_by"] = self.superseded_by
+        for name in _LINKS:
+            if (link := getattr(self, name)) is not None:
+                data[name] = link
         return data
 
     @classmethod
@@ -437,26 +400,15 @@ class StoredMemory:
                     return record
         if not isinstance(data, Mapping):
             raise RemoteMemoryValidationError("a record must be a JSON object")
-        required = ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
-        missing = [k for k in required if k not in data]
+        missing = [k for k in _RECORD_FIELDS if k not in data]
         if missing:
             raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
-        extra = sorted(set(data) - set(required) - _LINK_KEYS)
+        extra = sorted(set(data) - _RECORD_KEYS - _LINK_KEYS)
         if extra:
             raise RemoteMemoryValidationError(f"record has unknown fields: {_names(extra)}")
         record = _new(cls)
-        record.__dict__.update(
-            memory_id=data["memory_id"],
-            user_scope=data["user_scope"],
-            kind=data["kind"],
-            content=data["content"],
-            summary=data["summary"],
-            source=_source_of(data["source"], new=False),
-            stored_at=data["stored_at"],
-            retracts=data.get("retracts"),
-            supersedes=data.get("supersedes"),
-            superseded_by=data.get("superseded_by"),
-        )
+        fields = {k: data.get(k) for k in (*_RECORD_FIELDS, *_LINKS)}
+        record.__dict__.update(fields, source=_source_of(data["source"], new=False))
         record._check(new=False)
         return record
 
@@ -471,52 +423,44 @@ def _source_of(data: Mapping[str, Any], *, new: bool) -> MemorySource:
         return data
     if not isinstance(data, Mapping):
         raise RemoteMemoryValidationError("source must be an object")
-    missing = [k for k in ("source_id", "source_type", "title", "captured_at") if k not in data]
+    missing = [k for k in _SOURCE_FIELDS if k not in data]
     if missing:
         raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
     extra = sorted(str(k) for k in data if k not in _SOURCE_KEYS)
     if extra:
         raise RemoteMemoryValidationError(f"source has unknown fields: {_names(extra)}")
     source = _new(MemorySource)
-    source.__dict__.update(
-        source_id=data["source_id"],
-        source_type=data["source_type"],
-        title=data["title"],
-        captured_at=data["captured_at"],
-    )
+    source.__dict__.update({k: data[k] for k in _SOURCE_FIELDS})
     source._check(new=new)
     return source
 
 
-_LINK_KEYS = frozenset(("retracts", "supersedes", "superseded_by"))
-_RECORD_KEYS = frozenset(
-    ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
-)
+_LINKS = ("retracts", "supersedes", "superseded_by")
+_LINK_KEYS = frozenset(_LINKS)
+_RECORD_FIELDS = ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
+_RECORD_KEYS = frozenset(_RECORD_FIELDS)
 
 
 _FAST_KINDS = {
-    "conversation": MemoryKind.CONVERSATION, MemoryKind.CONVERSATION: MemoryKind.CONVERSATION,
-    "profile": MemoryKind.PROFILE, MemoryKind.PROFILE: MemoryKind.PROFILE,
+    "conversation": MemoryKind.CONVERSATION,
+    MemoryKind.CONVERSATION: MemoryKind.CONVERSATION,
+    "profile": MemoryKind.PROFILE,
+    MemoryKind.PROFILE: MemoryKind.PROFILE,
 }
-_SOURCE_KEYS = frozenset(("source_id", "source_type", "title", "captured_at"))
-_LIMIT_SOURCE_ID, _LIMIT_SOURCE_TYPE, _LIMIT_TITLE = (
-    LIMITS["source_id"], LIMITS["source_type"], LIMITS["title"]
+_SOURCE_FIELDS = ("source_id", "source_type", "title", "captured_at")
+_SOURCE_KEYS = frozenset(_SOURCE_FIELDS)
+_LIMIT_SOURCE_ID, _LIMIT_SOURCE_TYPE, _LIMIT_TITLE, _LIMIT_CONTENT, _LIMIT_SUMMARY = (
+    LIMITS[k] for k in ("source_id", "source_type", "title", "content", "summary")
 )
-_LIMIT_CONTENT, _LIMIT_SUMMARY = LIMITS["content"], LIMITS["summary"]
 _new = object.__new__
 
 
 def _fast_record(
     item: Mapping[str, Any], user_scope: str, stored_at: str, new: bool = False
 ) -> StoredMemory | None:
-    """The constructor's checks inlined for the usual record, or None for the slow path.
-
-    The usual record: a conversation or profile whose fields and source are plain
-    strings in a plain dict. ``user_scope`` and ``stored_at`` must already be valid.
-    ``new``: a record to write, held to the rules only new records keep (``_check``).
-    None means "not the usual case, or refused": the constructor then decides, and
-    words any error. A property test holds both paths equal.
-    """
+    """The constructor's checks inlined for the usual record (plain strings in plain
+    dicts; valid ``user_scope`` and ``stored_at``), else None: the constructor then
+    decides and words any error. A property test holds both paths equal."""
     source = item["source"]
     kind = _FAST_KINDS.get(item["kind"]) if type(item["kind"]) in (str, MemoryKind) else None
     memory_id = item["memory_id"]
@@ -539,10 +483,16 @@ def _fast_record(
     except (AttributeError, TypeError):
         return None  # not a string: the constructor words it
     if not (
-        type(source["source_id"]) is type(source["source_type"]) is type(source["title"])
-        is type(item["content"]) is type(item["summary"]) is str
-        and 0 < len(source_id) <= _LIMIT_SOURCE_ID and 0 < len(source_type) <= _LIMIT_SOURCE_TYPE
-        and 0 < len(title) <= _LIMIT_TITLE and 0 < len(content) <= _LIMIT_CONTENT
+        type(source["source_id"])
+        is type(source["source_type"])
+        is type(source["title"])
+        is type(item["content"])
+        is type(item["summary"])
+        is str
+        and 0 < len(source_id) <= _LIMIT_SOURCE_ID
+        and 0 < len(source_type) <= _LIMIT_SOURCE_TYPE
+        and 0 < len(title) <= _LIMIT_TITLE
+        and 0 < len(content) <= _LIMIT_CONTENT
         and 0 < len(summary) <= _LIMIT_SUMMARY
     ):
         return None
@@ -560,19 +510,22 @@ def _fast_record(
     )
     record = _new(StoredMemory)
     record.__dict__.update(
-        memory_id=memory_id, user_scope=user_scope, kind=kind, content=content,
-        summary=summary, source=made_source, stored_at=stored_at, retracts=None,
-        supersedes=None, superseded_by=None,
+        memory_id=memory_id,
+        user_scope=user_scope,
+        kind=kind,
+        content=content,
+        summary=summary,
+        source=made_source,
+        stored_at=stored_at,
+        retracts=None,
+        supersedes=None,
+        superseded_by=None,
     )
     return record
 
 
 def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory:
-    """``StoredMemory(...)`` of an append item, for a store's own scope and clock.
-
-    The same checks as the constructor, inlined for the usual item: a bulk import pays
-    them per record, and a call per field is most of that (see ``_fast_record``).
-    """
+    """``StoredMemory(...)`` of an append item, for a store's own scope and clock."""
     record = _fast_record(item, user_scope, stored_at, new=True)
     if record is None:
         source = item["source"]
@@ -594,14 +547,9 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
 
 
 def check_terms(summary: str, content: str) -> None:
-    """Refuse a record whose summary and content have more than ``MAX_TERMS`` distinct terms.
-
-    Checked when a record is written (``record_from_item``), not when one is read back:
-    a store stays readable whatever an older version let into it. A term is at least
-    one character of the normalized text, and normalizing makes at most ``MAX_GROWTH``
-    characters of one, so the usual record (short, or ASCII and not past the limit in
-    characters) is never cut into terms here.
-    """
+    """Refuse a new record whose summary and content have more than ``MAX_TERMS``
+    distinct terms. A term is at least one normalized character, and normalizing makes
+    at most ``MAX_GROWTH`` of one, so a short or ASCII record is never cut here."""
     size = len(summary) + len(content)
     if size <= MAX_TERMS and (
         size * MAX_GROWTH <= MAX_TERMS or (summary.isascii() and content.isascii())
@@ -633,17 +581,20 @@ def record_json(record: StoredMemory) -> str:
     """A record's compact JSON, as the JSONL line and the SQL ``body`` column hold it."""
     source = record.source
     text = _JSON % (
-        _quote(record.memory_id), _quote(record.user_scope), _quote(record.kind.value),
-        _quote(record.content), _quote(record.summary), _quote(source.source_id),
-        _quote(source.source_type), _quote(source.title), _quote(source.captured_at),
+        _quote(record.memory_id),
+        _quote(record.user_scope),
+        _quote(record.kind.value),
+        _quote(record.content),
+        _quote(record.summary),
+        _quote(source.source_id),
+        _quote(source.source_type),
+        _quote(source.title),
+        _quote(source.captured_at),
         _quote(record.stored_at),
     )
-    if record.retracts is not None:
-        text += ',"retracts":' + _quote(record.retracts)
-    if record.supersedes is not None:
-        text += ',"supersedes":' + _quote(record.supersedes)
-    if record.superseded_by is not None:
-        text += ',"superseded_by":' + _quote(record.superseded_by)
+    for name in _LINKS:
+        if (link := getattr(record, name)) is not None:
+            text += f',"{name}":' + _quote(link)
     return text + "}"
 
 

@@ -1,15 +1,13 @@
 """Stage 5 — render: the selected hits as a prompt block (docs/reference.md#render).
 
-Everything that came from a store is escaped, attributes and text alike, so a stored
-record can never close the wrapper or open a tag of its own. Invisible and
-direction-changing characters are written as character references (``&#x202E;``), so the
-block the model reads shows them while an XML parser still gets the stored text back
-(``memlib._visible``; docs/contract.md, "What the model reads").
-"""
+Everything from a store is escaped, so a record can never close the wrapper or open a
+tag; invisible characters become references (``&#x202E;``) the model sees and an XML
+parser reads back (``_visible``; docs/contract.md, "What the model reads")."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ._visible import visible
 from .records import StoredMemory
@@ -34,7 +32,16 @@ def escape_xml(value: object) -> str:
 _ATTR_WHITESPACE = str.maketrans({"\t": "&#9;", "\n": "&#10;", "\r": "&#13;"})
 
 
-def _attrs(pairs: dict[str, object]) -> str:
+_SCORE_FIELDS = (
+    "total",
+    "lexical_coverage",
+    "recency",
+    "lexical_contribution",
+    "recency_contribution",
+)
+
+
+def _attrs(pairs: Mapping[str, object]) -> str:
     return " ".join(
         f'{name}="{escape_xml(value).translate(_ATTR_WHITESPACE)}"' for name, value in pairs.items()
     )
@@ -61,47 +68,15 @@ def render_recall_context(result: RecallResult) -> str:
     ]
     for hit in result.hits:
         b = hit.score_breakdown
-        lines.append(
-            "  <hit "
-            + _attrs(
-                {
-                    "rank": hit.rank,
-                    "memory_id": hit.memory_id,
-                    "user_scope": hit.scope.user_scope,
-                    "memory_kind": hit.scope.memory_kind.value,
-                }
-            )
-            + ">"
-        )
-        lines.append(
-            "    <score "
-            + _attrs(
-                {
-                    "total": f"{b.total:.6f}",
-                    "lexical_coverage": f"{b.lexical_coverage:.6f}",
-                    "recency": f"{b.recency:.6f}",
-                    "lexical_contribution": f"{b.lexical_contribution:.6f}",
-                    "recency_contribution": f"{b.recency_contribution:.6f}",
-                    "matched_terms": ",".join(b.matched_terms),
-                }
-            )
-            + "/>"
-        )
-        p = hit.provenance
-        lines.append(
-            "    <provenance "
-            + _attrs(
-                {
-                    "source_id": p.source_id,
-                    "source_type": p.source_type,
-                    "title": p.title,
-                    "captured_at": p.captured_at,
-                }
-            )
-            + "/>"
-        )
-        lines.append(f"    <snippet>{escape_xml(hit.snippet)}</snippet>")
-        lines.append("  </hit>")
+        head = {"rank": hit.rank, "memory_id": hit.memory_id} | hit.scope.to_dict()
+        score = {k: f"{getattr(b, k):.6f}" for k in _SCORE_FIELDS}
+        lines += [
+            f"  <hit {_attrs(head)}>",
+            f"    <score {_attrs(score | {'matched_terms': ','.join(b.matched_terms)})}/>",
+            f"    <provenance {_attrs(hit.provenance.to_dict())}/>",
+            f"    <snippet>{escape_xml(hit.snippet)}</snippet>",
+            "  </hit>",
+        ]
     lines.append("</recalled_context>")
     # Once over the whole block, not per value: the markup is ASCII, so the only
     # characters this can touch come from values, and a joiner at a value's edge sees an

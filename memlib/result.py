@@ -16,7 +16,10 @@ from .records import MemoryKind, MemorySource
 from .score import RecallScoreBreakdown
 
 __all__ = [
-    "RecallScope", "RecallHit", "RecallResult", "EMPTY_REASON_NO_MATCH",
+    "RecallScope",
+    "RecallHit",
+    "RecallResult",
+    "EMPTY_REASON_NO_MATCH",
     "EMPTY_REASON_BELOW_MIN_SCORE",
 ]
 

@@ -1,12 +1,11 @@
 """Stage 3 — score: an explained number for one candidate (docs/reference.md#score).
 
-The baseline is deliberately simple: how many query terms a record covers, plus a
-little credit for being recent. Every part is returned, not just the total, so a
-reader can say why a record scored what it did.
-"""
+Term coverage plus a little credit for recency; every part is returned, not just the
+total, so a reader can say why a record scored what it did."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -45,12 +44,7 @@ class RecallSignal:
     contribution: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "value": self.value,
-            "weight": self.weight,
-            "contribution": self.contribution,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -109,13 +103,9 @@ def ranker_breakdown(
     total: float,
     signals: tuple[RecallSignal, ...],
 ) -> RecallScoreBreakdown:
-    """The breakdown of a ranker beyond the baseline (docs/reference.md#rankers).
-
-    Its ``total`` is the sum of the signals' contributions and sits in the lexical
-    fields with weight 1 (recency weight 0, listed among the signals when used), so
-    ``total = lexical + recency`` holds as in §3.3; coverage counts ``matched_terms``
-    so that the stable tie-breakers work as for the baseline.
-    """
+    """The breakdown of a ranker beyond the baseline (docs/reference.md#rankers): its total
+    sits in the lexical fields with weight 1, so ``total = lexical + recency`` holds and
+    the tie-breakers work as for the baseline."""
     rounded = round(total, DECIMALS)
     return RecallScoreBreakdown(
         matched_terms=matched_terms,

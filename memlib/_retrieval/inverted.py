@@ -1,10 +1,7 @@
 """The in-process inverted index: ``term → doc numbers`` in compact arrays.
 
-The JSONL store keeps one per reader, brought up to date from the file's appended tail,
-so neither an append nor a recall costs O(records). ``scan_from_index`` answers a
-recall from it: every candidate like the reference scan, or only a ``ScoreBound``
-ranker's top ``limit`` through the bounded walk (``walk``).
-"""
+The JSONL store keeps one per reader, brought up to date from the file's tail, so
+neither an append nor a recall costs O(records)."""
 
 from __future__ import annotations
 
@@ -14,12 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from datetime import datetime
 from itertools import chain
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from .._capabilities import ScoreBound
+from .._tokens import term_stats
 from ..candidates import CandidateScan, LexicalPostings
 from ..errors import RemoteMemoryScopeError
 from ..normalize import RecallQuery
-from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory
 
 # The module, not its names: NUMPY_MIN_POSTINGS is read at call time (tests lower it).
@@ -27,10 +25,7 @@ from . import postings as runs
 from .neighbours import NONE, SourceLinks, SourceOrder
 from .strings import PackedStrings, SortedPositions
 from .times import micros_of, query_as_of, timestamp_of_micros
-from .tokens import term_stats
 from .walk import Entry, candidates_for, walk_groups
-
-__all__ = ["InvertedIndex", "lexical_from_index", "scan_from_index"]
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
@@ -40,9 +35,8 @@ Fetch = Callable[[int], "tuple[array[int], array[int]]"]
 
 
 class _TermSource:
-    """The posting lists of an index file, read per term: ``fetch(n)`` gives term ``n``'s
-    postings and term frequencies together (one check covers both), and the half not
-    asked for yet waits here for the other ``_PackedLists``."""
+    """An index file's posting lists, read per term: ``fetch(n)`` gives term ``n``'s
+    postings and term frequencies together; the half not asked for yet waits here."""
 
     def __init__(self, terms: PackedStrings, fetch: Fetch) -> None:
         self.terms = terms
@@ -65,17 +59,10 @@ Batch = list[tuple[int, "Counter[str]"]]
 
 
 class _PackedLists(MutableMapping[str, "array[int]"]):
-    """``term → array`` over an index file's lists, each read when first asked for.
-
-    A new process loads an index file of tens of thousands of terms to answer one query
-    of a few: reading every list up front cost it more than the rest of the load. A list
-    taken lives in ``_taken`` and is changed in place there. What is appended to a list
-    not taken yet waits: in ``_extra`` (``add``), or, for a reader catching up on a tail,
-    as whole batches of per-record term counts (``add_batch``), looked into only for the
-    terms a query asks for — a thousand records touch ten thousand terms, a query a few.
-    ``which`` picks this mapping's half of a fetched pair and of a batch entry (0: the
-    doc, for the postings; 1: the term frequency).
-    """
+    """``term → array`` over an index file's lists, each read when first asked for (a new
+    process loads thousands of terms to answer a query of a few). Appends to a list not
+    read yet wait in ``_extra`` or, for a reader catching up on a tail, as batches of term
+    counts (``add_batch``). ``which``: 0 for the docs, 1 for the term frequencies."""
 
     def __init__(self, source: _TermSource, which: int) -> None:
         self._source, self._which = source, which
@@ -170,15 +157,16 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             raise KeyError(term)
         return got
 
-    def get(self, term: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, term: str, default: Any = None) -> Any:
         got = self._slice(term)
         return default if got is None else got
 
     def __contains__(self, term: object) -> bool:
         if not isinstance(term, str):
             return False
-        if term not in self._gone and (term in self._taken or term in self._extra
-                                       or self._packed(term) is not None):
+        if term not in self._gone and (
+            term in self._taken or term in self._extra or self._packed(term) is not None
+        ):
             return True
         return any(term in counts for batch in self._batches for _, counts in batch)
 
@@ -212,37 +200,39 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         return self._source.count - gone + added
 
 
-def _append(lists: MutableMapping[str, array[int]], term: str,
-            values: Iterable[int] | bytes) -> None:
+def _append(
+    lists: MutableMapping[str, array[int]], term: str, values: Iterable[int] | bytes
+) -> None:
     """``lists[term] += values``, creating the list (``I``) when the term is new."""
     if isinstance(lists, _PackedLists):
         lists.add(term, values)
         return
-    target = lists.get(term)
-    if target is None:
-        target = lists[term] = array("I")
-    if isinstance(values, bytes):
-        target.frombytes(values)
-    else:
-        target.extend(values)
+    target = lists.setdefault(term, array("I"))
+    target.frombytes(values) if isinstance(values, bytes) else target.extend(values)
+
+
+T = TypeVar("T")
+
+
+class _Settled(Generic[T]):
+    """An index attribute read through ``settle()`` (from its private twin ``_name``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_" + name
+
+    def __get__(self, index: InvertedIndex, owner: type | None = None) -> T:
+        index.settle()
+        value: T = getattr(index, self._name)
+        return value
 
 
 class InvertedIndex:
     """``term → doc numbers`` plus what the walk needs per doc, all in compact arrays.
 
-    A doc number is a record's position in append order. Postings hold only searchable
-    conversation records; retraction clears a doc's ``live`` flag instead of touching
-    the postings, so the index is append-only like the file it mirrors.
-
-    What the write rules need (ids, kinds, retractions, the live flags and counts) is
-    kept up to date by ``add_many`` at once. The terms of new records (tokens, their
-    counts and the postings) are worked out on the first read after it: a durable
-    append does not wait for them, a bulk import cuts every record of a batch in one
-    pass, and a writer that never recalls never pays for them. Every read of the terms
-    goes through ``settle()`` first, so nobody sees an index behind its records.
-    Each conversation doc's neighbours in its source (``neighbours``) are likewise only
-    noted on append and linked on the first question (``retrieval/neighbours.py``).
-    """
+    A doc is a record's position in append order; retraction clears its ``live`` flag and
+    leaves the postings alone. ``add_many`` keeps what the write rules need up to date; the
+    terms of new records wait for the first read (``settle``), so an append does not wait
+    for them and a bulk import cuts a whole batch at once."""
 
     # Records held unsettled at most: a long import settles as it goes, so what waits
     # is bounded (the records themselves are not kept once their terms are known).
@@ -258,7 +248,7 @@ class InvertedIndex:
         self._tfs: MutableMapping[str, array[int]] = {}
         # Loaded from an index file: ids packed and found by bisection (strings.py).
         self.ids: list[str] | PackedStrings = []
-        self._doc_of: MutableMapping[str, int] = {}
+        self.doc_of: MutableMapping[str, int] = {}  # or a bisection over packed ids
         self.kinds = bytearray()
         self.live = bytearray()  # 1 = a conversation record that is not retracted
         self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
@@ -283,42 +273,13 @@ class InvertedIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
-    def doc_of(self) -> MutableMapping[str, int]:
-        """``memory_id → doc number`` (a dict, or a bisection over an index file's ids)."""
-        return self._doc_of
-
-    # Terms and their statistics: settled on first read.
-    @property
-    def postings(self) -> MutableMapping[str, array[int]]:
-        self.settle()
-        return self._postings
-
-    @property
-    def tfs(self) -> MutableMapping[str, array[int]]:
-        """``term → term frequencies``, parallel to ``postings[term]``."""
-        self.settle()
-        return self._tfs
-
-    @property
-    def tokens(self) -> array[int]:
-        self.settle()
-        return self._tokens
-
-    @property
-    def content_tokens(self) -> array[int]:
-        self.settle()
-        return self._content_tokens
-
-    @property
-    def token_count(self) -> int:
-        self.settle()
-        return self._token_count
-
-    @property
-    def content_token_count(self) -> int:
-        self.settle()
-        return self._content_token_count
+    # Terms and their statistics: settled on first read (``tfs`` parallel to ``postings``).
+    postings: _Settled[MutableMapping[str, array[int]]] = _Settled()
+    tfs: _Settled[MutableMapping[str, array[int]]] = _Settled()
+    tokens: _Settled[array[int]] = _Settled()
+    content_tokens: _Settled[array[int]] = _Settled()
+    token_count: _Settled[int] = _Settled()
+    content_token_count: _Settled[int] = _Settled()
 
     def kind_of(self, memory_id: str) -> MemoryKind | None:
         doc = self.doc_of.get(memory_id)
@@ -328,7 +289,6 @@ class InvertedIndex:
         return memory_id in self.retracted
 
     def add(self, record: StoredMemory) -> int:
-        """Index one record (in append order)."""
         return self.add_many((record,))
 
     def add_many(self, records: Sequence[StoredMemory]) -> int:
@@ -422,9 +382,7 @@ class InvertedIndex:
                 _append(tfs, term, freqs)
             return
         terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
-        for number, run, tf_run in runs.tf_runs_by_term(
-            texts, {t: i for i, t in enumerate(terms)}
-        ):
+        for number, run, tf_run in runs.tf_runs_by_term(texts, {t: i for i, t in enumerate(terms)}):
             _append(postings, terms[number], run)
             _append(tfs, terms[number], tf_run)
 
@@ -447,9 +405,8 @@ class InvertedIndex:
     COUNTERS = ("searched", "retracted_conversations", "_token_count", "_content_token_count")
 
     def packed(self) -> tuple[dict[str, int], dict[str, Any]]:
-        """``(counters, arrays)`` for an index file (jsonl_index): terms sorted, each
-        term's postings and term frequencies from ``postings[term_ends[n-1]:term_ends[n]]``
-        (which reads every list of a loaded index: it is the rewrite)."""
+        """``(counters, arrays)`` for an index file: terms sorted, each term's postings
+        and tfs at ``[term_ends[n-1]:term_ends[n]]`` (this reads every list: the rewrite)."""
         self.settle()
         terms = sorted(self._postings)
         ends = array("Q")
@@ -462,26 +419,34 @@ class InvertedIndex:
         counters = {name.lstrip("_"): getattr(self, name) for name in self.COUNTERS}
         links = self._sources.links(len(self.ids), self.live)
         return counters, {
-            "ids": self.ids, "kinds": self.kinds, "live": self.live,
-            "timestamps": self.timestamps, "micros": self.micros,
-            "tokens": self._tokens, "content_tokens": self._content_tokens,
-            "retracted": sorted(self.retracted), "terms": terms, "term_ends": ends,
-            "postings": postings, "tfs": tfs,
-            "source_names": links.names, "source_last": links.last,
-            "source_of": links.source_of, "source_before": links.before,
+            "ids": self.ids,
+            "kinds": self.kinds,
+            "live": self.live,
+            "timestamps": self.timestamps,
+            "micros": self.micros,
+            "tokens": self._tokens,
+            "content_tokens": self._content_tokens,
+            "retracted": sorted(self.retracted),
+            "terms": terms,
+            "term_ends": ends,
+            "postings": postings,
+            "tfs": tfs,
+            "source_names": links.names,
+            "source_last": links.last,
+            "source_of": links.source_of,
+            "source_before": links.before,
             "source_after": links.after,
         }
 
     @classmethod
     def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
-        """The index an index file holds (arrays are taken, not copied): ``ids`` and
-        ``terms`` (sorted) as ``PackedStrings``, ``id_order`` / ``id_hashes`` (``hashed_order``),
-        ``fetch(n)``, term ``n``'s postings and term frequencies, and ``sources()``, the
-        ``source_*`` arrays (``SourceLinks.from_sections``), read when first asked for."""
+        """The index an index file holds (arrays taken, not copied): ``ids`` and ``terms``
+        as ``PackedStrings``, ``fetch(n)`` for term ``n``'s lists and ``sources()`` for
+        the ``source_*`` arrays, both read when first asked for."""
         index = cls()
         ids: PackedStrings = arrays["ids"]
         index.ids = ids
-        index._doc_of = SortedPositions(ids, arrays["id_order"], arrays["id_hashes"])
+        index.doc_of = SortedPositions(ids, arrays["id_order"], arrays["id_hashes"])
         index.kinds, index.live = arrays["kinds"], arrays["live"]
         index.timestamps, index.micros = arrays["timestamps"], arrays["micros"]
         index._tokens, index._content_tokens = arrays["tokens"], arrays["content_tokens"]
@@ -504,13 +469,9 @@ class InvertedIndex:
 
     # -- queries -------------------------------------------------------------------
 
-    def neighbours(
-        self, memory_ids: Iterable[str]
-    ) -> dict[str, tuple[str | None, str | None]]:
-        """``memory_id → (turn before, turn after)`` in its source for each of ``memory_ids``
-        that is a searched conversation record; the others are left out (the reference is
-        ``stores.sources.source_neighbours_of``). May raise ``IndexDamagedError`` when an
-        index file's links are read for the first time."""
+    def neighbours(self, memory_ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """``memory_id → (turn before, turn after)`` for each searched conversation record
+        of ``memory_ids`` (the reference: ``source_neighbours_of``)."""
         ids, doc_of, live = self.ids, self.doc_of, self.live
         links = self._sources.links(len(ids), live)
         before, after = links.before, links.after
@@ -520,8 +481,10 @@ class InvertedIndex:
             if doc is None or not live[doc]:  # live: a conversation doc, not retracted
                 continue
             previous, following = before[doc], after[doc]
-            found[memory_id] = (None if previous == NONE else ids[previous],
-                                None if following == NONE else ids[following])
+            found[memory_id] = (
+                None if previous == NONE else ids[previous],
+                None if following == NONE else ids[following],
+            )
         return found
 
     def check_scope(self, query: RecallQuery, user_scope: str) -> None:
@@ -609,7 +572,11 @@ class InvertedIndex:
         return [(ts[d], timestamp_of_micros(micros[d]), ids[d], d) for d in docs]
 
     def _top_python(
-        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime,
+        self,
+        postings: list[array[int]],
+        term_count: int,
+        limit: int,
+        as_of: datetime,
         bound: ScoreBound,
     ) -> tuple[list[int], int]:
         counts: dict[int, int] = {}
@@ -635,7 +602,11 @@ class InvertedIndex:
         return walk_groups(groups(), term_count, limit, as_of, bound), total
 
     def _top_numpy(
-        self, postings: list[array[int]], term_count: int, limit: int, as_of: datetime,
+        self,
+        postings: list[array[int]],
+        term_count: int,
+        limit: int,
+        as_of: datetime,
         bound: ScoreBound,
     ) -> tuple[list[int], int]:
         import numpy as np
@@ -674,7 +645,8 @@ class InvertedIndex:
                     cut = len(docs) - limit
                     threshold = np.partition(ts, cut)[cut]
                     docs = docs[ts >= threshold]
-                return docs.tolist()
+                chosen: list[int] = docs.tolist()
+                return chosen
 
             def groups() -> Iterator[tuple[int, list[Entry]]]:
                 for matched in present.tolist():
@@ -693,15 +665,11 @@ class InvertedIndex:
     def posting_rows(self, terms: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """``[{"term", "records", "memory_ids"}]`` for a notebook table."""
         wanted = sorted(self.postings) if terms is None else list(terms)
-        rows = []
-        for term in wanted:
-            posting = self.postings.get(term, array("I"))
-            rows.append({
-                "term": term,
-                "records": len(posting),
-                "memory_ids": [self.ids[d] for d in posting],
-            })
-        return rows
+        postings = [(term, self.postings.get(term, array("I"))) for term in wanted]
+        return [
+            {"term": term, "records": len(docs), "memory_ids": [self.ids[d] for d in docs]}
+            for term, docs in postings
+        ]
 
 
 def scan_from_index(
@@ -711,11 +679,8 @@ def scan_from_index(
     *,
     top: ScoreBound | None,
 ) -> CandidateScan:
-    """A ``CandidateScan`` answered from ``index``; ``load`` turns docs into records.
-
-    ``top=None`` gives every candidate, in append order, like the reference; a
-    ``ScoreBound`` ranker gives only its top ``query.limit`` (exact counts either way).
-    """
+    """A ``CandidateScan`` from ``index`` (``load`` turns docs into records): every
+    candidate in append order, or ``top``'s best ``query.limit`` (exact counts either way)."""
     if top is not None:
         docs, candidate_count = index.top_docs(query.terms, query.limit, query_as_of(query), top)
     else:

@@ -1,16 +1,9 @@
 """Each conversation doc's place in its source, for ``InvertedIndex.neighbours``.
 
-The answer ``stores/sources.py`` defines (the searched turn before and after a record in
-its source, in append order) is kept as a doubly linked list per source, in arrays: a
-doc's ``before`` and ``after`` are the live docs next to it, ``last`` is each source's
-latest live doc. A retraction unlinks its doc, so a look-up never walks past retracted
-turns: a thousand ids cost a thousand array reads, at any size of store or source. Per
-record that is three ``u32`` (12 MB at 1M records); per source a name and a ``u32``.
-
-A loaded index file's links stay in the file until someone asks (``SourceOrder``): a
-new process that only recalls never reads them, and a reader catching up on a tail
-only notes the new docs' sources, linked on the first question.
-"""
+``stores/_sources.py``'s answer kept as a doubly linked list per source, in arrays:
+a doc's live neighbours ``before`` / ``after``, each source's ``last`` live doc. A
+retraction unlinks its doc, so a look-up never walks past retracted turns. A loaded
+index file's links stay unread until someone asks (``SourceOrder``)."""
 
 from __future__ import annotations
 
@@ -19,8 +12,6 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .strings import PackedStrings, SortedPositions
-
-__all__ = ["NONE", "SourceLinks", "SourceOrder"]
 
 NONE = 0xFFFFFFFF  # no doc (no neighbour; not a conversation doc); no source
 
@@ -49,12 +40,10 @@ class SourceLinks:
         links = cls()
         names: PackedStrings = sections["source_names"]
         links.names = names
-        links.numbers = SortedPositions(
-            names, sections["source_order"], sections["source_hashes"])
-        links.last = sections["source_last"]
+        links.numbers = SortedPositions(names, sections["source_order"], sections["source_hashes"])
         links.source_of = sections["source_of"]
-        links.before = sections["source_before"]
-        links.after = sections["source_after"]
+        for name in ("last", "before", "after"):
+            setattr(links, name, sections[f"source_{name}"])
         return links
 
     def number(self, name: str) -> int:
@@ -98,13 +87,9 @@ class SourceLinks:
 
 
 class SourceOrder:
-    """``SourceLinks`` as of doc ``upto``, and what changed since, waiting to be linked.
-
-    Appends and retractions only note what they change (a doc and its source's number
-    among the waiting names; a linked doc to unlink): neither needs the links, so an
-    index file's stay unread until ``links()``. What waits costs 8 bytes a doc plus
-    each new source's name once.
-    """
+    """``SourceLinks`` as of doc ``upto``, and what changed since, waiting to be linked:
+    appends and retractions only note their change, so an index file's links stay unread
+    until ``links()``."""
 
     def __init__(self, load: Callable[[], SourceLinks] | None = None, upto: int = 0) -> None:
         self._links: SourceLinks | None = None if load is not None else SourceLinks()
@@ -132,11 +117,8 @@ class SourceOrder:
         # A waiting doc is linked only if live when ``links()`` comes: nothing to undo.
 
     def links(self, count: int, live: Sequence[int]) -> SourceLinks:
-        """The links of docs up to ``count`` (every doc added so far), ``live`` their flags.
-
-        Reading an index file's links may raise (``IndexDamagedError``); nothing here
-        has changed then.
-        """
+        """The links of docs up to ``count``, ``live`` their flags (reading an index file's
+        links may raise ``IndexDamagedError``, with nothing changed)."""
         links = self._links
         if links is None:
             assert self._load is not None

@@ -1,14 +1,9 @@
 """Posting runs: the doc numbers of one term, packed, and the counts a query needs.
 
-A run lists the distinct doc numbers of one term in ascending order, packed as one of
-three dtypes: "u4" native uint32 (the in-process index), "<i8" little-endian int64
-(SQLite), ">i8" big-endian int64 (PostgreSQL, whose int8send writes that order, so a
-migration can pack runs in SQL). Parallel to a run, a SQL store keeps the term's
-frequency in each doc (packed as the run) and each doc's length in terms, all and
-without stopwords (``LENGTHS``: two little-endian uint32 per doc), so that a recall
-scores from the runs alone (``merge_runs``). numpy is used for large batches and
-queries, imported only when one needs it, never by ``import memlib``.
-"""
+A run lists a term's distinct docs ascending, as "u4" (the in-process index), "<i8"
+(SQLite) or ">i8" (PostgreSQL's int8send order). A SQL store keeps beside it the
+term's frequency in each doc and each doc's two lengths (``LENGTHS``), so a recall
+scores from the runs alone. numpy serves big batches and queries, imported on need."""
 
 from __future__ import annotations
 
@@ -21,28 +16,6 @@ from functools import cache
 from itertools import chain
 from operator import itemgetter
 from typing import Any
-
-__all__ = [
-    "LENGTHS",
-    "MergedRuns",
-    "NUMPY_IMPORT_BATCH",
-    "NUMPY_IMPORT_POSTINGS",
-    "NUMPY_MIN_BATCH",
-    "NUMPY_MIN_POSTINGS",
-    "batch_numpy",
-    "count_matches",
-    "merge_runs",
-    "numpy_or_none",
-    "postings_numpy",
-    "pack_docs",
-    "pack_lengths",
-    "run_columns_without",
-    "run_without",
-    "runs_by_term",
-    "tf_length_runs_by_term",
-    "tf_runs_by_term",
-    "unpack_docs",
-]
 
 # Below this many postings per query a dict count is faster than numpy (and keeps
 # small stores free of the import). Tests set it to 0 to drive the numpy path; readers
@@ -78,9 +51,7 @@ def numpy_or_none() -> Any | None:
 
 
 def _swapped(dtype: str) -> bool:
-    return (dtype[0] == "<" and sys.byteorder != "little") or (
-        dtype[0] == ">" and sys.byteorder != "big"
-    )
+    return dtype[0] in "<>" and dtype[0] != ("<" if sys.byteorder == "little" else ">")
 
 
 def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
@@ -101,15 +72,9 @@ def unpack_docs(blob: bytes, dtype: str) -> array[int]:
 
 
 def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
-    """``run`` with ``doc`` taken out (``b""`` if it was the only one); None if absent.
-
-    How a SQL store retracts a record from one of its terms' runs.
-    """
-    docs = unpack_docs(run, dtype)
-    if doc not in docs:
-        return None
-    docs.remove(doc)
-    return pack_docs(docs, dtype)
+    """``run`` without ``doc`` (``b""`` if it was the only one); None if absent."""
+    columns = run_columns_without(run, b"", b"", doc, dtype)
+    return None if columns is None else columns[0]
 
 
 def pack_lengths(lengths: Iterable[tuple[int, int]]) -> bytes:
@@ -131,7 +96,7 @@ def run_columns_without(
     if len(freqs) > at:
         del freqs[at]
     size = 2 * _item_size(LENGTHS)
-    rest = lengths[: at * size] + lengths[(at + 1) * size:]
+    rest = lengths[: at * size] + lengths[(at + 1) * size :]
     return pack_docs(docs, dtype), pack_docs(freqs, dtype), rest
 
 
@@ -141,12 +106,8 @@ def _item_size(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class MergedRuns:
-    """The runs of a query's terms over one doc numbering: doc ``d`` is ``row_ids[d]``,
-    the ``d``-th smallest id in any of the runs.
-
-    ``tokens`` / ``content_tokens`` are each doc's lengths as its runs carry them;
-    ``postings`` holds, per term asked for, ``(docs ascending, tf in each)``.
-    """
+    """The runs of a query's terms over one doc numbering (doc ``d`` is ``row_ids[d]``):
+    each doc's lengths, and per term ``(docs ascending, tf in each)``."""
 
     row_ids: Sequence[int]
     tokens: Sequence[int]
@@ -157,13 +118,8 @@ class MergedRuns:
 def merge_runs(
     runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]], terms: Sequence[str], dtype: str
 ) -> MergedRuns:
-    """Number the docs of ``runs`` (term → its ``(ids, tfs, lengths)`` runs, by first id)
-    and give ``terms``' postings in those numbers, every sequence an ``array("I")``
-    (row ids ``array("q")``).
-
-    numpy does it over many postings (``postings_numpy``); plain Python over few. Raises
-    ValueError when a run's tfs or lengths do not match its ids.
-    """
+    """Number the docs of ``runs`` (term → its ``(ids, tfs, lengths)``) and give ``terms``'
+    postings in those numbers; ValueError when a run's columns do not line up."""
     size, pair = _item_size(dtype), 2 * _item_size(LENGTHS)
     total = 0
     for term_runs in runs.values():
@@ -212,7 +168,9 @@ def _as_array(np: Any, values: Any, code: str) -> array[int]:
 
 
 def _merge_numpy(
-    np: Any, runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]], terms: Sequence[str],
+    np: Any,
+    runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]],
+    terms: Sequence[str],
     dtype: str,
 ) -> MergedRuns:
     # Every run once, grouped by term: each column is one join of bytes and one array,
@@ -269,10 +227,8 @@ def _merge_numpy(
 
 
 def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:
-    """``(doc ids ascending, how many of the runs hold each)`` for runs packed as ``dtype``.
-
-    Each run lists distinct ids of one term, so a doc's count is its matched terms.
-    """
+    """``(doc ids ascending, how many of the runs hold each)``: each run lists one term's
+    distinct ids, so a doc's count is its matched terms."""
     total = sum(len(run) for run in runs) // 8
     np = postings_numpy(total) if runs else None
     if np is not None:
@@ -290,9 +246,7 @@ def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Seq
 
 def postings_numpy(total: int) -> Any | None:
     """numpy, if ``total`` postings are worth counting or scoring with it; else None."""
-    if total >= NUMPY_MIN_POSTINGS and (
-        "numpy" in sys.modules or total >= NUMPY_IMPORT_POSTINGS
-    ):
+    if total >= NUMPY_MIN_POSTINGS and ("numpy" in sys.modules or total >= NUMPY_IMPORT_POSTINGS):
         return numpy_or_none()
     return None
 
@@ -326,54 +280,23 @@ def _pair_keys(
 def runs_by_term(
     texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int], dtype: str
 ) -> list[tuple[int, bytes]]:
-    """Invert ``(doc, terms)`` pairs: ``(term number, its docs packed as dtype)`` per term.
-
-    Term numbers ascending; each term's docs ascending (``texts`` must be in doc order)
-    and distinct (a term repeated in a doc counts once); ``dtype`` as in ``pack_docs``.
-    numpy sorts a big batch in one pass; without numpy, or for a few docs, a dict does.
-    """
-    np = batch_numpy(len(texts))
-    if np is None:
-        by_term: dict[int, list[int]] = {}
-        for doc, terms in texts:
-            for term in set(terms):
-                by_term.setdefault(number_of[term], []).append(doc)
-        return [(number, pack_docs(docs, dtype)) for number, docs in sorted(by_term.items())]
-    keys = _pair_keys(np, texts, number_of)
-    if keys is None:
-        return []  # records of punctuation only: no term, no posting
-    rows = len(texts)
-    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # repeats collapse
-    term_of, row_of = np.divmod(keys, rows)
-    docs = np.fromiter((doc for doc, _ in texts), dtype=np.int64, count=rows)[row_of]
-    packed = docs.astype(dtype).tobytes()
-    cuts = np.flatnonzero(np.diff(term_of)) + 1
-    starts = np.concatenate(([0], cuts))
-    # Slices of one bytes object: a numpy slice per term costs several times more.
-    size = np.dtype(dtype).itemsize
-    return list(zip(
-        term_of[starts].tolist(),
-        map(packed.__getitem__, map(slice, (starts * size).tolist(),
-                                    (np.append(cuts, len(keys)) * size).tolist())),
-        strict=True,
-    ))
+    """Invert ``(doc, terms)`` pairs (in doc order): ``(term number, its distinct docs
+    packed as dtype)`` per term, term numbers ascending."""
+    return [run[:2] for run in _tf_runs(texts, number_of, dtype, None)]
 
 
 def tf_runs_by_term(
     texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int], dtype: str = "u4"
 ) -> list[tuple[int, bytes, bytes]]:
-    """``runs_by_term`` for the in-process index ("u4"), with each posting's term frequency.
-
-    ``(term number, its docs packed as uint32, how often the term occurs in each of them
-    packed as uint32)`` per term: repeats within a doc are counted, not collapsed (the
-    ``tf`` of BM25). Term numbers ascending, docs ascending (``texts`` in doc order).
-    """
+    """``runs_by_term`` with each posting's term frequency (BM25's tf) packed alike."""
     return [run[:3] for run in _tf_runs(texts, number_of, dtype, None)]
 
 
 def tf_length_runs_by_term(
-    texts: Sequence[tuple[int, Sequence[str]]], lengths: Sequence[tuple[int, int]],
-    number_of: dict[str, int], dtype: str,
+    texts: Sequence[tuple[int, Sequence[str]]],
+    lengths: Sequence[tuple[int, int]],
+    number_of: dict[str, int],
+    dtype: str,
 ) -> list[tuple[int, bytes, bytes, bytes]]:
     """``tf_runs_by_term`` with, per run, the two lengths of each of its docs
     (``lengths[i]`` is ``texts[i]``'s, packed as ``pack_lengths``): a SQL store's runs."""
@@ -383,7 +306,9 @@ def tf_length_runs_by_term(
 
 
 def _tf_runs(
-    texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int], dtype: str,
+    texts: Sequence[tuple[int, Collection[str]]],
+    number_of: dict[str, int],
+    dtype: str,
     lengths: Sequence[tuple[int, int]] | None,
 ) -> list[tuple[int, bytes, bytes, bytes]]:
     np = batch_numpy(len(texts))
@@ -397,8 +322,12 @@ def _tf_runs(
                 tfs.append(tf)
                 pairs.append(pair)
         return [
-            (number, pack_docs(docs, dtype), pack_docs(tfs, dtype),
-             pack_lengths(pairs) if lengths is not None else b"")
+            (
+                number,
+                pack_docs(docs, dtype),
+                pack_docs(tfs, dtype),
+                pack_lengths(pairs) if lengths is not None else b"",
+            )
             for number, (docs, tfs, pairs) in sorted(by_term.items())
         ]
     keys = _pair_keys(np, texts, number_of)
@@ -422,8 +351,13 @@ def _tf_runs(
     starts = np.concatenate(([0], cuts))
     ends = np.append(cuts, len(keys))
     return [
-        (number, packed[start * size:end * size], packed_tf[start * size:end * size],
-         packed_lengths[start * pair_size:end * pair_size])
-        for number, start, end in zip(term_of[starts].tolist(), starts.tolist(),
-                                      ends.tolist(), strict=True)
+        (
+            number,
+            packed[start * size : end * size],
+            packed_tf[start * size : end * size],
+            packed_lengths[start * pair_size : end * pair_size],
+        )
+        for number, start, end in zip(
+            term_of[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+        )
     ]

@@ -1,11 +1,8 @@
 """Strings packed in one UTF-8 blob, read one at a time (the index file's ids and terms).
 
-A new process that answers one query from a million-record index needs a handful of
-ids (its hits) and a few terms (its query's): decoding every one of them up front cost
-it more time and memory than the rest of the load together. ``PackedStrings`` decodes
-on demand; ``SortedPositions`` finds a string's number by bisection over a sorted
-order (of the strings, or of their CRC-32s), without building a dict of every string.
-"""
+A new process answering one query from a million-record index needs a few ids and terms:
+decoding all up front cost more than the rest of the load. ``SortedPositions`` finds a
+string's number by bisection, without a dict of every string."""
 
 from __future__ import annotations
 
@@ -16,8 +13,6 @@ from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from itertools import accumulate
 from typing import overload
 
-__all__ = ["PackedStrings", "SortedPositions", "crc32_of", "hashed_order", "pack_strings"]
-
 
 def pack_strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     """``(blob, ends)``: the UTF-8 of ``strings`` back to back, and where each ends."""
@@ -25,8 +20,9 @@ def pack_strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     text = "".join(strings)
     blob = text.encode("utf-8")
     # ASCII (ids, most terms): a string's bytes are its characters, no encode apiece.
-    sizes = (map(len, strings) if len(blob) == len(text)
-             else (len(s.encode("utf-8")) for s in strings))
+    sizes = (
+        map(len, strings) if len(blob) == len(text) else (len(s.encode("utf-8")) for s in strings)
+    )
     return blob, array("Q", accumulate(sizes))
 
 
@@ -54,7 +50,7 @@ class PackedStrings(Sequence[str]):
             i += len(self)
         if 0 <= i < self._packed:
             start = self._ends[i - 1] if i else 0
-            return str(self._blob[start: self._ends[i]], "utf-8")
+            return str(self._blob[start : self._ends[i]], "utf-8")
         if self._packed <= i < len(self):
             return self._added[i - self._packed]
         raise IndexError("string index out of range")
@@ -74,17 +70,14 @@ class PackedStrings(Sequence[str]):
 
 
 class SortedPositions(MutableMapping[str, int]):
-    """``string → its number`` in a ``PackedStrings``, found by bisection.
-
-    Without ``order`` the strings themselves are sorted. With it, ``order`` lists their
-    numbers sorted by ``hashes`` (each string's ``crc32_of``, ascending, ``hashed_order``):
-    a look-up is then a bisection over integers at C speed plus one decode, which a
-    reader catching up on a thousand appended ids does a thousand times. Strings set
-    afterwards (records appended since the file was written) live in a dict.
-    """
+    """``string → its number`` in a ``PackedStrings``, found by bisection: over the sorted
+    strings, or with ``order`` over their CRC-32s (``hashed_order``: integers at C speed
+    plus one decode). Strings set afterwards live in a dict."""
 
     def __init__(
-        self, strings: PackedStrings, order: Sequence[int] | None = None,
+        self,
+        strings: PackedStrings,
+        order: Sequence[int] | None = None,
         hashes: Sequence[int] | None = None,
     ) -> None:
         if (order is None) != (hashes is None):
@@ -131,13 +124,7 @@ class SortedPositions(MutableMapping[str, int]):
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str):
-            return False
-        try:
-            self[key]
-        except KeyError:
-            return False
-        return True
+        return isinstance(key, str) and super().__contains__(key)
 
     def __setitem__(self, key: str, value: int) -> None:
         self._gone.discard(key)
@@ -171,4 +158,3 @@ def hashed_order(strings: Sequence[str]) -> tuple[array[int], array[int]]:
     hashes = [crc32_of(text) for text in strings]
     order = sorted(range(len(hashes)), key=hashes.__getitem__)
     return array("I", order), array("I", (hashes[n] for n in order))
-

@@ -11,8 +11,6 @@ from datetime import UTC, datetime, timedelta
 from ..normalize import RecallQuery
 from ..records import parse_timestamp
 
-__all__ = ["micros_of", "query_as_of", "timestamp_of_micros"]
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 

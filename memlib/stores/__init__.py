@@ -1,13 +1,10 @@
-"""Storage backends behind one ``MemoryStore`` protocol, opened by URL.
-
-A backend is one module plus one line in ``_BACKENDS``: the URL scheme it answers to.
-Modules are imported only when their scheme is opened, so ``import memlib`` never
-loads a database driver.
-"""
+"""Storage backends behind one ``MemoryStore`` protocol, opened by URL; a backend's
+module is imported only when its scheme is opened (``import memlib`` loads no driver)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +13,12 @@ from ._base import BaseMemoryStore, IdLookup, MemoryStore, TopScanning
 from .jsonl._store import RemoteMemoryStore
 
 __all__ = [
-    "BaseMemoryStore", "IdLookup", "MemoryStore", "RemoteMemoryStore", "TopScanning",
-    "open_store", "register_backend",
+    "BaseMemoryStore",
+    "IdLookup",
+    "MemoryStore",
+    "RemoteMemoryStore",
+    "TopScanning",
+    "open_store",
 ]
 
 # scheme → "module:factory"; the factory takes (url, user_id=..., **options).
@@ -29,31 +30,25 @@ _BACKENDS: dict[str, str] = {
 }
 
 
-def register_backend(scheme: str, target: str) -> None:
-    _BACKENDS[scheme] = target
-
-
-def _split(url: str) -> tuple[str, str]:
+def open_store(url: str | Path, *, user_id: str, **options: Any) -> MemoryStore:
+    """``open_store("jsonl:PATH" | "sqlite:PATH" | "postgresql://…", user_id=...)``."""
+    if isinstance(url, Path):
+        url = f"jsonl:{url}"
     scheme, sep, rest = url.partition(":")
     if not sep or not scheme:
         raise RemoteMemoryValidationError(
             f"store URL must start with one of {', '.join(sorted(_BACKENDS))}: {url!r}"
         )
-    return scheme.lower(), rest
-
-
-def open_store(url: str | Path, *, user_id: str, **options: Any) -> MemoryStore:
-    """``open_store("jsonl:PATH" | "sqlite:PATH" | "postgresql://…", user_id=...)``."""
-    if isinstance(url, Path):
-        url = f"jsonl:{url}"
-    scheme, rest = _split(url)
+    scheme = scheme.lower()
     target = _BACKENDS.get(scheme)
     if target is None:
         raise RemoteMemoryValidationError(
             f"unknown store scheme {scheme!r}; known: {', '.join(sorted(_BACKENDS))}"
         )
     module_name, _, factory_name = target.partition(":")
-    factory = getattr(importlib.import_module(module_name), factory_name)
+    factory: Callable[..., MemoryStore] = getattr(
+        importlib.import_module(module_name), factory_name
+    )
     if scheme == "jsonl":
         if not rest:
             raise RemoteMemoryValidationError("jsonl store URL needs a path: jsonl:PATH")

@@ -1,31 +1,10 @@
 """What every backend shares: the ``MemoryStore`` protocol and the rules of a write.
 
-A backend supplies only storage: how to read the scope's records and how to append a
-validated batch atomically while it holds its own lock or transaction. The rules about
-what may be written (ids, duplicates, retractions) live here, once, so every backend
-refuses exactly the same things with exactly the same messages.
-
-Five capabilities are optional, each declared as its own protocol so that a caller
-asks ``isinstance(store, TopScanning)`` instead of probing for a method: a bounded
-top-k scan (``TopScanning``), postings with term frequencies for a lexical ranker
-(``LexicalScanning``), an id look-up that reads no records (``IdLookup``), stored
-embeddings for dense retrieval (``VectorStoring``) and each conversation record's
-neighbours in its source (``SourceOrdering``, ``sources.py``; ``BaseMemoryStore`` answers
-it from ``read_all``, a backend with an index from the index).
-
-A store opened with an ``embedder`` embeds the conversation records of every batch
-before it takes its lock (embedding is slow; the lock is not held for it) and hands the
-vectors to ``_append_batch`` with the batch; the backend keeps them with the records
-and drops a record's vector when the batch retracts it (``vectors.py``).
-
-[beyond] Pair vectors (``vectors.reads_pairs``) embed each record with the turn before
-it in its source, which is known for certain only once the batch is in: they are made
-right after the write and stored by ``put_vectors(previous=…)``, which keeps only
-those whose turn before is still the one embedded. A batch that retracts a record
-also drops its successor's pair (the backend, in the write), and the store embeds
-that successor again with its new turn before. A process that dies between the write
-and the put leaves those records without a vector, as ``memlib embed`` finds them.
-"""
+A backend supplies only storage (reading the scope's records, appending a validated
+batch atomically); the rules of what may be written live here, so every backend refuses
+the same things with the same messages. Optional capabilities are protocols of their
+own. Vectors are made before the write's lock (embedding is slow); [beyond] pair vectors
+after it, since a record's turn before is certain only once the batch is in."""
 
 from __future__ import annotations
 
@@ -55,13 +34,6 @@ from ..records import (
 )
 from ._sources import SourceNeighbours, source_neighbours_of
 
-__all__ = [
-    "MemoryStore", "TopScanning", "LexicalScanning", "IdLookup", "VectorStoring",
-    "SourceOrdering", "BaseMemoryStore", "neighbours_in_source", "pair_texts",
-    "IndexedMemoryStore", "StoreState", "Clock",
-    "latest_profile_of", "make_private_folders",
-]
-
 Clock = Callable[[], datetime]
 
 _APPEND_KEYS = ("kind", "memory_id", "content", "summary", "source")
@@ -78,19 +50,32 @@ class MemoryStore(Protocol):
     def user_scope(self) -> str: ...
 
     def append(
-        self, *, kind: MemoryKind | str, memory_id: str, content: str, summary: str,
+        self,
+        *,
+        kind: MemoryKind | str,
+        memory_id: str,
+        content: str,
+        summary: str,
         source: MemorySource | Mapping[str, Any],
     ) -> StoredMemory: ...
 
     def append_many(self, items: Iterable[Mapping[str, Any]]) -> tuple[StoredMemory, ...]: ...
 
     def retract(
-        self, memory_id: str, *, reason: str, source: MemorySource | Mapping[str, Any],
+        self,
+        memory_id: str,
+        *,
+        reason: str,
+        source: MemorySource | Mapping[str, Any],
         retraction_id: str | None = None,
     ) -> StoredMemory: ...
 
     def supersede(
-        self, memory_id: str, new_record: Mapping[str, Any], *, reason: str,
+        self,
+        memory_id: str,
+        new_record: Mapping[str, Any],
+        *,
+        reason: str,
         source: MemorySource | Mapping[str, Any] | None = None,
         retraction_id: str | None = None,
     ) -> tuple[StoredMemory, StoredMemory]: ...
@@ -110,12 +95,8 @@ class MemoryStore(Protocol):
 
 @runtime_checkable
 class TopScanning(Protocol):
-    """A store with an index that can stop early: only the top ``query.limit`` are built.
-
-    The counts of the scan stay exact; the candidates are those that ``bound``, a
-    ``ScoreBound`` ranker (the baseline's when None), ranks first, all of them. The
-    recall it gives is the one ``scan_candidates`` gives, byte for byte.
-    """
+    """An index that stops early: only ``bound``'s (else the baseline's) top
+    ``query.limit`` candidates are built; the counts stay exact."""
 
     def scan_top_candidates(
         self, query: RecallQuery, bound: ScoreBound | None = None
@@ -124,15 +105,10 @@ class TopScanning(Protocol):
 
 @runtime_checkable
 class LexicalScanning(Protocol):
-    """A store whose index keeps each posting's term frequency and each record's lengths.
+    """Postings with term frequencies and record lengths: a lexical ranker (BM25)
+    scores from them and parses only its hits."""
 
-    A lexical ranker (BM25) scores from them and parses only its hits; the recall it
-    gives is the one ``scan_candidates`` + the ranker give, byte for byte.
-    """
-
-    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
-        """The postings (with tf) of ``terms``, the query's scoring terms, in that order."""
-        ...
+    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings: ...
 
 
 @runtime_checkable
@@ -144,68 +120,48 @@ class IdLookup(Protocol):
 
 @runtime_checkable
 class VectorStoring(Protocol):
-    """Embeddings kept with the records (``vectors.py``).
-
-    Only searched (not retracted) conversation records of the store's scope have a
-    vector; the first vectors written fix the store's model and dimension, and another
-    model's are refused (``RemoteMemoryVectorModelError``) until ``drop_vectors``.
-    """
+    """Embeddings of the searched conversation records; the first written fix the
+    model, and another's are refused (``RemoteMemoryVectorModelError``) until dropped."""
 
     embedder: Embedder | None
 
-    def vector_state(self) -> VectorState:
-        """The model of the stored vectors, how many there are, how many are missing."""
-        ...
+    def vector_state(self) -> VectorState: ...
 
     def dense_scores(
         self, query: RecallQuery, vector: Any, *, model: str, dimension: int
-    ) -> DenseScores:
-        """Dot product of ``vector`` with every stored vector of a searched record."""
-        ...
+    ) -> DenseScores: ...
 
-    def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]:
-        """Up to ``limit`` searched conversation records with no vector, oldest first."""
-        ...
+    def records_without_vectors(self, limit: int) -> tuple[StoredMemory, ...]: ...
 
     def put_vectors(
-        self, model: str, dimension: int, vectors: Mapping[str, bytes],
-        *, previous: Mapping[str, str | None] | None = None,
+        self,
+        model: str,
+        dimension: int,
+        vectors: Mapping[str, bytes],
+        *,
+        previous: Mapping[str, str | None] | None = None,
     ) -> int:
-        """Store packed vectors of searched conversation records; ids that are not
-        (unknown, retracted, profile) are skipped. Returns how many were stored.
-
-        Pair vectors (``vectors.reads_pairs(model)``) need ``previous``: the turn before
-        each record that its vector embeds. A vector whose record's turn before is not
-        that one any more, in the write's own transaction or lock, is skipped too (a
-        retraction came between the embedding and the write). A store of pair vectors
-        also drops, with a retracted record's vector, its successor's: that vector
-        embedded the retracted text."""
+        """Store vectors of searched conversation records (others are skipped); returns
+        how many. Pair vectors need ``previous``, each record's embedded turn before: one
+        whose turn before changed since (checked in the write) is skipped too."""
         ...
 
-    def drop_vectors(self) -> int:
-        """Remove every vector and the recorded model; returns how many were removed."""
-        ...
+    def drop_vectors(self) -> int: ...
 
-    def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
-        """The scope's records of those ids that exist, in the order asked."""
-        ...
+    def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]: ...
 
 
 @runtime_checkable
 class SourceOrdering(Protocol):
     """A store that tells each conversation record's neighbours in its source (``sources.py``)."""
 
-    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
-        """Those of ``memory_ids`` that are searched conversation records of the scope,
-        each with the turn before and after it in its source; other ids are left out."""
-        ...
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]: ...
 
 
 def neighbours_in_source(
     store: MemoryStore | SourceOrdering, memory_ids: Sequence[str]
 ) -> dict[str, SourceNeighbours]:
-    """``store.source_neighbours`` where the store has it, else the reference over
-    ``read_all`` (a backend that implements only the protocol)."""
+    """``store.source_neighbours``, else the reference over ``read_all``."""
     if isinstance(store, SourceOrdering):
         return store.source_neighbours(memory_ids)
     return source_neighbours_of(store.read_all(), memory_ids)
@@ -214,30 +170,39 @@ def neighbours_in_source(
 def pair_texts(
     store: MemoryStore | SourceOrdering, records: Sequence[StoredMemory]
 ) -> tuple[list[StoredMemory], list[str], dict[str, str | None]]:
-    """What the pair vectors of ``records`` embed: ``(kept, texts, previous)``, where
-    ``kept`` are those still searched, ``texts`` their ``pair_text`` and ``previous``
-    each one's turn before (None: the first of its source) — what ``put_vectors`` checks.
-    ``store`` answers ``source_neighbours`` and ``records_by_id`` (else ``read_all``):
-    a store, the ``known_at`` view or the evaluation's in-memory conversation."""
+    """What the pair vectors of ``records`` embed: ``(kept, texts, previous)``: those
+    still searched, their ``pair_text`` and each one's turn before (None: the first)."""
     neighbours = neighbours_in_source(store, [r.memory_id for r in records])
-    previous = {r.memory_id: neighbours[r.memory_id].previous
-                for r in records if r.memory_id in neighbours}
+    previous = {
+        r.memory_id: neighbours[r.memory_id].previous for r in records if r.memory_id in neighbours
+    }
     content = {r.memory_id: r.content for r in records}
     wanted = sorted({p for p in previous.values() if p is not None} - content.keys())
     if wanted:
-        by_id = getattr(store, "records_by_id", None)
-        found = by_id(wanted) if by_id is not None else [
-            r for r in store.read_all() if r.memory_id in set(wanted)]  # type: ignore[union-attr]
-        content.update((r.memory_id, r.content) for r in found)
+        content.update((r.memory_id, r.content) for r in records_by_id_of(store, wanted))
     # A turn before that is gone by now (retracted since) is left out: put_vectors would
     # refuse its pair anyway.
-    kept = [r for r in records if r.memory_id in previous
-            and (previous[r.memory_id] is None or previous[r.memory_id] in content)]
-    texts = []
-    for record in kept:
-        before = previous[record.memory_id]
-        texts.append(pair_text(None if before is None else content[before], record.content))
+    kept = [
+        r
+        for r in records
+        if r.memory_id in previous
+        and (previous[r.memory_id] is None or previous[r.memory_id] in content)
+    ]
+    texts = [
+        pair_text(None if (p := previous[r.memory_id]) is None else content[p], r.content)
+        for r in kept
+    ]
     return kept, texts, {r.memory_id: previous[r.memory_id] for r in kept}
+
+
+def records_by_id_of(store: object, memory_ids: Sequence[str]) -> list[StoredMemory]:
+    """``store.records_by_id``, else a walk of ``read_all`` (a store of the protocol only)."""
+    by_id = getattr(store, "records_by_id", None)
+    if by_id is not None:
+        found: list[StoredMemory] = by_id(memory_ids)
+        return found
+    wanted = set(memory_ids)
+    return [r for r in getattr(store, "read_all")() if r.memory_id in wanted]  # noqa: B009
 
 
 class StoreState(Protocol):
@@ -249,28 +214,17 @@ class StoreState(Protocol):
 
 
 def make_private_folders(folder: Path, mode: int = 0o700) -> None:
-    """Create ``folder`` and every missing parent with ``mode``.
-
-    ``Path.mkdir(parents=True, mode=…)`` gives the mode to the last folder only; the
-    parents it creates get the umask's default and would list every user's scope.
-    """
-    missing: list[Path] = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        path.mkdir(mode=mode, exist_ok=True)
+    """Create ``folder`` and every missing parent with ``mode`` (``mkdir(parents=True)``
+    gives the parents the umask's mode, which would list every user's scope)."""
+    for path in reversed((folder, *folder.parents)):
+        if not path.exists():
+            path.mkdir(mode=mode, exist_ok=True)
 
 
 def latest_profile_of(records: Iterable[StoredMemory]) -> StoredMemory | None:
     records = tuple(records)
     retracted = {r.retracts for r in records if r.kind is MemoryKind.RETRACTION}
-    profiles = [
-        r for r in records if r.kind is MemoryKind.PROFILE and r.memory_id not in retracted
-    ]
+    profiles = [r for r in records if r.kind is MemoryKind.PROFILE and r.memory_id not in retracted]
     if not profiles:
         return None
     return max(profiles, key=lambda r: (r.captured_datetime, r.memory_id))
@@ -335,11 +289,8 @@ class BaseMemoryStore:
 
     @staticmethod
     def check_batch(batch: Sequence[StoredMemory], state: StoreState) -> None:
-        """Raise unless every record of ``batch`` may be appended to ``state``.
-
-        Called by the backend while it holds its lock or transaction, so the answer
-        cannot go stale before the write.
-        """
+        """Raise unless ``batch`` may be appended to ``state`` (called under the
+        backend's lock or transaction, so the answer cannot go stale)."""
         seen = {record.memory_id: record.kind for record in batch}
         BaseMemoryStore._check_supersede(batch, state, seen)
         # Retraction rules first: retracting the same record twice is "already
@@ -371,11 +322,8 @@ class BaseMemoryStore:
     def _check_supersede(
         batch: Sequence[StoredMemory], state: StoreState, seen: Mapping[str, MemoryKind]
     ) -> None:
-        """A supersede's own rules, worded for it (the retraction rules then hold too).
-
-        The pair must be one batch and name each other, so no reader ever sees a new
-        record whose old one is still live, or an old one gone without its successor.
-        """
+        """A supersede's own rules (the retraction rules hold too): the pair is one
+        batch naming each other, so no reader sees one without the other."""
         by_id = {record.memory_id: record for record in batch}
         for record in batch:
             if record.supersedes is not None:
@@ -417,9 +365,7 @@ class BaseMemoryStore:
     def _append_batch(
         self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
     ) -> None:
-        """Write ``batch`` atomically; ``vectors`` (memory_id → packed vector, made by
-        ``self.embedder``) are kept with their records, and a retraction in the batch
-        removes its target's vector."""
+        """Write ``batch`` and its ``vectors`` atomically; a retraction drops its target's."""
         raise NotImplementedError
 
     def _vectors_of(self, batch: Sequence[StoredMemory]) -> dict[str, bytes] | None:
@@ -435,11 +381,12 @@ class BaseMemoryStore:
         return {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)}
 
     def _store_batch(self, batch: Sequence[StoredMemory], *, embed: bool = True) -> None:
-        """``_append_batch`` with the batch's vectors (``embed``: a retraction alone
-        brings none and is not checked against the model); pair vectors right after."""
+        """``_append_batch`` with the batch's vectors (``embed=False``: a lone retraction
+        is not checked against the model); pair vectors right after."""
         pairs = self.embedder is not None and reads_pairs(self.embedder.name)
-        if pairs and not all(callable(getattr(self, m, None))
-                             for m in ("put_vectors", "records_by_id")):
+        if pairs and not all(
+            callable(getattr(self, m, None)) for m in ("put_vectors", "records_by_id")
+        ):
             # Refused before the write: the records would land and their pairs fail.
             raise RemoteMemoryValidationError(
                 f"pair vectors ({getattr(self.embedder, 'name', '?')}) need a store that keeps "
@@ -448,8 +395,11 @@ class BaseMemoryStore:
         targets = [r.retracts for r in batch if r.retracts is not None]
         # The successors a retraction takes the pair from, found before it lands; found
         # late or racing another writer, put_vectors's check keeps what is stored right.
-        successors = [n.next for n in self.source_neighbours(targets).values()
-                      if n.next is not None] if pairs and targets else []
+        successors = (
+            [n.next for n in self.source_neighbours(targets).values() if n.next is not None]
+            if pairs and targets
+            else []
+        )
         self._append_batch(batch, self._vectors_of(batch) if embed else None)
         if pairs:
             fresh = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
@@ -466,18 +416,25 @@ class BaseMemoryStore:
             return 0
         matrix = embedder.encode(texts)
         put: Callable[..., int] = getattr(self, "put_vectors")  # noqa: B009 (VectorStoring)
-        return put(embedder.name, embedder.dimension,
-                   {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
-                   previous=previous)
+        return put(
+            embedder.name,
+            embedder.dimension,
+            {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
+            previous=previous,
+        )
 
     # -- the public surface -------------------------------------------------------
 
     def append(
-        self, *, kind: MemoryKind | str, memory_id: str, content: str, summary: str,
+        self,
+        *,
+        kind: MemoryKind | str,
+        memory_id: str,
+        content: str,
+        summary: str,
         source: MemorySource | Mapping[str, Any],
     ) -> StoredMemory:
-        item = {"kind": kind, "memory_id": memory_id, "content": content,
-                "summary": summary, "source": source}
+        item = dict(kind=kind, memory_id=memory_id, content=content, summary=summary, source=source)
         # append_many((item,))[0], without the batch plumbing: an agent's durable
         # append is timed against a bare write+fsync.
         record = self._record(item, self._now())
@@ -493,7 +450,11 @@ class BaseMemoryStore:
         return batch
 
     def retract(
-        self, memory_id: str, *, reason: str, source: MemorySource | Mapping[str, Any],
+        self,
+        memory_id: str,
+        *,
+        reason: str,
+        source: MemorySource | Mapping[str, Any],
         retraction_id: str | None = None,
     ) -> StoredMemory:
         """Append a RETRACTION that names ``memory_id``; history is never rewritten."""
@@ -504,8 +465,13 @@ class BaseMemoryStore:
         return record
 
     def _retraction(
-        self, memory_id: str, reason: str, source: MemorySource | Mapping[str, Any],
-        retraction_id: str | None, stored_at: str, summary: str,
+        self,
+        memory_id: str,
+        reason: str,
+        source: MemorySource | Mapping[str, Any],
+        retraction_id: str | None,
+        stored_at: str,
+        summary: str,
         superseded_by: str | None = None,
     ) -> StoredMemory:
         return StoredMemory(
@@ -521,25 +487,28 @@ class BaseMemoryStore:
         )
 
     def supersede(
-        self, memory_id: str, new_record: Mapping[str, Any], *, reason: str,
+        self,
+        memory_id: str,
+        new_record: Mapping[str, Any],
+        *,
+        reason: str,
         source: MemorySource | Mapping[str, Any] | None = None,
         retraction_id: str | None = None,
     ) -> tuple[StoredMemory, StoredMemory]:
-        """[beyond] Replace ``memory_id`` by ``new_record`` and keep the history.
-
-        One atomic batch of two records: ``new_record`` (an ``append`` item, of the old
-        record's kind) with ``supersedes=memory_id``, and the old record's retraction
-        with ``superseded_by`` = the new id, whose ``source`` defaults to the new
-        record's. Both are written or neither, and the rules are checked under the
-        store's lock or transaction: of two writers superseding the same record, one
-        wins and the other is refused ("already retracted"). Returns ``(new, retraction)``.
-        """
+        """[beyond] Replace ``memory_id`` by ``new_record`` and keep the history: one
+        atomic batch of the new record (``supersedes``) and the old one's retraction
+        (``superseded_by``), checked under the store's lock. Returns ``(new, retraction)``."""
         stored_at = self._now()
         made = self._record(new_record, stored_at)
         new = dataclasses.replace(made, supersedes=memory_id_of(memory_id))
         retraction = self._retraction(
-            memory_id, reason, new.source if source is None else source, retraction_id,
-            stored_at, f"Superseded {memory_id} by {new.memory_id}", new.memory_id,
+            memory_id,
+            reason,
+            new.source if source is None else source,
+            retraction_id,
+            stored_at,
+            f"Superseded {memory_id} by {new.memory_id}",
+            new.memory_id,
         )
         batch = (new, retraction)
         self._store_batch(batch)
@@ -569,8 +538,6 @@ class BaseMemoryStore:
         return scan_recall_candidates(query, self.read_all())
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
-        """The reference (``sources.source_neighbours_of``); a backend with an index
-        answers from it, never differently."""
         return source_neighbours_of(self.read_all(), memory_ids)
 
     def close(self) -> None:
@@ -584,21 +551,16 @@ class BaseMemoryStore:
 
 
 class IndexedMemoryStore(BaseMemoryStore):
-    """A backend with a term index: both scans are its ``_scan``, walked or whole.
-
-    ``top`` is None for every candidate (what the reference scan gives), or the bound of
-    the ranker whose best ``query.limit`` candidates are wanted (``TopScanning``).
-    """
+    """A backend with a term index: both scans are its ``_scan``, whole (``top=None``)
+    or walked for ``top``'s best ``query.limit`` (``TopScanning``)."""
 
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
         raise NotImplementedError
 
     def scan_candidates(self, query: RecallQuery) -> CandidateScan:
-        """Every candidate, as the reference scan gives them, found through the index."""
         return self._scan(query, top=None)
 
     def scan_top_candidates(
         self, query: RecallQuery, bound: ScoreBound | None = None
     ) -> CandidateScan:
-        """Only ``bound``'s (the baseline ranker's) top ``query.limit`` candidates; exact counts."""
         return self._scan(query, top=BaselineRanker() if bound is None else bound)
