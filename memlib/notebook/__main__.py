@@ -48,8 +48,9 @@ def _translate(args: argparse.Namespace) -> None:
     for path in selected_notebooks(args.folder, args.names):
         english = json.loads(path.read_text(encoding="utf-8"))
         catalog_file = catalog_path(root, args.lang, path.name)
-        old = (parse_catalog(catalog_file.read_text(encoding="utf-8"))
-               if catalog_file.exists() else {})
+        old = (
+            parse_catalog(catalog_file.read_text(encoding="utf-8")) if catalog_file.exists() else {}
+        )
         if args.template:
             catalog_file.parent.mkdir(parents=True, exist_ok=True)
             catalog_file.write_text(catalog_template(english, old), encoding="utf-8")
@@ -71,28 +72,39 @@ def _reports(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memlib.notebook",
-                                     description="Maintain the course's generated files.")
+    parser = argparse.ArgumentParser(
+        prog="python -m memlib.notebook", description="Maintain the course's generated files."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     solutions = commands.add_parser("solutions", help="write and run each notebook's twin")
     solutions.add_argument("names", nargs="*", help="notebooks to rebuild (default: all)")
     solutions.add_argument("--folder", type=Path, default=Path("notebooks"))
-    solutions.add_argument("--no-execute", action="store_true",
-                           help="write sources only (the twin then has no outputs)")
+    solutions.add_argument(
+        "--no-execute",
+        action="store_true",
+        help="write sources only (the twin then has no outputs)",
+    )
     solutions.set_defaults(run=_solutions)
     slides = commands.add_parser("slides", help="set the RISE slide metadata of every notebook")
     slides.add_argument("--folder", type=Path, default=Path("notebooks"))
     slides.set_defaults(run=_slides)
-    translate = commands.add_parser("translate",
-                                    help="write and run an edition (zh) from its catalogs")
+    translate = commands.add_parser(
+        "translate", help="write and run an edition (zh) from its catalogs"
+    )
     translate.add_argument("lang", help="the edition: i18n/LANG/ → notebooks/LANG/")
     translate.add_argument("names", nargs="*", help="notebooks to rebuild (default: all)")
     translate.add_argument("--folder", type=Path, default=Path("notebooks"))
-    translate.add_argument("--template", action="store_true",
-                           help="(re)write the catalogs instead: current translations kept, "
-                                "every new or changed English cell to translate")
-    translate.add_argument("--no-execute", action="store_true",
-                           help="write sources only (the edition then has no outputs)")
+    translate.add_argument(
+        "--template",
+        action="store_true",
+        help="(re)write the catalogs instead: current translations kept, "
+        "every new or changed English cell to translate",
+    )
+    translate.add_argument(
+        "--no-execute",
+        action="store_true",
+        help="write sources only (the edition then has no outputs)",
+    )
     translate.set_defaults(run=_translate)
     reports = commands.add_parser("reports", help="refresh memlib/data/reports from reports/")
     reports.set_defaults(run=_reports)

@@ -1,12 +1,10 @@
-"""What the helper modules share: the fixed query id, pandas / pyplot on first use, and
-reading, writing and running notebook files (the course's maintenance commands).
-
-pandas and matplotlib are imported inside these functions, never at module level, so
-``import memlib.notebook`` (and any of its modules) stays as light as ``import memlib``.
+"""What the helper modules share: the fixed query id, pandas / pyplot on first use (so
+``import memlib.notebook`` stays as light as ``import memlib``), and notebook files.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,21 +24,26 @@ def pandas() -> Any:
 
 # Fonts with Han and kana glyphs, most wanted first: Debian's fonts-noto-cjk (installed by
 # scripts/system-deps.sh), then fonts-wqy-microhei, then what macOS and Windows ship.
-CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei",
-             "PingFang SC", "Microsoft YaHei")
-_CJK_FILES = ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
-              "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
+CJK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "WenQuanYi Micro Hei",
+    "PingFang SC",
+    "Microsoft YaHei",
+)
+_CJK_FILES = (
+    "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+)
 
 
 def cjk_font() -> str | None:
     """The CJK font matplotlib will fall back to, or None when the machine has none.
 
     matplotlib caches the font list of its first run: a font installed after that is
-    unknown to it. When the list lacks every CJK font but a known font file exists, the
-    file is added to this process's font manager.
+    added to this process's font manager from its file.
     """
     import sys
-    from pathlib import Path
 
     from matplotlib import font_manager
 
@@ -57,13 +60,8 @@ def cjk_font() -> str | None:
 
 
 def pyplot() -> Any:
-    """pyplot, with a CJK font after the default one, so Chinese and Japanese labels draw.
-
-    DejaVu Sans stays first (Latin text looks as it always did); matplotlib falls back,
-    glyph by glyph, to the CJK font for Han and kana. On a machine without one, the
-    "Glyph … missing from font" warning (raised when the figure is drawn, after the
-    helper returned) is silenced, so it never lands in a cell or an explorer's output.
-    """
+    """pyplot, with a CJK font after DejaVu Sans, so Chinese and Japanese labels draw (glyph
+    by glyph); without one, the "Glyph … missing" warning stays out of every output."""
     import warnings
 
     import matplotlib.pyplot as plt
@@ -79,8 +77,6 @@ def pyplot() -> Any:
 def write_notebook(path: Any, notebook: dict[str, Any]) -> None:
     """Write a notebook as nbformat does (keys sorted, indent 1, UTF-8 as it is), so a
     file this package writes and one Jupyter saves differ only where the content does."""
-    import json
-    from pathlib import Path
 
     text = json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     Path(path).write_text(text, encoding="utf-8")
@@ -89,15 +85,18 @@ def write_notebook(path: Any, notebook: dict[str, Any]) -> None:
 def execute_notebook(notebook: dict[str, Any], cwd: Any) -> dict[str, Any]:
     """``notebook`` run top to bottom in a fresh kernel in ``cwd`` (nbclient, the
     notebook extra), without wall-clock times in the cell metadata."""
-    import json
-
     import nbformat
     from nbclient import NotebookClient
 
-    node = nbformat.reads(json.dumps(notebook), as_version=4)
-    NotebookClient(node, timeout=900, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(cwd)}}).execute()
-    result: dict[str, Any] = json.loads(nbformat.writes(node))
+    node = nbformat.reads(json.dumps(notebook), as_version=4)  # type: ignore[no-untyped-call]
+    NotebookClient(
+        node,
+        timeout=900,
+        kernel_name="python3",
+        record_timing=False,
+        resources={"metadata": {"path": str(cwd)}},
+    ).execute()
+    result: dict[str, Any] = json.loads(nbformat.writes(node))  # type: ignore[no-untyped-call]
     return result
 
 
@@ -119,5 +118,6 @@ def one_folder_deeper(text: str) -> str:
 
 def selected_notebooks(folder: Path, names: Sequence[str] = ()) -> list[Path]:
     """The notebooks of ``folder``, or those of them ``names`` names (stem or file name)."""
-    return [p for p in sorted(folder.glob("*.ipynb"))
-            if not names or p.stem in names or p.name in names]
+    return [
+        p for p in sorted(folder.glob("*.ipynb")) if not names or p.stem in names or p.name in names
+    ]

@@ -1,18 +1,7 @@
-"""Boundaries and review (notebook 13): the chapter's edges, its checklist, the no-key probe.
-
-- ``BOUNDARIES`` / ``boundary_frame``: chapters s09–s13, who owns what, and where memlib
-  implements it (or why it does not), with one fact read from a store.
-- ``CHECKLIST`` / ``checklist_frame``: the chapter's nine questions, each checked live on a
-  store; ``audit_result`` checks the ones a single ``RecallResult`` can show (2–8), and
-  ``tampered_results`` builds results that break exactly one of them.
-- ``query_id_frame``: one ``query_id`` from the query through candidates to hits and blocks.
-- ``probe``: code run in a clean interpreter, with an audit hook and a recording
-  ``os.environ`` installed before it runs — sockets, writes, variables read.
-- ``run_cli`` / ``cli_commands`` / ``COMMAND_MAP``: the chapter's commands and memlib's.
-- ``review_view``: the explorer's view, the whole pipeline for one query, stage by stage.
+"""Boundaries and review (notebook 13): the neighbouring chapters, the nine-item
+checklist checked live, the no-key probe, the chapter's commands and memlib's.
 
 Every output is deterministic: fixed query ids, no path, no pid, no clock.
-pandas is imported on first use, never by importing this module.
 """
 
 from __future__ import annotations
@@ -27,7 +16,8 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +28,14 @@ from ..engine import RecallEngine
 from ..errors import RemoteMemoryError
 from ..normalize import LIMIT_MAX, normalize_recall_query, normalize_text, tokenize
 from ..rank import stable_rank_recall_candidates
-from ..records import LIMITS, MemoryKind, StoredMemory, parse_timestamp, user_scope_for
+from ..records import (
+    LIMITS,
+    MemoryKind,
+    MemorySource,
+    StoredMemory,
+    parse_timestamp,
+    user_scope_for,
+)
 from ..render import render_recall_context
 from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
@@ -61,7 +58,6 @@ __all__ = [
     "CliRun",
     "Command",
     "ProbeReport",
-    "audit_frame",
     "audit_result",
     "boundary_frame",
     "checklist_frame",
@@ -85,6 +81,7 @@ KEY_VARIABLES: tuple[str, ...] = ("ANTHROPIC_API_KEY", "MODEL_ID")
 
 # -- 1 · the neighbouring chapters ---------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Boundary:
     """One row of the chapter's boundary table, and where memlib stands on it."""
@@ -94,34 +91,54 @@ class Boundary:
     owner: str
     core_object: str
     question: str
-    question_zh: str
     in_memlib: str
 
 
 BOUNDARIES: tuple[Boundary, ...] = (
-    Boundary("s09", "Transcript", "session", "event evidence",
-             "What really happened in this turn?", "这一轮真实发生了什么?",
-             "not stored: a transcript is only a record's source "
-             "(MemorySource.source_type, memlib/records.py)"),
-    Boundary("s10", "Workspace Memory", "workspace", "durable project facts",
-             "What holds for this project in the long run?", "这个项目长期有效什么?",
-             "not in memlib: records belong to a user scope, never to a project"),
-    Boundary("s11", "User Memory", "user", "profile + explicit preferences",
-             "How does this user work by default, across projects?",
-             "这个用户跨项目默认怎样?",
-             "not in memlib: explicit preferences are s11's; a PROFILE record is the "
-             "service's snapshot with provenance (memlib/render.py)"),
-    Boundary("s12", "Remote Memory", "remote user / service", "stored records + recall hits",
-             "Which piece of long-term history does the current question need?",
-             "当前问题需要哪段长期历史?",
-             "all of memlib: records.py, stores/, normalize → render, engine.py, "
-             "agent/ (recall_history), runtime.py"),
-    Boundary("s13", "Large output externalisation", "(the next chapter)",
-             "large tool outputs → pointers",
-             "How does a huge tool output stay out of the prompt?",
-             "工具返回很大的内容时,Prompt 中保留指针而不是完整结果",
-             "not in memlib: a recall result is small by construction (≤ 10 hits, each "
-             "snippet a summary); nothing is stored outside the prompt"),
+    Boundary(
+        "s09",
+        "Transcript",
+        "session",
+        "event evidence",
+        "What really happened in this turn?",
+        "not stored: a transcript is only a record's source "
+        "(MemorySource.source_type, memlib/records.py)",
+    ),
+    Boundary(
+        "s10",
+        "Workspace Memory",
+        "workspace",
+        "durable project facts",
+        "What holds for this project in the long run?",
+        "not in memlib: records belong to a user scope, never to a project",
+    ),
+    Boundary(
+        "s11",
+        "User Memory",
+        "user",
+        "profile + explicit preferences",
+        "How does this user work by default, across projects?",
+        "not in memlib: explicit preferences are s11's; a PROFILE record is the "
+        "service's snapshot with provenance (memlib/render.py)",
+    ),
+    Boundary(
+        "s12",
+        "Remote Memory",
+        "remote user / service",
+        "stored records + recall hits",
+        "Which piece of long-term history does the current question need?",
+        "all of memlib: records.py, stores/, normalize → render, engine.py, "
+        "agent/ (recall_history), runtime.py",
+    ),
+    Boundary(
+        "s13",
+        "Large output externalisation",
+        "(the next chapter)",
+        "large tool outputs → pointers",
+        "How does a huge tool output stay out of the prompt?",
+        "not in memlib: a recall result is small by construction (≤ 10 hits, each "
+        "snippet a summary); nothing is stored outside the prompt",
+    ),
 )
 
 
@@ -140,8 +157,10 @@ def _boundary_facts(store: MemoryStore, query: str, as_of: datetime) -> dict[str
     if profile is not None:
         own_words = recall(store, profile.summary, as_of, LIMIT_MAX).hits
         profile_hits = sum(h.scope.memory_kind is MemoryKind.PROFILE for h in own_words)
-        s11 = (f"the latest profile searched with its own summary: {len(own_words)} hits, "
-               f"{profile_hits} of them a profile")
+        s11 = (
+            f"the latest profile searched with its own summary: {len(own_words)} hits, "
+            f"{profile_hits} of them a profile"
+        )
     else:
         s11 = "this store holds no profile"
     result = recall(store, query, as_of, 5)
@@ -150,14 +169,20 @@ def _boundary_facts(store: MemoryStore, query: str, as_of: datetime) -> dict[str
     contents = sum(by_id[h.memory_id].content in payload for h in result.hits)
     return {
         "s09": f"{cited} of {len(talks)} conversation records cite a conversation_transcript",
-        "s10": (f"StoredMemory fields: {', '.join(fields)} — "
-                f"{len(project_fields)} name a workspace or project"),
+        "s10": (
+            f"StoredMemory fields: {', '.join(fields)} — "
+            f"{len(project_fields)} name a workspace or project"
+        ),
         "s11": s11,
-        "s12": (f"{query!r}: {result.searched_records} searched → "
-                f"{result.candidate_records} candidates → {len(result.hits)} hits; "
-                f"{len(records)} records before and {len(store.read_all())} after"),
-        "s13": (f"at most {LIMIT_MAX} hits × a summary of ≤ {LIMITS['summary']:,} chars; "
-                f"the content of {contents} of {len(result.hits)} hits is in the JSON"),
+        "s12": (
+            f"{query!r}: {result.searched_records} searched → "
+            f"{result.candidate_records} candidates → {len(result.hits)} hits; "
+            f"{len(records)} records before and {len(store.read_all())} after"
+        ),
+        "s13": (
+            f"at most {LIMIT_MAX} hits × a summary of ≤ {LIMITS['summary']:,} chars; "
+            f"the content of {contents} of {len(result.hits)} hits is in the JSON"
+        ),
     }
 
 
@@ -203,8 +228,10 @@ def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> Ou
     params = [p for p in inspect.signature(RecallEngine.recall).parameters if p != "self"]
     sees_chat = [p for p in params if p in ("messages", "history", "chat", "conversation")]
     warns = "'continue last time'" in RECALL_HISTORY_DESCRIPTION
-    fact = (f"recall takes only ({', '.join(params)}) — no chat; the tool description "
-            f"{'says' if warns else 'does not say'} 'continue last time' is not a query")
+    fact = (
+        f"recall takes only ({', '.join(params)}) — no chat; the tool description "
+        f"{'says' if warns else 'does not say'} 'continue last time' is not a query"
+    )
     return not sees_chat and warns, fact
 
 
@@ -216,10 +243,12 @@ def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     forms = (query, f"  {query.upper()}  ", _fullwidth(query))
     terms = {recall_query(store, form, as_of).terms for form in forms}
     chinese = "分层记忆"
-    pairs = tuple(sorted({chinese[i:i + 2] for i in range(len(chinese) - 1)}))
+    pairs = tuple(sorted({chinese[i : i + 2] for i in range(len(chinese) - 1)}))
     cjk = recall_query(store, chinese, as_of).terms
-    fact = (f"{len(forms)} spellings ({', '.join(repr(f) for f in forms)}) → "
-            f"{len(terms)} term set; {chinese} → {', '.join(cjk)}")
+    fact = (
+        f"{len(forms)} spellings ({', '.join(repr(f) for f in forms)}) → "
+        f"{len(terms)} term set; {chinese} → {', '.join(cjk)}"
+    )
     return len(terms) == 1 and cjk == pairs, fact
 
 
@@ -229,11 +258,16 @@ def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     retracted = {r.retracts for r in store.read_all() if r.kind is MemoryKind.RETRACTION}
     live = [r for r in _conversations(store) if r.memory_id not in retracted]
     sharing = [r for r in live if terms & set(tokenize(searchable_text(r)))]
-    fact = (f"{result.searched_records} searched (counted here: {len(live)}), "
-            f"{result.candidate_records} candidates (counted here: {len(sharing)}), "
-            f"{len(result.hits)} hits")
-    holds = (result.searched_records == len(live) and result.candidate_records == len(sharing)
-             and result.searched_records >= result.candidate_records >= len(result.hits))
+    fact = (
+        f"{result.searched_records} searched (counted here: {len(live)}), "
+        f"{result.candidate_records} candidates (counted here: {len(sharing)}), "
+        f"{len(result.hits)} hits"
+    )
+    holds = (
+        result.searched_records == len(live)
+        and result.candidate_records == len(sharing)
+        and result.searched_records >= result.candidate_records >= len(result.hits)
+    )
     return holds, fact
 
 
@@ -243,10 +277,15 @@ def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     candidates = scan_recall_candidates(q, store.read_all()).candidates
     hits = RecallEngine(store).recall(query, as_of=as_of, query_id="review-1").hits
     ids = {c.query_id for c in candidates} | {h.query_id for h in hits}
-    refused = _refusal(lambda: score_recall_candidate(other, candidates[0], as_of=as_of)) \
-        if candidates else "(no candidate to try)"
-    fact = (f"{len(candidates)} candidates and {len(hits)} hits all carry "
-            f"{', '.join(sorted(ids))}; scoring one for review-2: {refused}")
+    refused = (
+        _refusal(lambda: score_recall_candidate(other, candidates[0], as_of=as_of))
+        if candidates
+        else "(no candidate to try)"
+    )
+    fact = (
+        f"{len(candidates)} candidates and {len(hits)} hits all carry "
+        f"{', '.join(sorted(ids))}; scoring one for review-2: {refused}"
+    )
     return ids == {"review-1"} and refused.startswith("refused"), fact
 
 
@@ -262,13 +301,16 @@ def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> 
     hits = recall(store, query, as_of, LIMIT_MAX).hits
     by_id = {r.memory_id: r for r in store.read_all()}
     complete = [
-        h for h in hits
+        h
+        for h in hits
         if h.scope.user_scope == store.user_scope == by_id[h.memory_id].user_scope
         and h.scope.memory_kind is by_id[h.memory_id].kind
         and h.provenance == by_id[h.memory_id].source
     ]
-    fact = (f"{len(complete)} of {len(hits)} hits carry the store's scope and exactly "
-            "their record's source")
+    fact = (
+        f"{len(complete)} of {len(hits)} hits carry the store's scope and exactly "
+        "their record's source"
+    )
     return len(complete) == len(hits), fact
 
 
@@ -278,8 +320,10 @@ def _check_contributions(store: MemoryStore, query: str, as_of: datetime) -> Out
         return True, "no hit to explain"
     explained = [h for h in hits if _explained(h)]
     b = hits[0].score_breakdown
-    fact = (f"rank 1: {b.lexical_weight} × {b.lexical_coverage} + {b.recency_weight} × "
-            f"{b.recency} = {b.total}; {len(explained)} of {len(hits)} hits add up")
+    fact = (
+        f"rank 1: {b.lexical_weight} × {b.lexical_coverage} + {b.recency_weight} × "
+        f"{b.recency} = {b.total}; {len(explained)} of {len(hits)} hits add up"
+    )
     return len(explained) == len(hits), fact
 
 
@@ -299,21 +343,28 @@ def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Out
     shuffled = candidates[:]
     random.Random(12).shuffle(shuffled)
     orders = [candidates, candidates[::-1], shuffled]
-    ranked = {tuple(h.memory_id for h in stable_rank_recall_candidates(q, order, as_of=as_of))
-              for order in orders}
-    fact = (f"{len(candidates)} candidates in {len(orders)} orders (as stored, reversed, "
-            f"shuffled) → {len(ranked)} ranking")
+    ranked = {
+        tuple(h.memory_id for h in stable_rank_recall_candidates(q, order, as_of=as_of))
+        for order in orders
+    }
+    fact = (
+        f"{len(candidates)} candidates in {len(orders)} orders (as stored, reversed, "
+        f"shuffled) → {len(ranked)} ranking"
+    )
     return len(ranked) == 1, fact
 
 
 def _check_limit_scope(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     counts = [len(recall(store, query, as_of, n).hits) for n in range(1, LIMIT_MAX + 1)]
     within = all(c <= n for n, c in zip(range(1, LIMIT_MAX + 1), counts, strict=True))
-    stranger = normalize_recall_query(query, user_scope=user_scope_for("mallory"),
-                                      query_id=QUERY_ID, issued_at=as_of)
+    stranger = normalize_recall_query(
+        query, user_scope=user_scope_for("mallory"), query_id=QUERY_ID, issued_at=as_of
+    )
     refused = _refusal(lambda: build_recall_candidates(stranger, store.read_all()))
-    fact = (f"limit 1…{LIMIT_MAX} → {', '.join(map(str, counts))} hits; "
-            f"another user's query over these records: {refused}")
+    fact = (
+        f"limit 1…{LIMIT_MAX} → {', '.join(map(str, counts))} hits; "
+        f"another user's query over these records: {refused}"
+    )
     return within and refused.startswith("refused"), fact
 
 
@@ -332,34 +383,67 @@ def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     for limit in (1, 5, LIMIT_MAX):
         recall(store, query, as_of, limit)
     after = _fingerprint(store)
-    fact = (f"3 recalls: {before[0]} records before, {after[0]} after; "
-            f"{len(after[1])} store files, {'none' if before == after else 'some'} changed")
+    fact = (
+        f"3 recalls: {before[0]} records before, {after[0]} after; "
+        f"{len(after[1])} store files, {'none' if before == after else 'some'} changed"
+    )
     return before == after, fact
 
 
-CHECKLIST: tuple[ChecklistItem, ...] = (
-    ChecklistItem(1, "query 是否自包含", "the query is self-contained",
-                  ("10_agent_loop",), _check_self_contained),
-    ChecklistItem(2, "normalize 是否让中英文输入稳定",
-                  "normalize makes Chinese and English input stable",
-                  ("02_normalize",), _check_normalize),
-    ChecklistItem(3, "candidate 数量是否能和 searched records 区分",
-                  "candidate count is told apart from searched records",
-                  ("03_candidates",), _check_counts),
-    ChecklistItem(4, "hit 是否绑定正确 query", "each hit is bound to the right query",
-                  ("13_boundaries_and_review", "06_hits_and_tool_result"), _check_query_id),
-    ChecklistItem(5, "scope 与 provenance 是否完整", "scope and provenance are complete",
-                  ("06_hits_and_tool_result", "01_stored_records"), _check_scope_provenance),
-    ChecklistItem(6, "score 的每项 contribution 是否可解释",
-                  "every contribution of the score is explainable",
-                  ("04_score",), _check_contributions),
-    ChecklistItem(7, "并列分数是否不依赖存储迭代顺序",
-                  "tied scores do not depend on storage order",
-                  ("05_stable_rank",), _check_storage_order),
-    ChecklistItem(8, "limit 和 scope 是否生效", "limit and scope take effect",
-                  ("06_hits_and_tool_result", "09_failures_and_concurrency"), _check_limit_scope),
-    ChecklistItem(9, "recall 是否保持只读", "recall stays read-only",
-                  ("06_hits_and_tool_result", "00_tour"), _check_read_only),
+_CHECKS = (
+    ("query 是否自包含", "the query is self-contained", "10_agent_loop", _check_self_contained),
+    (
+        "normalize 是否让中英文输入稳定",
+        "normalize makes Chinese and English input stable",
+        "02_normalize",
+        _check_normalize,
+    ),
+    (
+        "candidate 数量是否能和 searched records 区分",
+        "candidate count is told apart from searched records",
+        "03_candidates",
+        _check_counts,
+    ),
+    (
+        "hit 是否绑定正确 query",
+        "each hit is bound to the right query",
+        "13_boundaries_and_review 06_hits_and_tool_result",
+        _check_query_id,
+    ),
+    (
+        "scope 与 provenance 是否完整",
+        "scope and provenance are complete",
+        "06_hits_and_tool_result 01_stored_records",
+        _check_scope_provenance,
+    ),
+    (
+        "score 的每项 contribution 是否可解释",
+        "every contribution of the score is explainable",
+        "04_score",
+        _check_contributions,
+    ),
+    (
+        "并列分数是否不依赖存储迭代顺序",
+        "tied scores do not depend on storage order",
+        "05_stable_rank",
+        _check_storage_order,
+    ),
+    (
+        "limit 和 scope 是否生效",
+        "limit and scope take effect",
+        "06_hits_and_tool_result 09_failures_and_concurrency",
+        _check_limit_scope,
+    ),
+    (
+        "recall 是否保持只读",
+        "recall stays read-only",
+        "06_hits_and_tool_result 00_tour",
+        _check_read_only,
+    ),
+)
+CHECKLIST: tuple[ChecklistItem, ...] = tuple(
+    ChecklistItem(n, zh, en, tuple(proved.split()), check)
+    for n, (zh, en, proved, check) in enumerate(_CHECKS, start=1)
 )
 
 
@@ -368,10 +452,16 @@ def checklist_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataF
     rows = []
     for item in CHECKLIST:
         holds, fact = item.check(store, query, as_of)
-        rows.append({"item": item.number, "checklist": item.en, "清单": item.zh,
-                     tr("proved in", "在哪里验证"): ", ".join(item.proved_in),
-                     tr("checked now", "此刻检查所见"): fact,
-                     "holds": holds})
+        rows.append(
+            {
+                "item": item.number,
+                "checklist": item.en,
+                "清单": item.zh,
+                tr("proved in", "在哪里验证"): ", ".join(item.proved_in),
+                tr("checked now", "此刻检查所见"): fact,
+                "holds": holds,
+            }
+        )
     return pandas().DataFrame(rows)
 
 
@@ -383,8 +473,16 @@ RESULT_ITEMS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
 def _hit_key(hit: RecallHit) -> tuple[float, float, float, str]:
     """Stage 4's key (``memlib.rank.rank_key``), read from a hit instead of a candidate."""
     b = hit.score_breakdown
-    return (-b.total, -b.lexical_coverage, -hit.provenance.captured_datetime.timestamp(),
-            hit.memory_id)
+    return (
+        -b.total,
+        -b.lexical_coverage,
+        -hit.provenance.captured_datetime.timestamp(),
+        hit.memory_id,
+    )
+
+
+def _full(p: MemorySource) -> bool:
+    return all((p.source_id, p.source_type, p.title, p.captured_at))
 
 
 def _in_rank_order(hits: Sequence[RecallHit]) -> bool:
@@ -399,46 +497,59 @@ def audit_result(result: RecallResult) -> dict[int, Outcome]:
     (weight × value, summed): a result of another ranker sums its signals instead.
     """
     q, hits = result.query, result.hits
-    again = normalize_recall_query(q.text, user_scope=q.user_scope, limit=q.limit,
-                                   query_id=q.query_id, issued_at=parse_timestamp(q.issued_at))
-    stable = (again.normalized_text == normalize_text(q.text) == q.normalized_text
-              and again.terms == q.terms)
+    again = normalize_recall_query(
+        q.text,
+        user_scope=q.user_scope,
+        limit=q.limit,
+        query_id=q.query_id,
+        issued_at=parse_timestamp(q.issued_at),
+    )
+    stable = (
+        again.normalized_text == normalize_text(q.text) == q.normalized_text
+        and again.terms == q.terms
+    )
     bound = [h for h in hits if h.query_id == q.query_id]
-    complete = [h for h in hits if h.scope.memory_kind is MemoryKind.CONVERSATION and all(
-        (h.provenance.source_id, h.provenance.source_type, h.provenance.title,
-         h.provenance.captured_at))]
+    complete = [
+        h for h in hits if h.scope.memory_kind is MemoryKind.CONVERSATION and _full(h.provenance)
+    ]
     explained = [h for h in hits if _explained(h)]
-    ranks_ok = [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    ordered = [h.rank for h in hits] == list(range(1, len(hits) + 1)) and _in_rank_order(hits)
     scoped = [h for h in hits if h.scope.user_scope == q.user_scope]
     return {
-        2: (stable,
+        2: (
+            stable,
             f"normalizing {q.text!r} again gives the same terms ({', '.join(q.terms)})"
-            if stable else f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
-            f"not ({', '.join(q.terms)})"),
-        3: (result.searched_records >= result.candidate_records >= len(hits),
+            if stable
+            else f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
+            f"not ({', '.join(q.terms)})",
+        ),
+        3: (
+            result.searched_records >= result.candidate_records >= len(hits),
             f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
-            f"{len(hits)} hits"),
-        4: (len(bound) == len(hits),
-            f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}"),
-        5: (len(complete) == len(hits),
-            f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source"),
-        6: (len(explained) == len(hits),
-            f"{len(explained)} of {len(hits)} totals are weight × value summed"),
-        7: (ranks_ok and _in_rank_order(hits),
-            "ranks 1…n follow total ↓, coverage ↓, captured_at ↓, memory_id ↑"
-            if ranks_ok and _in_rank_order(hits) else
-            "the ranks do not follow total ↓, coverage ↓, captured_at ↓, memory_id ↑"),
-        8: (len(hits) <= q.limit and len(scoped) == len(hits),
-            f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope"),
+            f"{len(hits)} hits",
+        ),
+        4: (
+            len(bound) == len(hits),
+            f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}",
+        ),
+        5: (
+            len(complete) == len(hits),
+            f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source",
+        ),
+        6: (
+            len(explained) == len(hits),
+            f"{len(explained)} of {len(hits)} totals are weight × value summed",
+        ),
+        7: (
+            ordered,
+            f"{'ranks 1…n' if ordered else 'the ranks do not'} follow total ↓, coverage ↓, "
+            "captured_at ↓, memory_id ↑",
+        ),
+        8: (
+            len(hits) <= q.limit and len(scoped) == len(hits),
+            f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope",
+        ),
     }
-
-
-def audit_frame(result: RecallResult) -> pd.DataFrame:
-    """``audit_result`` as a table, one item a row."""
-    by_number = {item.number: item for item in CHECKLIST}
-    rows = [{"item": n, "checklist": by_number[n].en, "holds": ok, "seen": fact}
-            for n, (ok, fact) in audit_result(result).items()]
-    return pandas().DataFrame(rows)
 
 
 def _rebuilt(result: RecallResult, hits: Iterable[RecallHit], **changes: Any) -> RecallResult:
@@ -456,8 +567,12 @@ def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallRes
     swapped = [dataclasses.replace(second, rank=1), dataclasses.replace(first, rank=2), *rest]
     plain = recall(store, "layered memory", as_of, 5)
     no_recency = [
-        dataclasses.replace(h, score_breakdown=dataclasses.replace(
-            h.score_breakdown, total=h.score_breakdown.lexical_contribution))
+        dataclasses.replace(
+            h,
+            score_breakdown=dataclasses.replace(
+                h.score_breakdown, total=h.score_breakdown.lexical_contribution
+            ),
+        )
         for h in plain.hits
     ]
     narrow = dataclasses.replace(plain.query, limit=len(plain.hits) - 1)
@@ -471,18 +586,33 @@ def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallRes
 def describe_result(result: RecallResult) -> str:
     """The query and counts of a result, in one line."""
     q = result.query
-    return (f"query {q.text!r} · query_id {q.query_id} · limit {q.limit} · user_scope "
-            f"{q.user_scope} · {result.searched_records} searched · "
-            f"{result.candidate_records} candidates · {len(result.hits)} hits")
+    return (
+        f"query {q.text!r} · query_id {q.query_id} · limit {q.limit} · user_scope "
+        f"{q.user_scope} · {result.searched_records} searched · "
+        f"{result.candidate_records} candidates · {len(result.hits)} hits"
+    )
 
 
 def hits_frame(result: RecallResult) -> pd.DataFrame:
     """Every field a checklist item looks at, one hit a row."""
     from .frames import hits_frame as frame
 
-    return frame(result, ("rank", "memory_id", "query_id", "user_scope", "source_id",
-                          "captured_at", "coverage", "recency", "lexical_contribution",
-                          "recency_contribution", "total"))
+    return frame(
+        result,
+        (
+            "rank",
+            "memory_id",
+            "query_id",
+            "user_scope",
+            "source_id",
+            "captured_at",
+            "coverage",
+            "recency",
+            "lexical_contribution",
+            "recency_contribution",
+            "total",
+        ),
+    )
 
 
 # -- 3 · the no-key boundary: a probe in a clean interpreter --------------------------------
@@ -576,27 +706,53 @@ class ProbeReport:
             tr("files written", "写入的文件"): len(self.files_written),
             tr("folders created", "创建的文件夹"): len(self.folders_created),
             tr("variables read", "读取的变量"): len(self.env_read),
-            tr("key variables read", "读取的密钥变量"):
-                ", ".join(self.key_variables_read) or "none",
+            tr("key variables read", "读取的密钥变量"): ", ".join(self.key_variables_read)
+            or "none",
             tr("anthropic imported", "导入了 anthropic"): self.anthropic_imported,
             tr("outcome", "结果"): self.error or "ok",
         }
 
 
-def _memlib_parent() -> str:
-    return str(Path(__file__).resolve().parents[2])
+@contextmanager
+def _fresh_root(prefix: str) -> Iterator[Path]:
+    """A new folder holding the ``_folders`` a clean interpreter runs in."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        root = Path(folder)
+        for sub in _folders(root):
+            sub.mkdir()
+        yield root
 
 
-def _clean_env(root: Path, extra: Mapping[str, str] | None) -> dict[str, str]:
-    """The environment without the key, the model or memlib's own settings, HOME in root."""
-    env = {
-        name: value for name, value in os.environ.items()
+def _run_clean(
+    root: Path,
+    script: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
+    """``script`` in ``sys.executable -I -B`` (isolated; no ``.pyc``: that would be Python's
+    write, not the code's) in ``root/cwd``, with HOME and TMPDIR in ``root`` and without the
+    key, the model or memlib's own settings; memlib's folder is argv[1]."""
+    memlib_parent = str(Path(__file__).resolve().parents[2])
+    clean = {
+        name: value
+        for name, value in os.environ.items()
         if not name.startswith(("ANTHROPIC_", "WORKBUDDY_", "MEMLIB_"))
         and name not in (*KEY_VARIABLES, "HOME", "TMPDIR")
     }
-    env.update(HOME=str(root / "home"), TMPDIR=str(root / "tmp"), PYTHONIOENCODING="utf-8")
-    env.update(extra or {})
-    return env
+    clean.update(HOME=str(root / "home"), TMPDIR=str(root / "tmp"), PYTHONIOENCODING="utf-8")
+    return subprocess.run(
+        [sys.executable, "-I", "-B", "-c", script, memlib_parent, *args],
+        cwd=root / "cwd",
+        env={**clean, **(env or {})},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _folders(root: Path) -> dict[Path, str]:
@@ -615,25 +771,14 @@ def _shown(path: str, root: Path) -> str:
 
 
 def probe(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 120) -> ProbeReport:
-    """Run ``code`` in a new interpreter and report its side effects.
-
-    The interpreter is ``sys.executable -I -B`` (isolated, no bytecode written: a
-    ``.pyc`` would be Python's write, not the code's) in a fresh folder, with ``HOME``
-    and ``TMPDIR`` inside it and none of ``ANTHROPIC_*``, ``MODEL_ID``, ``MEMLIB_*`` or
-    ``WORKBUDDY_*`` set (``env`` adds variables). An audit hook counts sockets,
-    connections, processes, folders created and files opened for writing; ``os.environ``
-    records every variable looked up. An exception of ``code`` is reported, not raised.
+    """Run ``code`` in a clean interpreter (``_run_clean``; ``env`` adds variables) and
+    report its side effects: an audit hook counts sockets, connections, processes, folders
+    created and files opened for writing; ``os.environ`` records every variable looked up.
+    An exception of ``code`` is reported, not raised.
     """
-    with tempfile.TemporaryDirectory(prefix="memlib-probe-") as folder:
-        root = Path(folder)
-        for sub in _folders(root):
-            sub.mkdir()
+    with _fresh_root("memlib-probe-") as root:
         before = set(_tree(root))
-        proc = subprocess.run(
-            [sys.executable, "-I", "-B", "-c", PROBE_SCRIPT, _memlib_parent(), code, _MARKER],
-            cwd=root / "cwd", env=_clean_env(root, env), capture_output=True, text=True,
-            encoding="utf-8", timeout=timeout, check=False,
-        )
+        proc = _run_clean(root, PROBE_SCRIPT, code, _MARKER, env=env, timeout=timeout)
         printed, _, data = proc.stdout.rpartition(_MARKER)
         if proc.returncode != 0 or not data:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -666,6 +811,7 @@ def probe_frame(reports: Iterable[ProbeReport]) -> pd.DataFrame:
 
 # -- 4 · the chapter's commands and memlib's -------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CliRun:
     """One ``memlib`` command: its exit status and what it printed (the folder as <root>)."""
@@ -682,18 +828,13 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> CliRu
     ``{root}`` in an argument is that folder (``--store jsonl:{root}/records.jsonl``);
     it is written ``<root>`` in what the command prints.
     """
-    with tempfile.TemporaryDirectory(prefix="memlib-cli-") as folder:
-        root = Path(folder)
-        for sub in _folders(root):
-            sub.mkdir()
+    starter = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from memlib.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    with _fresh_root("memlib-cli-") as root:
         argv = [a.replace("{root}", str(root)) for a in args]
-        starter = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                   "from memlib.cli import main; sys.exit(main(sys.argv[1:]))")
-        proc = subprocess.run(
-            [sys.executable, "-I", "-B", "-c", starter, _memlib_parent(), *argv],
-            cwd=root / "cwd", env=_clean_env(root, None), input=stdin, capture_output=True,
-            text=True, encoding="utf-8", timeout=timeout, check=False,
-        )
+        proc = _run_clean(root, starter, *argv, stdin=stdin, timeout=timeout)
 
         def redact(text: str) -> str:
             for form in {str(root.resolve()), str(root)}:
@@ -713,9 +854,8 @@ def cli_section(text: str, heading: str) -> str:
     """The lines of ``text`` after the ``# {heading}…`` line, up to the next ``# `` line."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"# {heading}"))
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")),
-               len(lines))
-    return "\n".join(lines[start + 1:end]).strip("\n")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
+    return "\n".join(lines[start + 1 : end]).strip("\n")
 
 
 @dataclass(frozen=True)
@@ -729,35 +869,61 @@ class Command:
 
 
 COMMAND_MAP: tuple[Command, ...] = (
-    Command("python s12_cloud_memory/code.py --demo", "memlib demo",
-            "RecallEngine(open_sample_store(root)).recall('layered memory', as_of=SAMPLE_AS_OF)",
-            "offline, the sample corpus, the same bytes every run"),
-    Command("MODEL_ID=<model> ANTHROPIC_API_KEY=<key> python s12_cloud_memory/code.py",
-            "MODEL_ID=… ANTHROPIC_API_KEY=… memlib chat",
-            "agent_loop(text, client=runtime_client(), model=os.environ['MODEL_ID'], "
-            "store=store)",
-            "online; without the two variables: one line on stderr, exit 2"),
-    Command("(none: the chapter's loop is online only)", "memlib chat --scripted",
-            "agent_loop(text, client=scripted_client(), model=SCRIPTED_MODEL_ID, store=store)",
-            "the same SDK and loop on a scripted transport: no key, no network"),
-    Command("store.append(kind=…, memory_id=…, content=…, summary=…, source=…)",
-            "memlib append --memory-id … --content … --summary … --source-id … "
-            "--source-type … --title … --captured-at T",
-            "store.append(kind=…, memory_id=…, content=…, summary=…, source=MemorySource(…))",
-            "or JSON lines on stdin; memlib import FILE for many"),
-    Command("RecallEngine(store).recall(' LAYERED Memory ', limit=5)",
-            "memlib recall ' LAYERED Memory ' --limit 5 --json",
-            "RecallEngine(store).recall(' LAYERED Memory ', limit=5).to_json()",
-            "--as-of and --query-id pin the clock and the id"),
-    Command("session-start profile injection", "memlib profile",
-            "render_remote_profile(store.latest_profile())", "the <remote_profile> block"),
-    Command("WORKBUDDY_HOME, WORKBUDDY_USER_ID", "the same variables, or --store URL "
-            "($MEMLIB_STORE) and --user ID", "default_runtime()",
-            "read on first use, never at import"),
-    Command("python3 -m pytest -q tests/test_remote_memory.py", "make test",
-            "pytest -q tests/pipeline tests/stores", "the contract's tests"),
-    Command("python3 scripts/verify.py", "make check", "—",
-            "ruff, mypy, every test, nbval over every notebook"),
+    Command(
+        "python s12_cloud_memory/code.py --demo",
+        "memlib demo",
+        "RecallEngine(open_sample_store(root)).recall('layered memory', as_of=SAMPLE_AS_OF)",
+        "offline, the sample corpus, the same bytes every run",
+    ),
+    Command(
+        "MODEL_ID=<model> ANTHROPIC_API_KEY=<key> python s12_cloud_memory/code.py",
+        "MODEL_ID=… ANTHROPIC_API_KEY=… memlib chat",
+        "agent_loop(text, client=runtime_client(), model=os.environ['MODEL_ID'], store=store)",
+        "online; without the two variables: one line on stderr, exit 2",
+    ),
+    Command(
+        "(none: the chapter's loop is online only)",
+        "memlib chat --scripted",
+        "agent_loop(text, client=scripted_client(), model=SCRIPTED_MODEL_ID, store=store)",
+        "the same SDK and loop on a scripted transport: no key, no network",
+    ),
+    Command(
+        "store.append(kind=…, memory_id=…, content=…, summary=…, source=…)",
+        "memlib append --memory-id … --content … --summary … --source-id … "
+        "--source-type … --title … --captured-at T",
+        "store.append(kind=…, memory_id=…, content=…, summary=…, source=MemorySource(…))",
+        "or JSON lines on stdin; memlib import FILE for many",
+    ),
+    Command(
+        "RecallEngine(store).recall(' LAYERED Memory ', limit=5)",
+        "memlib recall ' LAYERED Memory ' --limit 5 --json",
+        "RecallEngine(store).recall(' LAYERED Memory ', limit=5).to_json()",
+        "--as-of and --query-id pin the clock and the id",
+    ),
+    Command(
+        "session-start profile injection",
+        "memlib profile",
+        "render_remote_profile(store.latest_profile())",
+        "the <remote_profile> block",
+    ),
+    Command(
+        "WORKBUDDY_HOME, WORKBUDDY_USER_ID",
+        "the same variables, or --store URL ($MEMLIB_STORE) and --user ID",
+        "default_runtime()",
+        "read on first use, never at import",
+    ),
+    Command(
+        "python3 -m pytest -q tests/test_remote_memory.py",
+        "make test",
+        "pytest -q tests/pipeline tests/stores",
+        "the contract's tests",
+    ),
+    Command(
+        "python3 scripts/verify.py",
+        "make check",
+        "—",
+        "ruff, mypy, every test, nbval over every notebook",
+    ),
 )
 
 
@@ -769,46 +935,70 @@ def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
     for c in COMMAND_MAP:
         words = c.memlib_cli.split()
         name = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "memlib"), None)
-        rows.append({tr("chapter", "本章"): c.chapter, "memlib": c.memlib_cli, "Python": c.python,
-                     tr("note", "说明"): c.note,
-                     tr("listed by memlib --help", "memlib --help 是否列出"):
-                         None if name is None else name in listed})
+        rows.append(
+            {
+                tr("chapter", "本章"): c.chapter,
+                "memlib": c.memlib_cli,
+                "Python": c.python,
+                tr("note", "说明"): c.note,
+                tr("listed by memlib --help", "memlib --help 是否列出"): None
+                if name is None
+                else name in listed,
+            }
+        )
     return pandas().DataFrame(rows)
 
 
 # -- 5 · other rankers, the same contract ----------------------------------------------------
 
-def contract_shape_frame(store: MemoryStore, query: str, as_of: datetime,
-                         rankers: Sequence[str] = ("baseline", "bm25", "bm25+stopwords"),
-                         ) -> pd.DataFrame:
+
+def contract_shape_frame(
+    store: MemoryStore,
+    query: str,
+    as_of: datetime,
+    rankers: Sequence[str] = ("baseline", "bm25", "bm25+stopwords"),
+) -> pd.DataFrame:
     """For each ranker: its top hit, and whether its result has the baseline's shape."""
+
     def shape(result: RecallResult) -> tuple[list[str], list[str], list[str]]:
         data = result.to_dict()
         hit = data["hits"][0] if data["hits"] else {}
         return sorted(data), sorted(hit), sorted(hit.get("score_breakdown", {}))
 
-    results = {name: RecallEngine(store, ranker=name).recall(
-        query, limit=5, as_of=as_of, query_id=QUERY_ID) for name in rankers}
+    results = {
+        name: RecallEngine(store, ranker=name).recall(
+            query, limit=5, as_of=as_of, query_id=QUERY_ID
+        )
+        for name in rankers
+    }
     base = shape(results[rankers[0]])
     rows = []
     for name, result in results.items():
         keys, hit, breakdown = shape(result)
-        rows.append({
-            tr("ranker", "排序器"): name,
-            tr("top hit", "第一个命中"): result.hits[0].memory_id if result.hits else None,
-            tr("same result keys", "结果的键相同"): keys == base[0],
-            tr("same hit keys", "命中的键相同"): hit == base[1],
-            tr("breakdown keys added", "明细新增的键"):
-                ", ".join(k for k in breakdown if k not in base[2]) or "—",
-            tr("renders", "能渲染"): render_recall_context(result).startswith("<recalled_context"),
-        })
+        rows.append(
+            {
+                tr("ranker", "排序器"): name,
+                tr("top hit", "第一个命中"): result.hits[0].memory_id if result.hits else None,
+                tr("same result keys", "结果的键相同"): keys == base[0],
+                tr("same hit keys", "命中的键相同"): hit == base[1],
+                tr("breakdown keys added", "明细新增的键"): ", ".join(
+                    k for k in breakdown if k not in base[2]
+                )
+                or "—",
+                tr("renders", "能渲染"): render_recall_context(result).startswith(
+                    "<recalled_context"
+                ),
+            }
+        )
     return pandas().DataFrame(rows)
 
 
 # -- 6 · one query_id through every stage -----------------------------------------------------
 
-def query_id_frame(store: MemoryStore, query: str, as_of: datetime,
-                   query_id: str = "review-1") -> pd.DataFrame:
+
+def query_id_frame(
+    store: MemoryStore, query: str, as_of: datetime, query_id: str = "review-1"
+) -> pd.DataFrame:
     """Where ``query_id`` appears, stage by stage, for one recall run by hand."""
     q = recall_query(store, query, as_of, query_id=query_id)
     candidates = scan_recall_candidates(q, store.read_all()).candidates
@@ -824,20 +1014,36 @@ def query_id_frame(store: MemoryStore, query: str, as_of: datetime,
     rows = [
         ("normalize", "RecallQuery", 1, q.query_id),
         ("candidate", "RecallCandidate", len(candidates), ids(c.query_id for c in candidates)),
-        ("score", "RecallScoreBreakdown", len(breakdowns),
-         tr("(no field: made from a candidate of this query, checked by score_recall_candidate)",
-            "（没有这个字段：由本查询的候选算出，score_recall_candidate 负责检查）")),
+        (
+            "score",
+            "RecallScoreBreakdown",
+            len(breakdowns),
+            tr(
+                "(no field: made from a candidate of this query, checked by "
+                "score_recall_candidate)",
+                "（没有这个字段：由本查询的候选算出，score_recall_candidate 负责检查）",
+            ),
+        ),
         ("stable rank", "RecallHit", len(hits), ids(h.query_id for h in hits)),
-        ("result", "to_json() query + hits", 1 + len(payload["hits"]),
-         ids([payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])])),
-        ("render", "<recalled_context query_id=…>", 1,
-         ids(re.findall(r'<recalled_context query_id="([^"]*)"', block))),
+        (
+            "result",
+            "to_json() query + hits",
+            1 + len(payload["hits"]),
+            ids([payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])]),
+        ),
+        (
+            "render",
+            "<recalled_context query_id=…>",
+            1,
+            ids(re.findall(r'<recalled_context query_id="([^"]*)"', block)),
+        ),
     ]
     columns = [tr("stage", "阶段"), tr("object", "对象"), tr("count", "数量"), "query_id"]
     return pandas().DataFrame(rows, columns=columns)
 
 
 # -- 7 · the explorer's view: the whole pipeline for one query --------------------------------
+
 
 def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """One recall reviewed stage by stage: what each stage produced, as text.
@@ -848,26 +1054,30 @@ def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
     q = result.query
     best = max((h.score_breakdown.total for h in result.hits), default=None)
     rows = [
-        ("normalize", "memlib.normalize", "normalized_text", q.normalized_text),
-        ("normalize", "memlib.normalize", "terms", ", ".join(q.terms)),
-        ("normalize", "memlib.normalize", "query_id", q.query_id),
-        ("store", "memlib.stores", tr("stored records", "存储记录数"), str(len(store.read_all()))),
-        ("candidate", "memlib.candidates", "searched_records", str(result.searched_records)),
-        ("candidate", "memlib.candidates", "candidate_records", str(result.candidate_records)),
-        ("candidate", "memlib.candidates", "retracted_records", str(result.retracted_records)),
-        ("score", "memlib.score", tr("best total", "最高 total"),
-         "—" if best is None else f"{best:.6f}"),
-        ("stable rank", "memlib.rank", tr(f"hits (limit {q.limit})", f"命中数（limit {q.limit}）"),
-         str(len(result.hits))),
-        ("stable rank", "memlib.rank", tr("rank 1", "第 1 名"),
-         result.hits[0].memory_id if result.hits else "—"),
-        ("result", "memlib.result", tr("every hit bound to query_id", "每个命中都绑定 query_id"),
-         str(all(h.query_id == q.query_id for h in result.hits))),
-        ("result", "memlib.result", "empty_reason", str(result.empty_reason)),
-        ("result", "memlib.result", tr("tool JSON chars", "工具 JSON 字符数"),
-         str(len(result.to_json()))),
-        ("render", "memlib.render", tr("rendered chars", "渲染出的字符数"),
-         str(len(render_recall_context(result)))),
+        ("normalize", "normalized_text", q.normalized_text),
+        ("normalize", "terms", ", ".join(q.terms)),
+        ("normalize", "query_id", q.query_id),
+        ("store", tr("stored records", "存储记录数"), str(len(store.read_all()))),
+        ("candidate", "searched_records", str(result.searched_records)),
+        ("candidate", "candidate_records", str(result.candidate_records)),
+        ("candidate", "retracted_records", str(result.retracted_records)),
+        ("score", tr("best total", "最高 total"), "—" if best is None else f"{best:.6f}"),
+        (
+            "stable rank",
+            tr(f"hits (limit {q.limit})", f"命中数（limit {q.limit}）"),
+            str(len(result.hits)),
+        ),
+        ("stable rank", tr("rank 1", "第 1 名"), result.hits[0].memory_id if result.hits else "—"),
+        (
+            "result",
+            tr("every hit bound to query_id", "每个命中都绑定 query_id"),
+            str(all(h.query_id == q.query_id for h in result.hits)),
+        ),
+        ("result", "empty_reason", str(result.empty_reason)),
+        ("result", tr("tool JSON chars", "工具 JSON 字符数"), str(len(result.to_json()))),
+        ("render", tr("rendered chars", "渲染出的字符数"), str(len(render_recall_context(result)))),
     ]
+    modules = {"store": "stores", "candidate": "candidates", "stable rank": "rank"}
     columns = [tr("stage", "阶段"), tr("module", "模块"), tr("output", "输出"), tr("value", "值")]
-    return pandas().DataFrame(rows, columns=columns)
+    staged = [(s, f"memlib.{modules.get(s, s)}", o, v) for s, o, v in rows]
+    return pandas().DataFrame(staged, columns=columns)

@@ -40,16 +40,22 @@ def explorer(
     """
     import ipywidgets as widgets
 
-    text = widgets.Text(value=query, description="query", continuous_update=False,
-                        layout=widgets.Layout(width="420px"))
+    text = widgets.Text(
+        value=query,
+        description="query",
+        continuous_update=False,
+        layout=widgets.Layout(width="420px"),
+    )
     day = widgets.DatePicker(value=as_of.date(), description="as_of")
-    size = widgets.IntSlider(value=limit, min=1, max=10, description="limit",
-                             continuous_update=False)
+    size = widgets.IntSlider(
+        value=limit, min=1, max=10, description="limit", continuous_update=False
+    )
     # A None choice reads "(all)": the view as the plain cell under the explorer calls it.
     picks = {
         name: widgets.Dropdown(
             options=[("(all)" if o is None else str(o), o) for o in options],
-            value=options[0], description=name,
+            value=options[0],
+            description=name,
         )
         for name, options in (choices or {}).items()
     }
@@ -67,8 +73,9 @@ def explorer(
             out.append_stdout(f"error: {exc}\n")
             return
         rows = getattr(value, "shape", (None,))[0]
-        status.value = (f"<code>{view.__name__}</code> at {moment:%Y-%m-%d %H:%M} UTC"
-                        + (f" — {rows} rows" if rows is not None else ""))
+        status.value = f"<code>{view.__name__}</code> at {moment:%Y-%m-%d %H:%M} UTC" + (
+            f" — {rows} rows" if rows is not None else ""
+        )
         out.append_display_data(value)
         if after is not None:
             extra = after(value)

@@ -37,6 +37,7 @@ __all__ = [
 
 # -- stores -------------------------------------------------------------------------------
 
+
 def conversation_item(
     memory_id: str = "conversation-new",
     *,
@@ -106,6 +107,7 @@ def shuffled_sample_store(
 
 # -- damage (destructive: only ever on copies the notebook made) --------------------------
 
+
 def damaged_copy(
     source: str | os.PathLike[str],
     folder: str | os.PathLike[str],
@@ -137,6 +139,7 @@ def tear_last_line(path: str | os.PathLike[str], keep: float = 0.5) -> int:
 
 
 # -- a race between real processes ---------------------------------------------------------
+
 
 def _race_worker(path: str, user_id: str, memory_id: str, barrier: Any, results: Any) -> None:
     store = RemoteMemoryStore(path, user_id=user_id, clock=fixed_clock())

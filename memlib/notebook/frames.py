@@ -1,8 +1,5 @@
-"""Frames: library values as pandas tables — records, candidates, a score, results, files.
-
-Each takes what the library already returned (records, candidates, a breakdown, a
-result, a payload, a rendered block, a file) and lays it out one thing a row; none runs
-a recall of its own. Views (``memlib.notebook.views``) are built on these.
+"""Frames: library values (records, candidates, a score, results, files) as pandas tables,
+one thing a row; none runs a recall of its own.
 """
 
 from __future__ import annotations
@@ -49,6 +46,7 @@ __all__ = [
 
 # -- records ------------------------------------------------------------------------------
 
+
 def records_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
     """Stored records, one a row: kind, both timestamps, source and summary."""
     rows = [
@@ -63,8 +61,10 @@ def records_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
         }
         for r in records
     ]
-    return pandas().DataFrame(rows, columns=["memory_id", "kind", "captured_at", "stored_at",
-                                             "source_id", "title", "summary"])
+    return pandas().DataFrame(
+        rows,
+        columns=["memory_id", "kind", "captured_at", "stored_at", "source_id", "title", "summary"],
+    )
 
 
 def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = None) -> pd.DataFrame:
@@ -81,18 +81,24 @@ def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = Non
 
 # -- queries, candidates, a score ---------------------------------------------------------
 
+
 def normalize_frame(texts: Sequence[str]) -> pd.DataFrame:
     """Readable text, normalized text and terms side by side; errors shown, not raised."""
     rows = []
     for text in texts:
         try:
-            q = normalize_recall_query(text, user_scope=ANY_SCOPE, query_id=QUERY_ID,
-                                       issued_at=SAMPLE_AS_OF)
-            rows.append({"raw": text, "text": q.text, "normalized_text": q.normalized_text,
-                         "terms": ", ".join(q.terms), "error": ""})
+            q = normalize_recall_query(
+                text, user_scope=ANY_SCOPE, query_id=QUERY_ID, issued_at=SAMPLE_AS_OF
+            )
+            row = {
+                "text": q.text,
+                "normalized_text": q.normalized_text,
+                "terms": ", ".join(q.terms),
+            }
+            rows.append({"raw": text, **row, "error": ""})
         except RemoteMemoryError as exc:
-            rows.append({"raw": text, "text": "", "normalized_text": normalize_text(text),
-                         "terms": "", "error": str(exc)})
+            row = {"text": "", "normalized_text": normalize_text(text), "terms": ""}
+            rows.append({"raw": text, **row, "error": str(exc)})
     return pandas().DataFrame(rows)
 
 
@@ -108,8 +114,9 @@ def candidates_frame(candidates: Iterable[RecallCandidate]) -> pd.DataFrame:
         }
         for c in candidates
     ]
-    return pandas().DataFrame(rows, columns=["query_id", "memory_id", "searchable_terms",
-                                             "matched_terms", "captured_at"])
+    return pandas().DataFrame(
+        rows, columns=["query_id", "memory_id", "searchable_terms", "matched_terms", "captured_at"]
+    )
 
 
 def breakdown_frame(breakdown: RecallScoreBreakdown) -> pd.DataFrame:
@@ -127,6 +134,7 @@ def breakdown_frame(breakdown: RecallScoreBreakdown) -> pd.DataFrame:
 
 
 # -- results and payloads -----------------------------------------------------------------
+
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts as dotted keys; lists become comma-separated text."""
@@ -164,8 +172,7 @@ _HIT_FIELDS: Mapping[str, Any] = {
     "recency_contribution": lambda h: h.score_breakdown.recency_contribution,
     "total": lambda h: h.score_breakdown.total,
 }
-HIT_COLUMNS = ("rank", "memory_id", "total", "coverage", "recency", "matched_terms",
-               "captured_at")
+HIT_COLUMNS = ("rank", "memory_id", "total", "coverage", "recency", "matched_terms", "captured_at")
 
 
 def hits_frame(result: RecallResult, columns: Sequence[str] = HIT_COLUMNS) -> pd.DataFrame:
@@ -237,6 +244,7 @@ def xml_elements_frame(text: str) -> pd.DataFrame:
 
 # -- reports ------------------------------------------------------------------------------
 
+
 def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     """One row per step of a retrieval-steps report (``benchmarks/retrieval_steps.py``):
     what a store keeps for it, its in-sample and cross-validated R@10 with the 95%
@@ -266,15 +274,15 @@ def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     step, one column per grid (the report's own grid first)."""
     cv = {step["key"]: step.get("cross_validated") for step in report["steps"]}
     rows = {
-        f"{key}": {"report's grid": cv[key]} | {
-            f"{name} grid": grid["cross_validated"] for name, grid in grids.items()
-        }
+        f"{key}": {"report's grid": cv[key]}
+        | {f"{name} grid": grid["cross_validated"] for name, grid in grids.items()}
         for key, grids in report.get("grid_sensitivity", {}).items()
     }
     return pandas().DataFrame(rows).T.rename_axis("step")
 
 
 # -- files (read only) --------------------------------------------------------------------
+
 
 def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The raw lines of a JSONL file: complete or torn, bytes, and the id if it parses."""

@@ -1,16 +1,10 @@
 """Notebook 14's history and views: explain, known_at, supersede, min_score.
 
-The history is the sample corpus (stored 2026-08-10 08:00 UTC) plus three later writes,
-each at a pinned instant so every output is the same on every run:
-
-- 2026-08-11 09:00: ``conversation-001`` (SQLite WAL) is superseded by ``conversation-014``
-  (the store moved to PostgreSQL);
-- 2026-08-11 10:00: ``conversation-008`` (the café planning note) is retracted;
-- 2026-08-12 09:00: ``conversation-015`` is imported late: captured on 2026-08-01, stored
-  eleven days after.
-
-The notebook makes these writes itself, one call each, from the constants here;
-``history_store`` makes the same ones for the graders and the tests.
+The history is the sample corpus plus three later writes, each at a pinned instant so
+every output is the same on every run: ``conversation-001`` superseded by
+``conversation-014``, ``conversation-008`` retracted, ``conversation-015`` imported
+late. The notebook makes these writes itself from the constants here; ``history_store``
+makes the same ones for the graders and the tests.
 """
 
 from __future__ import annotations
@@ -67,25 +61,35 @@ SUPERSEDE_ITEM: Mapping[str, Any] = {
     "kind": "conversation",
     "memory_id": "conversation-014",
     "content": "We moved the default store from SQLite WAL to PostgreSQL, so that several "
-               "agents on several machines share one remote memory.",
+    "agents on several machines share one remote memory.",
     "summary": "Moved the default store to PostgreSQL.",
-    "source": {"source_id": "transcript-014", "source_type": "conversation_transcript",
-               "title": "Store migration", "captured_at": "2026-08-11T08:30:00Z"},
+    "source": {
+        "source_id": "transcript-014",
+        "source_type": "conversation_transcript",
+        "title": "Store migration",
+        "captured_at": "2026-08-11T08:30:00Z",
+    },
 }
 SUPERSEDE_REASON = "The team moved the default store to a server."
 RETRACTION_SOURCE = MemorySource(
-    source_id="request-0811", source_type="user_request",
-    title="Forget the café planning note", captured_at="2026-08-11T09:45:00Z",
+    source_id="request-0811",
+    source_type="user_request",
+    title="Forget the café planning note",
+    captured_at="2026-08-11T09:45:00Z",
 )
 RETRACTION_REASON = "The café plan was a joke, not a decision."
 LATE_ITEM: Mapping[str, Any] = {
     "kind": "conversation",
     "memory_id": "conversation-015",
     "content": "Reviewed the layered memory design with the team: the three layers stay, "
-               "and the remote layer keeps provenance on every record.",
+    "and the remote layer keeps provenance on every record.",
     "summary": "Layered memory design review.",
-    "source": {"source_id": "transcript-015", "source_type": "conversation_transcript",
-               "title": "Design review (imported late)", "captured_at": "2026-08-01T15:00:00Z"},
+    "source": {
+        "source_id": "transcript-015",
+        "source_type": "conversation_transcript",
+        "title": "Design review (imported late)",
+        "captured_at": "2026-08-01T15:00:00Z",
+    },
 }
 
 # Exercise 14.3's replacement of conversation-009 ("kept conversation memory for one year").
@@ -93,10 +97,14 @@ RETENTION_ITEM: Mapping[str, Any] = {
     "kind": "conversation",
     "memory_id": "conversation-016",
     "content": "Conversation memory is now kept for six months, not one year, after the "
-               "privacy review.",
+    "privacy review.",
     "summary": "Conversation memory kept for six months.",
-    "source": {"source_id": "transcript-016", "source_type": "conversation_transcript",
-               "title": "Retention review", "captured_at": "2026-08-11T11:00:00Z"},
+    "source": {
+        "source_id": "transcript-016",
+        "source_type": "conversation_transcript",
+        "title": "Retention review",
+        "captured_at": "2026-08-11T11:00:00Z",
+    },
 }
 
 
@@ -134,16 +142,26 @@ def history_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
         }
         for r in records
     ]
-    return pandas().DataFrame(rows, columns=["memory_id", "kind", "captured_at", "stored_at",
-                                             "retracts", "supersedes", "superseded_by",
-                                             "summary"])
+    return pandas().DataFrame(
+        rows,
+        columns=[
+            "memory_id",
+            "kind",
+            "captured_at",
+            "stored_at",
+            "retracts",
+            "supersedes",
+            "superseded_by",
+            "summary",
+        ],
+    )
 
 
 # -- explain ---------------------------------------------------------------------------------
 
+
 def explain(
-    store: MemoryStore, query: str, memory_id: str, as_of: datetime, limit: int = 5,
-    **options: Any,
+    store: MemoryStore, query: str, memory_id: str, as_of: datetime, limit: int = 5, **options: Any
 ) -> RecallExplanation:
     """``RecallEngine(store).explain`` with the notebooks' fixed ``query_id``."""
     return RecallEngine(store).explain(
@@ -152,23 +170,26 @@ def explain(
 
 
 def explain_view(
-    store: MemoryStore, query: str, as_of: datetime, limit: int, memory_id: str | None = None,
+    store: MemoryStore, query: str, as_of: datetime, limit: int, memory_id: str | None = None
 ) -> pd.DataFrame:
     """The verdict on every record of the store (or on ``memory_id``) for one recall."""
     ids = [memory_id] if memory_id else [r.memory_id for r in store.read_all()]
     rows = []
     for one in ids:
         said = explain(store, query, one, as_of, limit)
-        rows.append({
-            "memory_id": one,
-            "verdict": said.verdict,
-            "stage": said.stage,
-            "rank": said.rank if said.rank is not None else "",
-            "total": f"{said.breakdown.total:.6f}" if said.breakdown is not None else "",
-            "message": said.message,
-        })
-    return pandas().DataFrame(rows, columns=["memory_id", "verdict", "stage", "rank", "total",
-                                             "message"])
+        rows.append(
+            {
+                "memory_id": one,
+                "verdict": said.verdict,
+                "stage": said.stage,
+                "rank": said.rank if said.rank is not None else "",
+                "total": f"{said.breakdown.total:.6f}" if said.breakdown is not None else "",
+                "message": said.message,
+            }
+        )
+    return pandas().DataFrame(
+        rows, columns=["memory_id", "verdict", "stage", "rank", "total", "message"]
+    )
 
 
 def beside_frame(said: RecallExplanation) -> pd.DataFrame:
@@ -178,19 +199,19 @@ def beside_frame(said: RecallExplanation) -> pd.DataFrame:
     mine, theirs = said.breakdown, said.last_hit.score_breakdown
 
     def signals(b: Any) -> dict[str, float]:
-        return ({s.name: s.contribution for s in b.signals} if b.signals
-                else dict(b.contributions))
+        return {s.name: s.contribution for s in b.signals} if b.signals else dict(b.contributions)
 
     own, other = signals(mine), signals(theirs)
+    own["total"], other["total"] = mine.total, theirs.total  # the last row
     rows = [
-        {"signal": name, said.memory_id: own.get(name, 0.0),
-         said.last_hit.memory_id: other.get(name, 0.0),
-         "difference": round(own.get(name, 0.0) - other.get(name, 0.0), 6)}
+        {
+            "signal": name,
+            said.memory_id: own.get(name, 0.0),
+            said.last_hit.memory_id: other[name],
+            "difference": round(own.get(name, 0.0) - other[name], 6),
+        }
         for name in other
     ]
-    rows.append({"signal": "total", said.memory_id: mine.total,
-                 said.last_hit.memory_id: theirs.total,
-                 "difference": round(mine.total - theirs.total, 6)})
     return pandas().DataFrame(rows).set_index("signal")
 
 
@@ -200,27 +221,31 @@ def _hits_text(result: RecallResult) -> str:
 
 # -- known_at and as_of --------------------------------------------------------------------
 
+
 def known_at_view(
-    store: MemoryStore, query: str, as_of: datetime, limit: int,
-    instants: Sequence[datetime | None],
+    store: MemoryStore, query: str, as_of: datetime, limit: int, instants: Sequence[datetime | None]
 ) -> pd.DataFrame:
     """One recall per ``known_at`` (None: the store as it is now)."""
     engine = RecallEngine(store)
     rows = []
     for instant in instants:
-        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID,
-                               known_at=instant)
-        rows.append({
-            "known_at": format_timestamp(instant) if instant else tr("now", "现在"),
-            "hits": _hits_text(result),
-            "searched_records": result.searched_records,
-            "retracted_records": result.retracted_records,
-        })
+        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID, known_at=instant)
+        rows.append(
+            {
+                "known_at": format_timestamp(instant) if instant else tr("now", "现在"),
+                "hits": _hits_text(result),
+                "searched_records": result.searched_records,
+                "retracted_records": result.retracted_records,
+            }
+        )
     return pandas().DataFrame(rows)
 
 
 def clocks_frame(
-    store: MemoryStore, query: str, memory_id: str, limit: int,
+    store: MemoryStore,
+    query: str,
+    memory_id: str,
+    limit: int,
     pairs: Sequence[tuple[datetime, datetime | None]],
 ) -> pd.DataFrame:
     """What each (as_of, known_at) pair does to one record: its recency, or its absence."""
@@ -228,34 +253,37 @@ def clocks_frame(
     for as_of, known_at in pairs:
         said = explain(store, query, memory_id, as_of, limit, known_at=known_at)
         breakdown = said.breakdown
-        rows.append({
-            "as_of": format_timestamp(as_of),
-            "known_at": format_timestamp(known_at) if known_at else "—",
-            "verdict": said.verdict,
-            "recency": f"{breakdown.recency:.6f}" if breakdown is not None else "",
-            "total": f"{breakdown.total:.6f}" if breakdown is not None else "",
-        })
+        rows.append(
+            {
+                "as_of": format_timestamp(as_of),
+                "known_at": format_timestamp(known_at) if known_at else "—",
+                "verdict": said.verdict,
+                "recency": f"{breakdown.recency:.6f}" if breakdown is not None else "",
+                "total": f"{breakdown.total:.6f}" if breakdown is not None else "",
+            }
+        )
     return pandas().DataFrame(rows)
 
 
 # -- min_score -------------------------------------------------------------------------------
 
+
 def floor_view(
-    store: MemoryStore, query: str, as_of: datetime, limit: int,
-    floors: Sequence[float | None],
+    store: MemoryStore, query: str, as_of: datetime, limit: int, floors: Sequence[float | None]
 ) -> pd.DataFrame:
     """One recall per floor: what is kept, how many were dropped, and the empty reason."""
     engine = RecallEngine(store)
     rows = []
     for floor in floors:
-        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID,
-                               min_score=floor)
-        rows.append({
-            "min_score": "—" if floor is None else floor,
-            "hits": _hits_text(result),
-            "below_min_score": result.below_min_score,
-            "empty_reason": result.empty_reason or "",
-        })
+        result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID, min_score=floor)
+        rows.append(
+            {
+                "min_score": "—" if floor is None else floor,
+                "hits": _hits_text(result),
+                "below_min_score": result.below_min_score,
+                "empty_reason": result.empty_reason or "",
+            }
+        )
     return pandas().DataFrame(rows)
 
 
@@ -264,39 +292,45 @@ def abstention_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for name, ranker in report["rankers"].items():
         chosen = ranker["suggestion"]
-        rows.append({
-            "ranker": name,
-            "min_score": chosen["floor"],
-            "foreign abstain": chosen["foreign_abstain"],
-            "own R@10, no floor": chosen["own_r10_unfloored"],
-            "own R@10": chosen["own_r10"],
-            "R@10 kept": chosen["own_r10_ratio"],
-        })
+        rows.append(
+            {
+                "ranker": name,
+                "min_score": chosen["floor"],
+                "foreign abstain": chosen["foreign_abstain"],
+                "own R@10, no floor": chosen["own_r10_unfloored"],
+                "own R@10": chosen["own_r10"],
+                "R@10 kept": chosen["own_r10_ratio"],
+            }
+        )
     return pandas().DataFrame(rows).set_index("ranker")
 
 
 def abstention_plot(report: Mapping[str, Any]) -> Any:
     """Per ranker, every floor as a point: foreign questions silenced against own R@10
     kept; the suggested floor is circled."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = pyplot().subplots(figsize=(7, 4.2))
     for name, ranker in report["rankers"].items():
         rows = [r for r in ranker["curve"]["rows"] if r["floor"] is not None]
         unfloored = ranker["suggestion"]["own_r10_unfloored"]
         xs = [r["foreign_abstain"] for r in rows]
         ys = [r["own_r10"] / unfloored if unfloored else 0.0 for r in rows]
         (line,) = ax.plot(xs, ys, marker=".", lw=1, label=name)
-        chosen = ranker["suggestion"]
-        ax.scatter([chosen["foreign_abstain"]], [chosen["own_r10_ratio"]], s=120,
-                   facecolors="none", edgecolors=line.get_color(), linewidths=2)
+        chosen = [ranker["suggestion"]["foreign_abstain"]], [ranker["suggestion"]["own_r10_ratio"]]
+        ax.scatter(*chosen, s=120, facecolors="none", edgecolors=line.get_color(), linewidths=2)
     ax.axhline(report["keep"], color="grey", ls=":", lw=1)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel(tr("share of foreign questions that abstain (higher is better)",
-                     "外部问题中弃答的比例（越高越好）"))
+    label = tr(
+        "share of foreign questions that abstain (higher is better)",
+        "外部问题中弃答的比例（越高越好）",
+    )
+    ax.set_xlabel(label)
     ax.set_ylabel(tr("own R@10 kept (share of no floor)", "自身 R@10 保留比例（相对无下限）"))
-    ax.set_title(tr("min_score on LoCoMo dev: silence vs recall (circle: suggested)",
-                    "LoCoMo 开发集上的 min_score：弃答与召回（圆圈：建议值）"))
+    label = tr(
+        "min_score on LoCoMo dev: silence vs recall (circle: suggested)",
+        "LoCoMo 开发集上的 min_score：弃答与召回（圆圈：建议值）",
+    )
+    ax.set_title(label)
     ax.legend(fontsize="small", loc="lower left")
     fig.tight_layout()
     return fig

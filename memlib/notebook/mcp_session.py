@@ -78,11 +78,7 @@ async def _one(session: Any, request: str, arguments: Mapping[str, Any]) -> tupl
 
 
 async def mcp_transcript(
-    store_url: str,
-    user_id: str,
-    calls: Sequence[McpCall],
-    *,
-    as_of: datetime | None = None,
+    store_url: str, user_id: str, calls: Sequence[McpCall], *, as_of: datetime | None = None
 ) -> pd.DataFrame:
     """Spawn ``memlib mcp`` on ``store_url`` for ``user_id``, run ``calls`` in order in one
     client session, and return one row per call (``await`` it in a notebook cell)."""
@@ -105,11 +101,14 @@ async def mcp_transcript(
             await session.initialize()
             for request, arguments in calls:
                 is_error, line = await _one(session, request, arguments)
-                rows.append({
-                    "request": request,
-                    "arguments": json.dumps(dict(arguments), ensure_ascii=False)
-                    if arguments else "",
-                    "is_error": is_error,
-                    "result": line,
-                })
+                rows.append(
+                    {
+                        "request": request,
+                        "arguments": json.dumps(dict(arguments), ensure_ascii=False)
+                        if arguments
+                        else "",
+                        "is_error": is_error,
+                        "result": line,
+                    }
+                )
     return pd.DataFrame(rows, index=range(1, len(rows) + 1)).rename_axis("step")

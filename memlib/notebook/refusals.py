@@ -81,13 +81,13 @@ def query_checks_frame(cases: Sequence[tuple[Any, Any]]) -> pd.DataFrame:
     rows = []
     for text, limit in cases:
         try:
-            q = normalize_recall_query(text, user_scope=ANY_SCOPE, limit=limit,
-                                       query_id=QUERY_ID, issued_at=SAMPLE_AS_OF)
-            rows.append({"text": repr(text), "limit": repr(limit), "accepted": True,
-                         "terms": ", ".join(q.terms), "error": ""})
+            q = normalize_recall_query(
+                text, user_scope=ANY_SCOPE, limit=limit, query_id=QUERY_ID, issued_at=SAMPLE_AS_OF
+            )
+            outcome = {"accepted": True, "terms": ", ".join(q.terms), "error": ""}
         except RemoteMemoryError as exc:
-            rows.append({"text": repr(text), "limit": repr(limit), "accepted": False,
-                         "terms": "", "error": str(exc)})
+            outcome = {"accepted": False, "terms": "", "error": str(exc)}
+        rows.append({"text": repr(text), "limit": repr(limit), **outcome})
     return pandas().DataFrame(rows, columns=["text", "limit", "accepted", "terms", "error"])
 
 
@@ -95,4 +95,3 @@ def query_check_view(store: MemoryStore, query: str, as_of: datetime, limit: int
     """A view: what a recall with these arguments gives — its hits, or the error — as one row."""
     outcome = capture(lambda: recall(store, query, as_of, limit).hits)
     return pandas().DataFrame([{"query": query, "limit": limit, **outcome}])
-

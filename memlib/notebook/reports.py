@@ -1,25 +1,11 @@
 """The committed reports the notebooks read, shipped inside the package.
 
-Notebooks 11 and 12 chart figures from ``reports/`` at the root of the repository: the
-LoCoMo development-split report of the rankers and the newest full benchmark report;
-the abstention curves of a score floor on the same split (``benchmarks/abstention.py``)
-and the rankers' cross-validated figures (``memlib eval locomo --cv-report``, on turn
-vectors and on pair vectors) ship for
-the notebooks too, as does what each step of ``hybrid`` is worth alone
-(``benchmarks/retrieval_steps.py``). A notebook that looked for that folder from its working
-directory would break as soon as the notebooks folder is copied elsewhere, so a copy of
-each ships as package data under ``memlib/data/reports/`` and :func:`load_report` reads
-it from there.
-
-The rankers, abstention, cross-validation and retrieval-steps reports are copied byte
-for byte. The
-benchmark report is about 100 KB, of which notebook 12 reads a few tables: its copy is
-:func:`bench_slice` of it, which keeps only those (and names the file it came from).
-``tests/course/test_reports.py`` rebuilds every copy from ``reports/`` and compares, so
-a new benchmark run cannot leave the notebooks on an old one. After a run, refresh the
-copies from the repository root:
-
-    python -m memlib.notebook reports
+A notebook that read ``reports/`` from its working directory would break once the
+notebooks folder is copied elsewhere, so a copy of each report notebooks 11, 12 and 14
+chart ships under ``memlib/data/reports/``: byte for byte, except the ~100 KB benchmark
+report, of which :func:`bench_slice` keeps the tables notebook 12 reads.
+``tests/course/test_reports.py`` rebuilds every copy and compares, so a new run cannot
+leave the notebooks on an old one. Refresh them with ``python -m memlib.notebook reports``.
 """
 
 from __future__ import annotations
@@ -56,8 +42,13 @@ CROSSVAL_PAIRS_DEV_SPLIT = "crossval-pairs-dev-split"
 RETRIEVAL_STEPS_DEV_SPLIT = "retrieval-steps-dev-split"
 BENCH = "bench"
 # The reports packaged as they are in ``reports/``.
-_VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT,
-             CROSSVAL_PAIRS_DEV_SPLIT, RETRIEVAL_STEPS_DEV_SPLIT)
+_VERBATIM = (
+    RANKERS_DEV_SPLIT,
+    ABSTENTION_DEV_SPLIT,
+    CROSSVAL_DEV_SPLIT,
+    CROSSVAL_PAIRS_DEV_SPLIT,
+    RETRIEVAL_STEPS_DEV_SPLIT,
+)
 _KNOWN = (*_VERBATIM, BENCH)
 # A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
 _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
@@ -66,8 +57,7 @@ _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
 # keeps those keys of it (applied to each element of a list).
 _LATENCY: Mapping[str, Any] = {"p50_ms": True, "p95_ms": True}
 _WALL: Mapping[str, Any] = {"wall_s": True}
-_COLD_RANKER: Mapping[str, Any] = {"jsonl_no_index": _WALL, "jsonl_index": _WALL,
-                                   "sqlite": _WALL}
+_COLD_RANKER: Mapping[str, Any] = {"jsonl_no_index": _WALL, "jsonl_index": _WALL, "sqlite": _WALL}
 _LEXICAL_RANKERS = ("baseline", "bm25", "bm25+stopwords")
 BENCH_KEEP: Mapping[str, Any] = {
     "date": True,
@@ -83,8 +73,9 @@ BENCH_KEEP: Mapping[str, Any] = {
         "bm25s": {"recall": _LATENCY},
         "fts5": {"recall": _LATENCY},
         "warm_lexical": {
-            "jsonl": {ranker: {"rare": _LATENCY, "common": _LATENCY}
-                      for ranker in _LEXICAL_RANKERS},
+            "jsonl": {
+                ranker: {"rare": _LATENCY, "common": _LATENCY} for ranker in _LEXICAL_RANKERS
+            },
             "bm25s": {"rare": _LATENCY},
         },
     },
@@ -122,14 +113,14 @@ def load_report(name: str) -> dict[str, Any]:
     """The packaged copy of a report: ``"rankers-dev-split"``, ``"abstention-dev-split"``,
     ``"crossval-dev-split"``, ``"retrieval-steps-dev-split"`` or ``"bench"``."""
     if name not in _KNOWN:
-        raise RemoteMemoryValidationError(
-            f"unknown report {name!r}; known: {', '.join(_KNOWN)}")
+        raise RemoteMemoryValidationError(f"unknown report {name!r}; known: {', '.join(_KNOWN)}")
     try:
         text = _packaged().joinpath(f"{name}.json").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RemoteMemoryError(
             f"memlib is installed without its report {name}.json (package data "
-            "memlib/data/reports/ is missing)") from None
+            "memlib/data/reports/ is missing)"
+        ) from None
     data: dict[str, Any] = json.loads(text)
     return data
 
@@ -147,8 +138,7 @@ def packaged_reports(reports: Path) -> dict[str, str]:
     bench = newest_full_bench(reports)
     sliced = bench_slice(json.loads(bench.read_text(encoding="utf-8")), bench.name)
     copies = {
-        f"{name}.json": (reports / f"{name}.json").read_text(encoding="utf-8")
-        for name in _VERBATIM
+        f"{name}.json": (reports / f"{name}.json").read_text(encoding="utf-8") for name in _VERBATIM
     }
     copies[f"{BENCH}.json"] = json.dumps(sliced, indent=1, ensure_ascii=False) + "\n"
     return copies

@@ -1,11 +1,8 @@
 """Views: ``view(store, query, as_of, limit)``, one per pipeline stage, and views compared.
 
-A view returns plain data (a DataFrame, or a ``Rendered`` block) built with the
-library's own stages, so a notebook shows the real pipeline and copies none of it; an
-explorer (``memlib.notebook.explorers``) redraws any of them from a form. Later sections
-line views up over several queries, limits or stores, and the last one explores what lies
-beyond the chapter: the agent loop, the rankers, the backends. Recalls here use
-the fixed ``QUERY_ID``, so every output is the same on every run.
+A view returns plain data built with the library's own stages, so a notebook shows the
+real pipeline and copies none of it; an explorer redraws any of them from a form.
+Recalls use the fixed ``QUERY_ID``, so every output is the same on every run.
 """
 
 from __future__ import annotations
@@ -95,18 +92,15 @@ class Rendered:
 
 
 def recall(
-    store: MemoryStore,
-    query: str,
-    as_of: datetime,
-    limit: int = 5,
-    query_id: str = QUERY_ID,
+    store: MemoryStore, query: str, as_of: datetime, limit: int = 5, query_id: str = QUERY_ID
 ) -> RecallResult:
     """``RecallEngine(store).recall`` with a fixed ``query_id``, so outputs are stable."""
     return RecallEngine(store).recall(query, limit=limit, as_of=as_of, query_id=query_id)
 
 
-def recall_query(store: MemoryStore, text: str, as_of: datetime, limit: int = 5,
-                 query_id: str = QUERY_ID) -> RecallQuery:
+def recall_query(
+    store: MemoryStore, text: str, as_of: datetime, limit: int = 5, query_id: str = QUERY_ID
+) -> RecallQuery:
     """The ``RecallQuery`` a recall of ``store`` builds, with a fixed ``query_id``."""
     return normalize_recall_query(
         text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=as_of
@@ -114,6 +108,7 @@ def recall_query(store: MemoryStore, text: str, as_of: datetime, limit: int = 5,
 
 
 # -- stage 0: stored records ------------------------------------------------------------
+
 
 def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every stored record, with how many of the query's terms it shares."""
@@ -128,6 +123,7 @@ def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 
 # -- stage 1: normalize -----------------------------------------------------------------
 
+
 def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """The ``RecallQuery`` a recall would build, one field a row."""
     q = recall_query(store, query, as_of, limit)
@@ -137,6 +133,7 @@ def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) 
 
 
 # -- stage 2: candidates ----------------------------------------------------------------
+
 
 def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every record with what candidate building decided about it, and why."""
@@ -155,9 +152,14 @@ def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int)
             decision = "candidate"
         else:
             decision = "searched, no shared term"
-        rows.append({"memory_id": r.memory_id, "kind": r.kind.value,
-                     "matched_terms": ", ".join(matched.get(r.memory_id, ())),
-                     "decision": decision})
+        rows.append(
+            {
+                "memory_id": r.memory_id,
+                "kind": r.kind.value,
+                "matched_terms": ", ".join(matched.get(r.memory_id, ())),
+                "decision": decision,
+            }
+        )
     return pandas().DataFrame(rows)
 
 
@@ -188,20 +190,34 @@ def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 def counts_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """How many records each stage kept for one recall, as one row."""
     result = recall(store, query, as_of, limit)
-    return pandas().DataFrame([{
-        "query": result.query.text,
-        "terms": ", ".join(result.query.terms),
-        "stored_records": len(store.read_all()),
-        "searched_records": result.searched_records,
-        "candidate_records": result.candidate_records,
-        "retracted_records": result.retracted_records,
-        "hits": len(result.hits),
-        "empty_reason": result.empty_reason,
-    }], columns=["query", "terms", "stored_records", "searched_records", "candidate_records",
-                 "retracted_records", "hits", "empty_reason"])
+    return pandas().DataFrame(
+        [
+            {
+                "query": result.query.text,
+                "terms": ", ".join(result.query.terms),
+                "stored_records": len(store.read_all()),
+                "searched_records": result.searched_records,
+                "candidate_records": result.candidate_records,
+                "retracted_records": result.retracted_records,
+                "hits": len(result.hits),
+                "empty_reason": result.empty_reason,
+            }
+        ],
+        columns=[
+            "query",
+            "terms",
+            "stored_records",
+            "searched_records",
+            "candidate_records",
+            "retracted_records",
+            "hits",
+            "empty_reason",
+        ],
+    )
 
 
 # -- stage 3: score ---------------------------------------------------------------------
+
 
 def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """The breakdown of every candidate, in storage order (not ranked yet)."""
@@ -209,41 +225,57 @@ def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
     rows = []
     for c in scan_recall_candidates(q, store.read_all()).candidates:
         b = score_recall_candidate(q, c, as_of=as_of)
-        rows.append({
-            "memory_id": c.record.memory_id,
-            "captured_at": c.record.source.captured_at,
-            "matched_terms": ", ".join(b.matched_terms),
-            "query_term_count": b.query_term_count,
-            "lexical_coverage": b.lexical_coverage,
-            "recency": b.recency,
-            "lexical_contribution": b.lexical_contribution,
-            "recency_contribution": b.recency_contribution,
-            "total": b.total,
-        })
-    columns = ["memory_id", "captured_at", "matched_terms", "query_term_count",
-               "lexical_coverage", "recency", "lexical_contribution", "recency_contribution",
-               "total"]
+        rows.append(
+            {
+                "memory_id": c.record.memory_id,
+                "captured_at": c.record.source.captured_at,
+                "matched_terms": ", ".join(b.matched_terms),
+                "query_term_count": b.query_term_count,
+                "lexical_coverage": b.lexical_coverage,
+                "recency": b.recency,
+                "lexical_contribution": b.lexical_contribution,
+                "recency_contribution": b.recency_contribution,
+                "total": b.total,
+            }
+        )
+    columns = [
+        "memory_id",
+        "captured_at",
+        "matched_terms",
+        "query_term_count",
+        "lexical_coverage",
+        "recency",
+        "lexical_contribution",
+        "recency_contribution",
+        "total",
+    ]
     return pandas().DataFrame(rows, columns=columns)
 
 
 # -- stage 4: stable rank ---------------------------------------------------------------
 
+
 def rank_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every candidate with its sort keys; rows above ``limit`` get a rank, the rest none."""
     q = recall_query(store, query, as_of, limit)
-    scored = [(c, score_recall_candidate(q, c, as_of=as_of))
-              for c in scan_recall_candidates(q, store.read_all()).candidates]
+    scored = [
+        (c, score_recall_candidate(q, c, as_of=as_of))
+        for c in scan_recall_candidates(q, store.read_all()).candidates
+    ]
     rows = []
     for position, (c, b) in enumerate(sorted(scored, key=rank_key), start=1):
-        rows.append({
-            "rank": position if position <= q.limit else None,
-            "memory_id": c.record.memory_id,
-            "total": b.total,
-            "lexical_coverage": b.lexical_coverage,
-            "captured_at": c.record.source.captured_at,
-        })
-    frame = pandas().DataFrame(rows, columns=["rank", "memory_id", "total", "lexical_coverage",
-                                              "captured_at"])
+        rows.append(
+            {
+                "rank": position if position <= q.limit else None,
+                "memory_id": c.record.memory_id,
+                "total": b.total,
+                "lexical_coverage": b.lexical_coverage,
+                "captured_at": c.record.source.captured_at,
+            }
+        )
+    frame = pandas().DataFrame(
+        rows, columns=["rank", "memory_id", "total", "lexical_coverage", "captured_at"]
+    )
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
 
@@ -268,6 +300,7 @@ def rank_keys_view(store: MemoryStore, query: str, as_of: datetime, limit: int) 
 
 # -- stage 5: hits, result, render ------------------------------------------------------
 
+
 def hits_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """The hits of ``RecallResult``: scope, provenance and score, one hit a row."""
     result = recall(store, query, as_of, limit)
@@ -283,8 +316,8 @@ def hits_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd
         }
         for h in result.hits
     ]
-    return pandas().DataFrame(rows, columns=["rank", "memory_id", "memory_kind", "source_id",
-                                             "captured_at", "score", "snippet"])
+    columns = ["rank", "memory_id", "memory_kind", "source_id", "captured_at", "score", "snippet"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def render_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> Rendered:
@@ -309,8 +342,10 @@ def profile_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
         for r in records
         if r.kind is MemoryKind.PROFILE
     ]
-    return pandas().DataFrame(rows, columns=["memory_id", "captured_at", "retracted",
-                                             "injected_at_session_start", "is_a_hit"])
+    return pandas().DataFrame(
+        rows,
+        columns=["memory_id", "captured_at", "retracted", "injected_at_session_start", "is_a_hit"],
+    )
 
 
 def profile_block(store: MemoryStore) -> Rendered:
@@ -320,11 +355,14 @@ def profile_block(store: MemoryStore) -> Rendered:
 
 # -- several views side by side: over queries, limits, stores -----------------------------
 
-def counts_frame(store: MemoryStore, queries: Sequence[str], as_of: datetime,
-                 limit: int) -> pd.DataFrame:
+
+def counts_frame(
+    store: MemoryStore, queries: Sequence[str], as_of: datetime, limit: int
+) -> pd.DataFrame:
     """``counts_view`` for several queries, one row each."""
-    return pandas().concat([counts_view(store, q, as_of, limit) for q in queries],
-                           ignore_index=True)
+    return pandas().concat(
+        [counts_view(store, q, as_of, limit) for q in queries], ignore_index=True
+    )
 
 
 def limit_sweep(
@@ -360,7 +398,11 @@ def ranks_by_store(
             for label, hits in columns.items()
         }
     )
-    frame.index = range(1, depth + 1)
+    return _by_rank(frame)
+
+
+def _by_rank(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.index = range(1, len(frame) + 1)
     frame.index.name = "rank"
     frame["same in every store"] = frame.nunique(axis=1, dropna=False).eq(1)
     return frame
@@ -384,11 +426,7 @@ def keys_subset_ranks(
         scores = score_view(store, query, as_of, limit)
         ordered = scores.sort_values(list(keys), ascending=ascending, kind="stable")
         columns[label] = list(ordered["memory_id"])[:limit]
-    frame = pandas().DataFrame(columns)
-    frame.index = range(1, len(frame) + 1)
-    frame.index.name = "rank"
-    frame["same in every store"] = frame.nunique(axis=1, dropna=False).eq(1)
-    return frame
+    return _by_rank(pandas().DataFrame(columns))
 
 
 def tie_breaker_frame(
@@ -433,8 +471,14 @@ def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
     from ..agent import SCRIPTED_MODEL_ID, ScriptedModel, agent_loop, scripted_client
 
     model = ScriptedModel(queries=(query,), limit=limit)
-    transcript = agent_loop(query, client=scripted_client(model), model=SCRIPTED_MODEL_ID,
-                            store=store, as_of=as_of, query_id_prefix=AGENT_QUERY_PREFIX)
+    transcript = agent_loop(
+        query,
+        client=scripted_client(model),
+        model=SCRIPTED_MODEL_ID,
+        store=store,
+        as_of=as_of,
+        query_id_prefix=AGENT_QUERY_PREFIX,
+    )
     rows = []
     for entry in transcript.entries:
         hits: int | None = None
@@ -446,27 +490,41 @@ def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
             else:
                 ids = [hit["memory_id"] for hit in json.loads(entry.content)["hits"]]
                 hits, hit_ids = len(ids), ", ".join(ids)
-        rows.append({
-            "turn": entry.turn,
-            "role": entry.role,
-            "block": entry.block_type,
-            "tool_use_id": entry.tool_use_id or "",
-            "tool_input": entry.tool_input_json,
-            "is_error": entry.is_error,
-            "hits": hits,
-            "hit_ids": hit_ids,
-            "text": text,
-        })
-    frame = pandas().DataFrame(rows, columns=["turn", "role", "block", "tool_use_id",
-                                              "tool_input", "is_error", "hits", "hit_ids",
-                                              "text"])
+        rows.append(
+            {
+                "turn": entry.turn,
+                "role": entry.role,
+                "block": entry.block_type,
+                "tool_use_id": entry.tool_use_id or "",
+                "tool_input": entry.tool_input_json,
+                "is_error": entry.is_error,
+                "hits": hits,
+                "hit_ids": hit_ids,
+                "text": text,
+            }
+        )
+    frame = pandas().DataFrame(
+        rows,
+        columns=[
+            "turn",
+            "role",
+            "block",
+            "tool_use_id",
+            "tool_input",
+            "is_error",
+            "hits",
+            "hit_ids",
+            "text",
+        ],
+    )
     frame["is_error"] = frame["is_error"].astype("boolean")
     frame["hits"] = frame["hits"].astype("Int64")
     return frame
 
 
-def api_failures_frame(store: MemoryStore, question: str, as_of: datetime,
-                       cases: Mapping[str, Sequence[int | str]]) -> pd.DataFrame:
+def api_failures_frame(
+    store: MemoryStore, question: str, as_of: datetime, cases: Mapping[str, Sequence[int | str]]
+) -> pd.DataFrame:
     """One offline exchange per case, the API failing first as the case says
     (``memlib.agent.FlakyAPI``), with the SDK's retries ``runtime_client()`` keeps: how
     many HTTP requests were sent, how many retries, and how the loop ended — with the
@@ -478,18 +536,37 @@ def api_failures_frame(store: MemoryStore, question: str, as_of: datetime,
     for label, failures in cases.items():
         api = FlakyAPI(*failures)
         try:
-            transcript = agent_loop(question, client=api.client(api_key=key),
-                                    model=SCRIPTED_MODEL_ID, store=store, as_of=as_of,
-                                    query_id_prefix="nb-api")
-            ended = {"loop ends with": f"an answer ({transcript.stop_reason})", "reason": "",
-                     "status_code": None, "message": transcript.final_text.splitlines()[0]}
+            transcript = agent_loop(
+                question,
+                client=api.client(api_key=key),
+                model=SCRIPTED_MODEL_ID,
+                store=store,
+                as_of=as_of,
+                query_id_prefix="nb-api",
+            )
+            ended: dict[str, Any] = {
+                "loop ends with": f"an answer ({transcript.stop_reason})",
+                "reason": "",
+                "status_code": None,
+                "message": transcript.final_text.splitlines()[0],
+            }
         except ModelAPIError as exc:
-            ended = {"loop ends with": type(exc).__name__, "reason": exc.reason,
-                     "status_code": exc.status_code, "message": str(exc)}
+            ended = {
+                "loop ends with": type(exc).__name__,
+                "reason": exc.reason,
+                "status_code": exc.status_code,
+                "message": str(exc),
+            }
         gave_up = ended["reason"] != ""
-        rows.append({"server answers": label, "HTTP requests": api.sent,
-                     "SDK retries": api.failed - gave_up, **ended,
-                     "key in message": key in str(ended["message"])})
+        rows.append(
+            {
+                "server answers": label,
+                "HTTP requests": api.sent,
+                "SDK retries": api.failed - gave_up,
+                **ended,
+                "key in message": key in str(ended["message"]),
+            }
+        )
     frame = pandas().DataFrame(rows)
     frame["status_code"] = frame["status_code"].astype("Int64")
     return frame
@@ -498,13 +575,14 @@ def api_failures_frame(store: MemoryStore, question: str, as_of: datetime,
 def explored_rankers() -> dict[str, Any]:
     """The rankers ``rankers_view`` lines up: each built-in lexical one by name, and
     ``hybrid`` with the hashing embedder (no model, no download, the same vectors on
-    every machine) instead of all-MiniLM-L6-v2."""
+    every machine)."""
     from ..rankers import get_ranker
     from ..rankers.embeddings import HashingEmbedder
     from ..rankers.hybrid import HybridRanker
 
-    rankers: dict[str, Any] = {name: get_ranker(name)
-                               for name in ("baseline", "bm25", "bm25+stopwords")}
+    rankers: dict[str, Any] = {
+        name: get_ranker(name) for name in ("baseline", "bm25", "bm25+stopwords")
+    }
     rankers[HYBRID_HASHING] = HybridRanker(model=HashingEmbedder())
     return rankers
 
@@ -516,34 +594,45 @@ def rankers_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
     contributions, a fused score): compare orders across rankers, numbers within one.
     """
     results = {
-        label: RecallEngine(store, ranker=ranker).recall(query, limit=limit, as_of=as_of,
-                                                         query_id=QUERY_ID)
+        label: RecallEngine(store, ranker=ranker).recall(
+            query, limit=limit, as_of=as_of, query_id=QUERY_ID
+        )
         for label, ranker in explored_rankers().items()
     }
-    depth = max(len(result.hits) for result in results.values())
+    return _side_by_side({label: result.hits for label, result in results.items()}, False)
+
+
+def _side_by_side(columns: Mapping[str, Sequence[RecallHit]], equal: bool) -> pd.DataFrame:
+    """One row per rank: per column its hit's ``memory_id`` and ``total``; with ``equal``,
+    whether every column's hit is the same ``RecallHit``."""
     rows = []
-    for position in range(depth):
+    for position in range(max(len(hits) for hits in columns.values())):
         row: dict[str, Any] = {"rank": position + 1}
-        for label, result in results.items():
-            hit = result.hits[position] if position < len(result.hits) else None
+        found = [hits[position] if position < len(hits) else None for hits in columns.values()]
+        for label, hit in zip(columns, found, strict=True):
             row[f"{label} memory_id"] = hit.memory_id if hit else None
             row[f"{label} total"] = hit.score if hit else None
+        if equal:
+            dicts = [hit.to_dict() if hit else None for hit in found]
+            row["equal"] = all(d is not None and d == dicts[0] for d in dicts)
         rows.append(row)
-    columns = ["rank"] + [f"{label} {part}" for label in results for part in ("memory_id",
-                                                                               "total")]
-    return pandas().DataFrame(rows, columns=columns)
+    names = ["rank"] + [f"{label} {part}" for label in columns for part in ("memory_id", "total")]
+    return pandas().DataFrame(rows, columns=[*names, "equal"] if equal else names)
 
 
-def reference_hits(store: MemoryStore, query: str, as_of: datetime,
-                   limit: int) -> tuple[RecallHit, ...]:
+def reference_hits(
+    store: MemoryStore, query: str, as_of: datetime, limit: int
+) -> tuple[RecallHit, ...]:
     """The chapter's own pipeline over ``store.read_all()``: full scan, score, rank."""
     q = recall_query(store, query, as_of, limit)
-    return stable_rank_recall_candidates(q, scan_recall_candidates(q, store.read_all())
-                                         .candidates, as_of=as_of)
+    return stable_rank_recall_candidates(
+        q, scan_recall_candidates(q, store.read_all()).candidates, as_of=as_of
+    )
 
 
-def backends_view(stores: Mapping[str, MemoryStore], query: str, as_of: datetime,
-                  limit: int) -> pd.DataFrame:
+def backends_view(
+    stores: Mapping[str, MemoryStore], query: str, as_of: datetime, limit: int
+) -> pd.DataFrame:
     """The same recall through every store of ``stores`` and through the reference.
 
     One row per rank: per backend the hit's ``memory_id`` and ``total``, then
@@ -557,17 +646,4 @@ def backends_view(stores: Mapping[str, MemoryStore], query: str, as_of: datetime
         label: recall(store, query, as_of, limit).hits for label, store in stores.items()
     }
     columns["reference"] = reference_hits(next(iter(stores.values())), query, as_of, limit)
-    depth = max(len(hits) for hits in columns.values())
-    rows = []
-    for position in range(depth):
-        row: dict[str, Any] = {"rank": position + 1}
-        found = [hits[position] if position < len(hits) else None for hits in columns.values()]
-        for label, hit in zip(columns, found, strict=True):
-            row[f"{label} memory_id"] = hit.memory_id if hit else None
-            row[f"{label} total"] = hit.score if hit else None
-        dicts = [hit.to_dict() if hit else None for hit in found]
-        row["equal"] = all(d is not None and d == dicts[0] for d in dicts)
-        rows.append(row)
-    names = ["rank"] + [f"{label} {part}" for label in columns for part in ("memory_id",
-                                                                             "total")]
-    return pandas().DataFrame(rows, columns=[*names, "equal"])
+    return _side_by_side(columns, True)

@@ -29,7 +29,6 @@ __all__ = [
     "Verdict",
     "all_exercises",
     "check",
-    "exercise",
     "hint",
     "right",
     "wrong",
@@ -80,13 +79,22 @@ class Exercise:
     context: Callable[[], Mapping[str, Any]] | None = field(default=None)
     hints_zh: tuple[str, ...] = ()
 
+    def register(self) -> Exercise:
+        """Add this exercise to the course (each notebook's module does, at import)."""
+        if _REGISTRY.setdefault(self.id, self) is not self:
+            raise ValueError(f"exercise {self.id} is defined twice")
+        return self
+
 
 # What each status reads as, per language (the English words are also the statuses).
 STATUS_WORDS = {
-    "en": {"not attempted": "not attempted", "try again": "try again", "correct": "correct",
-           "hint": "hint"},
-    "zh": {"not attempted": "尚未作答", "try again": "再试一次", "correct": "正确",
-           "hint": "提示"},
+    "en": {
+        "not attempted": "not attempted",
+        "try again": "try again",
+        "correct": "correct",
+        "hint": "hint",
+    },
+    "zh": {"not attempted": "尚未作答", "try again": "再试一次", "correct": "正确", "hint": "提示"},
 }
 _MARKS = {"not attempted": "…", "try again": "✗", "correct": "✓", "hint": "?"}
 
@@ -98,7 +106,7 @@ class Feedback:
     exercise: str
     status: Status | Literal["hint"]
     message: str
-    lang: str = "en"
+    lang: str = field(default_factory=language)
 
     @property
     def correct(self) -> bool:
@@ -113,14 +121,6 @@ class Feedback:
 
 _REGISTRY: dict[str, Exercise] = {}
 _LOADED = False
-
-
-def exercise(item: Exercise) -> Exercise:
-    """Register ``item`` (called by each notebook's module at import)."""
-    if item.id in _REGISTRY and _REGISTRY[item.id] is not item:
-        raise ValueError(f"exercise {item.id} is defined twice")
-    _REGISTRY[item.id] = item
-    return item
 
 
 def _load() -> None:
@@ -146,49 +146,70 @@ def _find(exercise_id: str) -> Exercise | None:
 
 def check(exercise_id: str, answer: Any, **context: Any) -> Feedback:
     """Grade ``answer``: not attempted yet, try again (with a hint), or correct."""
-    lang = language()
     item = _find(exercise_id)
     if item is None:
         known = ", ".join(e.id for e in all_exercises())
-        return Feedback(exercise_id, "try again",
-                        tr(f"there is no exercise {exercise_id!r} (the course has {known})",
-                           f"没有练习 {exercise_id!r}（课程中有 {known}）"), lang)
+        return Feedback(
+            exercise_id,
+            "try again",
+            tr(
+                f"there is no exercise {exercise_id!r} (the course has {known})",
+                f"没有练习 {exercise_id!r}（课程中有 {known}）",
+            ),
+        )
     more = f"hint({item.id!r})"
     if answer is Ellipsis:
-        return Feedback(item.id, "not attempted",
-                        tr(f"replace the `...` with your answer and run both cells again. "
-                           f"Stuck? {more}",
-                           f"把 `...` 换成你的答案，再运行这两个单元格。卡住了？{more}"), lang)
+        return Feedback(
+            item.id,
+            "not attempted",
+            tr(
+                f"replace the `...` with your answer and run both cells again. Stuck? {more}",
+                f"把 `...` 换成你的答案，再运行这两个单元格。卡住了？{more}",
+            ),
+        )
     if item.context is not None:
         context = {**item.context(), **context}
     try:
         verdict = item.grade(answer, **context)
     except Exception as exc:  # noqa: BLE001 — a learner's answer must never show a traceback
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        return Feedback(item.id, "try again",
-                        tr(f"this answer could not be checked ({type(exc).__name__}: {reason}). "
-                           f"{more} says what shape it needs",
-                           f"无法检查这个答案（{type(exc).__name__}: {reason}）。"
-                           f"{more} 会说明答案应是什么形式"), lang)
+        return Feedback(
+            item.id,
+            "try again",
+            tr(
+                f"this answer could not be checked ({type(exc).__name__}: {reason}). "
+                f"{more} says what shape it needs",
+                f"无法检查这个答案（{type(exc).__name__}: {reason}）。"
+                f"{more} 会说明答案应是什么形式",
+            ),
+        )
     if verdict.ok:
-        return Feedback(item.id, "correct", verdict.text, lang)
-    return Feedback(item.id, "try again",
-                    verdict.text + tr(f" (more: {more})", f"（更多：{more}）"), lang)
+        return Feedback(item.id, "correct", verdict.text)
+    return Feedback(
+        item.id, "try again", verdict.text + tr(f" (more: {more})", f"（更多：{more}）")
+    )
 
 
 def hint(exercise_id: str, number: int = 1) -> Feedback:
     """The ``number``-th hint of an exercise (1 is the gentlest)."""
-    lang = language()
     item = _find(exercise_id)
     if item is None:
-        return Feedback(exercise_id, "hint", tr(f"there is no exercise {exercise_id!r}",
-                                                f"没有练习 {exercise_id!r}"), lang)
-    hints = item.hints_zh if lang == "zh" and item.hints_zh else item.hints
+        return Feedback(
+            exercise_id,
+            "hint",
+            tr(f"there is no exercise {exercise_id!r}", f"没有练习 {exercise_id!r}"),
+        )
+    hints = item.hints_zh if language() == "zh" and item.hints_zh else item.hints
     if not 1 <= number <= len(hints):
-        return Feedback(item.id, "hint", tr(f"hints are numbered 1 to {len(hints)}",
-                                            f"提示的编号是 1 到 {len(hints)}"), lang)
+        return Feedback(
+            item.id,
+            "hint",
+            tr(f"hints are numbered 1 to {len(hints)}", f"提示的编号是 1 到 {len(hints)}"),
+        )
     more = ""
     if number < len(hints):
-        more = tr(f" (next: hint({item.id!r}, {number + 1}))",
-                  f"（下一条：hint({item.id!r}, {number + 1})）")
-    return Feedback(item.id, "hint", f"{number}/{len(hints)}: {hints[number - 1]}{more}", lang)
+        more = tr(
+            f" (next: hint({item.id!r}, {number + 1}))",
+            f"（下一条：hint({item.id!r}, {number + 1})）",
+        )
+    return Feedback(item.id, "hint", f"{number}/{len(hints)}: {hints[number - 1]}{more}")

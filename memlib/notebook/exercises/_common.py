@@ -10,14 +10,16 @@ import atexit
 import functools
 import shutil
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 from ...normalize import normalize_recall_query
 from ...sample import SAMPLE_AS_OF, open_sample_store
 from ...stores._base import MemoryStore
 from .._common import ANY_SCOPE
+from . import Verdict, wrong
 
-__all__ = ["as_int", "as_number", "as_text", "sample_store", "terms_of"]
+__all__ = ["as_int", "as_number", "as_text", "missing_keys", "sample_store", "terms_of"]
 
 
 @functools.cache
@@ -30,8 +32,9 @@ def sample_store() -> MemoryStore:
 
 def terms_of(text: str) -> tuple[str, ...]:
     """The terms the baseline pipeline cuts ``text`` into."""
-    return normalize_recall_query(text, user_scope=ANY_SCOPE, query_id="grader",
-                                  issued_at=SAMPLE_AS_OF).terms
+    return normalize_recall_query(
+        text, user_scope=ANY_SCOPE, query_id="grader", issued_at=SAMPLE_AS_OF
+    ).terms
 
 
 def as_text(answer: Any, what: str) -> str:
@@ -53,3 +56,16 @@ def as_number(answer: Any, what: str = "the answer") -> float:
     if isinstance(answer, bool) or not isinstance(answer, int | float):
         raise TypeError(f"{what} should be a number, not {type(answer).__name__}")
     return float(answer)
+
+
+def missing_keys(answer: Any, keys: tuple[str, ...]) -> Verdict | None:
+    """``answer`` must be a dict (a ``TypeError``); a ``wrong`` naming the keys it lacks."""
+    if not isinstance(answer, Mapping):
+        raise TypeError("the answer should be a dict with the keys " + ", ".join(keys))
+    missing = [key for key in keys if key not in answer]
+    if missing:
+        return wrong(
+            f"the answer needs the keys {', '.join(keys)}; missing: {', '.join(missing)}",
+            zh=f"答案需要这些键：{', '.join(keys)}；缺少：{', '.join(missing)}",
+        )
+    return None

@@ -7,7 +7,7 @@ from typing import Any
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
 from ..views import rank_keys_view, recall
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import as_text, sample_store, terms_of
 
 TARGET = "conversation-010"
@@ -20,26 +20,34 @@ def _top_hit(answer: Any) -> Verdict:
     except RemoteMemoryError as exc:
         return wrong(f"recall refuses this query: {exc}", zh=f"召回拒绝了这个查询：{exc}")
     if not hits:
-        return wrong(f"no record shares a term with {text!r} (its terms: "
-                     f"{', '.join(terms_of(text))}): use words from the record's title",
-                     zh=f"没有任何记录与 {text!r} 有共同词项"
-                        f"（它的词项：{', '.join(terms_of(text))}）。请用目标记录标题中的词")
+        return wrong(
+            f"no record shares a term with {text!r} (its terms: "
+            f"{', '.join(terms_of(text))}): use words from the record's title",
+            zh=f"没有任何记录与 {text!r} 有共同词项"
+            f"（它的词项：{', '.join(terms_of(text))}）。请用目标记录标题中的词",
+        )
     ids = [h.memory_id for h in hits]
     if ids[0] == TARGET:
-        return right(f"{TARGET} ranks first of {len(ids)} hit(s)",
-                     zh=f"{TARGET} 在 {len(ids)} 个命中中排第一")
+        return right(
+            f"{TARGET} ranks first of {len(ids)} hit(s)",
+            zh=f"{TARGET} 在 {len(ids)} 个命中中排第一",
+        )
     if TARGET in ids:
-        return wrong(f"{TARGET} is a hit, but at rank {ids.index(TARGET) + 1}: {ids[0]} beats it — "
-                     f"use more words only {TARGET} has",
-                     zh=f"{TARGET} 是命中，但排在第 {ids.index(TARGET) + 1} 位，"
-                        f"{ids[0]} 排在它前面。多用一些只有 {TARGET} 才有的词")
-    return wrong(f"{TARGET} is not among the hits (top: {ids[0]}): none of the terms "
-                 f"{', '.join(terms_of(text))} is in it",
-                 zh=f"{TARGET} 不在命中之中（第一名：{ids[0]}）：词项 "
-                    f"{', '.join(terms_of(text))} 没有一个出现在它里面")
+        return wrong(
+            f"{TARGET} is a hit, but at rank {ids.index(TARGET) + 1}: {ids[0]} beats it — "
+            f"use more words only {TARGET} has",
+            zh=f"{TARGET} 是命中，但排在第 {ids.index(TARGET) + 1} 位，"
+            f"{ids[0]} 排在它前面。多用一些只有 {TARGET} 才有的词",
+        )
+    return wrong(
+        f"{TARGET} is not among the hits (top: {ids[0]}): none of the terms "
+        f"{', '.join(terms_of(text))} is in it",
+        zh=f"{TARGET} 不在命中之中（第一名：{ids[0]}）：词项 "
+        f"{', '.join(terms_of(text))} 没有一个出现在它里面",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="00.1",
     title="a query whose top hit is conversation-010",
     grade=_top_hit,
@@ -62,13 +70,21 @@ exercise(Exercise(
         (42, "should be a string"),
         ("   ", "refuses this query"),
     ),
-))
+).register()
 
 
 STAGES = ("normalize", "candidate", "score", "stable rank", "render")
-_SPELLINGS = {"rank": "stable rank", "ranking": "stable rank", "stable_rank": "stable rank",
-              "stable ranking": "stable rank", "candidates": "candidate", "scoring": "score",
-              "rendering": "render", "normalise": "normalize", "normalization": "normalize"}
+_SPELLINGS = {
+    "rank": "stable rank",
+    "ranking": "stable rank",
+    "stable_rank": "stable rank",
+    "stable ranking": "stable rank",
+    "candidates": "candidate",
+    "scoring": "score",
+    "rendering": "render",
+    "normalise": "normalize",
+    "normalization": "normalize",
+}
 TIE_QUERY = "embedding reranker"
 
 
@@ -76,19 +92,23 @@ def _deciding_stage(answer: Any) -> Verdict:
     text = " ".join(as_text(answer, "the stage").lower().split())
     stage = _SPELLINGS.get(text, text)
     if stage not in STAGES:
-        return wrong(f"{text!r} is not a stage: name one of {', '.join(STAGES)}",
-                     zh=f"{text!r} 不是一个阶段：请从 {', '.join(STAGES)} 中选一个")
+        return wrong(
+            f"{text!r} is not a stage: name one of {', '.join(STAGES)}",
+            zh=f"{text!r} 不是一个阶段：请从 {', '.join(STAGES)} 中选一个",
+        )
     keys = rank_keys_view(sample_store(), TIE_QUERY, SAMPLE_AS_OF, 10)
     first, second = keys.loc[0], keys.loc[1]
     # The stage that decides is the one whose output first differs between the two records.
     decided_by = "score" if keys.loc[0, "ahead_of_next_by"] == "total" else "stable rank"
     if stage == decided_by:
-        return right(f"{first['memory_id']} and {second['memory_id']} tie on total "
-                     f"({first['total']:.6f}); the stable rank's last key, "
-                     f"{keys.loc[0, 'ahead_of_next_by']}, orders them",
-                     zh=f"{first['memory_id']} 与 {second['memory_id']} 的 total 并列"
-                        f"（{first['total']:.6f}）；由稳定排序的最后一个排序键 "
-                        f"{keys.loc[0, 'ahead_of_next_by']} 决定先后")
+        return right(
+            f"{first['memory_id']} and {second['memory_id']} tie on total "
+            f"({first['total']:.6f}); the stable rank's last key, "
+            f"{keys.loc[0, 'ahead_of_next_by']}, orders them",
+            zh=f"{first['memory_id']} 与 {second['memory_id']} 的 total 并列"
+            f"（{first['total']:.6f}）；由稳定排序的最后一个排序键 "
+            f"{keys.loc[0, 'ahead_of_next_by']} 决定先后",
+        )
     reasons = {
         "score": f"both totals are {first['total']:.6f}: the score cannot tell them apart",
         "candidate": "both are candidates; being a candidate says nothing about order",
@@ -101,11 +121,13 @@ def _deciding_stage(answer: Any) -> Verdict:
         "normalize": "规范化只看查询，从不看记录",
         "render": "渲染按收到的顺序输出命中",
     }
-    return wrong(reasons.get(stage, f"{stage} is not where the order is decided"),
-                 zh=reasons_zh.get(stage, f"{stage} 不是决定顺序的阶段"))
+    return wrong(
+        reasons.get(stage, f"{stage} is not where the order is decided"),
+        zh=reasons_zh.get(stage, f"{stage} 不是决定顺序的阶段"),
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="00.2",
     title="which stage puts conversation-005 before conversation-006",
     grade=_deciding_stage,
@@ -125,4 +147,4 @@ exercise(Exercise(
         ("render", "in the order it is given"),
         ("the database", "is not a stage"),
     ),
-))
+).register()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import RemoteMemoryError
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import as_text, terms_of
 
 TARGET = ("layered", "memory", "分层", "层记", "记忆")
@@ -23,17 +23,23 @@ def _one_query(answer: Any) -> Verdict:
     missing = [t for t in TARGET if t not in got]
     extra = [t for t in got if t not in TARGET]
     if "层记" in missing and {"分层", "记忆"} <= set(got):
-        return wrong("分层 and 记忆 are there but 层记 is not: a space cut the Chinese run in two; "
-                     "bigrams overlap only inside one run",
-                     zh="有 分层 和 记忆，却没有 层记：一个空格把中文片段切成了两段；"
-                        "二元字符只在同一个片段内部重叠")
+        return wrong(
+            "分层 and 记忆 are there but 层记 is not: a space cut the Chinese run in two; "
+            "bigrams overlap only inside one run",
+            zh="有 分层 和 记忆，却没有 层记：一个空格把中文片段切成了两段；"
+            "二元字符只在同一个片段内部重叠",
+        )
     if extra:
-        return wrong(f"extra term(s) {', '.join(extra)}: every character run you type becomes "
-                     "a term (the hyphen and the space separate, they are not terms)",
-                     zh=f"多出了词项 {', '.join(extra)}：你输入的每个字符片段都会成为词项"
-                        "（连字符和空格只起分隔作用，本身不是词项）")
-    return wrong(f"missing term(s) {', '.join(missing)}; your query gives {', '.join(got)}",
-                 zh=f"缺少词项 {', '.join(missing)}；你的查询得到的是 {', '.join(got)}")
+        return wrong(
+            f"extra term(s) {', '.join(extra)}: every character run you type becomes "
+            "a term (the hyphen and the space separate, they are not terms)",
+            zh=f"多出了词项 {', '.join(extra)}：你输入的每个字符片段都会成为词项"
+            "（连字符和空格只起分隔作用，本身不是词项）",
+        )
+    return wrong(
+        f"missing term(s) {', '.join(missing)}; your query gives {', '.join(got)}",
+        zh=f"缺少词项 {', '.join(missing)}；你的查询得到的是 {', '.join(got)}",
+    )
 
 
 def _as_terms(answer: Any) -> tuple[str, ...]:
@@ -48,32 +54,46 @@ def _full_width_terms(answer: Any) -> Verdict:
     guess = _as_terms(answer)
     got = terms_of(FULL_WIDTH)
     if sorted(guess) == sorted(got):
-        return right(f"{FULL_WIDTH} → {', '.join(got)}. NFKC does not turn 記憶 into 记忆 "
-                     "(they are different characters), so it finds conversation-010 only "
-                     "through llm",
-                     zh=f"{FULL_WIDTH} → {', '.join(got)}。NFKC 不会把 記憶 变成 记忆"
-                        "（它们是不同的字符），所以它只能通过 llm 找到 conversation-010")
+        return right(
+            f"{FULL_WIDTH} → {', '.join(got)}. NFKC does not turn 記憶 into 记忆 "
+            "(they are different characters), so it finds conversation-010 only "
+            "through llm",
+            zh=f"{FULL_WIDTH} → {', '.join(got)}。NFKC 不会把 記憶 变成 记忆"
+            "（它们是不同的字符），所以它只能通过 llm 找到 conversation-010",
+        )
     if "记忆" in guess:
-        return wrong("NFKC folds full-width forms, not traditional or Japanese characters into "
-                     "simplified ones: 記憶 stays 記憶",
-                     zh="NFKC 折叠的是全角形式，不会把繁体字或日文汉字转成简体：記憶 仍是 記憶")
+        return wrong(
+            "NFKC folds full-width forms, not traditional or Japanese characters into "
+            "simplified ones: 記憶 stays 記憶",
+            zh="NFKC 折叠的是全角形式，不会把繁体字或日文汉字转成简体：記憶 仍是 記憶",
+        )
     if any(any("Ａ" <= ch <= "ｚ" for ch in t) for t in guess):
-        return wrong("NFKC folds the full-width letters ＬＬＭ to ASCII first",
-                     zh="NFKC 会先把全角字母 ＬＬＭ 折叠成 ASCII")
+        return wrong(
+            "NFKC folds the full-width letters ＬＬＭ to ASCII first",
+            zh="NFKC 会先把全角字母 ＬＬＭ 折叠成 ASCII",
+        )
     if any(t != t.casefold() for t in guess):
-        return wrong("after NFKC comes casefold(): the letters are lower case",
-                     zh="NFKC 之后是 casefold()：字母都是小写")
+        return wrong(
+            "after NFKC comes casefold(): the letters are lower case",
+            zh="NFKC 之后是 casefold()：字母都是小写",
+        )
     if any(len(t) > 2 and any("\u4e00" <= ch <= "\u9fff" for ch in t) for t in guess):
-        return wrong("letters touching a Han run are their own term; the Han run gives bigrams",
-                     zh="紧挨着汉字片段的字母自成一个词项；汉字片段给出二元字符")
+        return wrong(
+            "letters touching a Han run are their own term; the Han run gives bigrams",
+            zh="紧挨着汉字片段的字母自成一个词项；汉字片段给出二元字符",
+        )
     if "記" in guess or "憶" in guess:
-        return wrong("a run of two Han characters gives one bigram, not single characters",
-                     zh="两个汉字组成的片段给出一个二元字符，而不是单个汉字")
-    return wrong(f"not quite: write the terms as a tuple of strings ({len(got)} of them)",
-                 zh=f"还不对：把词项写成由字符串组成的 tuple（共 {len(got)} 个）")
+        return wrong(
+            "a run of two Han characters gives one bigram, not single characters",
+            zh="两个汉字组成的片段给出一个二元字符，而不是单个汉字",
+        )
+    return wrong(
+        f"not quite: write the terms as a tuple of strings ({len(got)} of them)",
+        zh=f"还不对：把词项写成由字符串组成的 tuple（共 {len(got)} 个）",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="02.1",
     title="one query with exactly five given terms",
     grade=_one_query,
@@ -92,9 +112,9 @@ exercise(Exercise(
         ("layered 分层记忆", "missing term"),
         ("!!!", "refuses it"),
     ),
-))
+).register()
 
-exercise(Exercise(
+Exercise(
     id="02.2",
     title="the terms of ＬＬＭ記憶",
     grade=_full_width_terms,
@@ -115,4 +135,4 @@ exercise(Exercise(
         (("llm", "記", "憶"), "one bigram"),
         ("llm 記憶", "tuple of terms"),
     ),
-))
+).register()

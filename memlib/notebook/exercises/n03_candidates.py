@@ -7,7 +7,7 @@ from typing import Any
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
 from ..views import candidates_view, recall
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import as_text, sample_store, terms_of
 
 TARGET = "conversation-009"
@@ -24,52 +24,71 @@ def _only_candidate(answer: Any) -> Verdict:
     view = candidates_view(sample_store(), text, SAMPLE_AS_OF, 10)
     chosen = set(view.loc[view["decision"] == "candidate", "memory_id"])
     if len(terms) != 2:
-        return wrong(f"{text!r} has {len(terms)} term(s) ({', '.join(terms)}): use exactly two",
-                     zh=f"{text!r} 有 {len(terms)} 个词项（{', '.join(terms)}）：恰好用两个")
+        return wrong(
+            f"{text!r} has {len(terms)} term(s) ({', '.join(terms)}): use exactly two",
+            zh=f"{text!r} 有 {len(terms)} 个词项（{', '.join(terms)}）：恰好用两个",
+        )
     if chosen == {TARGET}:
-        return right(f"{', '.join(terms)}: {TARGET} is the only candidate — found by its text, "
-                     "not its title",
-                     zh=f"{', '.join(terms)}：{TARGET} 是唯一的候选——靠它的正文找到，"
-                        "而不是标题")
+        return right(
+            f"{', '.join(terms)}: {TARGET} is the only candidate — found by its text, "
+            "not its title",
+            zh=f"{', '.join(terms)}：{TARGET} 是唯一的候选——靠它的正文找到，而不是标题",
+        )
     if TARGET not in chosen and set(terms) & TITLE_TERMS:
-        return wrong(f"{TARGET}'s title is “Retention policy”, but titles are not searched: only "
-                     "summary + content, and those say something else",
-                     zh=f"{TARGET} 的标题是“Retention policy”，但标题不参与检索：只检索 "
-                        "summary + content，而它们说的是别的")
+        return wrong(
+            f"{TARGET}'s title is “Retention policy”, but titles are not searched: only "
+            "summary + content, and those say something else",
+            zh=f"{TARGET} 的标题是“Retention policy”，但标题不参与检索：只检索 "
+            "summary + content，而它们说的是别的",
+        )
     if TARGET not in chosen:
-        return wrong(f"{TARGET} shares none of {', '.join(terms)}: read its summary and content",
-                     zh=f"{TARGET} 不包含 {', '.join(terms)} 中的任何一个："
-                        "读一读它的 summary 和 content")
+        return wrong(
+            f"{TARGET} shares none of {', '.join(terms)}: read its summary and content",
+            zh=f"{TARGET} 不包含 {', '.join(terms)} 中的任何一个：读一读它的 summary 和 content",
+        )
     others = sorted(chosen - {TARGET})
-    return wrong(f"{', '.join(others)} also share(s) a term: choose words only {TARGET} has",
-                 zh=f"{', '.join(others)} 也有共同词项：选只有 {TARGET} 才有的词")
+    return wrong(
+        f"{', '.join(others)} also share(s) a term: choose words only {TARGET} has",
+        zh=f"{', '.join(others)} 也有共同词项：选只有 {TARGET} 才有的词",
+    )
 
 
 def _counts(answer: Any) -> Verdict:
-    if (not isinstance(answer, (tuple, list)) or len(answer) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) for n in answer)):
+    if (
+        not isinstance(answer, (tuple, list))
+        or len(answer) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) for n in answer)
+    ):
         raise TypeError("the answer should be two whole numbers: (searched, candidates)")
     result = recall(sample_store(), COUNTED_QUERY, SAMPLE_AS_OF, 10)
     expected = (result.searched_records, result.candidate_records)
     searched, candidates = answer
     if tuple(answer) == expected:
-        return right(f"searched {expected[0]}, candidates {expected[1]}: profiles are never "
-                     "searched, and one shared term is enough",
-                     zh=f"检索了 {expected[0]} 条，候选 {expected[1]} 条：用户画像从不参与检索，"
-                        "而且一个共同词项就足够")
+        return right(
+            f"searched {expected[0]}, candidates {expected[1]}: profiles are never "
+            "searched, and one shared term is enough",
+            zh=f"检索了 {expected[0]} 条，候选 {expected[1]} 条：用户画像从不参与检索，"
+            "而且一个共同词项就足够",
+        )
     if searched != expected[0]:
-        return wrong("searched_records counts the conversation records of the scope only — "
-                     "profiles are never searched",
-                     zh="searched_records 只统计该作用域内的对话记录——用户画像从不参与检索")
+        return wrong(
+            "searched_records counts the conversation records of the scope only — "
+            "profiles are never searched",
+            zh="searched_records 只统计该作用域内的对话记录——用户画像从不参与检索",
+        )
     if candidates > expected[1]:
-        return wrong("a profile mentions Berlin, but a profile is never a candidate",
-                     zh="有一份用户画像提到了 Berlin，但用户画像永远不会成为候选")
-    return wrong("a candidate needs only ONE shared term with the query: count every record "
-                 "that says memory or Berlin",
-                 zh="候选只需与查询有「一个」共同词项：数出每一条提到 memory 或 Berlin 的记录")
+        return wrong(
+            "a profile mentions Berlin, but a profile is never a candidate",
+            zh="有一份用户画像提到了 Berlin，但用户画像永远不会成为候选",
+        )
+    return wrong(
+        "a candidate needs only ONE shared term with the query: count every record "
+        "that says memory or Berlin",
+        zh="候选只需与查询有「一个」共同词项：数出每一条提到 memory 或 Berlin 的记录",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="03.1",
     title="a two-term query whose only candidate is conversation-009",
     grade=_only_candidate,
@@ -80,8 +99,7 @@ exercise(Exercise(
     ),
     hints_zh=(
         "conversation-009 的标题是“Retention policy”。它的哪些字段参与检索？",
-        "在 01 的记录表中（或用探索器）读它的 summary 和 content，"
-        "挑两个其他对话都没用过的词。",
+        "在 01 的记录表中（或用探索器）读它的 summary 和 content，挑两个其他对话都没用过的词。",
     ),
     solution='# Exercise 03.1 — solution\nanswer = "retained year"',
     wrong_answers=(
@@ -90,9 +108,9 @@ exercise(Exercise(
         ("retained", "use exactly two"),
         ("osaka hotel", "shares none of"),
     ),
-))
+).register()
 
-exercise(Exercise(
+Exercise(
     id="03.2",
     title="searched_records and candidate_records of “Berlin memory”",
     grade=_counts,
@@ -105,6 +123,10 @@ exercise(Exercise(
         "在每条对话记录里分别找这两个词项；profile-002 提到了 Berlin。",
     ),
     solution="# Exercise 03.2 — solution\nanswer = (13, 3)",
-    wrong_answers=(((15, 4), "never searched"), ((13, 4), "never a candidate"),
-                   ((13, 1), "only ONE shared term"), ("13, 3", "two whole numbers")),
-))
+    wrong_answers=(
+        ((15, 4), "never searched"),
+        ((13, 4), "never a candidate"),
+        ((13, 1), "only ONE shared term"),
+        ("13, 3", "two whole numbers"),
+    ),
+).register()

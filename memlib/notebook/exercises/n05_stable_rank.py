@@ -12,7 +12,7 @@ from ...records import parse_timestamp
 from ...sample import SAMPLE_AS_OF
 from ..fixtures import conversation_store
 from ..views import deciding_key, rank_keys_view
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import sample_store
 
 ORDER_QUERY = "retention conversation memory reranker"
@@ -22,8 +22,10 @@ ALL_SIX = "Ranking ties need explicit stable keys."
 
 
 def _ids(answer: Any) -> list[str]:
-    if isinstance(answer, str) or not isinstance(answer, Sequence) or not all(
-        isinstance(item, str) for item in answer
+    if (
+        isinstance(answer, str)
+        or not isinstance(answer, Sequence)
+        or not all(isinstance(item, str) for item in answer)
     ):
         raise TypeError("the answer should be a list of memory ids (strings), in rank order")
     return list(answer)
@@ -35,31 +37,41 @@ def _order(answer: Any) -> Verdict:
     expected = list(frame["memory_id"])
     if given == expected:
         keys = ", ".join(k for k in frame["ahead_of_next_by"] if k)
-        return right(f"{len(expected)} candidates in rank order; each pair is decided by: {keys}",
-                     zh=f"{len(expected)} 个候选的顺序正确；相邻两项依次由这些排序键决定：{keys}")
+        return right(
+            f"{len(expected)} candidates in rank order; each pair is decided by: {keys}",
+            zh=f"{len(expected)} 个候选的顺序正确；相邻两项依次由这些排序键决定：{keys}",
+        )
     extra = [m for m in given if m not in expected]
     if extra:
-        return wrong(f"{', '.join(extra)} share(s) no term with the query, so it is no candidate "
-                     "and gets no rank — only summary and content are searched, not the title",
-                     zh=f"{', '.join(extra)} 与查询没有共同的词项，不是候选，也就没有名次——"
-                     "只检索 summary 和 content，不检索标题")
+        return wrong(
+            f"{', '.join(extra)} share(s) no term with the query, so it is no candidate "
+            "and gets no rank — only summary and content are searched, not the title",
+            zh=f"{', '.join(extra)} 与查询没有共同的词项，不是候选，也就没有名次——"
+            "只检索 summary 和 content，不检索标题",
+        )
     missing = [m for m in expected if m not in given]
     if missing:
-        return wrong(f"{len(missing)} candidate(s) missing: every record that shares one term "
-                     f"is ranked, and limit 10 cuts none of these {len(expected)}",
-                     zh=f"缺少 {len(missing)} 个候选：与查询有一个共同词项的记录都会参与排序，"
-                     f"limit 10 不会截掉这 {len(expected)} 个中的任何一个")
+        return wrong(
+            f"{len(missing)} candidate(s) missing: every record that shares one term "
+            f"is ranked, and limit 10 cuts none of these {len(expected)}",
+            zh=f"缺少 {len(missing)} 个候选：与查询有一个共同词项的记录都会参与排序，"
+            f"limit 10 不会截掉这 {len(expected)} 个中的任何一个",
+        )
     if len(set(given)) != len(given):
-        return wrong("a memory id appears twice: each candidate has exactly one rank",
-                     zh="有一个 memory id 出现了两次：每个候选只有一个名次")
+        return wrong(
+            "a memory id appears twice: each candidate has exactly one rank",
+            zh="有一个 memory id 出现了两次：每个候选只有一个名次",
+        )
     rows = {row["memory_id"]: row for row in frame.to_dict("records")}
-    newest_first = sorted(expected, key=lambda m: (-parse_timestamp(rows[m]["captured_at"])
-                                                   .timestamp(), m))
+    newest_first = sorted(
+        expected, key=lambda m: (-parse_timestamp(rows[m]["captured_at"]).timestamp(), m)
+    )
     if given == newest_first:
-        return wrong("that is newest first: recency weighs 0.15, the share of query terms 0.85 "
-                     "— coverage comes first",
-                     zh="这是从新到旧的顺序：新近度的权重是 0.15，查询词项的覆盖比例是 0.85"
-                     "——覆盖率优先")
+        return wrong(
+            "that is newest first: recency weighs 0.15, the share of query terms 0.85 "
+            "— coverage comes first",
+            zh="这是从新到旧的顺序：新近度的权重是 0.15，查询词项的覆盖比例是 0.85——覆盖率优先",
+        )
     position = next(i for i, (g, e) in enumerate(zip(given, expected, strict=True)) if g != e)
     ahead, behind = rows[expected[position]], rows[given[position]]
     key = deciding_key(ahead, behind)
@@ -71,21 +83,26 @@ def _order(answer: Any) -> Verdict:
         "total": f"（total {ahead['total']:.6f} 对 {behind['total']:.6f}）",
         "memory_id": "——二者的 total、coverage 和 captured_at 都并列，memory_id 按升序排列",
     }.get(key, "")
-    return wrong(f"{given[position]} cannot be rank {position + 1}: {expected[position]} beats "
-                 f"it on {key}{detail}",
-                 zh=f"{given[position]} 不可能排第 {position + 1} 名：{expected[position]} 在 "
-                 f"{key} 上胜过它{detail_zh}")
+    return wrong(
+        f"{given[position]} cannot be rank {position + 1}: {expected[position]} beats "
+        f"it on {key}{detail}",
+        zh=f"{given[position]} 不可能排第 {position + 1} 名：{expected[position]} 在 "
+        f"{key} 上胜过它{detail_zh}",
+    )
 
 
 def _rows(answer: Any) -> list[tuple[str, str, str]]:
-    shape = ("the answer should be two rows (memory_id, captured_at, text), "
-             "like the rows of `cases`")
+    shape = "the answer should be two rows (memory_id, captured_at, text), like the rows of `cases`"
     if isinstance(answer, str) or not isinstance(answer, Sequence) or len(answer) != 2:
         raise TypeError(shape)
     rows = []
     for row in answer:
-        if (isinstance(row, str) or not isinstance(row, Sequence) or len(row) != 3
-                or not all(isinstance(cell, str) for cell in row)):
+        if (
+            isinstance(row, str)
+            or not isinstance(row, Sequence)
+            or len(row) != 3
+            or not all(isinstance(cell, str) for cell in row)
+        ):
             raise TypeError(shape)
         rows.append((row[0], row[1], row[2]))
     return rows
@@ -100,43 +117,56 @@ def _captured_at_decides(answer: Any) -> Verdict:
             return wrong(f"the store refuses these rows: {exc}", zh=f"存储拒绝了这些行：{exc}")
         frame = rank_keys_view(store, TIES_QUERY, SAMPLE_AS_OF, 10)
     if len(frame) < 2:
-        return wrong(f"only {len(frame)} of the two records shares a term with "
-                     f"“{TIES_QUERY}”: both must be candidates to be ranked",
-                     zh=f"两条记录中只有 {len(frame)} 条与“{TIES_QUERY}”有共同词项："
-                     "两条都必须是候选，才会参与排序")
+        return wrong(
+            f"only {len(frame)} of the two records shares a term with "
+            f"“{TIES_QUERY}”: both must be candidates to be ranked",
+            zh=f"两条记录中只有 {len(frame)} 条与“{TIES_QUERY}”有共同词项："
+            "两条都必须是候选，才会参与排序",
+        )
     first, second = frame.to_dict("records")[:2]
     gap = abs(parse_timestamp(first["captured_at"]) - parse_timestamp(second["captured_at"]))
     if gap < timedelta(days=1):
-        return wrong(f"these were captured {gap} apart, less than a day: that is the case "
-                     "above — find a pair a day or more apart",
-                     zh=f"这两条的捕获时间只相差 {gap}，不到一天：那是上面的例子——"
-                     "请找一对相隔一天或更久的记录")
+        return wrong(
+            f"these were captured {gap} apart, less than a day: that is the case "
+            "above — find a pair a day or more apart",
+            zh=f"这两条的捕获时间只相差 {gap}，不到一天：那是上面的例子——"
+            "请找一对相隔一天或更久的记录",
+        )
     key = first["ahead_of_next_by"]
     if key == "captured_at":
-        both_later = all(parse_timestamp(r["captured_at"]) >= SAMPLE_AS_OF
-                         for r in (first, second))
-        why = ("both were captured after as_of, so both have recency 1.0 and the same total"
-               if both_later else
-               "both are so old that a day changes recency by less than 6-decimal rounding")
-        why_zh = ("两条都在 as_of 之后捕获，新近度都是 1.0，total 也相同"
-                  if both_later else
-                  "两条都很旧，相差一天对新近度的影响小于 6 位小数的舍入")
-        return right(f"{first['memory_id']} ranks first on captured_at: {why}",
-                     zh=f"{first['memory_id']} 凭 captured_at 排在前面：{why_zh}")
+        both_later = all(parse_timestamp(r["captured_at"]) >= SAMPLE_AS_OF for r in (first, second))
+        why = (
+            "both were captured after as_of, so both have recency 1.0 and the same total"
+            if both_later
+            else "both are so old that a day changes recency by less than 6-decimal rounding"
+        )
+        why_zh = (
+            "两条都在 as_of 之后捕获，新近度都是 1.0，total 也相同"
+            if both_later
+            else "两条都很旧，相差一天对新近度的影响小于 6 位小数的舍入"
+        )
+        return right(
+            f"{first['memory_id']} ranks first on captured_at: {why}",
+            zh=f"{first['memory_id']} 凭 captured_at 排在前面：{why_zh}",
+        )
     if first["lexical_coverage"] != second["lexical_coverage"]:
-        return wrong(f"`{key}` decides: the texts cover different shares of the query — give "
-                     "both the same text, so that only the dates differ",
-                     zh=f"决定顺序的是 `{key}`：两段文本覆盖查询的比例不同——"
-                     "给两条相同的文本，让它们只有日期不同")
-    return wrong(f"`total` decides ({first['total']:.6f} against {second['total']:.6f}): a day "
-                 "or more apart, their recency differs by far more than 6-decimal rounding "
-                 "hides. For which dates is recency the same whatever the day? (notebook 04)",
-                 zh=f"决定顺序的是 `total`（{first['total']:.6f} 对 {second['total']:.6f}）："
-                 "相隔一天或更久，新近度之差远大于 6 位小数舍入所能掩盖的。"
-                 "什么样的日期，无论哪一天新近度都相同？（第 04 篇）")
+        return wrong(
+            f"`{key}` decides: the texts cover different shares of the query — give "
+            "both the same text, so that only the dates differ",
+            zh=f"决定顺序的是 `{key}`：两段文本覆盖查询的比例不同——"
+            "给两条相同的文本，让它们只有日期不同",
+        )
+    return wrong(
+        f"`total` decides ({first['total']:.6f} against {second['total']:.6f}): a day "
+        "or more apart, their recency differs by far more than 6-decimal rounding "
+        "hides. For which dates is recency the same whatever the day? (notebook 04)",
+        zh=f"决定顺序的是 `total`（{first['total']:.6f} 对 {second['total']:.6f}）："
+        "相隔一天或更久，新近度之差远大于 6 位小数舍入所能掩盖的。"
+        "什么样的日期，无论哪一天新近度都相同？（第 04 篇）",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="05.1",
     title=f"the rank order of “{ORDER_QUERY}”",
     grade=_order,
@@ -151,29 +181,65 @@ exercise(Exercise(
     hints_zh=(
         "先找出候选：哪些对话记录的 summary 或 content 中含有 conversation、memory、"
         "reranker 或 retention？（标题不参与检索。）",
-        "再按每条记录覆盖这四个词项的比例排序（占总分的 0.85）；比例相同时，"
-        "较新的记录总分更高。",
+        "再按每条记录覆盖这四个词项的比例排序（占总分的 0.85）；比例相同时，较新的记录总分更高。",
         "这里有两条记录的文本词项相同，captured_at 也相同：由最后一个排序键——"
         "memory_id 升序——决定先后。",
     ),
-    solution=('# Exercise 05.1 — solution\nanswer = ["conversation-009", "conversation-003", '
-              '"conversation-005", "conversation-006",\n          "conversation-008"]'),
+    solution=(
+        '# Exercise 05.1 — solution\nanswer = ["conversation-009", "conversation-003", '
+        '"conversation-005", "conversation-006",\n          "conversation-008"]'
+    ),
     wrong_answers=(
-        (["conversation-003", "conversation-005", "conversation-006", "conversation-008",
-          "conversation-009"], "newest first"),
-        (["conversation-009", "conversation-003", "conversation-006", "conversation-005",
-          "conversation-008"], "ids sort ascending"),
-        (["conversation-009", "conversation-003", "conversation-005", "conversation-006"],
-         "missing"),
-        (["conversation-009", "conversation-003", "conversation-005", "conversation-006",
-          "conversation-008", "conversation-013"], "no term"),
-        (["conversation-009", "conversation-005", "conversation-003", "conversation-006",
-          "conversation-008"], "beats it on total"),
+        (
+            [
+                "conversation-003",
+                "conversation-005",
+                "conversation-006",
+                "conversation-008",
+                "conversation-009",
+            ],
+            "newest first",
+        ),
+        (
+            [
+                "conversation-009",
+                "conversation-003",
+                "conversation-006",
+                "conversation-005",
+                "conversation-008",
+            ],
+            "ids sort ascending",
+        ),
+        (
+            ["conversation-009", "conversation-003", "conversation-005", "conversation-006"],
+            "missing",
+        ),
+        (
+            [
+                "conversation-009",
+                "conversation-003",
+                "conversation-005",
+                "conversation-006",
+                "conversation-008",
+                "conversation-013",
+            ],
+            "no term",
+        ),
+        (
+            [
+                "conversation-009",
+                "conversation-005",
+                "conversation-003",
+                "conversation-006",
+                "conversation-008",
+            ],
+            "beats it on total",
+        ),
         ("conversation-009", "list of memory ids"),
     ),
-))
+).register()
 
-exercise(Exercise(
+Exercise(
     id="05.2",
     title="a pair a day or more apart that captured_at decides",
     grade=_captured_at_decides,
@@ -191,21 +257,42 @@ exercise(Exercise(
         "第 04 篇：在 as_of 之后捕获的记录，年龄被截断为 0。它的新近度是多少？",
         "让两条记录都在 SAMPLE_AS_OF（2026-08-10T12:00:00Z）之后捕获，且在不同的日子。",
     ),
-    solution=("# Exercise 05.2 — solution\nanswer = [\n"
-              '    ("later-a", "2026-08-11T08:00:00Z", ALL_SIX),  # both after as_of\n'
-              '    ("later-b", "2026-08-12T08:00:00Z", ALL_SIX),\n'
-              "]"),
+    solution=(
+        "# Exercise 05.2 — solution\nanswer = [\n"
+        '    ("later-a", "2026-08-11T08:00:00Z", ALL_SIX),  # both after as_of\n'
+        '    ("later-b", "2026-08-12T08:00:00Z", ALL_SIX),\n'
+        "]"
+    ),
     wrong_answers=(
-        ([("captured-a", "2026-08-05T08:00:00Z", ALL_SIX),
-          ("captured-b", "2026-08-05T08:00:01Z", ALL_SIX)], "less than a day"),
-        ([("early-a", "2026-08-01T08:00:00Z", ALL_SIX),
-          ("early-b", "2026-08-03T08:00:00Z", ALL_SIX)], "`total` decides"),
-        ([("later-a", "2026-08-11T08:00:00Z", "Ranking ties need keys."),
-          ("later-b", "2026-08-12T08:00:00Z", ALL_SIX)], "same text"),
-        ([("bad-a", "yesterday", ALL_SIX), ("bad-b", "2026-08-12T08:00:00Z", ALL_SIX)],
-         "refuses"),
-        ([("only-a", "2026-08-11T08:00:00Z", ALL_SIX),
-          ("only-b", "2026-08-12T08:00:00Z", "Osaka hotels.")], "shares a term"),
+        (
+            [
+                ("captured-a", "2026-08-05T08:00:00Z", ALL_SIX),
+                ("captured-b", "2026-08-05T08:00:01Z", ALL_SIX),
+            ],
+            "less than a day",
+        ),
+        (
+            [
+                ("early-a", "2026-08-01T08:00:00Z", ALL_SIX),
+                ("early-b", "2026-08-03T08:00:00Z", ALL_SIX),
+            ],
+            "`total` decides",
+        ),
+        (
+            [
+                ("later-a", "2026-08-11T08:00:00Z", "Ranking ties need keys."),
+                ("later-b", "2026-08-12T08:00:00Z", ALL_SIX),
+            ],
+            "same text",
+        ),
+        ([("bad-a", "yesterday", ALL_SIX), ("bad-b", "2026-08-12T08:00:00Z", ALL_SIX)], "refuses"),
+        (
+            [
+                ("only-a", "2026-08-11T08:00:00Z", ALL_SIX),
+                ("only-b", "2026-08-12T08:00:00Z", "Osaka hotels."),
+            ],
+            "shares a term",
+        ),
         ("captured_at", "two rows"),
     ),
-))
+).register()

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import as_int, as_text, sample_store
 
 QUESTION = "What did we decide about the layered memory design?"
@@ -29,9 +29,13 @@ def turn_limit_outcome() -> str:
 
     try:
         transcript = agent_loop(
-            QUESTION, client=scripted_client(ScriptedModel(queries=PLANNED)),
-            model=SCRIPTED_MODEL_ID, store=sample_store(), as_of=SAMPLE_AS_OF,
-            max_turns=MAX_TURNS, query_id_prefix="grader",
+            QUESTION,
+            client=scripted_client(ScriptedModel(queries=PLANNED)),
+            model=SCRIPTED_MODEL_ID,
+            store=sample_store(),
+            as_of=SAMPLE_AS_OF,
+            max_turns=MAX_TURNS,
+            query_id_prefix="grader",
         )
     except RemoteMemoryError as exc:
         return type(exc).__name__
@@ -43,34 +47,47 @@ def _outcome(answer: Any) -> Verdict:
     given = text.strip().rsplit(".", 1)[-1]
     expected = turn_limit_outcome()
     if given == expected:
-        return right(f"{expected}: the second request brought another tool_use and "
-                     f"max_turns={MAX_TURNS} left no request to send its result with",
-                     zh=f"{expected}：第二次请求又带回一个 tool_use，而 max_turns={MAX_TURNS} "
-                     "已不剩请求来发送它的结果")
+        return right(
+            f"{expected}: the second request brought another tool_use and "
+            f"max_turns={MAX_TURNS} left no request to send its result with",
+            zh=f"{expected}：第二次请求又带回一个 tool_use，而 max_turns={MAX_TURNS} "
+            "已不剩请求来发送它的结果",
+        )
     if given.lower() == expected.lower():
-        return wrong(f"nearly: class names are case-sensitive ({given!r})",
-                     zh=f"差一点：类名区分大小写（{given!r}）")
+        return wrong(
+            f"nearly: class names are case-sensitive ({given!r})",
+            zh=f"差一点：类名区分大小写（{given!r}）",
+        )
     if given in ("end_turn", "answered", "answer"):
-        return wrong(f"count the requests: the refused query costs one, the good query a "
-                     f"second — and the answer would need a third (max_turns={MAX_TURNS})",
-                     zh=f"数一数请求：被拒绝的查询用掉一次，好的查询用掉第二次——"
-                     f"回答还需要第三次（max_turns={MAX_TURNS}）")
+        return wrong(
+            f"count the requests: the refused query costs one, the good query a "
+            f"second — and the answer would need a third (max_turns={MAX_TURNS})",
+            zh=f"数一数请求：被拒绝的查询用掉一次，好的查询用掉第二次——"
+            f"回答还需要第三次（max_turns={MAX_TURNS}）",
+        )
     if given in ("RemoteMemoryValidationError", "RemoteMemoryError"):
-        return wrong("a refused query never raises in the loop: it goes back to the model as "
-                     "a tool_result with is_error: true, and the model tries again",
-                     zh="被拒绝的查询在循环中从不抛出异常：它作为 is_error: true 的 "
-                     "tool_result 回到模型，模型再试一次")
+        return wrong(
+            "a refused query never raises in the loop: it goes back to the model as "
+            "a tool_result with is_error: true, and the model tries again",
+            zh="被拒绝的查询在循环中从不抛出异常：它作为 is_error: true 的 "
+            "tool_result 回到模型，模型再试一次",
+        )
     if given == "ModelAPIError":
-        return wrong("every HTTP request got a 200 here: no API call failed. What runs out "
-                     "is something the loop counts",
-                     zh="这里每个 HTTP 请求都得到 200：没有 API 调用失败。"
-                     "耗尽的是循环自己计数的东西")
+        return wrong(
+            "every HTTP request got a 200 here: no API call failed. What runs out "
+            "is something the loop counts",
+            zh="这里每个 HTTP 请求都得到 200：没有 API 调用失败。耗尽的是循环自己计数的东西",
+        )
     if given == "AgentError":
-        return wrong("close: it is an AgentError, but a more precise subclass says why",
-                     zh="接近了：它是一个 AgentError，但有一个更精确的子类说明原因")
-    return wrong(f"{given!r} is not how this run ends: follow the turns one by one "
-                 "(each model request is one turn)",
-                 zh=f"这次运行不是以 {given!r} 结束的：逐轮跟踪（每次模型请求算一轮）")
+        return wrong(
+            "close: it is an AgentError, but a more precise subclass says why",
+            zh="接近了：它是一个 AgentError，但有一个更精确的子类说明原因",
+        )
+    return wrong(
+        f"{given!r} is not how this run ends: follow the turns one by one "
+        "(each model request is one turn)",
+        zh=f"这次运行不是以 {given!r} 结束的：逐轮跟踪（每次模型请求算一轮）",
+    )
 
 
 def http_requests(statuses: Sequence[int] = STATUSES, max_retries: int = 2) -> int:
@@ -79,9 +96,15 @@ def http_requests(statuses: Sequence[int] = STATUSES, max_retries: int = 2) -> i
     from ...agent import SCRIPTED_MODEL_ID, FlakyAPI, agent_loop
 
     api = FlakyAPI(*statuses)
-    agent_loop(QUESTION, client=api.client(max_retries=max_retries), model=SCRIPTED_MODEL_ID,
-               store=sample_store(), as_of=SAMPLE_AS_OF, query_id_prefix="grader")
-    return api.sent
+    agent_loop(
+        QUESTION,
+        client=api.client(max_retries=max_retries),
+        model=SCRIPTED_MODEL_ID,
+        store=sample_store(),
+        as_of=SAMPLE_AS_OF,
+        query_id_prefix="grader",
+    )
+    return int(api.sent)
 
 
 def _requests(answer: Any) -> Verdict:
@@ -89,36 +112,46 @@ def _requests(answer: Any) -> Verdict:
     expected = http_requests()
     failed = len(STATUSES)
     if answer == expected:
-        return right(f"{expected}: {failed} failed, retried by the SDK inside the first "
-                     f"messages.create, then the tool_use and the final answer",
-                     zh=f"{expected}：{failed} 次失败，由 SDK 在第一次 messages.create 内部重试，"
-                     "然后是 tool_use 和最终回答")
+        return right(
+            f"{expected}: {failed} failed, retried by the SDK inside the first "
+            f"messages.create, then the tool_use and the final answer",
+            zh=f"{expected}：{failed} 次失败，由 SDK 在第一次 messages.create 内部重试，"
+            "然后是 tool_use 和最终回答",
+        )
     if answer == expected - 1:
-        return wrong("the tool_use answer is not the end: the loop sends the tool_result in "
-                     "one more request, and the model answers that",
-                     zh="tool_use 的回答不是终点：循环再发一次请求送出 tool_result，"
-                     "模型回答的是这次请求")
+        return wrong(
+            "the tool_use answer is not the end: the loop sends the tool_result in "
+            "one more request, and the model answers that",
+            zh="tool_use 的回答不是终点：循环再发一次请求送出 tool_result，模型回答的是这次请求",
+        )
     if answer == 2:
-        return wrong("2 is what the loop sees (transcript.requests): the SDK's retries of "
-                     "the failed requests happen inside one messages.create, but they are "
-                     "HTTP requests too",
-                     zh="2 是循环看到的次数（transcript.requests）：SDK 对失败请求的重试发生在"
-                     "同一次 messages.create 内部，但它们也是 HTTP 请求")
+        return wrong(
+            "2 is what the loop sees (transcript.requests): the SDK's retries of "
+            "the failed requests happen inside one messages.create, but they are "
+            "HTTP requests too",
+            zh="2 是循环看到的次数（transcript.requests）：SDK 对失败请求的重试发生在"
+            "同一次 messages.create 内部，但它们也是 HTTP 请求",
+        )
     if answer == expected + failed:
-        return wrong("only failed responses are retried, and max_retries is a limit, not a "
-                     "count: the second messages.create gets a 200 at once",
-                     zh="只有失败的响应才会重试，而且 max_retries 是上限，不是次数："
-                     "第二次 messages.create 立即得到 200")
+        return wrong(
+            "only failed responses are retried, and max_retries is a limit, not a "
+            "count: the second messages.create gets a 200 at once",
+            zh="只有失败的响应才会重试，而且 max_retries 是上限，不是次数："
+            "第二次 messages.create 立即得到 200",
+        )
     if answer < expected:
-        return wrong("too few: every failed attempt is a request of its own, and so is "
-                     "each turn of the loop",
-                     zh="太少了：每次失败的尝试都是一个单独的请求，循环的每一轮也是")
-    return wrong("too many: the loop itself never retries; only the SDK does, and only "
-                 "after an error",
-                 zh="太多了：循环本身从不重试；只有 SDK 重试，而且只在出错之后")
+        return wrong(
+            "too few: every failed attempt is a request of its own, and so is "
+            "each turn of the loop",
+            zh="太少了：每次失败的尝试都是一个单独的请求，循环的每一轮也是",
+        )
+    return wrong(
+        "too many: the loop itself never retries; only the SDK does, and only after an error",
+        zh="太多了：循环本身从不重试；只有 SDK 重试，而且只在出错之后",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="10.1",
     title="how the loop ends when the turns run out",
     grade=_outcome,
@@ -145,9 +178,9 @@ exercise(Exercise(
         ("agentturnlimiterror", "case-sensitive"),
         (2, "should be a string"),
     ),
-))
+).register()
 
-exercise(Exercise(
+Exercise(
     id="10.2",
     title="HTTP requests behind 529, 529, then success",
     grade=_requests,
@@ -175,4 +208,4 @@ exercise(Exercise(
         (9, "too many"),
         ("4", "should be an int"),
     ),
-))
+).register()

@@ -7,7 +7,7 @@ from typing import Any
 from ...engine import RecallEngine
 from ...rankers.baseline import upper_bound
 from ...sample import SAMPLE_AS_OF
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import as_int, sample_store
 
 # 12.1: a query of TERMS terms whose limit-th best total so far is BEST.
@@ -26,28 +26,36 @@ def _skipped(answer: Any) -> Verdict:
     m = as_int(answer, "the number of matched terms", "an int")
     expected = largest_skipped_group()
     if m == expected:
-        return right(f"a record matching {m} of {TERMS} terms reaches at most "
-                     f"{upper_bound(m, TERMS)} < {BEST}; one matching {m + 1} could reach "
-                     f"{upper_bound(m + 1, TERMS)}",
-                     zh=f"匹配 {TERMS} 个词项中 {m} 个的记录最多得到 "
-                     f"{upper_bound(m, TERMS)} < {BEST}；匹配 {m + 1} 个的记录可能得到 "
-                     f"{upper_bound(m + 1, TERMS)}")
+        return right(
+            f"a record matching {m} of {TERMS} terms reaches at most "
+            f"{upper_bound(m, TERMS)} < {BEST}; one matching {m + 1} could reach "
+            f"{upper_bound(m + 1, TERMS)}",
+            zh=f"匹配 {TERMS} 个词项中 {m} 个的记录最多得到 "
+            f"{upper_bound(m, TERMS)} < {BEST}；匹配 {m + 1} 个的记录可能得到 "
+            f"{upper_bound(m + 1, TERMS)}",
+        )
     if not 0 <= m <= TERMS:
-        return wrong(f"a record matches between 0 and {TERMS} of the query's {TERMS} terms",
-                     zh=f"一条记录匹配查询 {TERMS} 个词项中的 0 到 {TERMS} 个")
+        return wrong(
+            f"a record matches between 0 and {TERMS} of the query's {TERMS} terms",
+            zh=f"一条记录匹配查询 {TERMS} 个词项中的 0 到 {TERMS} 个",
+        )
     if m > expected:
-        return wrong(f"too bold: a record matching {m} terms could reach "
-                     f"0.85·{m}/{TERMS} + 0.15 = {upper_bound(m, TERMS)}, which beats "
-                     f"{BEST}, so its group must still be visited",
-                     zh=f"太大胆了：匹配 {m} 个词项的记录可能得到 "
-                     f"0.85·{m}/{TERMS} + 0.15 = {upper_bound(m, TERMS)}，超过 "
-                     f"{BEST}，所以这一组仍须访问")
+        return wrong(
+            f"too bold: a record matching {m} terms could reach "
+            f"0.85·{m}/{TERMS} + 0.15 = {upper_bound(m, TERMS)}, which beats "
+            f"{BEST}, so its group must still be visited",
+            zh=f"太大胆了：匹配 {m} 个词项的记录可能得到 "
+            f"0.85·{m}/{TERMS} + 0.15 = {upper_bound(m, TERMS)}，超过 "
+            f"{BEST}，所以这一组仍须访问",
+        )
     terms = "term" if m + 1 == 1 else "terms"
-    return wrong(f"too cautious: a record matching {m + 1} {terms} reaches at most "
-                 f"{upper_bound(m + 1, TERMS)} (recency 1), below {BEST}: that group "
-                 "can be skipped too",
-                 zh=f"太谨慎了：匹配 {m + 1} 个词项的记录最多得到 "
-                 f"{upper_bound(m + 1, TERMS)}（新近度为 1），低于 {BEST}：那一组也可以跳过")
+    return wrong(
+        f"too cautious: a record matching {m + 1} {terms} reaches at most "
+        f"{upper_bound(m + 1, TERMS)} (recency 1), below {BEST}: that group "
+        "can be skipped too",
+        zh=f"太谨慎了：匹配 {m + 1} 个词项的记录最多得到 "
+        f"{upper_bound(m + 1, TERMS)}（新近度为 1），低于 {BEST}：那一组也可以跳过",
+    )
 
 
 def candidate_count() -> tuple[int, int, int, int]:
@@ -55,8 +63,10 @@ def candidate_count() -> tuple[int, int, int, int]:
     terms' posting lists (a term recalled alone has its posting list as candidates)."""
     engine = RecallEngine(sample_store())
     result = engine.recall(QUERY, as_of=SAMPLE_AS_OF, query_id="grader")
-    lists = [engine.recall(term, as_of=SAMPLE_AS_OF, query_id="grader").candidate_records
-             for term in result.query.terms]
+    lists = [
+        engine.recall(term, as_of=SAMPLE_AS_OF, query_id="grader").candidate_records
+        for term in result.query.terms
+    ]
     return result.candidate_records, result.searched_records, sum(lists), max(lists)
 
 
@@ -64,31 +74,38 @@ def _candidates(answer: Any) -> Verdict:
     n = as_int(answer, "the number of candidate records", "an int")
     expected, searched, total, largest = candidate_count()
     if n == expected:
-        return right(f"{expected}: the union of the posting lists; {total - expected} "
-                     "record(s) sit in two lists and count once",
-                     zh=f"{expected}：倒排列表的并集；有 {total - expected} "
-                     "条记录同时在两个列表中，只算一次")
+        return right(
+            f"{expected}: the union of the posting lists; {total - expected} "
+            "record(s) sit in two lists and count once",
+            zh=f"{expected}：倒排列表的并集；有 {total - expected} "
+            "条记录同时在两个列表中，只算一次",
+        )
     if n == total:
-        return wrong("that is the sum of the posting lists' lengths: a record in two lists "
-                     "is one candidate (take the union, not the sum)",
-                     zh="这是各倒排列表长度之和：在两个列表中的记录只是一个候选"
-                     "（取并集，不是求和）")
+        return wrong(
+            "that is the sum of the posting lists' lengths: a record in two lists "
+            "is one candidate (take the union, not the sum)",
+            zh="这是各倒排列表长度之和：在两个列表中的记录只是一个候选（取并集，不是求和）",
+        )
     if n == largest:
-        return wrong("that is the longest posting list alone: a record holding any one "
-                     "term of the query is a candidate",
-                     zh="这只是最长的那个倒排列表：含有查询中任一词项的记录都是候选")
+        return wrong(
+            "that is the longest posting list alone: a record holding any one "
+            "term of the query is a candidate",
+            zh="这只是最长的那个倒排列表：含有查询中任一词项的记录都是候选",
+        )
     if n == searched:
-        return wrong(f"{searched} is searched_records (every conversation record); "
-                     "candidates are those that share at least one term",
-                     zh=f"{searched} 是 searched_records（全部对话记录）；"
-                     "候选是至少共享一个词项的记录")
-    return wrong(f"not the candidate count: list the records of each term of {QUERY!r} "
-                 "(posting_rows) and count the distinct ids",
-                 zh=f"这不是候选数：列出 {QUERY!r} 每个词项的记录（posting_rows），"
-                 "数一数不同的 id")
+        return wrong(
+            f"{searched} is searched_records (every conversation record); "
+            "candidates are those that share at least one term",
+            zh=f"{searched} 是 searched_records（全部对话记录）；候选是至少共享一个词项的记录",
+        )
+    return wrong(
+        f"not the candidate count: list the records of each term of {QUERY!r} "
+        "(posting_rows) and count the distinct ids",
+        zh=f"这不是候选数：列出 {QUERY!r} 每个词项的记录（posting_rows），数一数不同的 id",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="12.1",
     title="which groups the top-k walk never scores",
     grade=_skipped,
@@ -112,16 +129,15 @@ exercise(Exercise(
         (7, "between 0 and"),
         (2.0, "should be an int"),
     ),
-))
+).register()
 
-exercise(Exercise(
+Exercise(
     id="12.2",
     title="candidates from posting lists",
     grade=_candidates,
     hints=(
         "A candidate is a searched record that holds at least one of the query's terms.",
-        f"jsonl.index.posting_rows(terms) lists, per term of {QUERY!r}, the records "
-        "holding it.",
+        f"jsonl.index.posting_rows(terms) lists, per term of {QUERY!r}, the records holding it.",
         "Count each memory_id once, even when it is in two posting lists.",
     ),
     hints_zh=(
@@ -137,4 +153,4 @@ exercise(Exercise(
         (1, "not the candidate count"),
         ("5", "should be an int"),
     ),
-))
+).register()

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...sample import SAMPLE_AS_OF
 from ..boundaries import BOUNDARIES, CHECKLIST, RESULT_ITEMS, audit_result, tampered_results
-from . import Exercise, Verdict, exercise, right, wrong
+from . import Exercise, Verdict, right, wrong
 from ._common import sample_store
 
 
@@ -24,35 +24,45 @@ class Situation:
 
 
 SITUATIONS: dict[str, Situation] = {
-    "A": Situation("Did the tool call made a minute ago in this session succeed, and what "
-                   "exactly did it return?", "event evidence",
-                   "it asks what happened in this very session: the transcript's evidence. "
-                   "A transcript may later become a record's source, but that is not recall",
-                   "它问的是本次会话里发生了什么：这是 transcript 中的证据。transcript "
-                   "之后可能成为某条记录的来源，但那不是召回"),
-    "B": Situation("Does this repository's test suite need PostgreSQL 15?",
-                   "durable project facts",
-                   "it is a fact of one project, true for anyone who works on it — not of "
-                   "the user, and not a piece of history",
-                   "这是某个项目的事实，对参与该项目的任何人都成立，既不属于用户，"
-                   "也不是一段历史"),
-    "C": Situation("Does this user want answers in German, whatever the project?",
-                   "profile + explicit preferences",
-                   "it is the user's default across projects, an explicit preference: s11 "
-                   "owns those, while s12's profile is a service snapshot with provenance",
-                   "这是用户跨项目的默认设置，一项显式偏好：它归 s11 管，"
-                   "而 s12 的用户画像是带来源(provenance)的服务快照"),
-    "D": Situation("What did we decide about the retention policy back in June?",
-                   "stored records + recall hits",
-                   "it needs one piece of long-term history for the current question: a "
-                   "recall over stored records",
-                   "它需要为当前问题找回一段长期历史：对存储记录做一次召回"),
-    "E": Situation("A search tool just returned 4 MB of log lines: how do they stay out of "
-                   "the prompt?", "large tool outputs → pointers",
-                   "it is about a tool's huge output, kept outside with a pointer in the "
-                   "prompt — the next chapter; s12 only keeps its own result small",
-                   "它关心的是工具的巨大输出：放在外部，Prompt 中只留指针。"
-                   "那是下一章；s12 只负责让自己的结果保持精简"),
+    "A": Situation(
+        "Did the tool call made a minute ago in this session succeed, and what "
+        "exactly did it return?",
+        "event evidence",
+        "it asks what happened in this very session: the transcript's evidence. "
+        "A transcript may later become a record's source, but that is not recall",
+        "它问的是本次会话里发生了什么：这是 transcript 中的证据。transcript "
+        "之后可能成为某条记录的来源，但那不是召回",
+    ),
+    "B": Situation(
+        "Does this repository's test suite need PostgreSQL 15?",
+        "durable project facts",
+        "it is a fact of one project, true for anyone who works on it — not of "
+        "the user, and not a piece of history",
+        "这是某个项目的事实，对参与该项目的任何人都成立，既不属于用户，也不是一段历史",
+    ),
+    "C": Situation(
+        "Does this user want answers in German, whatever the project?",
+        "profile + explicit preferences",
+        "it is the user's default across projects, an explicit preference: s11 "
+        "owns those, while s12's profile is a service snapshot with provenance",
+        "这是用户跨项目的默认设置，一项显式偏好：它归 s11 管，"
+        "而 s12 的用户画像是带来源(provenance)的服务快照",
+    ),
+    "D": Situation(
+        "What did we decide about the retention policy back in June?",
+        "stored records + recall hits",
+        "it needs one piece of long-term history for the current question: a "
+        "recall over stored records",
+        "它需要为当前问题找回一段长期历史：对存储记录做一次召回",
+    ),
+    "E": Situation(
+        "A search tool just returned 4 MB of log lines: how do they stay out of the prompt?",
+        "large tool outputs → pointers",
+        "it is about a tool's huge output, kept outside with a pointer in the "
+        "prompt — the next chapter; s12 only keeps its own result small",
+        "它关心的是工具的巨大输出：放在外部，Prompt 中只留指针。"
+        "那是下一章；s12 只负责让自己的结果保持精简",
+    ),
 }
 CHAPTERS = tuple(b.chapter for b in BOUNDARIES)
 
@@ -85,18 +95,19 @@ def _owners(answer: Any) -> Verdict:
     given = _labelled(answer, '{"A": "s09", "B": …}')
     missing = [label for label in SITUATIONS if label not in given]
     if missing:
-        return wrong(f"give a chapter for each of {', '.join(SITUATIONS)}: "
-                     f"missing {', '.join(missing)}",
-                     zh=f"请为 {', '.join(SITUATIONS)} 各给出一章：缺少 {', '.join(missing)}")
+        return wrong(
+            f"give a chapter for each of {', '.join(SITUATIONS)}: missing {', '.join(missing)}",
+            zh=f"请为 {', '.join(SITUATIONS)} 各给出一章：缺少 {', '.join(missing)}",
+        )
     problems: list[str] = []
     problems_zh: list[str] = []
     for label, situation in SITUATIONS.items():
         chapter = _chapter(given[label])
         if chapter not in CHAPTERS:
-            problems.append(f"{label}: {given[label]!r} is not a chapter of the table "
-                            f"({', '.join(CHAPTERS)})")
-            problems_zh.append(f"{label}：{given[label]!r} 不是表中的章节"
-                               f"（{', '.join(CHAPTERS)}）")
+            problems.append(
+                f"{label}: {given[label]!r} is not a chapter of the table ({', '.join(CHAPTERS)})"
+            )
+            problems_zh.append(f"{label}：{given[label]!r} 不是表中的章节（{', '.join(CHAPTERS)}）")
         elif chapter != owner_of(situation):
             problems.append(f"{label}: not {chapter} — {situation.why}")
             problems_zh.append(f"{label}：不是 {chapter}——{situation.why_zh}")
@@ -104,11 +115,13 @@ def _owners(answer: Any) -> Verdict:
         more = " …" if len(problems) > 2 else ""
         return wrong("; ".join(problems[:2]) + more, zh="；".join(problems_zh[:2]) + more)
     owners = ", ".join(f"{label} {owner_of(s)}" for label, s in SITUATIONS.items())
-    return right(owners + ": each question goes to the chapter whose core object it is about",
-                 zh=owners + "：每个问题都归它所涉及的核心对象所在的那一章")
+    return right(
+        owners + ": each question goes to the chapter whose core object it is about",
+        zh=owners + "：每个问题都归它所涉及的核心对象所在的那一章",
+    )
 
 
-exercise(Exercise(
+Exercise(
     id="13.1",
     title="which chapter owns each situation",
     grade=_owners,
@@ -117,17 +130,19 @@ exercise(Exercise(
         "project, this user, long-term history, or a huge tool output?",
         "A preference stated for every project belongs to the user (s11); a decision from "
         "months ago is history that only a recall brings back (s12).",
-        "The answer is a dict of five labels, e.g. {\"A\": \"s09\", \"B\": \"s10\", …}.",
+        'The answer is a dict of five labels, e.g. {"A": "s09", "B": "s10", …}.',
     ),
     hints_zh=(
         "对每个情境，问一问表中“回答什么问题”那一列：它关于这一轮、这个项目、这个用户、"
         "长期历史，还是一个巨大的工具输出？",
         "对所有项目都适用的偏好属于用户（s11）；几个月前的决定是历史，"
         "只有召回才能把它找回来（s12）。",
-        "答案是一个含五个标签的 dict，例如 {\"A\": \"s09\", \"B\": \"s10\", …}。",
+        '答案是一个含五个标签的 dict，例如 {"A": "s09", "B": "s10", …}。',
     ),
-    solution=('# Exercise 13.1 — solution\n'
-              'answer = {"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s13"}'),
+    solution=(
+        "# Exercise 13.1 — solution\n"
+        'answer = {"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s13"}'
+    ),
     wrong_answers=(
         ({"A": "s09", "B": "s10", "C": "s12", "D": "s12", "E": "s13"}, "C: not s12"),
         ({"A": "s12", "B": "s10", "C": "s11", "D": "s12", "E": "s13"}, "this very session"),
@@ -137,7 +152,7 @@ exercise(Exercise(
         ({"A": "s09", "B": "s10", "C": "s11", "D": "s12", "E": "s14"}, "not a chapter"),
         ("s12", "should be a dict"),
     ),
-))
+).register()
 
 
 def _violated(answer: Any) -> Verdict:
@@ -145,9 +160,10 @@ def _violated(answer: Any) -> Verdict:
     results = tampered_results(sample_store(), SAMPLE_AS_OF)
     missing = [label for label in results if label not in given]
     if missing:
-        return wrong(f"give an item number for each of {', '.join(results)}: "
-                     f"missing {', '.join(missing)}",
-                     zh=f"请为 {', '.join(results)} 各给出一个条目编号：缺少 {', '.join(missing)}")
+        return wrong(
+            f"give an item number for each of {', '.join(results)}: missing {', '.join(missing)}",
+            zh=f"请为 {', '.join(results)} 各给出一个条目编号：缺少 {', '.join(missing)}",
+        )
     numbers = [item.number for item in CHECKLIST]
     titles_zh = {item.number: item.zh for item in CHECKLIST}
     # The audit's facts stay in English in both editions: they are the library's own output.
@@ -162,32 +178,38 @@ def _violated(answer: Any) -> Verdict:
         if isinstance(number, bool) or not isinstance(number, int):
             raise TypeError(f"{label} should be an item number (an int), not {number!r}")
         if number not in numbers:
-            problems.append(f"{label}: the checklist items are numbered "
-                            f"{numbers[0]} to {numbers[-1]}")
+            problems.append(
+                f"{label}: the checklist items are numbered {numbers[0]} to {numbers[-1]}"
+            )
             problems_zh.append(f"{label}：检查清单的条目编号是 {numbers[0]} 到 {numbers[-1]}")
         elif number in failing:
             found.append(f"{label} breaks item {number} ({audit[number][1]})")
-            found_zh.append(f"{label} 违反第 {number} 项“{titles_zh[number]}”"
-                            f"（{audit[number][1]}）")
+            found_zh.append(
+                f"{label} 违反第 {number} 项“{titles_zh[number]}”（{audit[number][1]}）"
+            )
         elif number in audit:
-            problems.append(f"{label}: item {number} holds for this result — "
-                            f"{audit[number][1]}")
-            problems_zh.append(f"{label}：第 {number} 项“{titles_zh[number]}”对这个结果成立——"
-                               f"{audit[number][1]}")
+            problems.append(f"{label}: item {number} holds for this result — {audit[number][1]}")
+            problems_zh.append(
+                f"{label}：第 {number} 项“{titles_zh[number]}”对这个结果成立——{audit[number][1]}"
+            )
         else:
-            problems.append(f"{label}: item {number} cannot be seen in one result (it needs "
-                            f"the model's query or the store before and after); look at "
-                            f"items {RESULT_ITEMS[0]}–{RESULT_ITEMS[-1]}")
-            problems_zh.append(f"{label}：第 {number} 项无法从单个结果看出（它需要模型写的"
-                               f"查询，或存储在召回前后的状态）；请看第 "
-                               f"{RESULT_ITEMS[0]}–{RESULT_ITEMS[-1]} 项")
+            problems.append(
+                f"{label}: item {number} cannot be seen in one result (it needs "
+                f"the model's query or the store before and after); look at "
+                f"items {RESULT_ITEMS[0]}–{RESULT_ITEMS[-1]}"
+            )
+            problems_zh.append(
+                f"{label}：第 {number} 项无法从单个结果看出（它需要模型写的"
+                f"查询，或存储在召回前后的状态）；请看第 "
+                f"{RESULT_ITEMS[0]}–{RESULT_ITEMS[-1]} 项"
+            )
     if problems:
         more = " …" if len(problems) > 2 else ""
         return wrong("; ".join(problems[:2]) + more, zh="；".join(problems_zh[:2]) + more)
     return right("; ".join(found), zh="；".join(found_zh))
 
 
-exercise(Exercise(
+Exercise(
     id="13.2",
     title="which checklist item each broken result violates",
     grade=_violated,
@@ -197,14 +219,14 @@ exercise(Exercise(
         "the order of the ranks, the number of hits against the limit.",
         "A: compare the two rows field by field — what decides between two equal totals? "
         "B: add lexical_contribution and recency_contribution. C: read the query's limit.",
-        "The answer is a dict of item numbers, e.g. {\"A\": 4, \"B\": 5, \"C\": 6}.",
+        'The answer is a dict of item numbers, e.g. {"A": 4, "B": 5, "C": 6}.',
     ),
     hints_zh=(
         "单个结果能看出第 2 到第 8 项。对每张表逐项检查：规范化的词项、三个计数、"
         "query_id、作用域与来源、各项贡献之和、排名顺序、命中数与 limit 的比较。",
         "A：逐字段比较两行——两个相等的总分靠什么分先后？"
         "B：把 lexical_contribution 和 recency_contribution 相加。C：看查询的 limit。",
-        "答案是一个条目编号的 dict，例如 {\"A\": 4, \"B\": 5, \"C\": 6}。",
+        '答案是一个条目编号的 dict，例如 {"A": 4, "B": 5, "C": 6}。',
     ),
     solution='# Exercise 13.2 — solution\nanswer = {"A": 7, "B": 6, "C": 8}',
     wrong_answers=(
@@ -215,4 +237,4 @@ exercise(Exercise(
         ({"A": 7, "B": 6}, "missing C"),
         ([7, 6, 8], "should be a dict"),
     ),
-))
+).register()
