@@ -1,19 +1,11 @@
 """The ranker interface and what a ranker can do beyond it, below rankers and retrieval.
 
-A ranker turns the candidates of one recall into one explained breakdown each; it never
-sorts (stage 4's tie-breakers are the same for every ranker). ``memlib._paths`` takes
-the cheapest path the store and the ranker both offer, each giving, byte for byte, what
-``score_candidates`` + stage 4 give (the parity tests hold them equal):
-
-- ``TopScoring``: breakdowns of only the candidates stage 4 keeps (building every signal
-  of hundreds of candidates cost more than the scoring itself).
-- ``ScoreBound``: a total that depends only on how many query terms a record matches and
-  when it was captured, with a ceiling: an index walks the matches best group first and
-  stops early (``memlib._retrieval.walk``).
-- ``LexicalScoring``: scores from an index's postings (``stores.LexicalScanning``) and
-  parses only its hits (BM25).
-- ``DenseScoring``: scores the union of its lexical and dense candidates from a store's
-  index and vectors (``stores.VectorStoring``) and reads only those (``hybrid``).
+``memlib._paths`` takes the cheapest path the store and the ranker both offer, each
+giving, byte for byte, what ``score_candidates`` + stage 4 give (the parity tests hold
+them equal): ``TopScoring`` (breakdowns of the kept candidates only), ``ScoreBound`` (an
+index walks the matches best group first and stops early), ``LexicalScoring`` (scores
+from an index's postings: BM25), ``DenseScoring`` (the union of lexical and dense
+candidates from a store's index and vectors: ``hybrid``).
 """
 
 from __future__ import annotations

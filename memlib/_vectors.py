@@ -1,10 +1,7 @@
 """Stored embeddings: the contract between an embedder, a store and the dense search.
 
-A store opened with an ``Embedder`` embeds each conversation record as it is written
-and keeps the vector beside it, under the model's name and dimension: a store never
-mixes two models (another is refused with ``memlib embed --rebuild``), and a retraction
-removes the record's vector. A vector is ``dimension`` little-endian float32, unit
-length, stored as raw bytes (``pack`` / ``unpack``); similarity is the dot product,
+A store never mixes two models (another is refused with ``memlib embed --rebuild``). A
+vector is ``dimension`` little-endian float32, unit length, stored as raw bytes; it is
 searched exactly with numpy: at a million records of 384 dimensions one matrix-vector
 product, fast enough that no approximate index is needed (docs/benchmarks.md).
 """
@@ -14,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import RemoteMemoryError, RemoteMemoryValidationError, RemoteMemoryVectorModelError
@@ -88,13 +86,10 @@ class VectorState:
 @dataclass(frozen=True)
 class DenseScores:
     """Similarity of one query vector to the stored vector of every searched conversation
-    record of the scope: ``scores[i]`` (numpy float32) is row ``i``'s, of ``ids[i]``.
-    ``missing`` counts those with no vector yet; ``vector_of(i)`` is row ``i``'s vector,
-    when the store can give it without a copy of every row.
-
-    ``scores`` select (``top``); ``exact`` is what a ranker shows: a float32 product
-    rounds differently with the matrix's shape and BLAS kernel (0.967382 on one backend,
-    0.967383 on another), one float64 dot product per shown record cannot.
+    record of the scope: ``scores[i]`` (numpy float32) is ``ids[i]``'s; ``missing`` counts
+    those with no vector yet. ``scores`` select (``top``); ``exact`` is what a ranker shows:
+    a float32 product rounds differently with the matrix's shape and BLAS kernel, one
+    float64 dot product per shown record cannot.
     """
 
     ids: Sequence[str]
@@ -106,32 +101,38 @@ class DenseScores:
 
     def top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` best ``(memory_id, score)``, best first; ties by memory_id."""
-        return [(self.ids[i], float(self.scores[i])) for i in exact_top(self.scores, k, self.ids)]
+        np, scores, n = require_numpy(), self.scores, len(self.scores)
+        if k <= 0 or n == 0:
+            return []
+        chosen = np.arange(n)
+        if k < n:
+            # argpartition finds the k-th best in linear time; every row tied with it is
+            # kept so that the id tie-break below sees all of them.
+            chosen = np.flatnonzero(scores >= np.partition(scores, n - k)[n - k])
+        order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), self.ids[i]))
+        return [(self.ids[i], float(scores[i])) for i in order[:k]]
 
     def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
         """Scores of those of ``memory_ids`` that have a vector."""
-        position = self._positions()
+        position = self._positions
         return {m: float(self.scores[position[m]]) for m in memory_ids if m in position}
 
     def exact(self, memory_ids: Sequence[str], query_vector: Any) -> dict[str, float]:
         """Float64 dot products of those of ``memory_ids`` that have a vector."""
         if self.vector_of is None:
             return self.of(memory_ids)
-        position = self._positions()
+        position = self._positions
         return {
             m: exact_dot(self.vector_of(position[m]), query_vector)
             for m in memory_ids
             if m in position
         }
 
+    @cached_property
     def _positions(self) -> Mapping[str, int]:
         if self.positions is not None:
             return self.positions
-        cached: dict[str, int] | None = self.__dict__.get("_position")
-        if cached is None:
-            cached = {memory_id: i for i, memory_id in enumerate(self.ids)}
-            object.__setattr__(self, "_position", cached)
-        return cached
+        return {memory_id: i for i, memory_id in enumerate(self.ids)}
 
 
 class NumpyMissing(RemoteMemoryError):
@@ -171,23 +172,6 @@ def unpack(data: bytes | memoryview, dimension: int) -> Any:
     if dimension <= 0 or flat.size % dimension:
         raise RemoteMemoryError(f"vector bytes do not divide into rows of {dimension}")
     return flat.reshape(-1, dimension)
-
-
-def exact_top(scores: Any, k: int, ids: Sequence[str]) -> list[int]:
-    """Positions of the ``k`` greatest scores, best first; equal scores by id."""
-    np = require_numpy()
-    n = len(scores)
-    if k <= 0 or n == 0:
-        return []
-    if k < n:
-        # argpartition finds the k-th best in linear time; every row tied with it is
-        # kept so that the id tie-break below sees all of them.
-        kth = np.partition(scores, n - k)[n - k]
-        chosen = np.flatnonzero(scores >= kth)
-    else:
-        chosen = np.arange(n)
-    order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-    return order[:k]
 
 
 def check_model(

@@ -1,10 +1,7 @@
 """The agent boundary: ``recall_history`` on the Anthropic Messages API (SPEC §5).
 
-The latest PROFILE record is injected once, at the top of the system prompt
-(``build_system_prompt``); CONVERSATION records are searched only when the model calls
-``recall_history``. Importing this package imports neither ``anthropic`` nor ``httpx2``:
-the scripted model (``scripted_client()``, the SDK on a scripted HTTP transport) is
-loaded on first use.
+Importing this package imports neither ``anthropic`` nor ``httpx2``: the scripted model
+(``memlib.agent.scripted``) is loaded on first use.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from .tools import (
     run_recall_history,
     summarize_tool_result,
     tool_payload,
-    tool_result_block,
 )
 
 __all__ = [
@@ -52,7 +48,6 @@ __all__ = [
     "scripted_client",
     "summarize_tool_result",
     "tool_payload",
-    "tool_result_block",
 ]
 
 _SCRIPTED = ("ScriptedModel", "scripted_client", "derive_query", "SCRIPTED_MODEL_ID", "FlakyAPI")

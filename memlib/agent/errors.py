@@ -13,8 +13,6 @@ from typing import Any
 
 from ..errors import RemoteMemoryError
 
-__all__ = ["AgentError", "AgentTurnLimitError", "ModelAPIError", "explain_api_error", "redact"]
-
 
 class AgentError(RemoteMemoryError):
     """The agent loop could not finish."""
@@ -45,24 +43,12 @@ class AgentTurnLimitError(AgentError):
         self.transcript = transcript
 
 
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def explain_api_error(
     exc: BaseException, *, model: str | None = None, secrets: Iterable[str | None] = ()
 ) -> ModelAPIError:
     """Map an ``anthropic`` exception to a ``ModelAPIError`` with one sentence."""
     import anthropic  # only ever called after the SDK raised, so it is loaded already
 
-    secrets = tuple(secrets)
     status = getattr(exc, "status_code", None)
     request_id = getattr(exc, "request_id", None)
     model_text = f"model {model!r}" if model else "the model"
@@ -70,7 +56,7 @@ def explain_api_error(
     if isinstance(exc, anthropic.APITimeoutError):
         reason, message = (
             "timeout",
-            ("the Anthropic API did not answer in time (timeout); check the network and try again"),
+            "the Anthropic API did not answer in time (timeout); check the network and try again",
         )
     elif isinstance(exc, anthropic.APIConnectionError):
         reason, message = (
@@ -83,43 +69,44 @@ def explain_api_error(
     elif isinstance(exc, anthropic.AuthenticationError):
         reason, message = (
             "authentication",
-            ("the Anthropic API rejected the API key (HTTP 401); check ANTHROPIC_API_KEY"),
+            "the Anthropic API rejected the API key (HTTP 401); check ANTHROPIC_API_KEY",
         )
     elif isinstance(exc, anthropic.PermissionDeniedError):
         reason, message = (
             "permission",
-            (f"the API key may not use {model_text} (HTTP 403); check the key's permissions"),
+            f"the API key may not use {model_text} (HTTP 403); check the key's permissions",
         )
     elif isinstance(exc, anthropic.NotFoundError):
         reason, message = (
             "not_found",
-            (f"the Anthropic API does not know {model_text} (HTTP 404); check MODEL_ID"),
+            f"the Anthropic API does not know {model_text} (HTTP 404); check MODEL_ID",
         )
     elif isinstance(exc, anthropic.RateLimitError):
         reason, message = (
             "rate_limit",
-            ("the Anthropic API rate limit was reached (HTTP 429); wait a moment and try again"),
+            "the Anthropic API rate limit was reached (HTTP 429); wait a moment and try again",
         )
     elif status == 529:
         reason, message = (
             "overloaded",
-            ("the Anthropic API is overloaded right now (HTTP 529); try again in a minute"),
+            "the Anthropic API is overloaded right now (HTTP 529); try again in a minute",
         )
     elif isinstance(exc, anthropic.InternalServerError):
         reason, message = (
             "server",
-            (f"the Anthropic API failed with a server error (HTTP {status}); try again later"),
+            f"the Anthropic API failed with a server error (HTTP {status}); try again later",
         )
     elif isinstance(exc, anthropic.APIStatusError):
         detail = getattr(exc, "api_message", None)
         reason = "bad_request" if status == 400 else "status"
         message = f"the Anthropic API refused the request (HTTP {status})"
         if detail:
-            message += f": {_one_line(detail)}"
+            message += f": {' '.join(str(detail).split())}"
     elif isinstance(exc, anthropic.APIResponseValidationError):
         reason, message = "bad_response", "the Anthropic API sent a response the SDK could not read"
     else:
         reason, message = "api_error", f"the Anthropic API call failed ({type(exc).__name__})"
-    return ModelAPIError(
-        redact(message, secrets), status_code=status, reason=reason, request_id=request_id
-    )
+    for secret in secrets:  # a secret that still reaches the message
+        if secret and len(secret) >= 4:
+            message = message.replace(secret, "[redacted]")
+    return ModelAPIError(message, status_code=status, reason=reason, request_id=request_id)

@@ -1,8 +1,6 @@
 """``agent_loop``: the Messages API with ``recall_history``, until a final answer (SPEC §5).
-
-The client is any ``anthropic.Anthropic``: the live one from ``runtime_client()`` or the
-same SDK class on the offline scripted transport (``memlib.agent.scripted``). The loop
-cannot tell them apart, so the offline tests drive the exact code the online path runs.
+The client is any ``anthropic.Anthropic``, live or on the offline scripted transport: the
+loop cannot tell them apart, so the offline tests drive the code the online path runs.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from .tools import (
     recall_history_tool,
     run_recall_history,
     summarize_tool_result,
-    tool_result_block,
 )
 
 __all__ = ["DEFAULT_MAX_TURNS", "AgentTranscript", "TranscriptEntry", "agent_loop"]
@@ -59,16 +56,6 @@ class TranscriptEntry:
         if self.block_type != "tool_result" or self.content is None:
             return ""
         return summarize_tool_result(self.content, self.is_error)
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "turn": self.turn,
-            "role": self.role,
-            "block type": self.block_type,
-            "text": self.text or "",
-            "tool input": self.tool_input_json,
-            "tool result summary": self.result_summary,
-        }
 
     def format(self) -> str:
         """The block as the CLI prints it: a header line, then the block's body."""
@@ -116,15 +103,15 @@ class AgentTranscript:
         """A pandas table (pandas is imported here, only when a notebook asks)."""
         import pandas as pd
 
-        rows = [entry.row() for entry in self.entries]
-        if text_width is not None:
-            for row in rows:
-                text = " ".join(row["text"].split())
-                row["text"] = text if len(text) <= text_width else text[: text_width - 1] + "…"
-        return pd.DataFrame(
-            rows,
-            columns=["turn", "role", "block type", "text", "tool input", "tool result summary"],
-        )
+        rows = []
+        for e in self.entries:
+            text = e.text or ""
+            if text_width is not None:
+                text = " ".join(text.split())
+                text = text if len(text) <= text_width else text[: text_width - 1] + "…"
+            rows.append((e.turn, e.role, e.block_type, text, e.tool_input_json, e.result_summary))
+        columns = ["turn", "role", "block type", "text", "tool input", "tool result summary"]
+        return pd.DataFrame(rows, columns=columns)
 
     def format(self, *, system: bool = True, since_turn: int = 0) -> str:
         parts = []
@@ -197,10 +184,8 @@ def agent_loop(
 
     ``messages`` is the conversation so far (a string is one user message). ``system``
     defaults to ``build_system_prompt(store)``; pass the same string again to continue a
-    session, so the profile is injected once. ``query_id_prefix`` numbers the recalls'
-    ids ``PREFIX-001``… Raises ``ModelAPIError`` for a failed API call and
-    ``AgentTurnLimitError`` when the model still wants tools after ``max_turns`` requests;
-    a store that fails under a recall reaches the model as an ``is_error`` tool result.
+    session, so the profile is injected once. Raises ``ModelAPIError`` for a failed API
+    call and ``AgentTurnLimitError`` after ``max_turns`` requests still asking for tools.
     """
     if engine is None:
         if store is None:
@@ -286,7 +271,7 @@ def _run_tools(
             outcome = run_recall_history(engine, block["input"], as_of=as_of, query_id=query_id)
         else:
             outcome = error_outcome(f"unknown tool: {block['name']}")
-        yield tool_result_block(block["id"], outcome)
+        yield outcome.to_block(block["id"])
 
 
 def _create(client: Any, *, secrets: Sequence[str | None], **params: Any) -> Any:

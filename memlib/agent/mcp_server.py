@@ -1,21 +1,12 @@
 """``memlib mcp``: the library as a Model Context Protocol server (stdio, or HTTP on localhost).
 
-Any MCP client gets the memory the ``memlib`` agent has, through the same code: the tools
-``recall_history`` (the agent's own handler), ``remember``, ``forget`` and ``explain``; the
-resource ``memlib://profile`` (the ``<remote_profile>`` block, read fresh, ``""`` when the
-scope has none: never a placeholder a model could take for data); the prompt
-``session_start`` (``build_system_prompt(store)``).
-
-The user scope is fixed when the server starts and no tool takes a user: a model cannot
-reach another user's records by naming them. Every refusal comes back as a tool result
-with ``isError: true`` and one line of visible text, so the model can fix its call and the
-session goes on; what the tools return is visible text too (``memlib._visible``).
-
-Only the CLI command imports this module, so the ``mcp`` package is needed only by
-``memlib mcp``. On stdio, stdout is the protocol channel (the SDK points fd 1 at stderr
-while it serves). Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is
-parsed, and HTTP answers 401 to a request without the bearer token, so another account
-on the machine cannot read the memory through the port.
+The tools ``recall_history`` (the agent's own handler), ``remember``, ``forget`` and
+``explain``, the resource ``memlib://profile`` (``""`` when the scope has none: never a
+placeholder a model could take for data) and the prompt ``session_start``. The user scope
+is fixed when the server starts and no tool takes a user. A refusal is a tool result with
+``isError: true`` and one line of visible text, so the session goes on. Both transports
+refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed; HTTP answers 401 without
+the bearer token, so another account on the machine cannot read the memory.
 """
 
 from __future__ import annotations
@@ -279,25 +270,14 @@ def _captured_at(value: str | None) -> str:
         ) from None
 
 
-def _title_of(summary: str) -> str:
-    text = collapse_whitespace(summary)
-    if not text:
-        raise RemoteMemoryValidationError("summary must not be empty")
-    limit = LIMITS["title"]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _record_json(record_dict: Mapping[str, Any]) -> str:
     """A record as ``memlib append`` prints it, as visible text."""
     return visible(json.dumps(record_dict, ensure_ascii=False), "json")
 
 
 class MemoryTools:
-    """The four tools, the profile and the session prompt over one store: plain Python.
-
-    One call runs at a time (a lock), so a store and its cache are never used by two
-    threads at once, and numbered query ids follow the calls' order.
-    """
+    """The four tools, the profile and the session prompt over one store. One call runs
+    at a time (a lock): a store is never used by two threads, query ids follow the calls."""
 
     def __init__(
         self,
@@ -349,11 +329,17 @@ class MemoryTools:
         return f"{self.query_id_prefix}-{self._queries:03d}" if self.query_id_prefix else None
 
     def _remember(self, arguments: dict[str, Any]) -> ToolOutcome:
-        summary = arguments["summary"]
+        summary, title = arguments["summary"], arguments.get("title")
+        if title is None:
+            title = collapse_whitespace(summary)
+            if not title:
+                raise RemoteMemoryValidationError("summary must not be empty")
+            limit = LIMITS["title"]
+            title = title if len(title) <= limit else title[: limit - 1] + "…"
         source = MemorySource(
             source_id=arguments.get("source_id", MCP_SOURCE_ID),
             source_type=arguments.get("source_type", MCP_SOURCE_TYPE),
-            title=arguments["title"] if "title" in arguments else _title_of(summary),
+            title=title,
             captured_at=_captured_at(arguments.get("captured_at")),
         )
         record = self.store.append(
@@ -389,12 +375,6 @@ class MemoryTools:
 
 _Context: TypeAlias = ServerRequestContext[Any]
 _Page: TypeAlias = types.PaginatedRequestParams | None
-
-
-def _server_version() -> str:
-    # The root package is the top layer (it imports everything); it is always loaded
-    # before any of its modules, so its version is read, not imported.
-    return str(getattr(sys.modules.get("memlib"), "__version__", ""))
 
 
 def build_server(memory: MemoryTools) -> Server[Any]:
@@ -452,7 +432,8 @@ def build_server(memory: MemoryTools) -> Server[Any]:
     schemas = {spec.name: spec.input_schema for spec in TOOLS}
     return Server(
         SERVER_NAME,
-        version=_server_version(),
+        # The root package (the top layer) is loaded before any of its modules: read, not imported.
+        version=str(getattr(sys.modules.get("memlib"), "__version__", "")),
         instructions=SERVER_INSTRUCTIONS,
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
@@ -508,13 +489,9 @@ def _request_id(head: bytes) -> int | str | None:
 
 
 class _BoundedLines:
-    """The client's lines, read from ``fd``, each at most ``cap`` bytes.
-
-    The SDK reads a whole line and parses it (one line of 100 MB held the server at
-    1.29 GB). A line over the cap is dropped as it streams in and never reaches the SDK:
-    the server logs one line and answers the request, when its id is in the first bytes,
-    with an error, so the client is not left waiting.
-    """
+    """The client's lines from ``fd``, each at most ``cap`` bytes (the SDK reads a whole
+    line: one of 100 MB held the server at 1.29 GB). A longer line is dropped as it streams
+    in; its request, when its id is in the first bytes, is answered with an error."""
 
     def __init__(self, fd: int, cap: int = MESSAGE_MAX_BYTES) -> None:
         self.fd = fd
@@ -653,7 +630,12 @@ class _BearerAuth:
             await send({"type": "websocket.close", "code": 1008})
 
 
-def _listen(port: int) -> socket.socket:
+async def _serve_http(server: Server[Any], port: int, token: str) -> None:
+    import uvicorn  # a dependency of mcp; only HTTP needs it
+
+    app = _BearerAuth(
+        server.streamable_http_app(host=HOST, max_request_body_size=MESSAGE_MAX_BYTES), token
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -664,16 +646,6 @@ def _listen(port: int) -> socket.socket:
     # Listening now, not when uvicorn starts: a client that reads the "streamable HTTP
     # on" line and connects at once is queued instead of refused.
     sock.listen(socket.SOMAXCONN)
-    return sock
-
-
-async def _serve_http(server: Server[Any], port: int, token: str) -> None:
-    import uvicorn  # a dependency of mcp; only HTTP needs it
-
-    app = _BearerAuth(
-        server.streamable_http_app(host=HOST, max_request_body_size=MESSAGE_MAX_BYTES), token
-    )
-    sock = _listen(port)
     # Port 0 asks the system for a free port: the line says which one it gave.
     bound = sock.getsockname()[1]
     print(f"memlib mcp: streamable HTTP on http://{HOST}:{bound}/mcp", file=sys.stderr, flush=True)

@@ -1,8 +1,5 @@
-"""The system prompt: the profile block first, then the rules (SPEC §4, §5).
-
-The latest PROFILE record is injected once, when the session starts. Conversation
-records are not in the prompt at all: the model reaches them only by calling
-``recall_history``.
+"""The system prompt: the profile block first, then the rules (SPEC §4, §5). Conversation
+records are not in it: the model reaches them only by calling ``recall_history``.
 """
 
 from __future__ import annotations
@@ -10,8 +7,6 @@ from __future__ import annotations
 from ..render import render_remote_profile
 from ..stores._base import MemoryStore
 from .tools import RECALL_HISTORY
-
-__all__ = ["AGENT_RULES", "build_system_prompt"]
 
 AGENT_RULES = f"""\
 You are an assistant with a remote memory of your earlier conversations with this user.

@@ -1,10 +1,8 @@
 """A deterministic scripted model behind the real ``anthropic`` client (offline).
 
-``ScriptedModel`` is an ``httpx2.MockTransport`` handler: it checks the request the SDK
-built as the Messages API would and answers with Messages API JSON, so ``agent_loop``
-runs through the same SDK code offline as online. Per user question it calls
-``recall_history`` with the question minus filler words, then answers from the result;
-a question with no topic left ("continue last time") gets asked for the topic.
+``ScriptedModel`` is an ``httpx2.MockTransport`` handler that checks each request as the
+Messages API would, so ``agent_loop`` runs through the same SDK code offline as online.
+It recalls the question minus filler words, then answers from the result.
 """
 
 from __future__ import annotations
@@ -17,15 +15,6 @@ from typing import Any
 import httpx2
 
 from .tools import DEFAULT_LIMIT, RECALL_HISTORY, STORE_ERROR_PREFIX
-
-__all__ = [
-    "SCRIPTED_API_KEY",
-    "SCRIPTED_MODEL_ID",
-    "FlakyAPI",
-    "ScriptedModel",
-    "derive_query",
-    "scripted_client",
-]
 
 SCRIPTED_MODEL_ID = "memlib-scripted"
 SCRIPTED_API_KEY = "offline-scripted-no-key"
@@ -278,11 +267,9 @@ def _error(status: int, message: str, headers: dict[str, str]) -> httpx2.Respons
 
 class FlakyAPI:
     """A scripted Messages API that fails first: each of ``failures`` (an HTTP status, or
-    ``"timeout"``) answers one request, then ``model`` answers the rest.
-
-    It counts requests (``sent``) and failures (``failed``). Each failure asks for a 1 ms
-    ``retry-after``, so the SDK's retries wait 1 ms; an error body echoes the key it was
-    sent, as a careless server might, so a caller can check that it reaches no message.
+    ``"timeout"``) answers one request, then ``model`` answers the rest. Each failure asks
+    for a 1 ms ``retry-after``; an error body echoes the key it was sent, as a careless
+    server might, so a caller can check that it reaches no message.
     """
 
     def __init__(self, *failures: int | str, model: ScriptedModel | None = None) -> None:

@@ -1,11 +1,9 @@
 """The ``recall_history`` tool: its definition for the Messages API and its handler (SPEC §5).
 
-The handler returns ``RecallResult.to_json()`` as visible text (``memlib._visible``:
-invisible and direction-changing characters as ``\\uXXXX`` escapes, so it decodes to
-exactly the library's payload). Input the contract refuses, and a store that fails under
-the call, go back to the model as a ``tool_result`` with ``is_error: true`` and one line
-(a store failure prefixed with ``STORE_ERROR_PREFIX``, so the model reports it instead of
-retrying): the loop does not crash.
+The handler returns ``RecallResult.to_json()`` as visible text (``memlib._visible``).
+Refused input and a failing store go back to the model as an ``is_error`` tool result of
+one line (a store failure prefixed with ``STORE_ERROR_PREFIX``, so the model reports it
+instead of retrying): the loop does not crash.
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ __all__ = [
     "recall_history_tool",
     "run_recall_history",
     "tool_payload",
-    "tool_result_block",
 ]
 
 RECALL_HISTORY = "recall_history"
@@ -108,12 +105,8 @@ class ToolOutcome:
     is_error: bool = False
 
     def to_block(self, tool_use_id: str) -> dict[str, Any]:
-        return tool_result_block(tool_use_id, self)
-
-
-def tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict[str, Any]:
-    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": outcome.content}
-    return {**block, "is_error": True} if outcome.is_error else block
+        block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": self.content}
+        return {**block, "is_error": True} if self.is_error else block
 
 
 def check_input(tool: str, schema: Mapping[str, Any], tool_input: object) -> dict[str, Any]:

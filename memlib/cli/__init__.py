@@ -12,19 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .._bulk import error_line
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from ._common import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    CliError,
-    Parser,
-    error_line,
-    open_cli_store,
-    parse_as_of,
-    write_error,
-)
+from ._common import EXIT_FAILURE, EXIT_USAGE, CliError, Parser, write_error
 
-__all__ = ["main", "build_parser", "CliError", "open_cli_store", "parse_as_of", "error_line"]
+__all__ = ["main", "build_parser"]
 
 # In this order in ``memlib --help``: the module of each command.
 COMMANDS = (  # noqa: SIM905 (a word list reads better as prose)

@@ -1,10 +1,8 @@
 """What every ``memlib`` command shares: the parser class, the store, errors, output.
 
 Every line a command writes goes through ``write_line``, ``write_json`` or
-``write_error``: what a store holds reaches a terminal, and often a model reading the
-command's output, so it is shown as visible text (``memlib._visible``; docs/contract.md,
-"What the model reads") — an ESC, an OSC 52 clipboard write, a bidi override or a tag
-character is printed as an escape, never sent raw.
+``write_error``, as visible text (docs/contract.md, "What the model reads"): what a store
+holds may reach a terminal or a model, and an ESC or a bidi override is never sent raw.
 """
 
 from __future__ import annotations
@@ -18,30 +16,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
 
-from .._bulk import error_line
 from .._runtime import default_store_url, default_user_id
 from .._visible import Form, visible
 from ..errors import RemoteMemoryValidationError
 from ..normalize import as_utc
 from ..stores import open_store
 from ..stores._base import MemoryStore
-
-__all__ = [
-    "EXIT_FAILURE",
-    "EXIT_USAGE",
-    "CliError",
-    "Parser",
-    "error_line",
-    "int_arg",
-    "open_cli_store",
-    "parse_as_of",
-    "store_embedder",
-    "embedder_name",
-    "shown",
-    "write_error",
-    "write_json",
-    "write_line",
-]
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1

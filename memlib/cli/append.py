@@ -12,8 +12,6 @@ from ..errors import RemoteMemoryValidationError
 from ..records import MemoryKind
 from ._common import CliError, open_cli_store, write_json
 
-__all__ = ["cmd_append", "register"]
-
 _SOURCE_FLAGS = ("source_id", "source_type", "title", "captured_at")
 _APPEND_FLAGS = ("memory_id", "content", "summary", *_SOURCE_FLAGS)
 

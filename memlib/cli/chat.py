@@ -1,8 +1,6 @@
 """``memlib chat``: the agent loop from the command line, interactive or one ``--message``.
-
-Online and offline (``--scripted``) share one code path: ``agent_loop`` with an
-``anthropic.Anthropic`` client; only its HTTP transport differs. This module imports
-neither ``anthropic`` nor the loop until ``chat`` runs.
+Online and offline (``--scripted``) share ``agent_loop`` with an ``anthropic.Anthropic``
+client; only its HTTP transport differs. Nothing heavy is imported until ``chat`` runs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""``memlib db init`` / ``memlib db status``: the schema of a database store.
-
-``memlib --store postgresql://…/db?schema=memlib db init`` creates memlib's schema, or
-upgrades an older one, and records its version; running it again changes nothing.
-SQLite files are created and upgraded on first write as well, so ``db init`` there only
-saves the first writer the work. JSONL stores have no schema.
+"""``memlib db init`` / ``memlib db status``: the schema of a database store (SQLite files
+are also created and upgraded on first write; JSONL stores have no schema).
 """
 
 from __future__ import annotations
@@ -13,8 +9,6 @@ from typing import Any
 
 from .._runtime import default_store_url, default_user_id
 from ._common import write_line
-
-__all__ = ["cmd_db_init", "cmd_db_status", "register"]
 
 
 def _url(args: argparse.Namespace) -> str:

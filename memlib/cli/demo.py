@@ -16,8 +16,6 @@ from ..render import render_recall_context, render_remote_profile
 from ._common import write_line
 from .recall import limit_arg
 
-__all__ = ["DEMO_QUERIES", "DEMO_QUERY", "DEMO_QUERY_ID", "cmd_demo", "register"]
-
 DEMO_QUERY = "layered memory"
 DEMO_QUERY_ID = "demo-query-001"
 # The query of each sample corpus (``memlib.sample.SAMPLE_QUERY_ZH`` for zh; written out so

@@ -1,11 +1,8 @@
 """``memlib embed``: store a vector for every searched conversation record that lacks one.
 
-Resumable: each batch is stored as it is embedded, so an interrupted run keeps what it
-did and the next run starts from the records still without a vector. The model is the
-global ``--embedder`` (or ``$MEMLIB_EMBEDDER``), else the one the store's vectors were
-made by, else multilingual-e5-small. ``--rebuild`` drops every stored vector first: the way
-to move a store to another model. Pair vectors (``--embedder e5-pair``) embed each record
-with the turn before it in its source (``stores.base.pair_texts``).
+Resumable: each batch is stored as it is embedded, so the next run starts from the
+records still without one. The model: ``--embedder``, else the store's vectors' model,
+else multilingual-e5-small; ``--rebuild`` drops every stored vector first (to change it).
 """
 
 from __future__ import annotations
@@ -20,19 +17,11 @@ from .._vectors import check_model, pack
 from ..errors import RemoteMemoryValidationError
 from ..records import StoredMemory
 from ..stores._base import VectorStoring, pair_texts
-from ._common import open_cli_store, store_embedder, write_line
+from ._common import int_arg, open_cli_store, store_embedder, write_line
 
-__all__ = ["cmd_embed", "register"]
-
-
-def _batch_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("batch size must be an integer") from None
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError("batch size must be between 1 and 10000")
-    return value
+_batch_size = int_arg(
+    "batch size must be an integer", 1, 10_000, "batch size must be between 1 and 10000"
+)
 
 
 def cmd_embed(args: argparse.Namespace) -> int:

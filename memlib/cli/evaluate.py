@@ -1,15 +1,8 @@
-"""``memlib eval locomo --data PATH [--ranker NAME …] [--k 1,5,10] [--report FILE.json]
-[--no-cv] [--cv-report FILE.json]``.
-
-A progress bar on stderr while the questions run (when tqdm is installed), the tables on
-stdout, and optionally a JSON report
-``{ranker: {"overall", "by_category", "category_5", "questions"}}``. A ranker with a
-dense path (``hybrid``) is reported twice: as on a store with vectors (its name) and
-over the lexical candidates alone (``NAME/lexical-only``), so the dense path's gain shows.
-
-Then, on data of two or more conversations, the leave-one-conversation-out figure of
-each ranker beside its in-sample one (``memlib.eval.crossval``; ``--cv-report`` writes
-them as JSON); ``--no-cv`` skips it (it measures every setting of each ranker's grid).
+"""``memlib eval locomo``: recall@k / hit@k of each ranker, a progress bar on stderr, the
+tables on stdout, optionally a JSON report. A ranker with a dense path (``hybrid``) is
+reported twice: as on a store with vectors and over the lexical candidates alone
+(``NAME/lexical-only``). Then, on two or more conversations, each ranker's
+leave-one-conversation-out figure (``memlib.eval.crossval``) unless ``--no-cv``.
 """
 
 from __future__ import annotations
@@ -97,10 +90,14 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
         for name, ranker in rankers.items()
         if isinstance(ranker, DenseScoring) and not getattr(ranker, "reads_pairs", False)
     ]
+
+    def bar_of(count: int, label: str) -> Any:
+        return progress_bar(
+            count, f"{label:<16}", enabled=not args.quiet, unit="q", dynamic_ncols=True
+        )
+
     for name, ranker, dense in runs:
-        with progress_bar(
-            total, f"{name:<16}", enabled=not args.quiet, unit="q", dynamic_ncols=True
-        ) as bar:
+        with bar_of(total, name) as bar:
             report[name] = evaluate_ranker(
                 conversations, ranker, ks=ks, progress=bar.update, stored_vectors=dense
             )
@@ -111,13 +108,7 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
         crossval: dict[str, Any] = {}
         for name, ranker in rankers.items():
             settings = len(getattr(ranker, "grid", ()) or (None,))
-            with progress_bar(
-                total * settings,
-                f"{name + ' cv':<16}",
-                enabled=not args.quiet,
-                unit="q",
-                dynamic_ncols=True,
-            ) as bar:
+            with bar_of(total * settings, name + " cv") as bar:
                 crossval[name] = cross_validate(conversations, ranker, ks=ks, progress=bar.update)
         write_line("\n" + format_crossval(crossval))
         if args.cv_report:

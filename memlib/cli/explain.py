@@ -8,8 +8,6 @@ from typing import Any
 from ._common import write_line
 from .recall import add_recall_options, open_recall_engine, recall_options
 
-__all__ = ["cmd_explain", "register"]
-
 
 def cmd_explain(args: argparse.Namespace) -> int:
     engine = open_recall_engine(args)

@@ -1,7 +1,5 @@
-"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line.
-
-``FILE`` may be ``-`` or any other stream (``/dev/stdin``, a pipe): it is read once into
-a private temporary file, since the import reads it twice.
+"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line. A
+stream (``-``, a pipe) is read once into a private temporary file: the import reads twice.
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ from typing import Any
 from .._bulk import DEFAULT_BATCH, import_jsonl
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 from ._common import int_arg, open_cli_store, write_line
-
-__all__ = ["cmd_import", "register"]
 
 
 def _is_stream(name: str) -> bool:

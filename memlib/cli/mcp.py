@@ -1,9 +1,8 @@
 """``memlib mcp``: serve the memory to MCP clients (stdio; ``--transport http`` on localhost).
 
-The store, the engine and the bearer token are fixed before the first message, so a bad
-store or token file fails as every command does (one line, exit 2), not inside a client's
-session. The token file is the HTTP server's only credential, held to what OpenSSH asks
-of a private key: a regular file owned by this user, no bit for group or others.
+The store and the bearer token are fixed before the first message, so a bad one fails as
+every command does, not inside a client's session. The token file is held to what
+OpenSSH asks of a private key: a regular file owned by this user, no bit for others.
 """
 
 from __future__ import annotations

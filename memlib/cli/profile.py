@@ -8,8 +8,6 @@ from typing import Any
 from ..render import render_remote_profile
 from ._common import EXIT_FAILURE, open_cli_store, write_error, write_line
 
-__all__ = ["cmd_profile", "register"]
-
 
 def cmd_profile(args: argparse.Namespace) -> int:
     store = open_cli_store(args)

@@ -9,8 +9,6 @@ from ..normalize import as_utc
 from ..records import MemorySource, format_timestamp
 from ._common import open_cli_store, write_json
 
-__all__ = ["cmd_retract", "register"]
-
 
 def cmd_retract(args: argparse.Namespace) -> int:
     store = open_cli_store(args)

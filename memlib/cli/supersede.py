@@ -1,7 +1,5 @@
-"""``memlib supersede OLD_ID --memory-id NEW --content … --reason …``: replace a record.
-
-The new record and the old one's retraction are one atomic batch (``store.supersede``);
-the old record stays in the history, visible to ``recall --known-at`` before the change.
+"""``memlib supersede OLD_ID --memory-id NEW --content … --reason …``: replace a record, as
+one atomic batch; the old record stays in the history (``recall --known-at``).
 """
 
 from __future__ import annotations
@@ -12,8 +10,6 @@ from typing import Any
 from ..normalize import as_utc
 from ..records import MemoryKind, MemorySource, format_timestamp
 from ._common import open_cli_store, write_json
-
-__all__ = ["cmd_supersede", "register"]
 
 
 def cmd_supersede(args: argparse.Namespace) -> int:

@@ -1,22 +1,12 @@
 """Leave one conversation out: the honest figure for a ranker's tuned defaults.
 
-A ranker whose parameters were chosen on the conversations it is then measured on
-reports a flattering figure. Here every setting of the ranker's ``grid`` is measured
-on every conversation once; for each conversation, the setting with the best R@10 on
-the *other* conversations is judged on it alone (a fold), and the cross-validated
-figure is the mean of the folds' held-out figures. The in-sample figure — the best
-setting judged on every conversation at once — is reported beside it, and so is the
-setting the ranker ships with.
-
-Three conversations are few, so the cross-validated R@10 comes with a 95% interval
-(``cross_validated["R@10_interval_95"]``): a percentile bootstrap in which each fold's
-held-out questions are drawn again with replacement (``BOOTSTRAP_SAMPLES`` times, a fixed
-seed) at the setting the fold chose. It shows what the figure owes to which questions
-were asked, not to the choice of setting.
-
-The grid is the ranker's own (``ranker.grid``: keyword arguments of
-``ranker.with_params``); a ranker without one (``baseline``) has nothing to tune and its
-cross-validated figure is its plain one.
+Every setting of the ranker's ``grid`` (keyword arguments of ``with_params``; none for
+``baseline``) is measured on every conversation once; each conversation is judged at the
+setting with the best R@10 on the *other* conversations, and the cross-validated figure
+is the mean of these folds. The in-sample best and the shipped setting are reported
+beside it. Its 95% interval is a percentile bootstrap over each fold's held-out
+questions at the setting the fold chose: what the figure owes to which questions were
+asked, not to the choice of setting.
 """
 
 from __future__ import annotations
@@ -115,18 +105,18 @@ def cross_validate(
     rows: list[list[list[Row]]] = []
     for params in grid:
         tuned = base.with_params(**params) if params else base  # type: ignore[attr-defined]
-        rows.append(
-            [
-                conversation_rows(
-                    c, tuned, depth=max(ks), stored_vectors=stored_vectors, progress=progress
-                )
-                for c in conversations
-            ]
-        )
+        options: dict[str, Any] = {
+            "depth": max(ks),
+            "stored_vectors": stored_vectors,
+            "progress": progress,
+        }
+        rows.append([conversation_rows(c, tuned, **options) for c in conversations])
+
+    def metrics(setting: int, members: Sequence[int]) -> dict[str, float]:
+        return _metrics(_headline([r for m in members for r in rows[setting][m]]), ks)
 
     def score(setting: int, members: Sequence[int]) -> float:
-        pooled = _headline([r for m in members for r in rows[setting][m]])
-        return _metrics(pooled, ks)[CHOOSE_BY] if pooled else 0.0
+        return metrics(setting, members)[CHOOSE_BY]  # 0.0 when no question
 
     everyone = range(len(conversations))
     folds: list[dict[str, Any]] = []
@@ -139,7 +129,7 @@ def cross_validate(
                 "held_out": conversations[held].sample_id,
                 "chosen": dict(grid[chosen]),
                 "train": round(score(chosen, train), 4),
-                "held_out_metrics": _metrics(_headline(rows[chosen][held]), ks),
+                "held_out_metrics": metrics(chosen, [held]),
             }
         )
     best = max(range(len(grid)), key=lambda s: (score(s, everyone), -s))
@@ -164,16 +154,10 @@ def cross_validate(
             },
             "R@10_interval_95": bootstrap_interval(held_out),
         },
-        "in_sample": {
-            "chosen": dict(grid[best]),
-            **_metrics(_headline([r for m in everyone for r in rows[best][m]]), ks),
-        },
+        "in_sample": {"chosen": dict(grid[best]), **metrics(best, everyone)},
         "shipped": None
         if shipped is None
-        else {
-            "params": dict(grid[shipped]),
-            **_metrics(_headline([r for m in everyone for r in rows[shipped][m]]), ks),
-        },
+        else {"params": dict(grid[shipped]), **metrics(shipped, everyone)},
     }
 
 

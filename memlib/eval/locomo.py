@@ -1,21 +1,13 @@
-"""Recall evaluation on LoCoMo (Maharana et al., 2024), following the shared protocol.
+"""Recall evaluation on LoCoMo (Maharana et al., 2024), following the shared protocol
+(``shared/data/locomo/README.md``): one record per turn, every QA of categories 1–4 with
+evidence a query over its own conversation at its last session's date; R@k = share of the
+evidence turns in the top k, H@k = share of questions with one in it. Category 5
+(adversarial) is reported apart.
 
-The protocol (``shared/data/locomo/README.md``): one record per turn, content
-``"<speaker>: <text>"`` (plus the caption of a shared image), ``captured_at`` = the
-session's date, ``memory_id`` = ``<sample_id>/<dia_id>``. Every QA of categories 1–4
-with evidence is a query over its own conversation's records, ``as_of`` = the last
-session's date. R@k = share of the evidence turns in the top k, averaged over
-questions; H@k = share of questions with at least one evidence turn in the top k.
-Category 5 (adversarial) is reported apart and left out of the headline numbers.
-
-Records are built in memory (no store on disk) and go through the same stages as
-``RecallEngine.recall``: normalize → reference candidate scan → the ranker → stable rank.
-A ranker that scores stored vectors (``hybrid``) gets what a store with vectors gives it
-(``rankers.base.DenseScoring``): the postings of an in-memory ``InvertedIndex`` and every
-turn embedded once, so its dense path reaches turns that share no word with a question.
-The snippet (``summary``) of a record is its content, so every term is counted twice
-in the searchable text ``summary + " " + content``: for BM25 this is the same ranking
-as counting once with k1 halved, and k1 was chosen on that basis.
+Records are built in memory and go through ``RecallEngine.recall``'s stages; a
+``DenseScoring`` ranker gets what a store with vectors gives it (``ConversationVectors``).
+A record's summary is its content, so every term counts twice in its searchable text:
+for BM25 the same ranking as counting once with k1 halved, and k1 was chosen so.
 """
 
 from __future__ import annotations
@@ -99,13 +91,6 @@ class LocomoConversation:
     as_of: datetime
 
 
-def _parse_date(text: str) -> datetime:
-    try:
-        return datetime.strptime(text.strip(), DATE_FORMAT).replace(tzinfo=UTC)
-    except ValueError:
-        raise RemoteMemoryValidationError(f"invalid LoCoMo session date: {text!r}") from None
-
-
 def clean_evidence(raw: Iterable[Any], turn_ids: set[str]) -> tuple[str, ...]:
     """``["D8:6; D9:17", "D:11:26", "D30:05"]`` → ``("D8:6", "D9:17", "D11:26", "D30:5")``,
     keeping only ids that name a turn of the conversation."""
@@ -119,14 +104,6 @@ def clean_evidence(raw: Iterable[Any], turn_ids: set[str]) -> tuple[str, ...]:
             if dia_id in turn_ids and dia_id not in cleaned:
                 cleaned.append(dia_id)
     return tuple(cleaned)
-
-
-def _turn_content(turn: Mapping[str, Any]) -> str:
-    content = f"{turn['speaker']}: {turn.get('text', '')}"
-    caption = turn.get("blip_caption")
-    if caption:
-        content += f" [shared an image: {caption}]"
-    return content
 
 
 def parse_locomo(data: Sequence[Mapping[str, Any]]) -> tuple[LocomoConversation, ...]:
@@ -148,12 +125,20 @@ def parse_locomo(data: Sequence[Mapping[str, Any]]) -> tuple[LocomoConversation,
         records: list[StoredMemory] = []
         last_date: datetime | None = None
         for number, key in sessions:
-            date = _parse_date(conversation[f"{key}_date_time"])
+            text = conversation[f"{key}_date_time"]
+            try:
+                date = datetime.strptime(text.strip(), DATE_FORMAT).replace(tzinfo=UTC)
+            except ValueError:
+                raise RemoteMemoryValidationError(
+                    f"invalid LoCoMo session date: {text!r}"
+                ) from None
             last_date = date
             captured = format_timestamp(date)
             for turn in conversation[key]:
                 dia_id = str(turn["dia_id"])
-                content = _turn_content(turn)
+                content = f"{turn['speaker']}: {turn.get('text', '')}"
+                if turn.get("blip_caption"):
+                    content += f" [shared an image: {turn['blip_caption']}]"
                 records.append(
                     StoredMemory(
                         memory_id=f"{sample_id}/{dia_id}",
@@ -406,22 +391,18 @@ def format_table(report: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = DE
     """Plain-text tables: overall (categories 1–4), per category, and category 5 apart."""
     columns = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
     width = max([len("ranker"), *(len(n) for n in report)])
-
-    def block(title: str, pick: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> list[str]:
-        lines = [title, f"{'ranker':<{width}}  {'n':>4}  " + "  ".join(f"{c:>6}" for c in columns)]
+    blocks: list[tuple[str, str, str | None]] = [("overall (categories 1-4)", "overall", None)]
+    blocks += [
+        (f"category {c} ({CATEGORY_NAMES[c]})", "by_category", str(c)) for c in HEADLINE_CATEGORIES
+    ]
+    blocks += [("category 5 (adversarial, not in overall)", "category_5", None)]
+    lines: list[str] = []
+    for title, key, category in blocks:
+        lines += ["", title] if lines else [title]
+        lines.append(f"{'ranker':<{width}}  {'n':>4}  " + "  ".join(f"{c:>6}" for c in columns))
         for name, rep in report.items():
-            m = pick(rep)
+            m = rep[key] if category is None else rep[key][category]
             lines.append(
                 f"{name:<{width}}  {m['n']:>4}  " + "  ".join(f"{m[c]:>6.3f}" for c in columns)
             )
-        return lines
-
-    lines = block("overall (categories 1-4)", lambda r: r["overall"])
-    for c in HEADLINE_CATEGORIES:
-
-        def pick(r: Mapping[str, Any], c: int = c) -> Mapping[str, Any]:
-            return r["by_category"][str(c)]  # type: ignore[no-any-return]
-
-        lines += [""] + block(f"category {c} ({CATEGORY_NAMES[c]})", pick)
-    lines += [""] + block("category 5 (adversarial, not in overall)", lambda r: r["category_5"])
     return "\n".join(lines)

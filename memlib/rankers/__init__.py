@@ -7,7 +7,7 @@ import importlib
 from ..errors import RemoteMemoryValidationError
 from .base import Ranker
 
-__all__ = ["Ranker", "get_ranker", "ranker_names", "register_ranker", "DEFAULT_RANKER"]
+__all__ = ["Ranker", "get_ranker", "ranker_names", "DEFAULT_RANKER"]
 
 DEFAULT_RANKER = "baseline"
 
@@ -18,10 +18,6 @@ _RANKERS: dict[str, str] = {
     "bm25+stopwords": "memlib.rankers.bm25:Bm25StopwordsRanker",
     "hybrid": "memlib.rankers.hybrid:HybridRanker",
 }
-
-
-def register_ranker(name: str, target: str) -> None:
-    _RANKERS[name] = target
 
 
 def ranker_names() -> tuple[str, ...]:

