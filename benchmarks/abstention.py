@@ -3,16 +3,10 @@
     .venv/bin/python -m benchmarks.abstention [--rankers NAME ...] [--data PATH]
         [--out reports/abstention-dev-split.json] [--embedder e5-pair]
 
-``PROTOCOL`` states the method: with no extra label, LoCoMo gives recalls that should
-answer (**own**: a question against its conversation) and recalls that should abstain
-(**foreign**: against the next conversation's records). The suggested floor is the
-largest keeping own R@10 at ``keep`` of the unfloored one, found exactly (it is one of
-the evidence hits' scores) and rounded down (which can only keep more); each conversation
-is also judged at the floor chosen on the others (``crossval.leave_one_out``). A curve
-carries, per question, the few scores its figures depend on: the figures at any floor
-come from it alone. The library's floors (``min_score="suggested"``) are the reports':
-tests/pipeline/test_abstention.py holds them to them; ``python -m memlib.notebook
-reports`` refreshes the copy the notebooks read.
+The method is ``PROTOCOL`` and docs/abstention.md. A curve carries, per question, the few
+scores its figures depend on: the figures at any floor come from it alone. The library's
+floors (``min_score="suggested"``) are the reports': tests/pipeline/test_abstention.py
+holds them to them; ``python -m memlib.notebook reports`` refreshes the notebooks' copy.
 """
 
 from __future__ import annotations
@@ -53,6 +47,7 @@ _DECIMALS = 4  # as locomo._metrics rounds its figures
 OUT = ROOT / "reports" / "abstention-dev-split.json"
 AROUND = 3  # grid floors shown on each side of the suggestion
 COLUMNS = ("foreign_abstain", "own_r10", "own_h10", "own_abstain")
+Progress = Callable[[int], None] | None
 
 PROTOCOL = (
     "For every conversation c (in file order) and every question of categories 1-4 with "
@@ -96,10 +91,7 @@ def check_keep(keep: float) -> None:
 
 
 def score_questions(
-    conversations: Sequence[LocomoConversation],
-    ranker: str | Ranker,
-    *,
-    progress: Callable[[int], None] | None = None,
+    conversations: Sequence[LocomoConversation], ranker: str | Ranker, *, progress: Progress = None
 ) -> tuple[QuestionScores, ...]:
     """Every headline question's own and foreign scores; ``progress(1)`` after each.
     A ``DenseScoring`` ranker scores as on a store with vectors."""
@@ -160,12 +152,12 @@ def _kept(score: float | None, floor: float | None) -> bool:
     return score is not None and (floor is None or score >= floor)
 
 
+def _r10(q: QuestionScores, floor: float | None) -> float:
+    return sum(_kept(s, floor) for s in q.found) / q.evidence
+
+
 def _exact_r10(questions: Sequence[QuestionScores], floor: float | None) -> float:
-    if not questions:
-        return 0.0
-    return sum(sum(_kept(s, floor) for s in q.found) / q.evidence for q in questions) / len(
-        questions
-    )
+    return sum(_r10(q, floor) for q in questions) / len(questions) if questions else 0.0
 
 
 def _figures(judged: Sequence[tuple[QuestionScores, float | None]]) -> dict[str, float]:
@@ -177,7 +169,7 @@ def _figures(judged: Sequence[tuple[QuestionScores, float | None]]) -> dict[str,
 
     return {
         "foreign_abstain": share(sum(not _kept(q.foreign_top, f) for q, f in judged)),
-        "own_r10": share(sum(sum(_kept(s, f) for s in q.found) / q.evidence for q, f in judged)),
+        "own_r10": share(sum(_r10(q, f) for q, f in judged)),
         "own_h10": share(sum(any(_kept(s, f) for s in q.found) for q, f in judged)),
         "own_abstain": share(sum(not _kept(q.own_top, f) for q, f in judged)),
     }
@@ -219,10 +211,7 @@ def curve_from_scores(
 
 
 def abstention_curve(
-    conversations: Sequence[LocomoConversation],
-    ranker: str | Ranker,
-    *,
-    progress: Callable[[int], None] | None = None,
+    conversations: Sequence[LocomoConversation], ranker: str | Ranker, *, progress: Progress = None
 ) -> dict[str, Any]:
     """One ranker's abstention curve on ``conversations``."""
     ranker_obj = get_ranker(ranker)
@@ -320,12 +309,9 @@ def cross_validate(curve: Mapping[str, Any], keep: float = KEEP) -> dict[str, An
                 **_ratio(_exact_r10(held, floor), _exact_r10(held, None)),
             }
         )
-    kept = sum(sum(_kept(s, f) for s in q.found) / q.evidence for q, f in judged)
-    pooled = _ratio(kept / len(questions), _exact_r10(questions, None))
+    kept = sum(_r10(q, f) for q, f in judged) / len(questions)
+    pooled = _ratio(kept, _exact_r10(questions, None))
     return {"keep": keep, "folds": folds, "pooled": {**_figures(judged), **pooled}}
-
-
-# -- the benchmark -----------------------------------------------------------------------
 
 
 def _floor_text(floor: float | None) -> str:
@@ -345,11 +331,8 @@ def table(curve: Mapping[str, Any], suggestion: Mapping[str, Any]) -> str:
     above = [] if chosen is None else [r for r in floored if r["floor"] > chosen][:AROUND]
 
     def line(row: Mapping[str, Any], mark: str = "") -> str:
-        return (
-            f"{_floor_text(row['floor']):>10}  "
-            + "  ".join(f"{row[c]:>15.4f}" for c in COLUMNS)
-            + mark
-        )
+        cells = "  ".join(f"{row[c]:>15.4f}" for c in COLUMNS)
+        return f"{_floor_text(row['floor']):>10}  {cells}{mark}"
 
     head = f"{'floor':>10}  " + "  ".join(f"{c:>15}" for c in COLUMNS)
     lines = [

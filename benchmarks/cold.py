@@ -2,18 +2,16 @@
 
 Every figure is a fresh process: median wall time of ``rounds`` (the no-index rows: one
 run, it rewrites the file) and the child's own peak RSS (VmHWM), beside the floor
-(Python's start plus ``import memlib``). Per N and lexical ranker: the rare-term query
-with no index file, then with it, then on SQLite; the common-word query with the file and
-on SQLite; whether JSONL's and SQLite's printed answers were identical. ``catch_up``
-times a cold recall after another process appended 1,000 records to a log whose index
-file covered it, against one without them. ``cold_section`` builds its own stores
+(Python's start plus ``import memlib``). ``cold_section`` builds its own stores
 (``--cold-only``); the full run hands ``cold_rows`` the stores of its warm rows.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +29,11 @@ def cold_queries() -> dict[str, str]:
     return {"rare": sets["rare"][0], "common": sets["common"][0]}
 
 
-def cold_floor(log: Log) -> dict[str, Any]:
+def cold_start(log: Log) -> dict[str, Any]:
+    queries = cold_queries()
     floor = cold_run([], rounds=5)
     log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
-    return floor
+    return {"query": queries["rare"], "common_query": queries["common"], "floor": floor, "rows": []}
 
 
 def recall_args(url: str, query: str, ranker: str) -> list[str]:
@@ -59,16 +58,12 @@ def _ensure_index_file(jsonl_path: Path) -> bool:
 
 
 def cold_rows(
-    n: int,
-    jsonl_path: Path,
-    sqlite_path: Path,
-    rankers: Sequence[str],
-    log: Log,
-    queries: dict[str, str],
-    rounds: int = 3,
+    n: int, jsonl_path: Path, sqlite_path: Path, rankers: Sequence[str], log: Log, rounds: int
 ) -> dict[str, Any]:
-    """One row of cold figures for stores already holding the corpus of ``n`` records
-    (each figure the median of ``rounds`` processes, but the rebuilds: one each)."""
+    """One row of cold figures for stores already holding the corpus of ``n`` records, per
+    lexical ranker: the rare query with no index file (one run), with it and on SQLite; the
+    common query with it and on SQLite. Then the catch-up, which appends 1,000 records."""
+    queries = cold_queries()
     urls = (f"jsonl:{jsonl_path}", f"sqlite:{sqlite_path}")
     index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
     row: dict[str, Any] = {"n": n}
@@ -96,18 +91,14 @@ def cold_rows(
         )
     row["index_file_mb"] = round(index_path.stat().st_size / 2**20, 1)
     row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
+    row["catch_up_1000"] = catch_up(n, jsonl_path, log, queries["rare"], rounds)
     return row
 
 
-def catch_up(
-    n: int, jsonl_path: Path, log: Log, query: str | None = None, rounds: int = 3
-) -> dict[str, Any]:
-    """A cold recall after another process appended 1,000 records, against one without.
-
-    Both are measured here, on the same log, from the same index file (restored before
-    every run: a reader would otherwise rewrite it). The log grows by 1,000 records.
-    """
-    query = query or cold_queries()["rare"]
+def catch_up(n: int, jsonl_path: Path, log: Log, query: str, rounds: int) -> dict[str, Any]:
+    """A cold recall after another process appended 1,000 records (the log grows by them),
+    against one without, from the same index file (restored before every run: a reader
+    would otherwise rewrite it)."""
     args = recall_args(f"jsonl:{jsonl_path}", query, "baseline")
     index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
     if not _ensure_index_file(jsonl_path):
@@ -117,10 +108,7 @@ def catch_up(
     writer = RemoteMemoryStore(jsonl_path, user_id=USER)
     for batch in corpus.records(1_000, seed=99, prefix="late"):
         writer.append_many(batch)
-
-    def restore() -> None:
-        index_path.write_bytes(saved)
-
+    restore = partial(index_path.write_bytes, saved)
     caught = cold_run(args, rounds, before=restore)
     restore()
     floor_s = tail_floor(jsonl_path, 1_000)
@@ -145,8 +133,6 @@ def tail_floor(jsonl_path: Path, count: int, rounds: int = 5) -> float:
     parsed, checked (``StoredMemory.from_dict``) and cut into terms (``term_stats``) in a
     warm process, best of ``rounds`` — what any reader that trusts only the log must do
     with lines it has not seen."""
-    import time
-
     from memlib._safejson import loads
     from memlib._tokens import term_stats
     from memlib.records import StoredMemory
@@ -162,95 +148,22 @@ def tail_floor(jsonl_path: Path, count: int, rounds: int = 5) -> float:
     return best
 
 
-def build_stores(n: int, folder: Path) -> tuple[Path, Path]:
-    """The corpus of ``n`` records in a JSONL log and a SQLite file in ``folder``."""
-    folder.mkdir(mode=0o700)
-    jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
-    jsonl = RemoteMemoryStore(jsonl_path, user_id=USER)
-    sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
-    for batch in corpus.records(n):
-        jsonl.append_many(batch)
-        sqlite_store.append_many(batch)
-    close(sqlite_store)
-    return jsonl_path, sqlite_path
-
-
 def cold_section(
-    sizes: Sequence[int],
-    workdir: Path,
-    log: Log,
-    rankers: Sequence[str] = ("baseline",),
-    rounds: int = 3,
+    sizes: Sequence[int], workdir: Path, log: Log, rankers: Sequence[str], rounds: int
 ) -> dict[str, Any]:
-    """Cold `memlib recall` on JSONL with its index file against SQLite, and catch-up."""
-    queries = cold_queries()
-    out: dict[str, Any] = {
-        "query": queries["rare"],
-        "common_query": queries["common"],
-        "floor": cold_floor(log),
-        "rows": [],
-    }
+    """``--cold-only``: the cold rows on a JSONL log and a SQLite file of their own per N."""
+    out = cold_start(log)
     for n in sizes:
         folder = workdir / f"cold-{n}"
         log(f"N={n:,}: building the JSONL and SQLite stores")
-        jsonl_path, sqlite_path = build_stores(n, folder)
-        row = cold_rows(n, jsonl_path, sqlite_path, rankers, log, queries, rounds)
-        row["catch_up_1000"] = catch_up(n, jsonl_path, log, queries["rare"], rounds)
-        out["rows"].append(row)
+        folder.mkdir(mode=0o700)
+        jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
+        jsonl = RemoteMemoryStore(jsonl_path, user_id=USER)
+        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
+        for batch in corpus.records(n):
+            jsonl.append_many(batch)
+            sqlite_store.append_many(batch)
+        close(sqlite_store)
+        out["rows"].append(cold_rows(n, jsonl_path, sqlite_path, rankers, log, rounds))
         shutil.rmtree(folder, ignore_errors=True)
     return out
-
-
-def _fmt(cell: dict[str, Any]) -> str:
-    return f"{cell['wall_s'] * 1000:,.0f} ms, {cell['peak_rss_mb']} MB"
-
-
-def cold_table(cold: dict[str, Any]) -> str:
-    floor = cold["floor"]
-    lines = [
-        f"floor (python start + import memlib): {floor['wall_s'] * 1000:.0f} ms, "
-        f"{floor['peak_rss_mb']} MB",
-        "",
-        "| N | ranker | query | JSONL, no index file | JSONL + index file | SQLite "
-        "| JSONL/SQLite | same answer |",
-        "|---:|---|---|---:|---:|---:|---:|---|",
-    ]
-    for row in cold["rows"]:
-        for ranker, cell in row.items():
-            if not isinstance(cell, dict) or "sqlite" not in cell:
-                continue
-            lines.append(
-                f"| {row['n']:,} | {ranker} | rare | {_fmt(cell['jsonl_no_index'])} | "
-                f"{_fmt(cell['jsonl_index'])} | {_fmt(cell['sqlite'])} | "
-                f"{cell['jsonl_over_sqlite']}× | {cell.get('same_answer', '—')} |"
-            )
-            common = cell.get("common")
-            if common:
-                lines.append(
-                    f"| {row['n']:,} | {ranker} | common | — | "
-                    f"{_fmt(common['jsonl_index'])} | {_fmt(common['sqlite'])} | "
-                    f"{common['jsonl_over_sqlite']}× | {common['same_answer']} |"
-                )
-    lines += [
-        "",
-        "| N | catch-up: cold recall after 1,000 appended | without them | over fresh "
-        "| floor: parse + cut 1,000 lines | without + floor, over fresh | index file "
-        "| log |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in cold["rows"]:
-        c = row.get("catch_up_1000")
-        if not c:
-            continue
-        without = _fmt(c["without"]) if "without" in c else "—"
-        floor = (
-            f"{c['tail_floor_s'] * 1000:.1f} ms | {c['floor_over_fresh']}×"
-            if "tail_floor_s" in c
-            else "— | —"
-        )
-        lines.append(
-            f"| {row['n']:,} | {_fmt(c)} | {without} | {c['over_fresh']}× | {floor} | "
-            f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
-            f"{row.get('log_mb', '—')} MB |"
-        )
-    return "\n".join(lines)

@@ -1,8 +1,5 @@
-"""What every benchmark section shares: timing, summaries, digests, stores, fresh processes.
-
-Kept apart from ``run.py`` so that the sections (``lexical``, ``cold``, ``hybrid_scale``)
-can use it without importing the orchestrator, which imports them.
-"""
+"""What every benchmark section shares: timing, digests, stores, fresh processes (apart
+from ``run.py``, which imports the sections)."""
 
 from __future__ import annotations
 
@@ -14,8 +11,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from benchmarks.corpus import AS_OF
 
 ROOT = Path(__file__).resolve().parents[1]
 # The LoCoMo development split, read from ../shared (never copied into the project).
@@ -56,6 +56,18 @@ def summary(seconds: Sequence[float]) -> dict[str, Any]:
     return {"p50_ms": statistics.median(ordered) * 1e3, "p95_ms": p95 * 1e3, "n": len(ordered)}
 
 
+def bench_recall(engine: Any) -> Callable[[str], Any]:
+    return partial(engine.recall, limit=LIMIT, as_of=AS_OF, query_id="bench")
+
+
+def p50_p95(rows: dict[str, Any], digits: int) -> str:
+    """``rare p50 1.00 ms p95 2.00 ms; common ...``: a progress line's figures."""
+    f = f".{digits}f"
+    return "; ".join(
+        f"{k} p50 {s['p50_ms']:{f}} ms p95 {s['p95_ms']:{f}} ms" for k, s in rows.items()
+    )
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -65,15 +77,11 @@ def recall_series(
     queries: Sequence[str],
     warmup: int = 2,
     candidates: list[int] | None = None,
-    before: Callable[[], None] | None = None,
+    before: Callable[[], object] | None = None,
     inspect: Callable[[Any], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Time ``recall`` per query; what it returns is serialised after the clock stops.
-
-    ``candidates`` collects each result's ``candidate_records`` (when it has one);
-    ``before`` runs ahead of every timed query and ``inspect`` after it, with its
-    result, both outside the clock.
-    """
+    """Time ``recall`` per query; ``before`` runs ahead of each and ``inspect`` (with the
+    result) after it, outside the clock, as does collecting ``candidate_records``."""
     for q in queries[:warmup]:
         recall(q)
     times, digests = [], []
@@ -90,9 +98,6 @@ def recall_series(
     return summary(times), digests
 
 
-# -- stores ------------------------------------------------------------------------------
-
-
 def close(store: Any) -> None:
     if hasattr(store, "close"):
         store.close()
@@ -100,10 +105,8 @@ def close(store: Any) -> None:
 
 def new_store_url(backend: str, folder: Path, pg: Any, tag: str) -> tuple[str, str | None]:
     """A new store's URL, and the PostgreSQL schema to drop afterwards (None otherwise)."""
-    if backend == "jsonl":
-        return f"jsonl:{folder / f'{tag}.jsonl'}", None
-    if backend == "sqlite":
-        return f"sqlite:{folder / f'{tag}.sqlite'}", None
+    if backend in ("jsonl", "sqlite"):
+        return f"{backend}:{folder / f'{tag}.{backend}'}", None
     from memlib.stores.sql._postgres import init_schema
 
     schema = f"bench_{uuid.uuid4().hex[:8]}"
@@ -118,8 +121,6 @@ def drop(store: Any, schema: str | None) -> None:
         store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
     close(store)
 
-
-# -- a fresh process: wall time and its own peak memory ------------------------------------
 
 # The child prints its own peak memory (VmHWM) to stderr at exit; the wall time is the
 # parent's. With arguments it is `memlib ARGS`; with none, Python's start and `import
@@ -156,14 +157,11 @@ _compiled: list[bool] = []
 def cold_run(
     args: Sequence[str],
     rounds: int = 3,
-    before: Callable[[], None] | None = None,
+    before: Callable[[], object] | None = None,
     timeout: float | None = None,
 ) -> dict[str, Any]:
-    """Median wall time and peak RSS of ``rounds`` fresh processes of ``COLD_CHILD``.
-
-    ``answer`` is a digest of the first round's stdout, so two backends' answers can be
-    compared without keeping them.
-    """
+    """Median wall time and peak RSS of ``rounds`` fresh processes of ``COLD_CHILD``;
+    ``answer``, a digest of the first round's stdout, compares backends' answers."""
     walls, peaks, answers = [], [], []
     # As a user's machine runs it: byte-code written once and reused (a shell with
     # PYTHONDONTWRITEBYTECODE would make every fresh process compile memlib again).
@@ -173,19 +171,14 @@ def cold_run(
 
         compileall.compile_dir(str(ROOT / "memlib"), quiet=1)
         _compiled.append(True)
+    cmd = [sys.executable, "-c", COLD_CHILD, *args]
     for _ in range(rounds):
         if before is not None:
             before()
         start = time.perf_counter()
         try:
             out = subprocess.run(
-                [sys.executable, "-c", COLD_CHILD, *args],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                check=False,
-                timeout=timeout,
-                env=env,
+                cmd, capture_output=True, text=True, cwd=ROOT, check=False, timeout=timeout, env=env
             )
         except subprocess.TimeoutExpired:
             raise ColdRunError(f"no answer within {timeout:.0f} s") from None

@@ -1,13 +1,8 @@
 """Embeddings kept with the records: import throughput, and ``hybrid`` warm and cold at scale.
 
-``embedding_throughput``: ``append_many`` on a store opened with the model (each record
-embedded and its vector written with it) against ``model.encode`` of the same texts.
-``hybrid_rows``: per N, every backend holding the corpus and a vector for every record;
-``hybrid`` warm (each query embedded on the spot) and as a fresh ``memlib recall``
-beside its floor (Python's start, ``import memlib``, the model loaded, one query
-embedded). Embedding 100k records on 2 cores takes minutes, so the corpus's vectors are
-cached per chunk of ``CHUNK`` records (keyed by the model and a digest of the texts) and
-go in with ``put_vectors``, as ``memlib embed`` backfills them.
+Embedding 100k records on 2 cores takes minutes, so the corpus's vectors are cached per
+chunk of ``CHUNK`` records (keyed by the model and a digest of the texts) and go in with
+``put_vectors``, as ``memlib embed`` backfills them.
 """
 
 from __future__ import annotations
@@ -25,14 +20,15 @@ from benchmarks import corpus
 from benchmarks.cold import recall_args
 from benchmarks.common import (
     BATCH,
-    LIMIT,
     USER,
     ColdRunError,
     Log,
+    bench_recall,
     close,
     cold_run,
     drop,
     new_store_url,
+    p50_p95,
     recall_series,
     timed,
 )
@@ -57,6 +53,8 @@ def forget(model: Any) -> None:
 def embedding_throughput(
     model: Any, count: int, batch: int, backends: Sequence[str], workdir: Path, pg: Any, log: Log
 ) -> dict[str, Any]:
+    """``append_many`` on a store opened with the model (each record embedded and its
+    vector written with it) against ``model.encode`` of the same texts."""
     items = next(corpus.records(count, seed=21, batch=count, prefix="embed"))
     texts = [item["content"] for item in items]  # what a store embeds
     # A model's first passes over new input shapes are slow: warm it on other texts.
@@ -75,15 +73,11 @@ def embedding_throughput(
     log(f"  model.encode, {count:,} texts in one call: {out['raw_encode_rps']:,.0f} records/s")
     folder = workdir / "embed"
     folder.mkdir(mode=0o700)
+    chunks = [items[i : i + batch] for i in range(0, count, batch)]
     for backend in backends:
         url, schema = new_store_url(backend, folder, pg, "embed")
         store: Any = open_store(url, user_id=USER, embedder=model)
-        seconds, _ = timed(
-            lambda: [
-                store.append_many(items[i : i + batch])  # noqa: B023
-                for i in range(0, count, batch)
-            ]
-        )
+        seconds, _ = timed(lambda: [store.append_many(c) for c in chunks])  # noqa: B023
         forget(model)
         state = store.vector_state()
         rps = count / seconds
@@ -136,14 +130,10 @@ def _filled(
     store: Any = open_store(url, user_id=USER)
     for i in range(0, len(items), BATCH):
         store.append_many(items[i : i + BATCH])
-    ids = list(packed)
+    pairs = list(packed.items())
+    chunks = [dict(pairs[i : i + BATCH]) for i in range(0, len(pairs), BATCH)]
     put_s, stored = timed(
-        lambda: sum(
-            store.put_vectors(
-                model.name, model.dimension, {m: packed[m] for m in ids[i : i + BATCH]}
-            )
-            for i in range(0, len(ids), BATCH)
-        )
+        lambda: sum(store.put_vectors(model.name, model.dimension, c) for c in chunks)
     )
     state = store.vector_state()
     close(store)
@@ -159,26 +149,22 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 1) if values else None
 
 
+def _keep_retrieval(paths: list[Mapping[str, int]], result: Any) -> None:
+    if getattr(result, "retrieval", None) is not None:
+        paths.append(result.retrieval)
+
+
 def _warm(
-    url: str,
-    model: Any,
-    sets: Mapping[str, list[str]],
-    warmup: list[str],
-    cell: dict[str, Any],
-    budget_s: float,
+    url: str, model: Any, sets: Mapping[str, list[str]], warmup: list[str], cell: dict[str, Any]
 ) -> tuple[list[str], float]:
     """Warm hybrid rows into ``cell`` (none when the first recall is over budget): the
     answers' digests and the first recall's seconds."""
     store = open_store(url, user_id=USER, embedder=model)
-    engine = RecallEngine(store, ranker="hybrid")
-
-    def recall(text: str) -> Any:
-        return engine.recall(text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench")
-
+    recall = bench_recall(RecallEngine(store, ranker="hybrid"))
     first_s, _ = timed(partial(recall, warmup[0]))
     cell["first_recall_s"] = round(first_s, 3)
     digests: list[str] = []
-    if first_s <= budget_s:
+    if first_s <= BUDGET_S:
         for text in warmup[1:]:
             recall(text)
         cell["warm"] = {}
@@ -191,9 +177,7 @@ def _warm(
                 warmup=0,
                 candidates=counts,
                 before=partial(forget, model),
-                inspect=lambda r, p=paths: (
-                    p.append(r.retrieval) if getattr(r, "retrieval", None) is not None else None
-                ),
+                inspect=partial(_keep_retrieval, paths),
             )
             stats["candidates_mean"] = _mean(counts)
             if paths:  # how many records each path gave (lexical, dense, both, ...)
@@ -233,7 +217,9 @@ def _same(by_backend: Mapping[str, Any]) -> dict[str, bool]:
 
 
 def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict[str, Any]:
-    """Rows at each N of ``args.hybrid_sizes``, PostgreSQL's up to ``args.db_max``.
+    """Rows at each N of ``args.hybrid_sizes`` (PostgreSQL's up to ``args.db_max``), every
+    backend holding the corpus and its vectors: ``hybrid`` warm (each query embedded on the
+    spot) and as a fresh ``memlib recall`` beside its floor (the model loaded, one query).
 
     ``args.hybrid_embed_max`` (0: no limit) embeds only the first records of a larger
     corpus and gives record ``i`` the vector of record ``i mod hybrid_embed_max``: the
@@ -246,9 +232,6 @@ def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict
     embed_max = args.hybrid_embed_max
     # The corpus's vectors, cached across runs (embedding 100k records takes minutes).
     cache = Path(args.workdir or tempfile.gettempdir()) / "memlib-bench-vectors"
-
-    def backends_at(n: int) -> list[str]:
-        return ["jsonl", "sqlite", *(["postgresql"] if pg and n <= args.db_max else [])]
 
     # Other questions first, untimed: a model's first passes over new shapes are slow.
     warmup = [q for qs in corpus.query_sets(5, seed=7).values() for q in qs]
@@ -269,6 +252,7 @@ def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict
     too_slow: str | None = None
     for n in args.hybrid_sizes:
         log(f"hybrid N={n:,}: the corpus and its vectors")
+        backends = ["jsonl", "sqlite", *(["postgresql"] if pg and n <= args.db_max else [])]
         items = [item for batch in corpus.records(n) for item in batch]
         matrix = corpus_vectors(
             items[:embed_max] if 0 < embed_max < n else items, model, cache, log
@@ -285,19 +269,13 @@ def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict
                 f"holds the vector of record i mod {rows:,}"
             )
         digests: dict[str, list[str]] = {}
-        for backend in backends_at(n):
+        for backend in backends:
             url, schema = new_store_url(backend, folder, pg, "records")
             cell: dict[str, Any] = {"vectors": _filled(url, items, model, packed)}
             if too_slow is None:
-                digests[backend], first_s = _warm(url, model, sets, warmup, cell, BUDGET_S)
+                digests[backend], first_s = _warm(url, model, sets, warmup, cell)
                 if "warm" in cell:
-                    log(
-                        f"    {backend} warm hybrid: "
-                        + "; ".join(
-                            f"{name} p50 {s['p50_ms']:.1f} ms p95 {s['p95_ms']:.1f} ms"
-                            for name, s in cell["warm"].items()
-                        )
-                    )
+                    log(f"    {backend} warm hybrid: {p50_p95(cell['warm'], 1)}")
                 else:
                     too_slow = (
                         f"the first warm recall at N={n:,} on {backend} took "
@@ -313,7 +291,7 @@ def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict
         if len(digests) > 1:
             row["parity"] = _same(digests)
         answers = {
-            b: {name: c.get("answer") for name, c in row[b]["cold"].items()} for b in backends_at(n)
+            b: {name: c.get("answer") for name, c in row[b]["cold"].items()} for b in backends
         }
         if len(answers) > 1:
             row["cold_same_answer"] = _same(answers)

@@ -1,8 +1,7 @@
 """Issue 15's targets checked against a report, and the Markdown tables built from one.
 
 A target names the sizes it holds at; a run that did not reach them (a smoke run) still
-gets its rows, marked so, and the arithmetic is exercised. ``readme_table`` is the
-README's table (``python -m benchmarks.run --readme-table reports/bench-YYYYMMDD.json``).
+gets its rows, marked so, and the arithmetic is exercised.
 """
 
 from __future__ import annotations
@@ -170,9 +169,6 @@ def targets_summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-# -- tables ----------------------------------------------------------------------------------
-
-
 def _ms(stats: Mapping[str, Any] | None) -> str:
     if not stats or "p50_ms" not in stats:
         return "—"
@@ -214,22 +210,21 @@ def warm_table(report: Mapping[str, Any]) -> str:
         fts5 = (size.get("fts5") or {}).get("recall")
         if fts5:  # timed on the standard queries, which are the rare-term set
             lines.append(f"| {n:,} | SQLite FTS5 bm25() (peer) | BM25 | {_ms(fts5)} | — | — |")
-    cands = [
-        (size["n"], size["warm_lexical"]["sets"])
-        for size in report.get("sizes", [])
-        if size.get("warm_lexical", {}).get("sets")
-    ]
-    if cands:
+    sized = [s for s in report.get("sizes", []) if s.get("warm_lexical", {}).get("sets")]
+    if sized:
         lines += ["", "| N | query set | candidates, mean (median) |", "|---:|---|---:|"]
-        for n, sets in cands:
-            for name, s in sets.items():
-                c = s.get("candidates") or {}
-                if c:
-                    lines.append(
-                        f"| {n:,} | {name}: {s.get('description', '')} | "
-                        f"{c['mean']:,.0f} ({c['median']:,.0f}) |"
-                    )
+        lines += [
+            f"| {size['n']:,} | {name}: {s.get('description', '')} | "
+            f"{c['mean']:,.0f} ({c['median']:,.0f}) |"
+            for size in sized
+            for name, s in size["warm_lexical"]["sets"].items()
+            if (c := s.get("candidates"))
+        ]
     return "\n".join(lines)
+
+
+def _fmt(cell: Mapping[str, Any]) -> str:
+    return f"{cell['wall_s'] * 1000:,.0f} ms, {cell['peak_rss_mb']} MB"
 
 
 def _signed_s(seconds: float | None) -> str:
@@ -253,23 +248,15 @@ def hybrid_table(hybrid: Mapping[str, Any]) -> str:
             if not isinstance(cell, Mapping):
                 continue
             warm, cold = cell.get("warm") or {}, cell.get("cold") or {}
-
-            def c(name: str, cold: Mapping[str, Any] = cold) -> str:
-                s = cold.get(name) or {}
-                if "wall_s" not in s:
-                    return s.get("error", "—")
-                return f"{s['wall_s'] * 1000:,.0f} ms, {s['peak_rss_mb']} MB"
-
-            over = " / ".join(
-                _signed_s((cold.get(k) or {}).get("over_floor_s")) for k in ("rare", "common")
-            )
+            rare, common = (cold.get(k) or {} for k in ("rare", "common"))
+            c = [_fmt(s) if "wall_s" in s else str(s.get("error", "—")) for s in (rare, common)]
+            over = " / ".join(_signed_s(s.get("over_floor_s")) for s in (rare, common))
             if "skipped" in warm:
                 w_rare = w_common = f"skipped: {warm['skipped']}"
             else:
                 w_rare, w_common = _ms(warm.get("rare")), _ms(warm.get("common"))
             lines.append(
-                f"| {row['n']:,} | {label} | {w_rare} | {w_common} | {c('rare')} | "
-                f"{c('common')} | {over} |"
+                f"| {row['n']:,} | {label} | {w_rare} | {w_common} | {c[0]} | {c[1]} | {over} |"
             )
     notes = [
         f"N={row['n']:,}: {row['vectors_note']}"
@@ -278,6 +265,53 @@ def hybrid_table(hybrid: Mapping[str, Any]) -> str:
     ]
     if notes:
         lines += ["", *notes]
+    return "\n".join(lines)
+
+
+def cold_table(cold: Mapping[str, Any]) -> str:
+    floor = cold["floor"]
+    lines = [
+        f"floor (python start + import memlib): {floor['wall_s'] * 1000:.0f} ms, "
+        f"{floor['peak_rss_mb']} MB",
+        "",
+        "| N | ranker | query | JSONL, no index file | JSONL + index file | SQLite "
+        "| JSONL/SQLite | same answer |",
+        "|---:|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in cold["rows"]:
+        for ranker, cell in row.items():
+            if not isinstance(cell, dict) or "sqlite" not in cell:
+                continue
+            for query, pair in (("rare", cell), ("common", cell.get("common"))):
+                first = _fmt(cell["jsonl_no_index"]) if query == "rare" else "—"
+                if pair:
+                    lines.append(
+                        f"| {row['n']:,} | {ranker} | {query} | {first} | "
+                        f"{_fmt(pair['jsonl_index'])} | {_fmt(pair['sqlite'])} | "
+                        f"{pair['jsonl_over_sqlite']}× | {pair.get('same_answer', '—')} |"
+                    )
+    lines += [
+        "",
+        "| N | catch-up: cold recall after 1,000 appended | without them | over fresh "
+        "| floor: parse + cut 1,000 lines | without + floor, over fresh | index file "
+        "| log |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in cold["rows"]:
+        c = row.get("catch_up_1000")
+        if not c:
+            continue
+        without = _fmt(c["without"]) if "without" in c else "—"
+        floor = (
+            f"{c['tail_floor_s'] * 1000:.1f} ms | {c['floor_over_fresh']}×"
+            if "tail_floor_s" in c
+            else "— | —"
+        )
+        lines.append(
+            f"| {row['n']:,} | {_fmt(c)} | {without} | {c['over_fresh']}× | {floor} | "
+            f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
+            f"{row.get('log_mb', '—')} MB |"
+        )
     return "\n".join(lines)
 
 
@@ -303,8 +337,6 @@ def extra_tables(report: Mapping[str, Any], *, summary: bool = False) -> Iterato
     if any(size.get("warm_lexical") for size in report.get("sizes", [])):
         yield warm_table(report)
     if report.get("cold"):
-        from benchmarks.cold import cold_table
-
         yield cold_table(report["cold"])
     if report.get("hybrid"):
         yield hybrid_table(report["hybrid"])
@@ -338,6 +370,4 @@ def readme_table(report: Mapping[str, Any]) -> str:
         "`benchmarks/corpus.py`; limit 10; p50 / p95 over the query set; cold = a new "
         "`memlib recall` process, median of 3, wall time and its own peak RSS."
     )
-    parts = [head]
-    parts.extend(extra_tables(report, summary=True))
-    return "\n\n".join(parts)
+    return "\n\n".join([head, *extra_tables(report, summary=True)])

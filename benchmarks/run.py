@@ -1,26 +1,10 @@
 """Scale benchmarks: ``python -m benchmarks.run`` (printed tables, not timed tests).
 
-For each N (default 10k, 100k, 1M) on the seeded corpus of ``benchmarks/corpus.py``:
-
-* recall latency (limit 10), median and p95, for the reference scan, the indexed JSONL
-  store, SQLite and PostgreSQL (``RecallEngine.recall``), beside bm25s retrieve and
-  SQLite FTS5 ``bm25()`` on the same texts; exact parity of every backend's
-  ``to_json()`` with the others' and with the reference's;
-* warm lexical rows: every lexical ranker on JSONL, SQLite
-  and PostgreSQL (up to ``--db-max``), over both query sets (rare terms, and the same
-  with 3 common words in front), beside bm25s;
-* bulk import rate (``append_many`` in batches of 10,000) into every backend;
-* cold rows (``benchmarks/cold.py``, each N of ``--cold-sizes``), on the stores built above;
-* append latency per record (one durable ``append``) at 1k, 100k (and 1M) records
-  against a raw ``write`` + ``fsync`` of the same bytes on the same disk.
-Then (``benchmarks/hybrid_scale.py``) embedding throughput and ``hybrid`` at each N of
-``--hybrid-sizes``, warm and cold, with ``--embedder`` (e5 by default; ``hashing`` for a
-quick run). Every target of issue 15 is printed, MET / NOT MET (``benchmarks/report.py``).
-
-The JSON report goes to ``reports/bench-YYYYMMDD.json`` (its cold rows also to
-``bench-YYYYMMDD-cold.json``, as ``--cold-only`` writes them); ``--hybrid-only`` runs
-one part; ``--readme-table REPORT`` prints the README's table from a report. PostgreSQL
-runs on a throwaway cluster (``tests/support/pgserver.py``) or on ``$MEMLIB_PG_DSN``.
+Per N of ``--sizes``, on the seeded corpus of ``corpus.py``: recall on the reference scan
+and every backend (with parity) beside bm25s and SQLite FTS5, warm lexical rows, bulk
+import, cold rows (``cold.py``), append latency; then embedding throughput and ``hybrid``
+(``hybrid_scale.py``), and issue 15's targets (``report.py``). How each is measured:
+docs/benchmarks.md. PostgreSQL: a throwaway cluster, or ``$MEMLIB_PG_DSN``.
 """
 
 from __future__ import annotations
@@ -36,31 +20,44 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from benchmarks import corpus
-from benchmarks.cold import catch_up, cold_floor, cold_queries, cold_rows, cold_section, cold_table
+from benchmarks.cold import cold_rows, cold_section, cold_start
 from benchmarks.common import (
     BATCH,
     LIMIT,
     ROOT,
     USER,
     Log,
+    bench_recall,
     close,
     drop,
     ints,
     new_store_url,
+    p50_p95,
     progress_log,
     recall_series,
     summary,
     timed,
 )
-from benchmarks.report import extra_tables, load_report, readme_table, targets, targets_table
+from benchmarks.report import (
+    BACKENDS,
+    LEXICAL,
+    cold_table,
+    extra_tables,
+    load_report,
+    readme_table,
+    targets,
+    targets_table,
+)
 from memlib import RecallEngine
-from memlib.candidates import CandidateScan, scan_recall_candidates
+from memlib.candidates import scan_recall_candidates
 from memlib.stores import open_store
 from memlib.stores.jsonl._store import RemoteMemoryStore, encode_record
 
@@ -85,23 +82,6 @@ NOTES = [
     "before it); hybrid floor = Python start + import memlib + model load + one "
     "query embedding, a fresh process.",
 ]
-
-
-def memlib_recall(store: Any) -> Callable[[str], Any]:
-    return lambda text: RecallEngine(store).recall(
-        text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench"
-    )
-
-
-class _ReferenceStore:
-    """The reference: every record tokenised for every query (``scan_recall_candidates``)."""
-
-    def __init__(self, records: tuple[Any, ...]) -> None:
-        self.records = records
-        self.user_scope = records[0].user_scope
-
-    def scan_candidates(self, query: Any) -> CandidateScan:
-        return scan_recall_candidates(query, self.records)
 
 
 def machine() -> dict[str, Any]:
@@ -155,9 +135,6 @@ def fts5_peer(texts: list[str], queries: list[str], workdir: Path) -> dict[str, 
     return {"index_s": index_s, "recall": stats}
 
 
-# -- appends and bulk imports ---------------------------------------------------------------
-
-
 def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str, Any]:
     """``count`` single durable appends, each paired with a raw write+fsync of the record's
     line to a file on the same disk."""
@@ -182,120 +159,22 @@ def append_latency(store: Any, raw_dir: Path, count: int, tag: str) -> dict[str,
     return out
 
 
-def bulk(store: Any, items: list[dict[str, Any]]) -> float:
-    """Records/s until a recall can run: the JSONL store works out the terms of new
-    records on the next read, so what is left of that when the last batch is durable is
-    timed too, and the figure compares with the others."""
-    start = time.perf_counter()
-    for i in range(0, len(items), BATCH):
-        store.append_many(items[i : i + BATCH])
-    if isinstance(store, RemoteMemoryStore):
-        store.index.settle()
-    return len(items) / (time.perf_counter() - start)
-
-
-# -- one size ----------------------------------------------------------------------------
-
-
-RANKERS = ("baseline", "bm25", "bm25+stopwords")
-
-
-def _lexical_rows(
-    store: Any,
-    backend: str,
-    sets: dict[str, list[str]],
-    out: dict[str, Any],
-    digests: dict[str, dict[str, dict[str, list[str]]]],
-    log: Log,
-) -> None:
-    """Every lexical ranker on ``store`` (one engine each, made before the clock starts: a
-    warm process has its ranker), both query sets, into ``out['warm_lexical'][backend]``:
-    p50 / p95, the candidates each set makes, and the answers' digests for parity."""
-    warm = out.setdefault(
-        "warm_lexical",
-        {
-            "sets": {
-                name: {"queries": len(qs), "description": SET_DESCRIPTIONS[name]}
-                for name, qs in sets.items()
-            },
-            "parity": {},
-        },
-    )
-    rows: dict[str, Any] = {}
-    digests[backend] = {}
-    counted: dict[str, list[int]] = {}
-    for ranker in RANKERS:
-        engine = RecallEngine(store, ranker=ranker)
-        rows[ranker], digests[backend][ranker] = {}, {}
-        for name, queries in sets.items():
-            counts = counted.setdefault(name, [])
-            rows[ranker][name], digests[backend][ranker][name] = recall_series(
-                lambda t, e=engine: e.recall(t, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench"),
-                queries,
-                candidates=None if len(counts) else counts,
-            )
-        log(
-            f"    {backend} {ranker}: "
-            + "; ".join(
-                f"{name} p50 {s['p50_ms']:.2f} ms p95 {s['p95_ms']:.2f} ms"
-                for name, s in rows[ranker].items()
-            )
-        )
-    rows["candidates"] = {
-        name: {
-            "mean": round(statistics.fmean(c), 1),
-            "median": statistics.median(c),
-            "min": min(c),
-            "max": max(c),
-        }
-        for name, c in counted.items()
-        if c
-    }
-    warm[backend] = rows
-    for name, c in rows["candidates"].items():
-        warm["sets"][name].setdefault("candidates", c)
-    if backend != "jsonl" and "jsonl" in digests:
-        warm["parity"][backend] = digests[backend] == digests["jsonl"]
-        log(f"    {backend}: every ranker's answers equal JSONL's: {warm['parity'][backend]}")
-
-
 def bm25s_peer(texts: list[str], queries: list[str], sets: dict[str, list[str]]) -> dict[str, Any]:
     """bm25s indexed once on ``texts``, timed on ``queries`` and on each set."""
     import bm25s
 
-    def index() -> Any:
-        retriever = bm25s.BM25()
-        retriever.index(
-            bm25s.tokenize(texts, stopwords=None, show_progress=False), show_progress=False
-        )
-        return retriever
-
-    index_s, retriever = timed(index)
+    tokenize = partial(bm25s.tokenize, stopwords=None, show_progress=False)
+    retriever = bm25s.BM25()
+    index_s, _ = timed(lambda: retriever.index(tokenize(texts), show_progress=False))
 
     def retrieve(text: str) -> Any:
-        tokens = bm25s.tokenize([text], stopwords=None, show_progress=False, return_ids=False)
+        tokens = tokenize([text], return_ids=False)
         return retriever.retrieve(tokens, k=LIMIT, show_progress=False)[0]
 
     return {
         "index_s": index_s,
         "recall": recall_series(retrieve, queries)[0],
         "sets": {name: recall_series(retrieve, qs)[0] for name, qs in sets.items()},
-    }
-
-
-def over_bm25s(warm: dict[str, Any], peer: dict[str, Any]) -> dict[str, Any]:
-    """memlib p50 / bm25s p50, per backend, ranker and query set (bm25s = 1)."""
-    return {
-        backend: {
-            ranker: {
-                name: round(stats["p50_ms"] / peer[name]["p50_ms"], 3)
-                for name, stats in warm[backend][ranker].items()
-                if name in peer and peer[name].get("p50_ms")
-            }
-            for ranker in RANKERS
-        }
-        for backend in ("jsonl", "sqlite", "postgresql")
-        if backend in warm
     }
 
 
@@ -307,8 +186,8 @@ class _Size:
     def __init__(self, n: int, args: argparse.Namespace, workdir: Path, log: Log) -> None:
         self.n, self.args, self.log = n, args, log
         self.out: dict[str, Any] = {"n": n, "parity": {}}
-        self.queries = corpus.queries(args.queries)
         self.sets = corpus.query_sets(args.queries)
+        self.queries = self.sets["rare"]
         self.digests: dict[str, list[str]] = {}
         self.lexical: dict[str, dict[str, dict[str, list[str]]]] = {}
         log(f"N={n:,}: generating the corpus")
@@ -320,15 +199,24 @@ class _Size:
 
     def backend(self, name: str, store: Any, schema: str | None = None) -> None:
         """Bulk import into ``store``, then (up to --db-max) its recall and lexical rows."""
-        label = {"jsonl": "JSONL", "sqlite": "SQLite", "postgresql": "PostgreSQL"}[name]
+        label = BACKENDS[name]
         self.log(f"  {label} bulk import")
-        self.out[f"bulk_{name}_rps"] = bulk(store, self.items)
+        start = time.perf_counter()
+        for i in range(0, len(self.items), BATCH):
+            store.append_many(self.items[i : i + BATCH])
+        # Until a recall can run: the JSONL store works out the terms of new records on the
+        # next read, so what is left of that is timed too, as the other stores' is.
+        if isinstance(store, RemoteMemoryStore):
+            store.index.settle()
+        self.out[f"bulk_{name}_rps"] = len(self.items) / (time.perf_counter() - start)
         self.log(f"    {self.out[f'bulk_{name}_rps']:,.0f} records/s")
         for table in ("postings", "records") if schema else ():
             store._connection().execute(f"ANALYZE {schema}.{table}")
         if name != "jsonl" and not self.warm_db:
             return
-        self.out[name], self.digests[name] = recall_series(memlib_recall(store), self.queries)
+        self.out[name], self.digests[name] = recall_series(
+            lambda text: bench_recall(RecallEngine(store))(text), self.queries
+        )
         if name != "jsonl":
             self.out["parity"][name] = self.digests[name] == self.digests["jsonl"]
         self.log(
@@ -336,7 +224,53 @@ class _Size:
             f"parity {self.out['parity'].get(name, True)}"
         )
         self.log(f"  warm lexical rows, {label}")
-        _lexical_rows(store, name, self.sets, self.out, self.lexical, self.log)
+        self.lexical_rows(store, name)
+
+    def lexical_rows(self, store: Any, backend: str) -> None:
+        """Every lexical ranker on ``store`` (one engine each, made before the clock starts: a
+        warm process has its ranker), both query sets, into ``out['warm_lexical'][backend]``:
+        p50 / p95, the candidates each set makes, and the answers' digests for parity."""
+        sets, digests = self.sets, self.lexical
+        warm = self.out.setdefault(
+            "warm_lexical",
+            {
+                "sets": {
+                    name: {"queries": len(qs), "description": SET_DESCRIPTIONS[name]}
+                    for name, qs in sets.items()
+                },
+                "parity": {},
+            },
+        )
+        rows: dict[str, Any] = {}
+        digests[backend] = {}
+        counted: dict[str, list[int]] = {}
+        for ranker in LEXICAL:
+            recall = bench_recall(RecallEngine(store, ranker=ranker))
+            rows[ranker], digests[backend][ranker] = {}, {}
+            for name, queries in sets.items():
+                counts = counted.setdefault(name, [])
+                rows[ranker][name], digests[backend][ranker][name] = recall_series(
+                    recall, queries, candidates=None if len(counts) else counts
+                )
+            self.log(f"    {backend} {ranker}: {p50_p95(rows[ranker], 2)}")
+        rows["candidates"] = {
+            name: {
+                "mean": round(statistics.fmean(c), 1),
+                "median": statistics.median(c),
+                "min": min(c),
+                "max": max(c),
+            }
+            for name, c in counted.items()
+            if c
+        }
+        warm[backend] = rows
+        for name, c in rows["candidates"].items():
+            warm["sets"][name].setdefault("candidates", c)
+        if backend != "jsonl" and "jsonl" in digests:
+            warm["parity"][backend] = digests[backend] == digests["jsonl"]
+            self.log(
+                f"    {backend}: every ranker's answers equal JSONL's: {warm['parity'][backend]}"
+            )
 
     def reference(self, path: Path) -> None:
         """The reference scan on the same records, already parsed: the scan alone is timed."""
@@ -347,15 +281,14 @@ class _Size:
             }
             return
         self.log(f"  reference scan ({count} queries)")
-        engine = RecallEngine(
-            _ReferenceStore(  # type: ignore[arg-type]  # scans only
-                RemoteMemoryStore(path, user_id=USER).read_all()
-            )
+        records = RemoteMemoryStore(path, user_id=USER).read_all()
+        store = SimpleNamespace(  # a store that scans: every record tokenised for every query
+            records=records,
+            user_scope=records[0].user_scope,
+            scan_candidates=lambda query: scan_recall_candidates(query, records),
         )
         self.out["reference"], digests = recall_series(
-            lambda text: engine.recall(text, limit=LIMIT, as_of=corpus.AS_OF, query_id="bench"),
-            self.queries[:count],
-            warmup=0,
+            bench_recall(RecallEngine(store)), self.queries[:count], warmup=0
         )
         self.out["parity"]["reference"] = digests == self.digests["jsonl"][:count]
         self.log(
@@ -371,28 +304,35 @@ class _Size:
             )
 
     def peers(self) -> None:
-        texts = [corpus.item_text(item) for item in self.items]
+        texts = [f"{item['summary']} {item['content']}" for item in self.items]  # as memlib's
         del self.items
         gc.collect()
         self.log("  bm25s")
         self.out["bm25s"] = bm25s_peer(texts, self.queries, self.sets)
-        peer_sets = self.out["bm25s"].pop("sets")
+        peer = self.out["bm25s"].pop("sets")
         warm = self.out.get("warm_lexical")
         if warm is not None:
-            warm["bm25s"] = peer_sets
-            warm["over_bm25s"] = over_bm25s(warm, peer_sets)
+            warm["bm25s"] = peer
+            # memlib p50 / bm25s p50, per backend, ranker and query set (bm25s = 1)
+            warm["over_bm25s"] = {
+                backend: {
+                    ranker: {
+                        name: round(stats["p50_ms"] / peer[name]["p50_ms"], 3)
+                        for name, stats in warm[backend][ranker].items()
+                        if name in peer and peer[name].get("p50_ms")
+                    }
+                    for ranker in LEXICAL
+                }
+                for backend in BACKENDS
+                if backend in warm
+            }
         self.log("  SQLite FTS5 bm25()")
         self.out["fts5"] = fts5_peer(texts, self.queries, self.folder)
         self.log(f"    p50 {self.out['fts5']['recall']['p50_ms']:.2f} ms")
 
 
 def run_size(
-    n: int,
-    args: argparse.Namespace,
-    workdir: Path,
-    pg: Any,
-    log: Log,
-    cold: dict[str, Any] | None = None,
+    n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Log, cold: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Every row of one N; the cold rows go to ``cold['rows']`` when N is a cold size."""
     size = _Size(n, args, workdir, log)
@@ -414,11 +354,9 @@ def run_size(
         }
     if cold is not None and cold_here:  # then the catch-up: it appends 1,000 records
         log(f"  cold `memlib recall` processes ({', '.join(args.cold_rankers)})")
-        row = cold_rows(
-            n, path, sqlite_path, args.cold_rankers, log, cold_queries(), args.cold_rounds
+        cold["rows"].append(
+            cold_rows(n, path, sqlite_path, args.cold_rankers, log, args.cold_rounds)
         )
-        row["catch_up_1000"] = catch_up(n, path, log, cold_queries()["rare"], args.cold_rounds)
-        cold["rows"].append(row)
     size.appended(store, "jsonl", "j")  # after every read of this corpus: appends change it
     if size.warm_db and size.appends:
         sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
@@ -454,9 +392,6 @@ def _append_at_1000(args: argparse.Namespace, workdir: Path, pg: Any, log: Log) 
     return entry
 
 
-# -- the tables ----------------------------------------------------------------------------
-
-
 def _latency_rows(size: dict[str, Any]) -> list[str]:
     ref = (size.get("reference") or {}).get("p50_ms")
     lines = []
@@ -484,41 +419,31 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         "| N | path | p50 ms | p95 ms | speed-up vs reference (p50) |",
         "|---:|---|---:|---:|---:|",
-    ]
-    lines += [row for size in sizes if not size.get("append_only") for row in _latency_rows(size)]
-    lines += [
+        *(row for size in sizes if not size.get("append_only") for row in _latency_rows(size)),
         "",
         "| N | store | append p50 ms | p95 ms | raw write+fsync p50 ms | ratio |",
         "|---:|---|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {size['n']:,} | {name} | {a['store']['p50_ms']:.2f} | {a['store']['p95_ms']:.2f} "
-        f"| {a['raw_write_fsync']['p50_ms']:.2f} | {a['ratio_p50']:.2f}× |"
-        for size in sizes
-        for key, name in (
-            ("append_jsonl", "JSONL"),
-            ("append_sqlite", "SQLite"),
-            ("append_postgresql", "PostgreSQL"),
-        )
-        if (a := size.get(key))
-    ]
-    lines += ["", "| N | bulk import (append_many, 10k batches) | records/s |", "|---:|---|---:|"]
-    lines += [
-        f"| {size['n']:,} | {name} | {size[key]:,.0f} |"
-        for size in sizes
-        for key, name in (
-            ("bulk_jsonl_rps", "JSONL (index ready for a recall)"),
-            ("bulk_sqlite_rps", "SQLite"),
-            ("bulk_postgresql_rps", "PostgreSQL"),
-        )
-        if key in size
+        *(
+            f"| {size['n']:,} | {name} | {a['store']['p50_ms']:.2f} | {a['store']['p95_ms']:.2f} "
+            f"| {a['raw_write_fsync']['p50_ms']:.2f} | {a['ratio_p50']:.2f}× |"
+            for size in sizes
+            for backend, name in BACKENDS.items()
+            if (a := size.get(f"append_{backend}"))
+        ),
+        "",
+        "| N | bulk import (append_many, 10k batches) | records/s |",
+        "|---:|---|---:|",
+        *(
+            f"| {size['n']:,} | {name}{' (index ready for a recall)' * (backend == 'jsonl')} "
+            f"| {size[f'bulk_{backend}_rps']:,.0f} |"
+            for size in sizes
+            for backend, name in BACKENDS.items()
+            if f"bulk_{backend}_rps" in size
+        ),
     ]
     for extra in extra_tables(report):
         lines += ["", extra]
     return "\n".join(lines)
-
-
-# -- the run -------------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -528,7 +453,7 @@ def _parser() -> argparse.ArgumentParser:
         ("--hybrid-sizes", "10000,100000"),
         ("--append-at", "1000,100000,1000000"),
         ("--cold-sizes", None),
-        ("--cold-rankers", ",".join(RANKERS)),
+        ("--cold-rankers", ",".join(LEXICAL)),
         ("--workdir", None),
         ("--out", str(ROOT / "reports")),
         ("--embedder", "e5"),
@@ -593,23 +518,28 @@ def _postgres(log: Log) -> Any:
     return start_cluster(durable=True)
 
 
-CORPUS = {
-    "vocabulary": corpus.VOCABULARY_SIZE,
-    "zipf_s": 1.0,
-    "words_per_record": "20-60",
-    "captured_at": "uniform over one year",
-    "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)",
-    "query_sets": SET_DESCRIPTIONS,
-    "limit": LIMIT,
-}
+def _pg_version(dsn: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else "unknown"
 
 
 def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> int:
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
     report: dict[str, Any] = {
-        "date": today,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
-        "corpus": {**CORPUS, "queries": args.queries},
+        "corpus": {
+            "vocabulary": corpus.VOCABULARY_SIZE,
+            "zipf_s": 1.0,
+            "words_per_record": "20-60",
+            "captured_at": "uniform over one year",
+            "query_terms": "3: common (rank<100), middle (100-5k), rare (5k-50k)",
+            "query_sets": SET_DESCRIPTIONS,
+            "limit": LIMIT,
+            "queries": args.queries,
+        },
         "notes": NOTES,
         "sizes": [],
     }
@@ -623,28 +553,36 @@ def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> 
             report["machine"]["postgresql"] = _pg_version(pg.dsn)
         if 1000 in args.append_at and 1000 not in sizes:
             report["sizes"].append(_append_at_1000(args, workdir, pg, log))
-        cold: dict[str, Any] | None = None
-        if args.cold_sizes & set(sizes):
-            queries = cold_queries()
-            cold = report["cold"] = {
-                "query": queries["rare"],
-                "common_query": queries["common"],
-                "floor": cold_floor(log),
-                "rows": [],
-            }
+        cold = cold_start(log) if args.cold_sizes & set(sizes) else None
+        if cold is not None:
+            report["cold"] = cold
         for n in sizes:
             report["sizes"].append(run_size(n, args, workdir, pg, log, cold))
             _write(report, args.out, suffix)  # keep what is measured even if a later size fails
-        _embedding_and_hybrid(report, args, workdir, pg, log)
+        _embedding_and_hybrid(report, args, workdir, pg, log, suffix)
     finally:
         if pg is not None:
             pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    return _finish(report, args, began, suffix)
+    report["elapsed_s"] = round(time.monotonic() - began, 1)
+    report["targets"] = targets(report)
+    path = _write(report, args.out, suffix)  # a partial run never overwrites the day's full one
+    if report.get("cold") and not suffix:
+        _write_cold(report, args.out)  # where notebook 12 and --cold-only put it
+    m = report["machine"]
+    print(f"# memlib scale benchmarks, {report['date']}")
+    print(
+        f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
+        f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')}; "
+        f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n"
+    )
+    print(report["table_markdown"])
+    print(f"\nreport: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    return 0
 
 
 def _embedding_and_hybrid(
-    report: dict[str, Any], args: argparse.Namespace, workdir: Path, pg: Any, log: Log
+    report: dict[str, Any], args: argparse.Namespace, workdir: Path, pg: Any, log: Log, suffix: str
 ) -> None:
     if not args.embed_records and not args.hybrid_sizes:
         return
@@ -668,27 +606,9 @@ def _embedding_and_hybrid(
             model, args.embed_records, EMBED_BATCH, backends, workdir, pg, log
         )
         report["embedding"]["model_load_s"] = round(load_s, 2)
-        _write(report, args.out, "-hybrid" if args.hybrid_only else "")
+        _write(report, args.out, suffix)
     if args.hybrid_sizes:
         report["hybrid"] = hybrid_rows(model, args, workdir, pg, log)
-
-
-def _finish(report: dict[str, Any], args: argparse.Namespace, began: float, suffix: str) -> int:
-    report["elapsed_s"] = round(time.monotonic() - began, 1)
-    report["targets"] = targets(report)
-    path = _write(report, args.out, suffix)  # a partial run never overwrites the day's full one
-    if report.get("cold") and not suffix:
-        _write_cold(report, args.out)  # where notebook 12 and --cold-only put it
-    m = report["machine"]
-    print(f"# memlib scale benchmarks, {report['date']}")
-    print(
-        f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
-        f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')}; "
-        f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n"
-    )
-    print(report["table_markdown"])
-    print(f"\nreport: {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-    return 0
 
 
 def _write_cold(report: dict[str, Any], folder: str) -> Path:
@@ -718,14 +638,6 @@ def _cold_only(args: argparse.Namespace, sizes: Sequence[int], log: Log, began: 
     path = _write_cold(report, args.out)
     print(f"{cold_table(report['cold'])}\n\n{targets_table(report['targets'])}\n\nreport: {path}")
     return 0
-
-
-def _pg_version(dsn: str) -> str:
-    import psycopg
-
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-        return str(row[0]) if row else "unknown"
 
 
 def _dump(report: dict[str, Any], path: Path) -> Path:
