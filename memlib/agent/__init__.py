@@ -1,4 +1,5 @@
-"""The agent boundary: ``recall_history`` on the Anthropic Messages API (SPEC §5).
+"""The agent boundary: ``recall_history`` on the Anthropic Messages API
+(docs/reference.md "The agent boundary").
 
 Importing this package imports neither ``anthropic`` nor ``httpx2``: the scripted model
 (``memlib.agent.scripted``) is loaded on first use.

@@ -1,4 +1,4 @@
-"""Errors of the agent boundary (SPEC §5, §6).
+"""Errors of the agent boundary (docs/reference.md "The agent boundary", "Errors").
 
 Everything the loop raises on purpose is a ``RemoteMemoryError``, so the CLI prints it as
 one line. API failures become one sentence that says what happened and what to do; the

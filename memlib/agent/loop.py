@@ -1,4 +1,5 @@
-"""``agent_loop``: the Messages API with ``recall_history``, until a final answer (SPEC §5).
+"""``agent_loop``: the Messages API with ``recall_history``, until a final answer
+(docs/reference.md "The agent boundary").
 The client is any ``anthropic.Anthropic``, live or on the offline scripted transport: the
 loop cannot tell them apart, so the offline tests drive the code the online path runs.
 """

@@ -1,5 +1,6 @@
-"""The system prompt: the profile block first, then the rules (SPEC §4, §5). Conversation
-records are not in it: the model reaches them only by calling ``recall_history``.
+"""The system prompt: the profile block first, then the rules (docs/reference.md
+"Profile", "The agent boundary"). Conversation records are not in it: the model reaches
+them only by calling ``recall_history``.
 """
 
 from __future__ import annotations

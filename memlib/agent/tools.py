@@ -1,4 +1,5 @@
-"""The ``recall_history`` tool: its definition for the Messages API and its handler (SPEC §5).
+"""The ``recall_history`` tool: its definition for the Messages API and its handler
+(docs/reference.md "The agent boundary").
 
 The handler returns ``RecallResult.to_json()`` as visible text (``memlib._visible``).
 Refused input and a failing store go back to the model as an ``is_error`` tool result of

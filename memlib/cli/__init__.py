@@ -50,8 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        # SPEC §1: an empty user id is an error, never "the default user" — for every
-        # command.
+        # An empty user id is an error, never "the default user" — for every command
+        # (docs/reference.md "Records").
         if args.user is not None and not args.user.strip():
             raise RemoteMemoryValidationError("--user must not be empty")
         return int(args.func(args) or 0)

@@ -60,9 +60,9 @@ def named_rankers(names: Sequence[str], embedder: str | None = None) -> dict[str
 
 
 def cmd_eval_locomo(args: argparse.Namespace) -> int:
+    from .._capabilities import DenseScoring
     from .._progress import progress_bar
     from ..eval.locomo import DEFAULT_KS, evaluate_ranker, format_table, load_locomo
-    from ..rankers.base import DenseScoring
     from ..rankers.embeddings import get_embedder
 
     ks = args.k or DEFAULT_KS

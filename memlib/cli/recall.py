@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .._capabilities import DenseScoring
 from ..engine import RecallEngine
 from ..rankers import get_ranker
-from ..rankers.base import DenseScoring
 from ..render import render_recall_context
 from ..stores._base import VectorStoring
 from ._common import int_arg, open_cli_store, parse_as_of, store_embedder, write_line

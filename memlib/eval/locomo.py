@@ -20,15 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .._capabilities import DenseScoring
 from .._retrieval.inverted import InvertedIndex, lexical_from_index
 from .._tokens import english_stopwords
-from .._vectors import DenseScores, reads_pairs
+from .._vectors import DenseScores
 from ..candidates import CandidateScan, RecallCandidate, make_candidate, searchable_text
 from ..errors import RemoteMemoryValidationError
 from ..normalize import LIMIT_MAX, RecallQuery, normalize_recall_query, tokenize_all
 from ..rank import rank_scored_candidates
 from ..rankers import Ranker, get_ranker
-from ..rankers.base import DenseScoring
 from ..records import (
     MemoryKind,
     MemorySource,
@@ -233,7 +233,7 @@ class ConversationVectors:
         self.ids = [r.memory_id for r in records]
         self.embedder = embedder
         texts = [r.content for r in records]
-        if reads_pairs(embedder.name):  # as a store of pairs embeds them
+        if embedder.pairs:  # as a store of pairs embeds them
             kept, texts, _ = pair_texts(self, records)
             assert len(kept) == len(records)  # every turn of a conversation is searched
         self.matrix = embedder.encode(texts)

@@ -1,4 +1,5 @@
-"""The seed ranker of the chapter: 0.85 × term coverage + 0.15 × recency (SPEC §3.3).
+"""The seed ranker of the chapter: 0.85 × term coverage + 0.15 × recency
+(docs/reference.md "Score").
 
 Recency is never above 1, so a record matching ``m`` of ``q`` terms scores at most
 0.85 · m/q + 0.15: what an index needs to walk the matches best group first and stop
@@ -41,7 +42,8 @@ class BaselineRanker:
     def exact_total(
         self, matched: int, term_count: int, captured: datetime, as_of: datetime
     ) -> float:
-        """The baseline ``total`` of SPEC §3.3, computed exactly as ``score_recall_candidate``."""
+        """The baseline ``total`` (docs/reference.md "Score"), as ``score_recall_candidate``
+        computes it."""
         coverage = matched / term_count
         lexical = LEXICAL_WEIGHT * coverage
         recent = RECENCY_WEIGHT * recency_of(captured, as_of)

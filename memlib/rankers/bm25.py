@@ -1,4 +1,4 @@
-"""BM25 over memlib's own terms, explained term by term (SPEC §7; the formula:
+"""BM25 over memlib's own terms, explained term by term (the formula:
 docs/reference.md#rankers-beyond-the-baseline).
 
 N is ``scan.searched_records``; df(t) is counted from the candidates, which is exact

@@ -1,5 +1,5 @@
 """``hybrid``: BM25 (stopwords left out) fused with dense similarity and a neighbour
-signal (SPEC §7; the formula and its constants: docs/reference.md#rankers-beyond-the-baseline).
+signal (the formula and its constants: docs/reference.md#rankers-beyond-the-baseline).
 
 A model's cosines live in their own band (e5 puts nearly every pair of texts between 0.7
 and 0.9), so two constants of the model, not of the recall, put them on the scale of the
@@ -7,7 +7,7 @@ scaled BM25: a per-recall standardisation ranked no better, and its suggested fl
 silenced 0.8% of the questions asked of another conversation's store, against 26%. A
 model without them (the hashing embedder) is scaled as mean 0, deviation 0.25.
 Neighbours are ordered by ``memory_id`` in natural order (``D1:9`` < ``D1:10``), never by
-storage order (SPEC §3.4).
+storage order (docs/reference.md "Stable rank").
 
 On a store that keeps embeddings (``score_stored``) only the union of the best ``POOL``
 by BM25 and the best ``POOL`` by cosine is read and scored; a record not yet embedded is

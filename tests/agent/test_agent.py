@@ -1,4 +1,5 @@
-"""The agent boundary (SPEC §5), offline against the real ``anthropic`` SDK.
+"""The agent boundary (docs/reference.md "The agent boundary"), offline against the
+real ``anthropic`` SDK.
 
 Every API exchange goes through ``anthropic.Anthropic`` with an ``httpx2.MockTransport``:
 the tests read the request bodies the SDK really sends and answer with Messages API

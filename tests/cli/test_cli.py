@@ -214,7 +214,7 @@ def test_append_from_flags_then_recall(cli):
     assert record.kind.value == "conversation"
     hits = json.loads(_ok(cli("recall", "layered memory", "--json", "--as-of", AS_OF_TEXT)))["hits"]
     assert [h["memory_id"] for h in hits] == ["cli-1"]
-    assert hits[0]["score"] == 0.995161  # both terms, one day old: SPEC §3.3
+    assert hits[0]["score"] == 0.995161  # both terms, one day old: docs/reference.md "Score"
 
 
 def test_append_from_a_json_line_on_stdin_then_profile(cli):

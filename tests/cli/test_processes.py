@@ -1,4 +1,4 @@
-"""SPEC §2: two real processes racing on one JSONL file.
+"""docs/reference.md "Stores": two real processes racing on one JSONL file.
 
 Each child opens its own store and reads the file *before* the barrier, so its cached
 id set is stale by the time it writes: only the lock plus "bring the id set up to date

@@ -1,4 +1,5 @@
-"""SPEC §2: the JSONL store — durability, uniqueness, scope, corruption, incremental reads."""
+"""The JSONL store (docs/reference.md "Stores"): durability, uniqueness, scope, corruption,
+incremental reads."""
 
 from __future__ import annotations
 
