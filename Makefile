@@ -40,7 +40,9 @@ quick: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check memlib tests benchmarks
+	$(BIN)/ruff format --check memlib tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/mypy tests
 
 # The fuzz targets (tests/fuzz) at full size: over a million seeded cases at scale 1;
 # their counts are in the terminal summary and in memlib-fuzz-report.json in the temp
