@@ -1,11 +1,5 @@
-"""``memlib doctor PATH [--repair]``: check a JSONL store file, change nothing.
-
-    memlib doctor ~/.learn_workbuddy/remote-memory/users/<scope>/records.jsonl
-    memlib --user alice doctor PATH        also check that every record is alice's
-    memlib doctor PATH --repair            cut a torn tail, after writing a backup
-
-Exit status 0 when the store is healthy, 1 when it is not; one line per problem, never
-a traceback. The checks and the repair are ``memlib.stores.jsonl._doctor``'s.
+"""``memlib doctor PATH [--repair]``: check a JSONL store file (the checks and the repair
+are ``memlib.stores.jsonl._doctor``'s); exit 0 when healthy, 1 when not, never a traceback.
 """
 
 from __future__ import annotations
@@ -65,11 +59,8 @@ def _print_report(report: DoctorReport) -> None:
         write_line(f"index file: {detail}")
     for line in vector_lines(report):
         write_line(line)
-    if report.healthy:
-        write_line("status: healthy")
-    else:
-        n = len(report.problems)
-        write_line(f"status: {n} problem{'s' if n != 1 else ''}")
+    n = len(report.problems)
+    write_line(f"status: {n} problem{'s' if n != 1 else ''}" if n else "status: healthy")
 
 
 def _repair(path: Path, user_id: str | None, report: DoctorReport) -> DoctorReport:

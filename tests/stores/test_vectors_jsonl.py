@@ -45,7 +45,6 @@ from memlib.stores.jsonl._doctor import (
     describe_vectors,
     repair_vectors_file,
     vector_lines,
-    vector_state_of,
 )
 
 USER = "alice"
@@ -551,8 +550,7 @@ def test_doctor_reports_the_vectors_and_changes_nothing(log: Path, folder: Path)
     report = check_store(log, user_id=USER)
     assert vector_lines(report) == ["vectors file: absent",
                                     "vectors: none stored, 12 records without one"]
-    assert vector_state_of(_open(log)) == VectorState(None, 0, 0, 12)
-    assert vector_state_of(object()) is None
+    assert _open(log).vector_state() == VectorState(None, 0, 0, 12)
 
 
 def test_doctor_repair_removes_an_unreadable_file(log: Path) -> None:

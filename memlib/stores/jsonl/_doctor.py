@@ -1,24 +1,11 @@
-"""Check a JSONL store file and change nothing; cut only a torn tail, after a backup.
+"""``memlib doctor``: check a JSONL store file and change nothing; cut only a torn tail.
 
-``check_store`` reads the file as the store would and reports every problem it finds,
-not only the first: a line that is not JSON or not a valid record, records of more than
-one user scope (or of another scope than the folder name or the given user says), a
-memory_id stored twice, a retraction that names an unknown, a retracted or a retraction
-record, a torn tail (a last line without ``\\n``: a write whose ``fsync`` never
-returned), and file modes (store and lock file 0600, folder 0700).
-
-Only ``repair_torn_tail`` writes the log, and only to cut a torn tail: under the store's
-own lock (so no writer is appending), after copying the whole file to
-``records.jsonl.torn-<UTC time>.bak``, exactly as the next writer would have cut it. A
-damaged middle line is reported, not "fixed". A file the store would not trust is never
-repaired: ``RepairError`` is raised before anything is opened, as the store refuses it.
-
-Checking follows no link and opens nothing that could block (a FIFO at the path or the
-lock is reported, not read), and parses with memlib's bounded JSON parser, so a line
-nested a thousand deep is one more problem, not a crash.
-
-The derived files beside the log (the index file, the vectors file) are reported, never
-counted as problems of the store; ``--repair`` rebuilds or rewrites them.
+``check_store`` reads the file as the store would (no link followed, nothing opened that
+could block, memlib's bounded JSON parser) and reports every problem, not only the first.
+``repair_torn_tail`` alone writes the log, to cut a torn tail under the store's lock after
+copying the whole file to a backup, as the next writer would have cut it; a damaged middle
+line is reported, not "fixed", and a file the store would not trust is never repaired.
+The derived files (index, vectors) are reported, never problems; ``--repair`` rebuilds them.
 """
 
 from __future__ import annotations
@@ -33,14 +20,12 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from ..._safejson import loads
 from ..._vectors import VectorState
 from ..._visible import first_hidden, shown_name
 from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from ...records import MemoryKind, StoredMemory, user_scope_for
-from .._base import VectorStoring
 from .._files import DIR_MODE, FILE_MODE, check_path, open_private, write_all
 from ._index import IndexState, index_path_for, inspect_index, remove_stale_temps, stale_temps
 from ._store import RemoteMemoryStore, pending_batch_offset
@@ -89,9 +74,6 @@ class RepairError(Exception):
 def describe(exc: Exception) -> str:
     """An exception's text on one line."""
     return " ".join(str(exc).split())
-
-
-# -- the files: kinds, owners, modes -------------------------------------------------
 
 
 def _mode_problem(report: DoctorReport, path: Path, what: str, expected: int) -> None:
@@ -184,17 +166,12 @@ def _check_lock(report: DoctorReport, lock_path: Path) -> int | None:
     _mode_problem(report, lock_path, "lock file", FILE_MODE)
     try:
         fd = _open_to_read(lock_path)
+        try:
+            return pending_batch_offset(os.pread(fd, 64, 0))
+        finally:
+            os.close(fd)
     except OSError:
         return None
-    try:
-        return pending_batch_offset(os.pread(fd, 64, 0))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-# -- the lines: records, scopes, duplicates, retractions ---------------------------
 
 
 @dataclass
@@ -282,23 +259,6 @@ class _Lines:
         )
 
 
-def _read_lines(
-    report: DoctorReport, handle: BinaryIO, lines: _Lines, pending: int | None, size: int
-) -> None:
-    offset = 0
-    for raw in handle:
-        if pending is not None and offset >= pending:
-            report.torn_bytes = size - offset
-            return
-        if not raw.endswith(b"\n"):
-            report.torn_bytes = len(raw)
-            return
-        offset += len(raw)
-        report.lines += 1
-        report.good_size = offset
-        lines.take(report.lines, raw[:-1])
-
-
 def _expected_scope(path: Path, user_id: str | None) -> tuple[str, str] | None:
     if user_id is not None:
         return user_scope_for(user_id), f"user {user_id!r}"
@@ -326,7 +286,16 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
         return report
     lines = _Lines(report, _expected_scope(path, user_id))
     with handle:
-        _read_lines(report, handle, lines, pending, st.st_size)
+        for raw in handle:
+            if pending is not None and report.good_size >= pending:
+                report.torn_bytes = st.st_size - report.good_size
+                break
+            if not raw.endswith(b"\n"):
+                report.torn_bytes = len(raw)
+                break
+            report.lines += 1
+            report.good_size += len(raw)
+            lines.take(report.lines, raw[:-1])
     report.problems += lines.retraction_problems
     if report.torn_bytes:
         report.add(
@@ -372,17 +341,12 @@ def _text_rule_problem(report: DoctorReport, number: int, record: StoredMemory) 
         )
 
 
-# -- the derived files: index, vectors, temporary files ----------------------------
-
-
 def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
     if user_id is not None:
         report.scope = user_scope_for(user_id)
     elif len(report.scopes) == 1:
         report.scope = next(iter(report.scopes))
-    # A writer of the index or vectors file killed mid-way leaves its temporary file
-    # (as big as the file); the next index writer removes those of dead writers, but a
-    # store nobody recalls from keeps them.
+    # The next index writer removes those of dead writers; a store nobody recalls keeps them.
     for temp, size in stale_temps(str(path)):
         report.add(
             "temp_file",
@@ -411,8 +375,7 @@ def _reader(report: DoctorReport) -> RemoteMemoryStore:
 
 def _check_vectors(report: DoctorReport, searched: int) -> None:
     if not os.path.lexists(vectors_path_for(str(report.path))):
-        # Nothing to check against the log: no store is opened (a big log without an
-        # index file would be read a second time for nothing).
+        # No store is opened: a big log without an index file would be read again for nothing.
         report.vectors_file = VectorFileState("absent")
         report.vectors = VectorState(None, 0, 0, searched)
     elif report.scope is None:
@@ -421,14 +384,9 @@ def _check_vectors(report: DoctorReport, searched: int) -> None:
         store = _reader(report)
         try:
             report.vectors_file = store.vectors_file_state()
-            report.vectors = vector_state_of(store)
+            report.vectors = store.vector_state()
         except RemoteMemoryError as exc:
             report.vectors_unchecked = describe(exc)
-
-
-def vector_state_of(store: Any) -> VectorState | None:
-    """The stored vectors of any store that keeps them (``VectorStoring``), else None."""
-    return store.vector_state() if isinstance(store, VectorStoring) else None
 
 
 def describe_vectors(state: VectorState) -> str:
@@ -507,9 +465,6 @@ def rebuild_index_file(report: DoctorReport) -> bool:
         except OSError as exc:
             raise RepairError(f"cannot remove the index file: {exc.strerror}") from None
     return RemoteMemoryStore.for_scope(report.path, report.scope).write_index_file()
-
-
-# -- the repair of a torn tail -------------------------------------------------------
 
 
 def _open_or_refuse(path: Path, flags: int, missing: str, refused: str = "") -> int:
@@ -605,15 +560,12 @@ def _cut(path: Path, fd: int, lock_fd: int) -> tuple[Path, int] | None:
 
 
 def repair_torn_tail(path: str | os.PathLike[str]) -> tuple[Path, int] | None:
-    """Cut a torn tail under the store's lock, after a backup; ``(backup, bytes cut)``.
-
-    None when there is no torn tail (then nothing was written, not even a backup).
-    """
+    """Cut a torn tail under the store's lock, after a backup: ``(backup, bytes cut)``, or
+    None when there is none (then nothing was written, not even a backup)."""
     path = Path(path)
     lock_path = path.with_name(path.name + ".lock")
-    # Refused before anything is opened or created: a link, a FIFO, a file of another
-    # account or one others may write is not the store's to cut. open_private checks
-    # the descriptors again, so nothing swapped in after this check is written either.
+    # Refused before anything is opened or created, as the store refuses it; open_private
+    # checks the descriptors again, so nothing swapped in after this is written either.
     try:
         check_path(str(path))
         check_path(str(lock_path), folder_too=False)

@@ -1,18 +1,7 @@
-"""The JSONL index file: a reader's index, persisted beside the log (docs/contract.md).
-
-``records.jsonl.index`` holds what a reader builds from the log (the id set, kinds,
-retractions, times, per-record term counts, byte offsets, line digests, the postings
-and each conversation record's place in its source) as packed arrays, so that a new
-process loads it without parsing a line.
-The log stays the one source of truth: the index file names the prefix of the log it
-covers and is used only when that prefix is provably the one it was built from (the
-CRC-32 of every covered byte, at every load); otherwise it is ignored (and, once a
-reader has rebuilt, replaced). A stale file costs time, never a wrong answer.
-
-Its layout is in docs/contract.md ("The JSONL index file"). A reader checks the
-per-record sections at load, a term's posting list (against the CRC-32s of its blocks)
-when a query first asks for it and the source sections when first asked for a record's
-neighbours in its source; ``memlib doctor`` checks every byte.
+"""The JSONL index file: a reader's index, persisted beside the log as packed arrays, so
+that a new process loads it without parsing a line. Its layout, and the checks that make
+it used only for the very prefix of the log it was built from, are docs/contract.md's
+("The JSONL index file"); a stale file costs time, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -48,11 +37,8 @@ _DIGEST = 32
 # Bytes of the log read per step to check its covered prefix.
 _CRC_CHUNK = 4 << 20
 _PREFIX = len(MAGIC) + 8
-# The sections of version 5, with their array type codes ("B": raw bytes, "s": UTF-8
-# strings joined by "\n"). Since 4 a reader reads and checks only what it uses: ids and
-# terms packed (terms sorted, ids found by their sorted CRC-32s), a CRC-32 per section and
-# per block of postings; 3's one checksum over one string meant reading 315 MB at 1M
-# records to answer one query. 5 added the sources (``retrieval.neighbours``).
+# The sections, with their array type codes ("B": raw bytes, "s": UTF-8 strings joined by
+# "\n"); each has its CRC-32, so a reader reads and checks only what it uses.
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("ids", "B"),
     ("id_ends", "Q"),
@@ -84,13 +70,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("source_after", "I"),
 )
 _ITEMSIZE = {"B": 1, "s": 1, "d": 8, "q": 8, "I": 4, "Q": 8}
-# Read per term, when a query first asks for the term, and checked then by the CRC-32s
-# of the blocks of BLOCK bytes that hold its list ("postings_crcs", "tfs_crcs"): a CRC
-# per term cost a store of many rare terms more to write than the lists themselves.
+# Read when a query first asks for the term, checked by the CRC-32s of the BLOCK-byte
+# blocks of its list (a CRC per term cost more to write than the lists themselves).
 _BY_TERM = frozenset({"postings", "tfs"})
 BLOCK = 1 << 16
-# Read when a reader is first asked for neighbours in a source (or writes the file): a
-# new process that only recalls does not pay for them at load.
+# Read when a reader is first asked for neighbours in a source (or writes the file).
 _PER_SOURCE = ("source_order", "source_hashes", "source_last")
 _SOURCE_PER_RECORD = ("source_of", "source_before", "source_after")
 _SOURCES = ("source_names", "source_name_ends", *_PER_SOURCE, *_SOURCE_PER_RECORD)
@@ -114,11 +98,8 @@ def index_path_for(log_path: str) -> str:
 
 
 class IndexDamagedError(RemoteMemoryCorruptionError):
-    """A part of an index file read after it was loaded does not match its checksum.
-
-    The store that meets it rebuilds from the log: the index file is derived, never
-    trusted blindly.
-    """
+    """A part of an index file read after it was loaded does not match its checksum (the
+    store that meets it rebuilds from the log)."""
 
 
 class LogChangedError(IndexDamagedError):
@@ -129,12 +110,9 @@ class LogChangedError(IndexDamagedError):
 
 @dataclass
 class IndexImage:
-    """Everything a ``_Cache`` needs, as packed arrays and counters.
-
-    Read from a file, ``sections`` holds ``ids`` and ``terms`` as ``PackedStrings`` and,
-    instead of ``postings`` / ``tfs``, ``fetch(n)``: term ``n``'s postings and term
-    frequencies, read and checked then.
-    """
+    """Everything a ``_Cache`` needs, as packed arrays and counters. Read from a file,
+    ``sections`` holds ``ids`` and ``terms`` as ``PackedStrings`` and, instead of
+    ``postings`` / ``tfs``, ``fetch(n)``: term ``n``'s lists, read and checked then."""
 
     scope: str
     covered_bytes: int
@@ -167,12 +145,8 @@ def _window_hashes(fd: int, covered: int) -> tuple[str, str]:
 
 
 def _crc_of_range(fd: int, start: int, stop: int) -> int | None:
-    """The CRC-32 of bytes ``start:stop`` of ``fd``; None if it is shorter.
-
-    Read into one reused buffer (no mmap: a log cut while mapped would kill the
-    process with SIGBUS). ``preadv`` and ``zlib.crc32`` of a big buffer both let go of
-    the GIL, so two of these run on two cores.
-    """
+    """The CRC-32 of bytes ``start:stop`` of ``fd`` (None if it is shorter). No mmap: a log
+    cut while mapped would kill the process with SIGBUS."""
     buf = bytearray(min(_CRC_CHUNK, stop - start))
     view = memoryview(buf)
     crc, offset = 0, start
@@ -203,14 +177,9 @@ def _times_mod_p(a: int, b: int) -> int:
     return product
 
 
-def _powers() -> list[int]:
-    table = [1 << 30]  # x^1
-    for _ in range(31):
-        table.append(_times_mod_p(table[-1], table[-1]))
-    return table
-
-
-_X_2_TO_THE = _powers()
+_X_2_TO_THE = [1 << 30]  # x^1
+for _ in range(31):
+    _X_2_TO_THE.append(_times_mod_p(_X_2_TO_THE[-1], _X_2_TO_THE[-1]))
 
 
 def crc32_combine(first: int, second: int, second_bytes: int) -> int:
@@ -229,11 +198,8 @@ _SPLIT_BYTES = 16 << 20
 
 
 def crc_of_prefix(fd: int, covered: int) -> int | None:
-    """The CRC-32 of the first ``covered`` bytes of ``fd``; None if it is shorter.
-
-    A big prefix is checked in two halves on two threads, combined (every byte is
-    still read: nothing but a read of all of them proves a log rewritten in place).
-    """
+    """The CRC-32 of the first ``covered`` bytes of ``fd`` (None if it is shorter); a big
+    prefix in two halves on two threads, combined."""
     if covered < _SPLIT_BYTES:
         return _crc_of_range(fd, 0, covered)
     middle = covered // 2
@@ -291,8 +257,7 @@ def _parse_header(file: _IndexFile) -> dict[str, Any]:
     if _PREFIX + size + _DIGEST > file.size:
         raise _Invalid("its header is cut short")
     head = first[: _PREFIX + size] if _PREFIX + size <= len(first) else file.read(0, _PREFIX + size)
-    # The trailer is the SHA-256 of magic, version and header: the header names every
-    # section's place and CRC-32, so a reader checks each section as it reads it.
+    # The trailer is the SHA-256 of the head, which names each section's CRC-32.
     if hashlib.sha256(head).digest() != file.read(file.size - _DIGEST, _DIGEST):
         raise _Invalid("its checksum does not match its content (damaged)")
     try:
@@ -314,10 +279,8 @@ def _check_log(header: dict[str, Any], log_fd: int, log_size: int, scope: str | 
     head, tail = _window_hashes(log_fd, covered)  # a cheap first look, not the proof
     if head != header["log_head_sha256"] or tail != header["log_tail_sha256"]:
         raise _Invalid("the log's covered prefix is not the one it was built from")
-    # The proof: every covered byte, whatever the log's inode, size or mtime say. A
-    # file replaced, restored or rewritten in place keeps all three as often as not
-    # (ext4 hands a removed file's inode number to the next one; cp -p and touch set
-    # the mtime back).
+    # The proof: every covered byte, whatever the log's inode, size or mtime say
+    # (docs/contract.md: a file replaced or restored keeps all three as often as not).
     if crc_of_prefix(log_fd, covered) != int(header["log_crc32"]):
         raise _Invalid("the log's covered prefix is not the one it was built from")
 
@@ -441,9 +404,8 @@ def _source_loader(
 
 
 def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict[str, Any]:
-    """The sections of a file whose header was checked; ``every_term``: check the
-    posting lists of every term and the sources too (``memlib doctor``), not only when
-    read."""
+    """The sections of a file whose header was checked; ``every_term``: check every
+    posting list and the sources now (``memlib doctor``), not only when read."""
     places = _places(header, file)
     sections: dict[str, Any] = {}
     for name, code in SECTIONS:
@@ -456,21 +418,18 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
     sources = places["source_name_ends"][1] // 8
     if any(places[name][1] != 4 * sources for name in _PER_SOURCE):
         raise _Invalid("its sections disagree on the number of sources")
-    for name in _PER_RECORD:
-        if len(sections[name]) != n:
-            raise _Invalid("its sections disagree on the number of records")
-    id_ends, text_ends, term_ends = (
-        sections[name] for name in ("id_ends", "term_text_ends", "term_ends")
-    )
+    if any(len(sections[name]) != n for name in _PER_RECORD):
+        raise _Invalid("its sections disagree on the number of records")
+    id_ends, term_ends = sections["id_ends"], sections["term_ends"]
+    text_ends = sections["term_text_ends"]
     if (id_ends and id_ends[-1] != len(sections["ids"])) or (
         text_ends and text_ends[-1] != len(sections["terms"])
     ):
         raise _Invalid("its sections disagree on the length of their strings")
     if len(term_ends) != len(text_ends):
         raise _Invalid("its sections disagree on the number of terms")
-    # What a checked CRC-32 vouches for is trusted to be what the writer wrote (sorted
-    # terms and ids, ascending ends): checking order here would cost a 1M-record reader
-    # more than the rest of its load.
+    # A checked CRC-32 vouches for what the writer wrote (sorted terms and ids, ascending
+    # ends): checking order here would cost a 1M-record reader more than its whole load.
     total = term_ends[-1] if term_ends else 0
     if any(places[name][1] != 4 * total for name in _BY_TERM):
         raise _Invalid("its term frequencies disagree with its postings")
@@ -484,23 +443,18 @@ def _load(file: _IndexFile, header: dict[str, Any], *, every_term: bool) -> dict
             load_sources()
         except IndexDamagedError as exc:
             raise _Invalid(str(exc)) from None
-    fetch = _fetcher(file, places, term_ends, crcs)
     sections["ids"] = PackedStrings(sections["ids"], id_ends)
     sections["terms"] = PackedStrings(sections.pop("terms"), sections.pop("term_text_ends"))
-    sections["fetch"] = fetch
-    sections["sources"] = load_sources
+    sections.update(fetch=_fetcher(file, places, term_ends, crcs), sources=load_sources)
     return sections
 
 
 def read_index(
     path: str, scope: str, log_fd: int, log_size: int, *, folder_fd: int | None = None
 ) -> tuple[IndexImage | None, str]:
-    """The image in ``path`` if it provably describes a prefix of the log, and why not.
-
-    ``log_fd`` is a read descriptor on the log; ``log_size`` the bytes readers may use.
-    The posting lists stay in the file until a query asks for them; one found damaged
-    then raises ``IndexDamagedError``.
-    """
+    """The image in ``path`` if it provably describes a prefix of the log (``log_size``:
+    the bytes readers may use), and why not. A posting list stays in the file until a
+    query asks for it; one found damaged then raises ``IndexDamagedError``."""
     file = _open_file(path, folder_fd)
     if file is None:
         return None, "absent"
@@ -530,17 +484,27 @@ def read_index(
 
 
 def inspect_index(
-    path: str, scope: str | None, log_fd: int, log_size: int, log_lines: int
+    path: str,
+    scope: str | None,
+    log_fd: int,
+    log_size: int,
+    log_lines: int,
+    *,
+    folder_fd: int | None = None,
+    quick_stale: bool = False,
 ) -> IndexState:
-    """The index file's state against the log, every byte of it checked (``memlib doctor``)."""
+    """The index file's state against the log, every byte of it checked (``memlib doctor``;
+    ``quick_stale``: a file behind the log is called stale before any check)."""
     try:
-        file = _open_file(path)
+        file = _open_file(path, folder_fd)
     except RemoteMemoryError as exc:
         return IndexState("invalid", reason=str(exc))
     if file is None:
         return IndexState("absent")
     try:
         header = _parse_header(file)
+        if quick_stale and int(header["covered_lines"]) < log_lines:
+            return IndexState("stale")
         _check_log(header, log_fd, log_size, scope)
         _load(file, header, every_term=True)
         covered = int(header["covered_lines"])
@@ -622,35 +586,9 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
     return b"".join(parts)
 
 
-def _covers_at_least(
-    path: str, log_fd: int, log_size: int, scope: str, lines: int, folder_fd: int | None = None
-) -> bool:
-    """Whether the file at ``path`` is valid for this log and covers ``lines`` or more."""
-    try:
-        file = _open_file(path, folder_fd)
-    except RemoteMemoryError:
-        return False
-    if file is None:
-        return False
-    try:
-        header = _parse_header(file)
-        if int(header["covered_lines"]) < lines:
-            return False
-        # It covers more: only a whole, undamaged file for this very log counts.
-        _check_log(header, log_fd, log_size, scope)
-        _load(file, header, every_term=True)
-        return True
-    except (_Invalid, KeyError, TypeError, ValueError, UnicodeError, OSError):
-        return False
-
-
-# A temporary file of the index or vectors file: ``.NAME.PID.HEX.tmp`` (``write_index``,
-# ``jsonl_vectors.replace_file``). One whose writer is gone is garbage that nothing else
-# would ever remove (100 MB at 1M records for the index).
+# A temporary file of the index or vectors file; one whose writer is gone (by its pid, or
+# over an hour old: a pid may be reused) is garbage nothing else would ever remove.
 _TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.[0-9a-f]{8}\.tmp")
-# Older than this, a temporary file is stale even when a process holds its pid: the pid
-# may be another process's since (or another PID namespace's), and writing the biggest
-# index file takes seconds.
 STALE_TEMP_SECONDS = 3600
 
 
@@ -673,9 +611,8 @@ def _alive(pid: int) -> bool:
 def stale_temps(
     log_path: str, *, kinds: tuple[str, ...] = (".index", ".vectors"), folder_fd: int | None = None
 ) -> list[tuple[str, int]]:
-    """``(path, bytes)`` of each temporary file beside the log, of the derived files named
-    by ``kinds``, whose writer is not alive (by its pid) or that is over an hour old
-    (``folder_fd``: the log's folder, open)."""
+    """``(path, bytes)`` of each temporary file of the derived files ``kinds`` beside the
+    log whose writer is not alive (by its pid) or that is over an hour old."""
     folder, base = os.path.split(log_path)
     names = {base + kind for kind in kinds}
     found: list[tuple[str, int]] = []
@@ -722,18 +659,13 @@ def write_index(
     path: str,
     image: IndexImage,
     log_fd: int,
-    log_size: int,
     identity: tuple[int, int],
     *,
     folder_fd: int | None = None,
 ) -> bool:
-    """Write ``image`` to ``path`` atomically (temp, fsync, rename, fsync the folder).
-
-    True when the file at ``path`` now covers the image: written, or already there and
-    covering as much or more (a newer file is never replaced by an older one). False,
-    changing nothing, when the folder cannot be written (a read-only store still
-    recalls).
-    """
+    """Write ``image`` to ``path`` atomically: True when the file there now covers it (a
+    file covering as much or more is left as it is); False, changing nothing, when the
+    folder cannot be written (a read-only store still recalls)."""
     data = _pack(image, log_fd, identity)
     if data is None:
         return False
@@ -760,13 +692,14 @@ def write_index(
             # replaces a file that covers more than its own.
             fcntl.flock(dir_fd, fcntl.LOCK_EX)
             # A writer killed mid-way left its temporary file: the next one cleans up.
-            # (One in another PID namespace that only looks dead loses its rename, and
-            # with it nothing but time.)
             if path.endswith(".index"):
                 remove_stale_temps(path[: -len(".index")], kinds=(".index",), folder_fd=folder_fd)
-            now = os.fstat(log_fd).st_size  # the log as it is now, not as we read it
-            if _covers_at_least(path, log_fd, now, image.scope, image.covered_lines, folder_fd):
-                return True  # as new as ours or newer: left as it is
+            # Left as it is when whole, undamaged, for this very log (as it is now, not as
+            # we read it) and as new as ours or newer.
+            now = os.fstat(log_fd).st_size
+            args = (path, image.scope, log_fd, now, image.covered_lines)
+            if inspect_index(*args, folder_fd=folder_fd, quick_stale=True).status == "fresh":
+                return True
             rename_in(folder_fd, temp, path)
             temp = ""
             os.fsync(dir_fd)

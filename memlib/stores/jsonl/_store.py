@@ -6,23 +6,11 @@ an ``O_APPEND`` descriptor followed by ``fsync``. A line only counts once it end
 ``\\n``: a last line without one is a write whose ``fsync`` never returned, so nobody
 was told it succeeded; readers skip it and the next writer cuts it off.
 
-Readers keep what they parsed and, while the file keeps its inode and does not shrink,
-read only the bytes appended since — the file is append-only, so that is all that
-memlib changes. What others may do to it (a copy over it, a rewrite in place, a restore)
-is looked for as ``_still_the_log`` says: an index never outlives the bytes it was read
-from unnoticed where a cheap check can tell (docs/contract.md, "A warm reader").
-
-What a reader keeps is an index, not the records: the id set (for the duplicate rule),
-an inverted index ``term → records`` (``memlib._retrieval``) and each record's byte offset,
-both brought up to date from the appended tail only. Full records are parsed again from
-their offsets when a recall needs them; the whole list is kept only for ``read_all()``.
-
-A store opened with an ``embedder`` keeps each conversation record's vector in a derived
-file beside the log (``_vectors``), rows appended under the lock right after the log's
-append, used only when the index holds a searched record whose line has the row's digest.
-A retraction rewrites the file without the record's row and, for pair vectors, without
-its successor's (whose vector embedded the retracted text); ``put_vectors`` keeps a pair
-only while its record's turn before is still the one it embedded.
+What a reader keeps is an index (the id set, an inverted index ``term → records`` and
+each record's byte offset), brought up to date from the bytes appended since, and each
+record's vector in a derived file (``_vectors``); full records are parsed again from
+their offsets when a recall needs them. How a warm reader notices a log changed under
+it, and the index and vectors files: docs/contract.md.
 """
 
 from __future__ import annotations
@@ -35,6 +23,7 @@ import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from itertools import compress, islice
 from pathlib import Path
 from typing import Any
@@ -66,11 +55,11 @@ from .._base import Clock, IndexedMemoryStore, latest_profile_of, make_private_f
 from .._files import (
     DIR_MODE,
     failure,
+    name_in,
     open_folder,
     open_private,
-    problem_with,
+    refuse_unsafe,
     unlink_in,
-    unsafe,
     write_all,
 )
 from .._sources import SourceNeighbours
@@ -124,31 +113,11 @@ def encode_record(record: StoredMemory) -> bytes:
     return (record_json(record) + "\n").encode("utf-8")
 
 
-class _HeldLog:
-    """A read descriptor on the log a cache was read from, kept open with the cache.
-
-    While it is open the file's inode cannot be freed, so no other file can be given
-    its number: the same (device, inode) at the path is then this very file, and a log
-    removed and copied back is seen as another file. Its reads (``_still_the_log``)
-    also cost no ``open`` on a writer's path.
-    """
-
-    __slots__ = ("fd",)
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def __del__(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
 class _Cache:
     """What one reader has parsed so far, and where in which file it stopped."""
 
-    # Records parsed for recalls are kept for the next one, up to this many: a
-    # conversation's worth stays parsed between questions, a million-record file does
-    # not grow a copy of itself (at the limit the cache starts over).
+    # Records parsed for recalls are kept for the next one, up to this many (then the
+    # cache starts over): a million-record file does not grow a copy of itself.
     PARSED_MAX = 50_000
 
     def __init__(self) -> None:
@@ -167,13 +136,19 @@ class _Cache:
         # ``log_window`` then: see ``_still_the_log``.
         self.stamp: tuple[int, int, int] | None = None
         self.window: tuple[int, int, int] | None = None
-        self.held: _HeldLog | None = None
+        # A read descriptor on the log, open as long as the cache: its inode cannot be
+        # given to another file meanwhile (docs/contract.md, "A warm reader").
+        self.held: int | None = None
+
+    def __del__(self) -> None:
+        if self.held is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.held)
 
     def add_many(
         self, records: Sequence[StoredMemory], sizes: Iterable[int], digests: Iterable[int]
     ) -> None:
-        """Take ``records``, whose lines of ``sizes`` bytes (``\\n`` included) and
-        ``digests`` (``line_digest``) follow."""
+        """Take ``records``, whose lines of ``sizes`` bytes (newline included) follow."""
         self.index.add_many(records)
         self.digests.extend(digests)
         start = self.offset
@@ -188,24 +163,14 @@ class _Cache:
         self.lines += len(records)
         self.offset = start
 
-    # StoreState, for the write rules
-    def kind_of(self, memory_id: str) -> MemoryKind | None:
-        return self.index.kind_of(memory_id)
-
-    def is_retracted(self, memory_id: str) -> bool:
-        return self.index.is_retracted(memory_id)
-
     def line_span(self, doc: int) -> tuple[int, int]:
         end = self.starts[doc + 1] if doc + 1 < len(self.starts) else self.offset
         return self.starts[doc], end
 
 
 class RemoteMemoryStore(IndexedMemoryStore):
-    """``RemoteMemoryStore(path_to_records_jsonl, user_id="alice")``.
-
-    Nothing is created until the first write: opening a store for a path that does
-    not exist yet reads as an empty store.
-    """
+    """``RemoteMemoryStore(path_to_records_jsonl, user_id="alice")``; nothing is created
+    until the first write (a path that does not exist yet reads as an empty store)."""
 
     backend = "jsonl"
 
@@ -243,74 +208,63 @@ class RemoteMemoryStore(IndexedMemoryStore):
         store._user_scope = user_scope
         return store
 
-    # -- reading --------------------------------------------------------------------
-
     def _refresh(self, st: os.stat_result | None = None, *, index_file: bool = True) -> _Cache:
         """The cache, brought up to date with the file (``st``: its stat, if known;
         ``index_file=False``: a new cache is read from the log alone)."""
         with self._in_folder():
-            return self._refresh_in_folder(st, index_file=index_file)
-
-    def _refresh_in_folder(self, st: os.stat_result | None, *, index_file: bool) -> _Cache:
-        opened = st is not None  # a writer's fstat: open_private checked file and folder
-        try:
-            if st is None:
-                # lstat, not stat: a link planted at the records path is refused below,
-                # never followed.
-                st = self._lstat(self._path)
-        except FileNotFoundError:
-            self._cache = _Cache()
-            return self._cache
-        except NotADirectoryError:
-            raise RemoteMemoryCorruptionError(
-                f"cannot open records file {self.path}: a parent is not a folder"
-            ) from None
-        except PermissionError as exc:
-            raise RemoteMemoryError(
-                f"cannot read records file {self.path}: {exc.strerror}"
-            ) from None
-        problem = problem_with(st)
-        if problem is not None:
-            raise unsafe(self.path, problem)
-        identity = (st.st_dev, st.st_ino)
-        cache = self._cache
-        if (
-            cache.identity == identity
-            and st.st_size >= cache.offset
-            and (cache.stamp != _stamp_of(st) and not self._still_the_log(cache, st))
-        ):
-            cache = self._cache = _Cache()  # not the bytes it was read from: read again
-        size = st.st_size
-        if size > cache.offset or cache.identity != identity:
-            # Bytes past the start of a batch still being written (or whose writer
-            # died) are not records yet: the batch is all or nothing.
-            pending = self._pending_batch()
-            if pending is not None:
-                size = min(size, pending)
-        if cache.identity != identity or size < cache.offset:
-            cache = (self._load_index_file(identity, size) if index_file else None) or _Cache()
-            cache.identity = identity
-        if size > cache.offset:
-            self._read_tail(cache, size)
-        self._note_stamp(cache, st)
-        self._cache = cache
-        if not opened:  # never on a writer's path: a durable append stays as fast
-            self._maybe_write_index_file(cache)
-        return cache
+            opened = st is not None  # a writer's fstat: open_private checked file and folder
+            try:
+                if st is None:
+                    # lstat: a link planted at the records path is refused below, not followed.
+                    st = self._lstat(self._path)
+            except FileNotFoundError:
+                self._cache = _Cache()
+                return self._cache
+            except NotADirectoryError:
+                raise RemoteMemoryCorruptionError(
+                    f"cannot open records file {self.path}: a parent is not a folder"
+                ) from None
+            except PermissionError as exc:
+                raise RemoteMemoryError(
+                    f"cannot read records file {self.path}: {exc.strerror}"
+                ) from None
+            refuse_unsafe(self.path, st)
+            identity = (st.st_dev, st.st_ino)
+            cache = self._cache
+            if (
+                cache.identity == identity
+                and st.st_size >= cache.offset
+                and (cache.stamp != _stamp_of(st) and not self._still_the_log(cache, st))
+            ):
+                cache = self._cache = _Cache()  # not the bytes it was read from: read again
+            size = st.st_size
+            if size > cache.offset or cache.identity != identity:
+                # Bytes past the start of a batch still being written (or whose writer
+                # died) are not records yet: the batch is all or nothing.
+                pending = self._pending_batch()
+                if pending is not None:
+                    size = min(size, pending)
+            if cache.identity != identity or size < cache.offset:
+                cache = (self._load_index_file(identity, size) if index_file else None) or _Cache()
+                cache.identity = identity
+            if size > cache.offset:
+                self._read_tail(cache, size)
+            self._note_stamp(cache, st)
+            self._cache = cache
+            # Never on a writer's path (a durable append stays as fast).
+            behind = cache.lines - cache.covered
+            enough = behind * 10 >= cache.lines or behind >= self.INDEX_WRITE_ALWAYS
+            if not opened and behind >= self.INDEX_WRITE_MIN and enough:
+                self.write_index_file(cache)
+            return cache
 
     def _still_the_log(self, cache: _Cache, st: os.stat_result) -> bool:
-        """Whether the log, changed since ``cache`` last made sure of it (another size,
-        mtime or ctime), still begins with the bytes ``cache`` was read from.
-
-        Its first 4 KiB and the 4 KiB before where the cache last stopped are compared
-        always; every byte read so far when the log did not grow, since no append
-        explains the change then (a rewrite in place, a same-size copy over it, a writer
-        that cut its failed batch). A rewrite in the middle of a log that also grew is
-        the change this does not see (docs/contract.md).
-        """
+        """Whether the log, changed since ``cache`` last made sure of it, still begins with
+        the bytes ``cache`` was read from: its two windows, and every byte read when the
+        log did not grow (no append explains the change then; docs/contract.md)."""
         if cache.held is None or cache.window is None or cache.stamp is None:
             return False  # never made sure of: read again
-        fd = cache.held.fd
+        fd = cache.held
         try:
             if log_window(fd, cache.window[0]) != cache.window:
                 return False
@@ -327,13 +281,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.stamp = cache.window = None
         try:
             if cache.held is None:
-                cache.held = _HeldLog(self._open_cached(cache))
-            cache.window = log_window(cache.held.fd, cache.offset)
+                cache.held = self._open_cached(cache)
+            cache.window = log_window(cache.held, cache.offset)
         except (OSError, RemoteMemoryError):
             return  # looked at again, and read again, next time
         cache.stamp = stamp
-
-    # -- the index file (``jsonl_index``): derived, checked, never trusted blindly ------
 
     # A reader writes the index file once it has caught up this many records beyond
     # what the file covers, and at least a tenth of the log (or INDEX_WRITE_ALWAYS).
@@ -369,33 +321,18 @@ class RemoteMemoryStore(IndexedMemoryStore):
             cache.index = InvertedIndex.from_packed(image.counters, image.sections)
         except (KeyError, ValueError):
             return None
-        cache.identity = identity
-        cache.offset = image.covered_bytes
+        cache.identity, cache.offset, cache.crc = identity, image.covered_bytes, image.log_crc
         cache.lines = cache.covered = image.covered_lines
-        cache.crc = image.log_crc
-        cache.starts = image.sections["starts"]
-        cache.digests = image.sections["digests"]
+        cache.starts, cache.digests = image.sections["starts"], image.sections["digests"]
         # Profiles and retractions (kind ≠ 0), found at C speed among 100k+ kinds.
         others = [m.start() for m in _NOT_CONVERSATION.finditer(cache.index.kinds)]
         cache.extras = self._read_docs(cache, others)
         return cache
 
-    def _maybe_write_index_file(self, cache: _Cache) -> None:
-        behind = cache.lines - cache.covered
-        if behind < self.INDEX_WRITE_MIN or (
-            behind * 10 < cache.lines and behind < self.INDEX_WRITE_ALWAYS
-        ):
-            return
-        self.write_index_file(cache)
-
     def write_index_file(self, cache: _Cache | None = None) -> bool:
-        """Persist the index of the log as read so far; True if the file covers it now.
-
-        Not written (and not an error): a read-only folder (False), or a file there
-        that already covers as much (True, left as it is). Whatever happens, this
-        reader does not try again until it has caught up another ``INDEX_WRITE_MIN``
-        records.
-        """
+        """Persist the index of the log as read so far; True if the file covers it now
+        (``write_index``). Whatever happens, this reader does not try again until it has
+        caught up another ``INDEX_WRITE_MIN`` records."""
         if cache is None:
             cache = self._refresh()
         if cache.identity is None or not cache.lines:
@@ -418,9 +355,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return False
         path = index_path_for(self._path)
         try:
-            return write_index(
-                path, image, fd, cache.offset, cache.identity, folder_fd=self._dir_fd
-            )
+            return write_index(path, image, fd, cache.identity, folder_fd=self._dir_fd)
         except (OSError, RemoteMemoryError):
             return False  # a derived file: failing to write it costs time, not answers
         finally:
@@ -430,12 +365,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """Where an unacknowledged multi-record batch begins, as its writer noted it."""
         try:
             fd = self._open_in(self._lock_path, os.O_RDONLY)
-        except FileNotFoundError:
-            return None  # no lock file: no batch was ever noted
-        except RemoteMemoryError:
-            # A lock that is a link, a FIFO, a folder or somebody else's file holds no
-            # note of ours. Readers take no lock, so they read on; the next writer
-            # refuses it by name.
+        except (FileNotFoundError, RemoteMemoryError):
+            # No lock file, or one that is a link, a FIFO or somebody else's: no note of
+            # ours. Readers take no lock, so they read on; the next writer refuses it.
             return None
         try:
             data = os.pread(fd, 64, 0)
@@ -486,8 +418,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                         if cache.offset + len(data) >= size:
                             return  # only a torn tail so far
                         # One line longer than a chunk: read on until its end.
-                        more = handle.read(size - cache.offset - len(data))
-                        data += more
+                        data += handle.read(size - cache.offset - len(data))
                         end = data.rfind(b"\n")
                         if end < 0:
                             return
@@ -598,8 +529,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
         # Profiles and retractions are kept as records: that is all the rule looks at.
         return latest_profile_of(self._refresh().extras)
 
-    # -- recall through the index -----------------------------------------------------
-
     def _with_terms(self, terms: Sequence[str]) -> _Cache:
         """The cache with ``terms``' posting lists read (and checked) now."""
         cache = self._refresh()
@@ -619,23 +548,17 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache = self._with_terms(query.terms)
         cache.index.check_scope(query, self.user_scope)
         try:
-            return scan_from_index(
-                cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
-            )
+            return scan_from_index(cache.index, query, partial(self._load_docs, cache), top=top)
         except LogChangedError:
             cache = self._rebuild()
             cache.index.load_terms(query.terms)
-            return scan_from_index(
-                cache.index, query, lambda docs: self._load_docs(cache, docs), top=top
-            )
+            return scan_from_index(cache.index, query, partial(self._load_docs, cache), top=top)
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
         """``LexicalScanning``: the index's postings with tf; only the hits get parsed."""
         cache = self._with_terms(query.terms)
         cache.index.check_scope(query, self.user_scope)
-        return lexical_from_index(
-            cache.index, query, terms, lambda docs: self._load_docs(cache, docs)
-        )
+        return lexical_from_index(cache.index, query, terms, partial(self._load_docs, cache))
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds (from the id set)."""
@@ -644,8 +567,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
         """``SourceOrdering`` from the index: no record is parsed, so a few ids cost a few
-        array reads at any size (an index file's source sections are read on the first
-        call)."""
+        array reads at any size."""
         cache = self._refresh()
         try:
             found = cache.index.neighbours(memory_ids)
@@ -657,8 +579,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def index(self) -> InvertedIndex:
         """The inverted index, up to date with the file (for teaching and tests)."""
         return self._refresh().index
-
-    # -- stored vectors (``jsonl_vectors``): derived, checked, never trusted blindly ------
 
     @property
     def vectors_path(self) -> Path:
@@ -692,11 +612,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def dense_scores(
         self, query: RecallQuery, vector: Any, *, model: str, dimension: int
     ) -> DenseScores:
-        """``VectorStoring``: ``vector``'s dot product with every searched record's vector.
-
-        Warm, one matrix-vector product over the rows this store holds in memory (a
-        strided view of the file's bytes, never copied); cold, one read of the file.
-        """
+        """``VectorStoring``: ``vector``'s dot product with every searched record's vector
+        (warm, one product over the rows held in memory; cold, one read of the file)."""
         cache = self._refresh()
         cache.index.check_scope(query, self.user_scope)
         np = require_numpy()
@@ -751,12 +668,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
         *,
         previous: Mapping[str, str | None] | None = None,
     ) -> int:
-        """``VectorStoring``: keep vectors of searched conversation records; the others
-        are skipped. Appended, or the file rewritten when one replaces a stored vector.
-
-        Pair vectors are kept only for records whose turn before, as the index holds it
-        under the lock, is still ``previous[memory_id]``: a retraction that landed after
-        the embedding has taken that pair's text away."""
+        """``VectorStoring``: keep vectors of searched conversation records (appended, or
+        the file rewritten when one replaces a stored vector); a pair vector only while
+        its record's turn before, under the lock, is still ``previous[memory_id]``."""
         if not isinstance(model, str) or not model:
             raise RemoteMemoryValidationError("model must be a non-empty string")
         if type(dimension) is not int or not 0 < dimension <= 1 << 16:
@@ -818,10 +732,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
         return table.state(None if table.header is None else self._matched(cache, table))
 
     def repair_vectors_file(self) -> tuple[int, int] | None:
-        """Rewrite the vectors file keeping only the rows in use: ``(kept, dropped)``.
-
-        An unreadable file is removed (``(0, 0)``); None when there is nothing to do.
-        """
+        """Rewrite the vectors file keeping only the rows in use: ``(kept, dropped)``; an
+        unreadable file is removed (``(0, 0)``); None when there is nothing to do."""
         with self._locked():
             cache = self._refresh()
             table = self._vector_table()
@@ -839,9 +751,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """The store's lock, as a writer of the log takes it (no pending batch is cut:
-        ``_refresh`` reads around one, and the next writer of the log cuts it). A storage
-        failure of the vectors file under it is a typed error naming the file."""
+        """The store's lock, as a writer of the log takes it (a pending batch is left to the
+        next writer of the log); a storage failure under it names the vectors file."""
         with self._in_folder(create=True):
             lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
             try:
@@ -870,9 +781,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
         self, cache: _Cache, vectors: Mapping[str, bytes] | None, targets: Sequence[str]
     ) -> tuple[Header, int] | None:
         """Under the lock, before the log is written: refuse another model's vectors, then
-        take every retracted record's vector out of the file. A retraction acknowledged
-        has left no trace of the vector; one whose log write then fails has cost its
-        record a vector, which ``missing`` reports and backfill makes again."""
+        take every retracted record's vector out of the file (a log write that then fails
+        has cost its record a vector, which backfill makes again)."""
         found = self._vectors_header()
         if vectors is not None:
             embedder = self.embedder
@@ -881,8 +791,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 check_model(found[0].model, found[0].dimension, embedder.name, embedder.dimension)
             check_sizes(vectors, embedder.dimension, embedder.name)
         # Only a conversation record has a vector: retracting a profile (or a record
-        # this index has not seen) needs no look at the vectors file, which a fresh
-        # process would otherwise read and check whole.
+        # this index has not seen) needs no look at the vectors file.
         index = cache.index
         if any(index.kinds[d] == 0 for d in map(index.doc_of.get, targets) if d is not None):
             try:
@@ -910,9 +819,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         docs = [d for d in map(doc_of.get, targets) if d is not None]
         if reads_pairs(header.model):
             # Each target's successor embedded the target's text with its own: its row
-            # goes too, and backfill embeds it again with its new turn before. Found in
-            # the index before this batch's retractions reach it, so a batch retracting
-            # a turn and its successor takes the successor's successor as well.
+            # goes too (found before this batch's retractions reach the index).
             docs += [
                 doc_of[following]
                 for _, following in self._neighbours(cache, targets).values()
@@ -949,8 +856,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         vectors: Mapping[str, bytes],
         found: tuple[Header, int] | None,
     ) -> None:
-        """Under the lock, the log written: append the batch's rows (never before: no
-        vector without its record)."""
+        """Under the lock, the log written (never before): append the batch's rows."""
         embedder = self.embedder
         assert embedder is not None
         live = cache.index.live
@@ -961,15 +867,13 @@ class RemoteMemoryStore(IndexedMemoryStore):
         ]
         if not rows:
             return
-        try:
+        # The records are written and acknowledged; their vectors are derived, so failing
+        # here costs vectors only, which ``missing`` reports until backfill.
+        with contextlib.suppress(OSError, RemoteMemoryError):
             if found is None:
                 self._new_vectors_file(embedder.name, embedder.dimension, rows)
             else:
                 self._append_rows(found[0], found[1], rows)
-        except (OSError, RemoteMemoryError):
-            # The records are written and acknowledged; their vectors are derived, so
-            # failing here costs vectors only, which ``missing`` reports until backfill.
-            pass
 
     def _new_vectors_file(self, model: str, dimension: int, rows: Iterable[bytes]) -> None:
         header = encode_header(Header(self.user_scope, model, dimension))
@@ -992,15 +896,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
             fsync_folder(self._folder, folder_fd=self._dir_fd)
         self._vectors = VectorTable()
 
-    # -- writing --------------------------------------------------------------------
-
     @contextlib.contextmanager
     def _in_folder(self, *, create: bool = False) -> Iterator[int | None]:
-        """The store folder, opened (and checked, with every folder above it) once for a
-        whole operation: its lock, log, index and vectors are all opened relative to
-        this descriptor, so a folder renamed meanwhile cannot give one operation the
-        lock of one folder and the log of another. None when there is no folder yet
-        and ``create`` is false; inside an operation, that operation's folder."""
+        """The store folder, opened and checked once for a whole operation, whose files
+        are all opened relative to it (docs/contract.md, "Store files and folders").
+        None when there is no folder yet and ``create`` is false."""
         if self._dir_fd is not None:
             yield self._dir_fd
             return
@@ -1035,19 +935,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
 
     @property
     def _dir_fd(self) -> int | None:
-        fd: int | None = getattr(self._operation, "fd", None)
-        return fd
+        return getattr(self._operation, "fd", None)
 
     def _open_in(self, path: str, flags: int) -> int:
-        # Every file this store writes is opened here: no link followed, no FIFO waited
-        # on, nobody else's file or folder used (see ``files``), relative to the folder
-        # of the operation in progress (outside one, the folder is opened for it).
+        # Every file this store writes is opened here, in the operation's folder.
         return open_private(path, flags, folder_fd=self._dir_fd)
 
     def _lstat(self, path: str) -> os.stat_result:
-        if self._dir_fd is None:
-            return os.lstat(path)
-        return os.stat(os.path.basename(path), dir_fd=self._dir_fd, follow_symlinks=False)
+        fd = self._dir_fd
+        return os.stat(name_in(fd, path), dir_fd=fd, follow_symlinks=False)
 
     def _append_batch(
         self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
@@ -1055,85 +951,65 @@ class RemoteMemoryStore(IndexedMemoryStore):
         lines = [encode_record(record) for record in batch]
         payload = b"".join(lines)
         targets = [r.retracts for r in batch if r.kind is MemoryKind.RETRACTION and r.retracts]
+        digests = [line_digest(memoryview(line)[:-1]) for line in lines]
         with self._in_folder(create=True):
-            self._append_in_folder(batch, vectors, lines, payload, targets)
-
-    def _append_in_folder(
-        self,
-        batch: Sequence[StoredMemory],
-        vectors: Mapping[str, bytes] | None,
-        lines: Sequence[bytes],
-        payload: bytes,
-        targets: Sequence[str],
-    ) -> None:
-        # The records file is looked at before the lock is made, so that a write
-        # refused for an unsafe records file leaves no new lock file behind either.
-        try:
-            problem = problem_with(self._lstat(self._path))
-        except OSError:
-            problem = None  # absent (or unreadable): the opens below word the error
-        if problem is not None:
-            raise unsafe(self.path, problem)
-        lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            # The records file is looked at before the lock is made, so that a write
+            # refused for an unsafe records file leaves no new lock file behind either.
+            with contextlib.suppress(OSError):  # absent or unreadable: the opens below say so
+                refuse_unsafe(self.path, self._lstat(self._path))
+            lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
             try:
-                pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
-                if pending is not None:
-                    # A batch whose writer died before its fsync returned: never
-                    # acknowledged, so it goes whole.
-                    if os.fstat(fd).st_size > pending:
-                        os.ftruncate(fd, pending)
-                    self._note_pending(lock_fd, None)
-                # The file just opened under the lock is the one to append to: its
-                # fstat serves the cache as well as a stat of the path would.
-                st = os.fstat(fd)
-                cache = self._refresh(st)
-                if st.st_size > cache.offset:
-                    # A torn tail from a writer that died before fsync returned.
-                    os.ftruncate(fd, cache.offset)
-                self.check_batch(batch, cache)
-                header = None
-                if vectors is not None or targets:
-                    header = self._vectors_before_write(cache, vectors, targets)
-                self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
-                cache.crc = zlib.crc32(payload, cache.crc)
-                first = cache.lines
-                cache.add_many(
-                    batch, map(len, lines), [line_digest(memoryview(line)[:-1]) for line in lines]
-                )
-            except OSError as exc:
-                error = failure(f"cannot write {self.path}", exc)
-                raise type(error)(f"{error}; nothing of this write was kept") from None
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+                fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                try:
+                    pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+                    if pending is not None:
+                        # A batch whose writer died before its fsync returned: never
+                        # acknowledged, so it goes whole.
+                        if os.fstat(fd).st_size > pending:
+                            os.ftruncate(fd, pending)
+                        self._note_pending(lock_fd, None)
+                    # The file just opened under the lock is the one to append to: its
+                    # fstat serves the cache as well as a stat of the path would.
+                    st = os.fstat(fd)
+                    cache = self._refresh(st)
+                    if st.st_size > cache.offset:
+                        # A torn tail from a writer that died before fsync returned.
+                        os.ftruncate(fd, cache.offset)
+                    self.check_batch(batch, cache.index)
+                    header = None
+                    if vectors is not None or targets:
+                        header = self._vectors_before_write(cache, vectors, targets)
+                    self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
+                    cache.crc = zlib.crc32(payload, cache.crc)
+                    first = cache.lines
+                    cache.add_many(batch, map(len, lines), digests)
+                except OSError as exc:
+                    error = failure(f"cannot write {self.path}", exc)
+                    raise type(error)(f"{error}; nothing of this write was kept") from None
+                finally:
+                    os.close(fd)
+                if vectors:
+                    self._vectors_after_write(cache, batch, first, vectors, header)
             finally:
-                os.close(fd)
-            if vectors:
-                self._vectors_after_write(cache, batch, first, vectors, header)
-        finally:
-            os.close(lock_fd)  # closing the descriptor releases the flock
+                os.close(lock_fd)  # closing the descriptor releases the flock
 
     def _write_all_or_nothing(
         self, fd: int, lock_fd: int, payload: bytes, start: int, several: bool
     ) -> None:
-        """One write and one fsync; on any failure the file is cut back to ``start``.
-
-        A single line needs nothing more: cut short, it has no final newline and
-        readers skip it. Several lines could be cut between two of them, so the lock
-        file notes where the batch began until the fsync has returned.
-        """
+        """One write and one fsync; on any failure the file is cut back to ``start``. A
+        line cut short has no final newline, and readers skip it; several could be cut
+        between two of them, so the lock notes where they began until the fsync returned."""
         if several:
             self._note_pending(lock_fd, start)
         try:
             write_all(fd, payload)
             os.fsync(fd)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):  # the note stays; the next writer cuts it
                 os.ftruncate(fd, start)
                 if several:
                     self._note_pending(lock_fd, None)
-            except OSError:
-                pass  # the note stays, and the next writer cuts the batch
             raise
         if several:
             self._note_pending(lock_fd, None)

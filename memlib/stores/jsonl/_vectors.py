@@ -1,30 +1,9 @@
-"""Stored embeddings of a JSONL store: ``records.jsonl.vectors``, derived from the log.
+"""Stored embeddings of a JSONL store: ``records.jsonl.vectors``, derived from the log
+(layout, checks and writes: docs/contract.md, "Stored vectors").
 
-The log stays the one source of truth. Beside it a writer keeps one row per embedded
-conversation record: the record's position in the log, a digest of its line and its
-vector. A row is used only when the reader's index (itself checked against the log)
-holds, at that position, a searched conversation record whose line has that very
-digest; anything else — a row of a log since replaced, truncated or restored, of a
-retracted record, another scope's file, a damaged row — counts as missing, never as a
-wrong vector. Losing the file loses no record: ``missing`` reports what backfill
-(``memlib embed``) fills.
-
-Rows are fixed-size (layout: docs/contract.md, "Stored vectors"), so a reader loads the
-file with one read and scores it as one strided float32 matrix without copying it; the
-digest of a record's line names it, and its doc number makes the check one vectorised
-gather instead of a look-up per row.
-
-Writes happen only under the store's lock. An append adds rows with one ``write`` on
-an ``O_APPEND`` descriptor (a torn last row from a writer that died is cut first, as
-the log's torn tail is), never before the log's own append and ``fsync``. A
-retraction, a replaced vector and a repair rewrite the file whole — a temporary file,
-``fsync``, ``rename``, ``fsync`` of the folder — keeping only the rows in use, so no
-byte of a retracted record's vector remains in it; the retraction's rewrite happens
-before its line is appended, so a retraction acknowledged has left no trace. A file
-whose header cannot be read (or, without numpy, any file) is removed by a retraction,
-since whose bytes are whose cannot be told, and replaced by the next writer that has
-vectors. Readers take no lock: a rewrite is atomic, an append is read whole rows at a
-time, and every row carries its checksum.
+A row names its record by doc number and line digest, so a reader checks a whole file
+with one vectorised gather against its index and scores it as one strided float32
+matrix, without copying it. Writes happen only under the store's lock; readers take none.
 """
 
 from __future__ import annotations
@@ -149,16 +128,11 @@ def pack_row(doc: int, digest: int, vector: bytes, dimension: int) -> bytes:
 def replace_file(
     path: str, parts: Sequence[Any], *, folder_fd: int | None = None
 ) -> os.stat_result:
-    """Write ``parts`` (bytes or buffers) to ``path`` atomically; the new file's stat.
-
-    A temporary file in the same folder (0600, through ``open_private``), ``fsync``,
-    ``rename`` over ``path``, ``fsync`` of the folder: readers see the old file or the
-    new one, and after a crash the old one's bytes do not come back.
-    """
+    """Write ``parts`` (bytes or buffers) to ``path`` atomically (temporary file, ``fsync``,
+    ``rename``, ``fsync`` of the folder); the new file's stat."""
     folder, name = os.path.split(path)
     if name.endswith(".vectors"):
-        # Under the store's lock, as every writer of this file: a temporary file of a
-        # writer killed mid-way goes now, not never.
+        # Under the store's lock: a temporary file of a writer killed mid-way goes now.
         remove_stale_temps(path[: -len(".vectors")], kinds=(".vectors",), folder_fd=folder_fd)
     temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
@@ -193,12 +167,8 @@ def fsync_folder(folder: str, *, folder_fd: int | None = None) -> None:
 
 @dataclass(frozen=True)
 class Matched:
-    """Which rows of a table are in use against one state of the log's index.
-
-    ``rows[i]`` is a row position, ``docs[i]`` its record's doc and ``ids[i]`` its
-    memory_id; only rows of searched conversation records whose line digest matches,
-    the last one of each record, in file order.
-    """
+    """The rows in use against one state of the log's index, in file order: ``rows[i]``
+    a row position, ``docs[i]`` its record's doc, ``ids[i]`` its memory_id."""
 
     rows: Any  # numpy intp
     docs: Any  # numpy intp
@@ -212,12 +182,8 @@ class Matched:
 
 @dataclass(frozen=True)
 class VectorFileState:
-    """What ``VectorTable.state`` found: ``absent``, ``fresh``, ``stale`` or ``unreadable``.
-
-    ``stale``: some rows are not in use (a record retracted, a log replaced or cut, a
-    row damaged or superseded, a torn last row); they are ignored, and dropped at the
-    next rewrite (``memlib doctor --repair``).
-    """
+    """``absent``, ``fresh``, ``stale`` (some rows not in use: ignored, and dropped at the
+    next rewrite) or ``unreadable``."""
 
     status: str
     model: str | None = None
@@ -247,8 +213,6 @@ class VectorTable:
         self._matched: Matched | None = None
         self._matched_key: tuple[Any, ...] | None = None
 
-    # -- reading (no lock) ---------------------------------------------------------------
-
     @classmethod
     def load(
         cls,
@@ -258,11 +222,8 @@ class VectorTable:
         *,
         folder_fd: int | None = None,
     ) -> VectorTable:
-        """The file at ``path`` as it is now; ``known`` is reused while it still holds.
-
-        A file that grew (same inode, same header) is read from where ``known`` stopped:
-        appends are all that happen to it in place. Anything else is read whole, once.
-        """
+        """The file at ``path`` as it is now: ``known`` while it still holds, read on from
+        where ``known`` stopped when it grew (appends are all that happen in place)."""
         try:
             fd = open_private(path, os.O_RDONLY, folder_fd=folder_fd)
         except FileNotFoundError:
@@ -302,7 +263,6 @@ class VectorTable:
         whole = (size - self.start) // self.row_size
         self.buf = np.empty(size + _SLACK_ROWS * self.row_size, dtype=np.uint8)
         got = _read_into(fd, memoryview(self.buf)[:size], 0)  # the one read
-        self.count = 0
         self.ok = np.zeros(0, dtype=bool)
         self._take_rows(min(whole, max(0, got - self.start) // self.row_size), got)
 
@@ -333,25 +293,15 @@ class VectorTable:
         self.torn = max(0, read - self.start - count * rb)
         self._matched = self._matched_key = None
 
-    # -- the rows --------------------------------------------------------------------
-
-    def words(self) -> Any:
-        """The rows as ``(count, row bytes / 8)`` little-endian u64 (a view)."""
-        rb = self.row_size
-        return (
-            self.buf[self.start : self.start + self.count * rb]
-            .view("<u8")
-            .reshape(self.count, rb // 8)
-        )
+    def _rows(self, dtype: str) -> Any:
+        """The rows as a ``(count, row bytes / item size)`` view of ``dtype`` (no copy)."""
+        rows = self.buf[self.start : self.start + self.count * self.row_size].view(dtype)
+        return rows.reshape(self.count, self.row_size // rows.itemsize)
 
     def matrix(self) -> Any:
         """The vectors as a ``(count, dimension)`` float32 view over the rows (no copy)."""
         assert self.header is not None
-        rb = self.row_size
-        floats = self.buf[self.start : self.start + self.count * rb].view("<f4")
-        return floats.reshape(self.count, rb // 4)[
-            :, ROW_HEAD // 4 : ROW_HEAD // 4 + (self.header.dimension)
-        ]
+        return self._rows("<f4")[:, ROW_HEAD // 4 : ROW_HEAD // 4 + self.header.dimension]
 
     def matched(
         self, key: tuple[Any, ...], digests: Any, kinds: Any, live: Any, ids: Sequence[str]
@@ -372,7 +322,7 @@ class VectorTable:
             kind_codes = np.frombuffer(kinds, dtype=np.uint8)
             live_flags = np.frombuffer(live, dtype=np.uint8)
             try:
-                words = self.words()
+                words = self._rows("<u8")
                 docs_column = words[:, 1]
                 rows = np.flatnonzero(self.ok & (docs_column < n))
                 docs = docs_column[rows].astype(np.intp)
@@ -426,19 +376,13 @@ class VectorTable:
             self.torn,
         )
 
-    # -- writing (under the store's lock) -----------------------------------------------
-
     def rewrite(
         self, path: str, rows: Any, extra: Sequence[bytes] = (), *, folder_fd: int | None = None
     ) -> None:
-        """Replace ``path`` by this table's header, its rows at ``rows`` (increasing
-        positions, all with a matching checksum) and the ``extra`` rows; this table then
-        describes the new file.
-
-        The kept rows are written straight from memory, run by run, and the buffer is
-        compacted in place (a ``memmove`` per run): nothing is copied or read back, so a
-        retraction in a big file costs one write of it.
-        """
+        """Replace ``path`` by this table's header, its rows at ``rows`` (increasing, all
+        with a matching checksum) and the ``extra`` rows; this table then describes it.
+        Written from memory run by run and compacted in place (a ``memmove`` per run), so
+        a retraction in a big file costs one write of it."""
         assert self.header is not None
         np = require_numpy()
         rb = self.row_size
