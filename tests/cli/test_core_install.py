@@ -94,9 +94,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_the_venv_holds_memlib_and_nothing_else(
-    core: Path,
-    env: dict[str, str],
-    tmp_path: Path,
+    core: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
     code = (
         "import importlib.util, memlib, sys\n"
@@ -144,10 +142,7 @@ def test_import_and_recall_work_without_tqdm(
 
 
 def test_demo_is_the_same_on_a_core_install(
-    core: Path,
-    env: dict[str, str],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    core: Path, env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     done = _run([str(core / "memlib"), "demo"], cwd=tmp_path, env=env)
     assert (done.returncode, done.stderr) == (0, "")

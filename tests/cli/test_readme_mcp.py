@@ -59,9 +59,7 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
     args[args.index("--store") + 1] = store_url
     args += ["--as-of", SAMPLE_AS_OF.isoformat()]
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memlib", *args],
-        env={"HOME": str(tmp_path)},
+        command=sys.executable, args=["-m", "memlib", *args], env={"HOME": str(tmp_path)}
     )
     note = {
         "memory_id": "tea-1",

@@ -41,6 +41,7 @@ def store(tmp_path: Path) -> MemoryStore:
 
 # -- the probe ----------------------------------------------------------------------------
 
+
 def test_importing_memlib_has_no_side_effect() -> None:
     report = probe("import memlib")
     assert report.error is None
@@ -82,8 +83,9 @@ def test_the_probe_records_every_way_of_reading_a_variable() -> None:
 def test_the_probe_never_passes_the_key_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")
     monkeypatch.setenv("MODEL_ID", "test-model")
-    report = probe("import os\nprint(os.environ.get('ANTHROPIC_API_KEY'), "
-                   "os.environ.get('MODEL_ID'))")
+    report = probe(
+        "import os\nprint(os.environ.get('ANTHROPIC_API_KEY'), os.environ.get('MODEL_ID'))"
+    )
     assert report.printed == "None None"
 
 
@@ -97,8 +99,10 @@ def test_the_probe_reports_an_exception_in_one_line() -> None:
 
 
 def test_default_runtime_is_lazy_and_needs_no_key() -> None:
-    report = probe("import memlib\nruntime = memlib.default_runtime()\n"
-                   "print(runtime.engine.recall('layered memory').empty_reason)")
+    report = probe(
+        "import memlib\nruntime = memlib.default_runtime()\n"
+        "print(runtime.engine.recall('layered memory').empty_reason)"
+    )
     assert report.error is None and report.printed == "no_matching_terms"
     assert report.key_variables_read == ()
     assert {"WORKBUDDY_HOME", "WORKBUDDY_USER_ID", "MEMLIB_STORE"} <= set(report.env_read)
@@ -114,20 +118,31 @@ def test_probe_frame_has_one_row_per_probe() -> None:
 
 # -- the checklist ------------------------------------------------------------------------
 
+
 def test_every_item_holds_on_the_sample_store(store: MemoryStore) -> None:
     frame = checklist_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF)
     assert list(frame["item"]) == list(range(1, 10))
     assert frame["holds"].tolist() == [True] * 9, frame[~frame["holds"]].to_dict("records")
 
 
-def test_a_recall_that_writes_fails_item_9(store: MemoryStore,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recall_that_writes_fails_item_9(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     written = iter(range(100))
 
     def leaky(s: MemoryStore, query: str, as_of: Any, limit: int = 5, **kw: Any) -> Any:
-        s.append(kind="conversation", memory_id=f"leak-{next(written)}", content="leak",
-                 summary="leak", source={"source_id": "t", "source_type": "conversation_transcript",
-                                         "title": "leak", "captured_at": "2026-08-01T00:00:00Z"})
+        s.append(
+            kind="conversation",
+            memory_id=f"leak-{next(written)}",
+            content="leak",
+            summary="leak",
+            source={
+                "source_id": "t",
+                "source_type": "conversation_transcript",
+                "title": "leak",
+                "captured_at": "2026-08-01T00:00:00Z",
+            },
+        )
         return recall(s, query, as_of, limit, **kw)
 
     monkeypatch.setattr(boundaries, "recall", leaky)
@@ -135,8 +150,9 @@ def test_a_recall_that_writes_fails_item_9(store: MemoryStore,
     assert holds is False and "changed" in fact and "none changed" not in fact
 
 
-def test_a_recall_that_ignores_limit_fails_item_8(store: MemoryStore,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recall_that_ignores_limit_fails_item_8(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def greedy(s: MemoryStore, query: str, as_of: Any, limit: int = 5, **kw: Any) -> Any:
         return recall(s, query, as_of, 10, **kw)
 
@@ -157,6 +173,7 @@ def test_checklist_notebooks_exist_and_notebook_13_links_them() -> None:
 
 # -- one result alone ---------------------------------------------------------------------
 
+
 def test_an_honest_result_passes_the_audit(store: MemoryStore) -> None:
     for query in (SAMPLE_QUERY, "embedding reranker", "分层记忆", "kubernetes"):
         audit = audit_result(recall(store, query, SAMPLE_AS_OF, 5))
@@ -165,8 +182,10 @@ def test_an_honest_result_passes_the_audit(store: MemoryStore) -> None:
 
 
 def test_each_tampered_result_breaks_exactly_one_item(store: MemoryStore) -> None:
-    broken = {label: [n for n, (ok, _) in audit_result(result).items() if not ok]
-              for label, result in tampered_results(store, SAMPLE_AS_OF).items()}
+    broken = {
+        label: [n for n, (ok, _) in audit_result(result).items() if not ok]
+        for label, result in tampered_results(store, SAMPLE_AS_OF).items()
+    }
     assert broken == {"A": [7], "B": [6], "C": [8]}
 
 
@@ -187,19 +206,27 @@ def test_the_audit_sees_terms_the_text_does_not_give(store: MemoryStore) -> None
 
 # -- query_id, the explorer's view, the CLI ---------------------------------------------
 
+
 def test_one_query_id_through_every_stage(store: MemoryStore) -> None:
     frame = query_id_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF, query_id="q-7")
     bound = frame[frame["stage"] != "score"]
     assert set(bound["query_id"]) == {"q-7"}
-    assert list(frame["stage"]) == ["normalize", "candidate", "score", "stable rank", "result",
-                                    "render"]
+    assert list(frame["stage"]) == [
+        "normalize",
+        "candidate",
+        "score",
+        "stable rank",
+        "result",
+        "render",
+    ]
 
 
 def test_review_view_agrees_with_the_engine(store: MemoryStore) -> None:
     frame = review_view(store, SAMPLE_QUERY, SAMPLE_AS_OF, 2)
     values = dict(zip(frame["output"], frame["value"], strict=True))
-    result = RecallEngine(store).recall(SAMPLE_QUERY, limit=2, as_of=SAMPLE_AS_OF,
-                                        query_id=values["query_id"])
+    result = RecallEngine(store).recall(
+        SAMPLE_QUERY, limit=2, as_of=SAMPLE_AS_OF, query_id=values["query_id"]
+    )
     assert values["candidate_records"] == str(result.candidate_records)
     assert values["hits (limit 2)"] == str(len(result.hits)) == "2"
     assert values["rank 1"] == result.hits[0].memory_id
@@ -221,8 +248,9 @@ def test_the_demo_prints_the_librarys_json(store: MemoryStore) -> None:
     assert run.status == 0
     printed = json.loads(boundaries.cli_section(run.stdout, "recall_history"))
     query_id = printed["query"]["query_id"]
-    result = RecallEngine(store).recall("layered memory", limit=1, as_of=SAMPLE_AS_OF,
-                                        query_id=query_id)
+    result = RecallEngine(store).recall(
+        "layered memory", limit=1, as_of=SAMPLE_AS_OF, query_id=query_id
+    )
     assert printed == json.loads(result.to_json())
 
 

@@ -25,8 +25,12 @@ from memlib.notebook.solutions import answer_cells
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "notebooks"
 STUDENT = sorted([*FOLDER.glob("*.ipynb"), *FOLDER.glob("zh/*.ipynb")])
-EXECUTED = [REPO / p for p in tomllib.loads((REPO / "pyproject.toml").read_text(
-    encoding="utf-8"))["tool"]["pytest"]["ini_options"]["testpaths"]]
+EXECUTED = [
+    REPO / p
+    for p in tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"][
+        "ini_options"
+    ]["testpaths"]
+]
 CHECK_CALL = re.compile(r"^check\(\"(\d\d\.\d+)\", (\w+)\b")
 
 
@@ -49,8 +53,12 @@ def _names(source: str, ctx: type[ast.expr_context]) -> set[str]:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
     if ctx is ast.Store:
         names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        names |= {a.asname or a.name for n in ast.walk(tree)
-                  if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names}
+        names |= {
+            a.asname or a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for a in n.names
+        }
     return names
 
 
@@ -58,12 +66,14 @@ def _executed(path: Path) -> bool:
     return any(path.is_relative_to(folder) for folder in EXECUTED)
 
 
-@pytest.mark.parametrize("path", sorted(FOLDER.rglob("*.ipynb")),
-                         ids=lambda p: p.relative_to(FOLDER).as_posix())
+@pytest.mark.parametrize(
+    "path", sorted(FOLDER.rglob("*.ipynb")), ids=lambda p: p.relative_to(FOLDER).as_posix()
+)
 def test_every_notebook_runs_under_nbval_or_its_twin_does(path: Path) -> None:
     twin = path.parent / "solutions" / path.name
     assert _executed(path) or (path in STUDENT and _executed(twin)), (
-        f"{path.relative_to(REPO)}: neither it nor a twin is under pytest's testpaths")
+        f"{path.relative_to(REPO)}: neither it nor a twin is under pytest's testpaths"
+    )
 
 
 @pytest.mark.parametrize("path", STUDENT, ids=lambda p: p.relative_to(FOLDER).as_posix())
@@ -92,15 +102,18 @@ def test_student_edition_is_its_executed_twin_but_for_the_answers(path: Path) ->
             assert namespace[call.group(2)] is Ellipsis, f"{name} cell {index - 1} is answered"
             use_language(lang)
             shown = PlainTextFormatter()(check(call.group(1), ...))
-            committed = [{k: "".join(v) for k, v in o.get("data", {}).items()}
-                         for o in cell["outputs"]]
+            committed = [
+                {k: "".join(v) for k, v in o.get("data", {}).items()} for o in cell["outputs"]
+            ]
             assert committed == [{"text/plain": shown}], (
                 f"{name} cell {index}: the committed check output is not {shown!r}: "
-                f"re-run the notebook")
+                f"re-run the notebook"
+            )
             touched |= _names(_source(cell), ast.Load) - {"check"}  # the twin's grader gets them
             continue
         assert _without_widget_ids(cell) == _without_widget_ids(other), (
             f"{name} cell {index} differs from its solution twin's (source or outputs): "
-            f"re-run python -m memlib.notebook solutions")
+            f"re-run python -m memlib.notebook solutions"
+        )
         read = _names(_source(cell), ast.Load) & touched
         assert not read, f"{name} cell {index} reads {read}, set by an exercise above it"

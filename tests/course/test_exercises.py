@@ -89,14 +89,16 @@ def test_student_cells_start_unanswered(path: Path) -> None:
         body = [line for line in _source(cells[index]).splitlines()[1:] if line.strip()]
         assert body and all(re.fullmatch(r"\w+ = \.\.\.", line) for line in body), (
             f"{path.name} cell {index}: a learner's answer cell must start unanswered "
-            f"(`answer = ...`), not {body}")
+            f"(`answer = ...`), not {body}"
+        )
         following = cells[index + 1]
-        assert CHECK_CALL.match(_source(following)), (
-            f"{path.name} cell {index + 1} should be check({exercise_id!r}, answer)")
-        assert CHECK_CALL.match(_source(following)).group(1) == exercise_id
+        call = CHECK_CALL.match(_source(following))
+        assert call, f"{path.name} cell {index + 1} should be check({exercise_id!r}, answer)"
+        assert call.group(1) == exercise_id
         assert f"{exercise_id} · not attempted" in _output_text(following), (
             f"{path.name}: the committed output of {exercise_id}'s check is not "
-            "'not attempted' — re-run the student notebook")
+            "'not attempted' — re-run the student notebook"
+        )
 
 
 @pytest.mark.parametrize("path", STUDENT, ids=lambda p: p.name)
@@ -107,16 +109,22 @@ def test_solution_twin_is_rebuilt_from_the_student_notebook(path: Path) -> None:
     rebuilt = solution_notebook(_load(path), path.name)
     assert sources(twin) == sources(rebuilt), (
         f"solutions/{path.name} drifted from {path.name}: "
-        f"run python -m memlib.notebook solutions {path.stem}")
+        f"run python -m memlib.notebook solutions {path.stem}"
+    )
     for index, exercise_id in answer_cells(twin):
         assert f"{exercise_id} · correct" in _output_text(twin["cells"][index + 1]), (
-            f"solutions/{path.name}: the solution of {exercise_id} is not graded correct")
+            f"solutions/{path.name}: the solution of {exercise_id} is not graded correct"
+        )
 
 
 def _literal_answer(solution: str) -> Any:
     for node in ast.walk(ast.parse(solution)):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "answer"):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "answer"
+        ):
             try:
                 return ast.literal_eval(node.value)
             except ValueError:
@@ -141,7 +149,8 @@ def test_no_answer_is_printed_before_its_exercise(path: Path) -> None:
         forms = {form for form in forms if len(form) >= 4}
         for form in forms:
             assert form not in shown, (
-                f"{path.name}: the answer of {exercise_id} ({form!r}) is printed above it")
+                f"{path.name}: the answer of {exercise_id} ({form!r}) is printed above it"
+            )
 
 
 CJK = re.compile(r"[\u3400-\u9fff]")

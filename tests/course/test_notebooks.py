@@ -65,7 +65,8 @@ def test_no_errors_or_machine_specific_output(path: Path) -> None:
     for index, cell in enumerate(_cells(path)):
         # nbclient's record_timing writes wall-clock times into cell metadata.
         assert "execution" not in cell.get("metadata", {}), (
-            f"{path.name} cell {index} records execution times: run with record_timing=False")
+            f"{path.name} cell {index} records execution times: run with record_timing=False"
+        )
         for output in cell.get("outputs", []):
             assert output.get("output_type") != "error", f"{path.name} cell {index} saved an error"
             leak = LEAKS.search(_text(output))
@@ -92,7 +93,8 @@ def test_importing_the_course_helpers_loads_no_heavy_package() -> None:
         f"import sys; import memlib.notebook; {imports}; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=False, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout

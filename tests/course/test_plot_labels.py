@@ -26,8 +26,12 @@ CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 
 def _retracted_store(root: Path) -> Any:
     store = open_sample_store(root)
-    request = MemorySource(source_id="request-0810", source_type="user_request",
-                           title="Forget", captured_at="2026-08-10T07:00:00Z")
+    request = MemorySource(
+        source_id="request-0810",
+        source_type="user_request",
+        title="Forget",
+        captured_at="2026-08-10T07:00:00Z",
+    )
     store.retract("profile-002", reason="Misattributed.", source=request)
     store.retract("conversation-003", reason="Asked to forget.", source=request)
     return store
@@ -48,43 +52,66 @@ def _budget_sweep(root: Path) -> Any:
 DRAWINGS: dict[str, tuple[Callable[[Path], Any], tuple[str, ...]]] = {
     "stored_vs_captured": (
         lambda root: plots.stored_vs_captured(
-            frames.records_frame(open_sample_store(root).read_all())),
-        ("title",)),
+            frames.records_frame(open_sample_store(root).read_all())
+        ),
+        ("title",),
+    ),
     "records_timeline": (
         lambda root: plots.records_timeline(_retracted_store(root)),
-        ("title", "legend")),
+        ("title", "legend"),
+    ),
     "overlap_heatmap": (
-        lambda root: plots.overlap_heatmap(views.overlap_view(
-            open_sample_store(root), "remote memory design", SAMPLE_AS_OF, 5)),
-        ("xlabel",)),
+        lambda root: plots.overlap_heatmap(
+            views.overlap_view(open_sample_store(root), "remote memory design", SAMPLE_AS_OF, 5)
+        ),
+        ("xlabel",),
+    ),
     "funnel_bars": (
-        lambda root: plots.funnel_bars(views.counts_view(
-            open_sample_store(root), SAMPLE_QUERY, SAMPLE_AS_OF, 2)),
-        ("title", "xlabel")),
+        lambda root: plots.funnel_bars(
+            views.counts_view(open_sample_store(root), SAMPLE_QUERY, SAMPLE_AS_OF, 2)
+        ),
+        ("title", "xlabel"),
+    ),
     "recency_curve": (
-        lambda root: plots.recency_curve(scores=views.score_view(
-            open_sample_store(root), SAMPLE_QUERY, SAMPLE_AS_OF, 5), as_of=SAMPLE_AS_OF),
-        ("title", "xlabel")),
+        lambda root: plots.recency_curve(
+            scores=views.score_view(open_sample_store(root), SAMPLE_QUERY, SAMPLE_AS_OF, 5),
+            as_of=SAMPLE_AS_OF,
+        ),
+        ("title", "xlabel"),
+    ),
     "contribution_bars": (
-        lambda root: plots.contribution_bars(views.score_view(
-            open_sample_store(root), "conversation memory", SAMPLE_AS_OF, 5)),
-        ("xlabel", "legend")),
+        lambda root: plots.contribution_bars(
+            views.score_view(open_sample_store(root), "conversation memory", SAMPLE_AS_OF, 5)
+        ),
+        ("xlabel", "legend"),
+    ),
     "rank_keys_plot": (
-        lambda root: plots.rank_keys_plot(views.rank_keys_view(
-            open_sample_store(root), "memory embedding reranker", SAMPLE_AS_OF, 3)),
-        ("title", "xlabel", "text", "yticks")),
+        lambda root: plots.rank_keys_plot(
+            views.rank_keys_view(
+                open_sample_store(root), "memory embedding reranker", SAMPLE_AS_OF, 3
+            )
+        ),
+        ("title", "xlabel", "text", "yticks"),
+    ),
     "order_vs_rank_plot": (
         lambda root: plots.order_vs_rank_plot(
-            _order_stores(root), "memory embedding reranker", SAMPLE_AS_OF),
-        ("suptitle", "title", "ylabel")),
+            _order_stores(root), "memory embedding reranker", SAMPLE_AS_OF
+        ),
+        ("suptitle", "title", "ylabel"),
+    ),
     "hits_per_limit_plot": (
-        lambda root: plots.hits_per_limit_plot({
-            q: views.limit_sweep(open_sample_store(root / "s"), q, SAMPLE_AS_OF)
-            for q in (SAMPLE_QUERY, "memory recall")}),
-        ("title", "ylabel")),
+        lambda root: plots.hits_per_limit_plot(
+            {
+                q: views.limit_sweep(open_sample_store(root / "s"), q, SAMPLE_AS_OF)
+                for q in (SAMPLE_QUERY, "memory recall")
+            }
+        ),
+        ("title", "ylabel"),
+    ),
     "budget_plot": (
         lambda root: plots.budget_plot(_budget_sweep(root), 4_000),
-        ("title", "ylabel", "text")),
+        ("title", "ylabel", "text"),
+    ),
 }
 
 
@@ -115,8 +142,8 @@ def _draw(name: str, root: Path) -> tuple[dict[str, list[str]], list[str], list[
 
         everything = [t.get_text() for t in figure.findobj(Text) if t.get_text()]
         parts: dict[str, list[str]] = {
-            key: [] for key in ("suptitle", "title", "xlabel", "ylabel", "legend", "text",
-                                "yticks")}
+            key: [] for key in ("suptitle", "title", "xlabel", "ylabel", "legend", "text", "yticks")
+        }
         if figure._suptitle is not None:
             parts["suptitle"].append(figure._suptitle.get_text())
         for ax in figure.axes:
@@ -161,28 +188,36 @@ def test_chinese_labels_are_chinese_and_draw(name: str, tmp_path: Path, zh: None
 
 # -- notebook 13's tables: their prose headers and row labels follow the language too ------
 
+
 def _tables(root: Path) -> dict[str, Any]:
     from memlib.notebook import boundaries
 
     store = open_sample_store(root)
     report = boundaries.ProbeReport(
-        code="pass", sockets=0, connections=0, files_written=(), folders_created=(),
-        processes=0, env_read=(), anthropic_imported=False, error=None, left_on_disk=(),
-        printed="")
+        code="pass",
+        sockets=0,
+        connections=0,
+        files_written=(),
+        folders_created=(),
+        processes=0,
+        env_read=(),
+        anthropic_imported=False,
+        error=None,
+        left_on_disk=(),
+        printed="",
+    )
     return {
         "boundary_frame": boundaries.boundary_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF),
         "checklist_frame": boundaries.checklist_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF),
         "probe_frame": boundaries.probe_frame([report]),
         "commands_frame": boundaries.commands_frame(commands=("demo",)),
-        "contract_shape_frame": boundaries.contract_shape_frame(store, SAMPLE_QUERY,
-                                                                SAMPLE_AS_OF),
+        "contract_shape_frame": boundaries.contract_shape_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF),
         "query_id_frame": boundaries.query_id_frame(store, SAMPLE_QUERY, SAMPLE_AS_OF),
         "review_view": boundaries.review_view(store, SAMPLE_QUERY, SAMPLE_AS_OF, 5),
     }
 
 
-def test_notebook_13_tables_name_their_columns_in_the_language(tmp_path: Path,
-                                                               zh: None) -> None:
+def test_notebook_13_tables_name_their_columns_in_the_language(tmp_path: Path, zh: None) -> None:
     use_language("en")
     english = _tables(tmp_path / "en")
     use_language("zh")

@@ -48,8 +48,13 @@ def test_sections_in_order(path: Path) -> None:
     first = _source(cells[0])
     assert first.startswith(f"# {path.name[:2]} · "), f"{path.name}: title '# NN · …' first"
     assert "## Learning goals" in first, f"{path.name}: learning goals belong in the first cell"
-    headings = [line for c in cells if c["cell_type"] == "markdown"
-                for line in _source(c).splitlines() if line.startswith("## ")]
+    headings = [
+        line
+        for c in cells
+        if c["cell_type"] == "markdown"
+        for line in _source(c).splitlines()
+        if line.startswith("## ")
+    ]
     positions = []
     for section in SECTIONS:
         found = [i for i, h in enumerate(headings) if h.startswith(section)]
@@ -66,15 +71,18 @@ def test_navigation_line(path: Path) -> None:
     match = NAV.match(last)
     assert match, f"{path.name}: the last cell should be the navigation line, not {last!r}"
     index = STUDENT.index(path)
-    neighbours = {"prev": STUDENT[index - 1] if index else None,
-                  "next": STUDENT[index + 1] if index + 1 < len(STUDENT) else None}
+    neighbours = {
+        "prev": STUDENT[index - 1] if index else None,
+        "next": STUDENT[index + 1] if index + 1 < len(STUDENT) else None,
+    }
     for side, expected in neighbours.items():
         if expected is None:
             assert match.group(side) is None, f"{path.name} has no {side} notebook"
             continue
         assert match.group(side) == expected.name, f"{path.name}: {side} → {expected.name}"
         assert match.group(f"{side}_title") == _title(expected), (
-            f"{path.name}: the {side} link should read {_title(expected)!r}")
+            f"{path.name}: the {side} link should read {_title(expected)!r}"
+        )
 
 
 @pytest.mark.parametrize("path", STUDENT, ids=lambda p: p.name)
@@ -85,7 +93,8 @@ def test_links_resolve_and_no_outside_contract(path: Path) -> None:
         text = _source(cell)
         assert "SPEC" not in text and "../shared" not in text, (
             f"{path.name} cell {index} points at the contract outside the repository: "
-            "link ../docs/reference.md instead")
+            "link ../docs/reference.md instead"
+        )
         if cell["cell_type"] != "markdown":
             continue
         for target in LINK.findall(text):
@@ -105,6 +114,7 @@ def test_slides_follow_the_outline(path: Path) -> None:
 
     notebook = json.loads(path.read_text(encoding="utf-8"))
     assert notebook == with_slides(notebook), (
-        f"{path.name}: slide metadata out of date — run python -m memlib.notebook slides")
+        f"{path.name}: slide metadata out of date — run python -m memlib.notebook slides"
+    )
     kinds = [c["metadata"].get("slideshow", {}).get("slide_type") for c in notebook["cells"]]
     assert kinds.count("slide") >= len(SECTIONS) + 1

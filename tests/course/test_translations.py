@@ -52,7 +52,8 @@ def test_edition_is_built_from_its_catalog(case: tuple[str, Path]) -> None:
     assert edition.exists(), f"run python -m memlib.notebook translate {lang} {path.stem}"
     assert sources(_load(edition)) == sources(rebuilt), (
         f"{lang}/{path.name} differs from its build: run "
-        f"python -m memlib.notebook translate {lang} {path.stem}")
+        f"python -m memlib.notebook translate {lang} {path.stem}"
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
@@ -60,8 +61,9 @@ def test_every_section_is_translated(case: tuple[str, Path]) -> None:
     lang, path = case
     catalog = parse_catalog(catalog_path(REPO, lang, path.name).read_text(encoding="utf-8"))
     if lang == "zh":
-        untranslated = [cell_id for cell_id, s in catalog.items()
-                        if not s.code and not CJK.search(s.text)]
+        untranslated = [
+            cell_id for cell_id, s in catalog.items() if not s.code and not CJK.search(s.text)
+        ]
         assert untranslated == [], f"{lang}/{path.name}: sections still in English: {untranslated}"
 
 
@@ -88,19 +90,28 @@ def test_edition_twin_and_links(case: tuple[str, Path]) -> None:
 
 
 def test_a_changed_english_cell_stops_the_build() -> None:
-    english = {"cells": [{"cell_type": "markdown", "id": "m1", "metadata": {},
-                          "source": ["# Title"]}]}
+    english: dict[str, Any] = {
+        "cells": [{"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["# Title"]}]
+    }
     catalog = parse_catalog(f"<!-- cell m1 en={english_hash('# Title')} -->\n# 标题\n")
     assert "".join(translated_notebook(english, catalog, "x")["cells"][0]["source"]) == "# 标题"
-    code = {"cell_type": "code", "id": "k1", "metadata": {}, "outputs": [],
-            "execution_count": 3, "source": ["print('layered memory')"]}
+    code: dict[str, Any] = {
+        "cell_type": "code",
+        "id": "k1",
+        "metadata": {},
+        "outputs": [],
+        "execution_count": 3,
+        "source": ["print('layered memory')"],
+    }
     english["cells"].append(code)
     built = translated_notebook(english, catalog, "x", "zh")["cells"][1]
     assert "".join(built["source"]).startswith("from memlib.notebook.language import")
     assert built["execution_count"] is None
-    swapped = parse_catalog(f"<!-- cell m1 en={english_hash('# Title')} -->\n# 标题\n"
-                            f"<!-- code k1 en={english_hash(chr(10).join(code['source']))} -->\n"
-                            "```python\nprint('分层记忆')\n```\n")
+    swapped = parse_catalog(
+        f"<!-- cell m1 en={english_hash('# Title')} -->\n# 标题\n"
+        f"<!-- code k1 en={english_hash(chr(10).join(code['source']))} -->\n"
+        "```python\nprint('分层记忆')\n```\n"
+    )
     built = translated_notebook(english, swapped, "x", "zh")["cells"][1]
     assert "".join(built["source"]).endswith("print('分层记忆')")
     english["cells"].pop()
@@ -118,12 +129,16 @@ def test_a_stale_catalog_is_one_line_from_the_build_command(
 
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "i18n" / "zh").mkdir(parents=True)
-    english = {"cells": [{"cell_type": "markdown", "id": "m1", "metadata": {},
-                          "source": ["# Title"]}], "metadata": {}, "nbformat": 4,
-               "nbformat_minor": 5}
+    english = {
+        "cells": [{"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["# Title"]}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (tmp_path / "notebooks" / "x.ipynb").write_text(json.dumps(english), encoding="utf-8")
-    (tmp_path / "i18n" / "zh" / "x.md").write_text("<!-- cell m1 en=000000000000 -->\n# 标题\n",
-                                                   encoding="utf-8")
+    (tmp_path / "i18n" / "zh" / "x.md").write_text(
+        "<!-- cell m1 en=000000000000 -->\n# 标题\n", encoding="utf-8"
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["translate", "zh", "--no-execute"]) == 2
     err = capsys.readouterr().err

@@ -84,8 +84,8 @@ def import_graph() -> dict[str, set[str]]:
                     parent = parent.rpartition(".")[0]
     # A package's __init__ importing its own submodules is how packages are built: the
     # parents a submodule runs first are not edges of their children.
-    for name, targets in graph.items():
-        targets.difference_update({t for t in targets if name.startswith(t + ".")})
+    for name, edges in graph.items():
+        edges.difference_update({t for t in edges if name.startswith(t + ".")})
     return graph
 
 

@@ -1,10 +1,11 @@
-"""The benchmark's entry points run end to end at a tiny size (about 20 s).
+"""The benchmark's entry points run end to end at a tiny size (about 12 s).
 
-``python -m benchmarks.run`` at N=500: warm lexical rows beside bm25s, cold processes,
-catch-up, embedding throughput and hybrid (with the hashing embedder: no model), the
-targets, and ``--readme-table`` on the report it wrote. What is checked is what the
-full run relies on: every row is there, answers agree across backends, the report's
-keys are those notebook 12 and the README table read. Speed is not checked here.
+``python -m benchmarks.run`` at N=100 (2 queries a set, 10 records embedded, one round
+of each cold row): warm lexical rows beside bm25s, cold processes, catch-up, embedding
+throughput and hybrid (with the hashing embedder: no model), the targets, and
+``--readme-table`` on the report it wrote. What is checked is what the full run relies
+on: every row is there, answers agree across backends, the report's keys are those
+notebook 12 and the README table read. Speed is not checked here.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-N = 500
+N = 100
+QUERIES = 2
 RANKERS = ("baseline", "bm25", "bm25+stopwords")
 
 
@@ -38,8 +40,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Pa
     pytest.importorskip("bm25s")
     out = tmp_path_factory.mktemp("bench")
     done = _run(
-        *f"--sizes {N} --queries 5 --ref-queries 1 --no-postgres --cold-rankers baseline "
-        f"--cold-rounds 1 --hybrid-sizes {N} --embed-records 100 --embedder hashing".split(),
+        *f"--sizes {N} --queries {QUERIES} --ref-queries 1 --no-postgres --cold-rankers baseline "
+        f"--cold-rounds 1 --hybrid-sizes {N} --embed-records 10 --embedder hashing".split(),
         *("--append-at", "", "--out", str(out), "--workdir", str(out)),
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -55,7 +57,7 @@ def test_warm_lexical_rows_every_ranker_both_sets_beside_bm25s(
     for backend in ("jsonl", "sqlite"):
         for ranker in RANKERS:
             for name in ("rare", "common"):
-                assert warm[backend][ranker][name]["n"] == 5
+                assert warm[backend][ranker][name]["n"] == QUERIES
                 assert warm[backend][ranker][name]["p50_ms"] > 0
                 assert warm["over_bm25s"][backend][ranker][name] > 0
     assert warm["parity"] == {"sqlite": True}
@@ -88,7 +90,7 @@ def test_embedding_and_hybrid_rows_hold_a_vector_for_every_record(
     assert data["embedding"]["raw_encode_rps"] > 0
     for backend in ("jsonl", "sqlite"):
         stored = data["embedding"]["stores"][backend]["vectors"]
-        assert (stored["stored"], stored["missing"]) == (100, 0)
+        assert (stored["stored"], stored["missing"]) == (10, 0)
     (row,) = data["hybrid"]["rows"]
     for backend in ("jsonl", "sqlite"):
         cell = row[backend]
@@ -123,7 +125,7 @@ def test_targets_and_the_readme_table(report: tuple[dict[str, Any], Path]) -> No
         data["machine"]["cpu"],
     ):
         assert text in done.stdout
-    # The README's targets: one line per target and size it names (N=500 is named only
+    # The README's targets: one line per target and size it names (N=100 is named only
     # by the no-regression targets, which hold at every size).
     rows = [
         line
@@ -140,6 +142,7 @@ def test_forget_empties_the_model_behind_the_pair_wrapper(monkeypatch: pytest.Mo
     # (with a full cache, a store "embedded" 30,000 records a second).
     monkeypatch.syspath_prepend(str(ROOT))
     from benchmarks.hybrid_scale import forget
+    from memlib._vectors import Embedder
     from memlib.rankers.embeddings import PairEmbedder, get_embedder
 
     class Loaded:
@@ -155,6 +158,6 @@ def test_forget_empties_the_model_behind_the_pair_wrapper(monkeypatch: pytest.Mo
     forget(loaded)
     assert loaded.cache == {}
     loaded.cache["a text"] = [0.0]
-    forget(PairEmbedder(loaded))
+    forget(PairEmbedder(cast(Embedder, loaded)))  # a model with a cache only: all forget reads
     assert loaded.cache == {}
     forget(get_embedder("hashing"))  # nothing cached, nothing to do

@@ -16,10 +16,15 @@ import pytest
 import memlib
 from memlib import RemoteMemoryError, user_scope_for
 from memlib._runtime import default_runtime, reset_default_runtime, runtime_client
+from memlib.stores import RemoteMemoryStore
 
 HEAVY = ("anthropic", "pandas", "numpy", "ipywidgets", "matplotlib", "psycopg", "torch")
 LAZY_VARIABLES = (
-    "ANTHROPIC_API_KEY", "MODEL_ID", "WORKBUDDY_HOME", "WORKBUDDY_USER_ID", "MEMLIB_STORE",
+    "ANTHROPIC_API_KEY",
+    "MODEL_ID",
+    "WORKBUDDY_HOME",
+    "WORKBUDDY_USER_ID",
+    "MEMLIB_STORE",
 )
 
 # Runs in a fresh interpreter. It spies on every environment lookup, imports memlib,
@@ -82,22 +87,31 @@ def probe(tmp_path_factory, clean_env, python):
     (fake / "anthropic" / "__init__.py").write_text(FAKE_ANTHROPIC)
     marker = root / "anthropic-marker.txt"
     env = clean_env(home)
-    env.update({
-        "WORKBUDDY_HOME": str(workbuddy),
-        "WORKBUDDY_USER_ID": "  Bob ",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(fake), env.get("PYTHONPATH")])),
-        "FAKE_ANTHROPIC_MARKER": str(marker),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
+    env.update(
+        {
+            "WORKBUDDY_HOME": str(workbuddy),
+            "WORKBUDDY_USER_ID": "  Bob ",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(fake), env.get("PYTHONPATH")])),
+            "FAKE_ANTHROPIC_MARKER": str(marker),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     proc = subprocess.run(
-        [python, "-c", PROBE], check=False, env=env, cwd=cwd, capture_output=True, text=True,
+        [python, "-c", PROBE],
+        check=False,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     return {
         "report": json.loads(proc.stdout),
-        "trees": {name: _tree(folder) for name, folder in
-                  (("home", home), ("workbuddy", workbuddy), ("cwd", cwd))},
+        "trees": {
+            name: _tree(folder)
+            for name, folder in (("home", home), ("workbuddy", workbuddy), ("cwd", cwd))
+        },
         "marker": marker,
         "workbuddy": workbuddy,
     }
@@ -165,7 +179,7 @@ def test_default_runtime_reads_the_environment_when_called_not_at_import(
     assert runtime.user_id == "carol"
     assert runtime.store.user_scope == scope
     expected = tmp_path / "wb" / "remote-memory" / "users" / scope / "records.jsonl"
-    assert runtime.store.path == expected
+    assert isinstance(runtime.store, RemoteMemoryStore) and runtime.store.path == expected
     assert default_runtime() is runtime  # built once
     assert not (tmp_path / "wb").exists()  # and built without touching the disk
     # a change of environment takes effect after a reset
@@ -179,9 +193,10 @@ def test_default_runtime_defaults(fresh_runtime):
     runtime = default_runtime()
     assert runtime.user_id == "local-user"
     scope = user_scope_for("local-user")
-    expected = (tmp_path / "home" / ".learn_workbuddy" / "remote-memory" / "users" / scope
-                / "records.jsonl")
-    assert runtime.store.path == expected
+    expected = (
+        tmp_path / "home" / ".learn_workbuddy" / "remote-memory" / "users" / scope / "records.jsonl"
+    )
+    assert isinstance(runtime.store, RemoteMemoryStore) and runtime.store.path == expected
     assert not (tmp_path / "home").exists()
 
 
@@ -267,8 +282,11 @@ def test_library_modules_have_no_command_line_code():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.parent == cli or path.name == "__main__.py":
             continue
-        found = {n for n in _imports(path)
-                 if n == "argparse" or n == "memlib.cli" or n.startswith("memlib.cli.")}
+        found = {
+            n
+            for n in _imports(path)
+            if n == "argparse" or n == "memlib.cli" or n.startswith("memlib.cli.")
+        }
         if found:
             offenders.append(f"{path.relative_to(PACKAGE)}: {', '.join(sorted(found))}")
     assert offenders == []
@@ -280,8 +298,13 @@ def test_no_module_imports_tqdm_at_the_top():
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n.split(".")[0] == "tqdm" for n in names):
                 tops.append(str(path.relative_to(PACKAGE)))
     assert tops == []

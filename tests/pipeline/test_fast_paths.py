@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 from unittest.mock import patch
 
@@ -32,13 +33,15 @@ from memlib.records import (
 )
 from memlib.stores.jsonl._store import encode_record
 
-PROPERTY = settings(max_examples=500, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 SCOPE = user_scope_for("alice")
 STORED_AT = "2026-08-10T12:00:00Z"
 
-TRICKY = list("ab Z_9-é\u0301ß分层记忆\t\n\x85\u00a0\u2028\u3000\x00\x1f\x7f\x9f<&\"\\") + [
-    "\ud800", "\U00020000",
+TRICKY = list('ab Z_9-é\u0301ß分层记忆\t\n\x85\u00a0\u2028\u3000\x00\x1f\x7f\x9f<&"\\') + [
+    "\ud800",
+    "\U00020000",
 ]
 texts = st.one_of(
     st.text(max_size=30),
@@ -48,12 +51,22 @@ texts = st.one_of(
 timestamps = st.one_of(
     st.datetimes(timezones=st.one_of(st.none(), st.timezones())).map(lambda d: d.isoformat()),
     st.datetimes(timezones=st.just(__import__("datetime").UTC)).map(format_timestamp),
-    st.sampled_from([
-        "2026-08-01T12:00:00Z", "2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z",
-        "2026-08-01T24:00:00Z", "2026-08-01T12:00:00.5Z", "2026-08-01T12:00:00.50Z",
-        "2026-08-01T12:00:00.000001Z", "2026-08-01T12:00:00.1234567Z", "0000-01-01T00:00:00Z",
-        "２０２６-08-01T12:00:00Z", "2026-08-01T12:00:00+00:00", "2026-08-01 12:00:00Z",
-    ]),
+    st.sampled_from(
+        [
+            "2026-08-01T12:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-08-01T24:00:00Z",
+            "2026-08-01T12:00:00.5Z",
+            "2026-08-01T12:00:00.50Z",
+            "2026-08-01T12:00:00.000001Z",
+            "2026-08-01T12:00:00.1234567Z",
+            "0000-01-01T00:00:00Z",
+            "２０２６-08-01T12:00:00Z",
+            "2026-08-01T12:00:00+00:00",
+            "2026-08-01 12:00:00Z",
+        ]
+    ),
     st.text(max_size=25),
 )
 ids = st.one_of(
@@ -61,21 +74,33 @@ ids = st.one_of(
     st.text(alphabet=st.sampled_from(TRICKY), min_size=1, max_size=8),
     st.sampled_from(["m-1", "x" * MEMORY_ID_MAX, "x" * (MEMORY_ID_MAX + 1), "a\u200bb", "a\xa0b"]),
 )
-kinds = st.sampled_from(["conversation", "profile", "retraction", "note", MemoryKind.PROFILE,
-                         MemoryKind.CONVERSATION, 3])
+kinds = st.sampled_from(
+    [
+        "conversation",
+        "profile",
+        "retraction",
+        "note",
+        MemoryKind.PROFILE,
+        MemoryKind.CONVERSATION,
+        3,
+    ]
+)
 
 
 def _slow(item: dict[str, Any]) -> StoredMemory:
     source = item["source"]
     return StoredMemory(
-        memory_id=item["memory_id"], user_scope=SCOPE, kind=item["kind"],
-        content=item["content"], summary=item["summary"],
+        memory_id=item["memory_id"],
+        user_scope=SCOPE,
+        kind=item["kind"],
+        content=item["content"],
+        summary=item["summary"],
         source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
         stored_at=STORED_AT,
     )
 
 
-def _outcome(build: Any, item: dict[str, Any]) -> tuple[str, Any]:
+def _outcome(build: Any, item: Any) -> tuple[str, Any]:
     try:
         return "ok", build(item)
     except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
@@ -92,12 +117,27 @@ def _outcome(build: Any, item: dict[str, Any]) -> tuple[str, Any]:
 @example("m-1", "profile", "a\u3000b", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
 @example("m-1", "profile", " a", "s", "id", "type", "t", "2026-08-01T12:00:00Z")
 def test_record_from_item_is_the_constructor(
-    memory_id: Any, kind: Any, content: Any, summary: Any, source_id: Any, source_type: Any,
-    title: Any, captured_at: Any,
+    memory_id: Any,
+    kind: Any,
+    content: Any,
+    summary: Any,
+    source_id: Any,
+    source_type: Any,
+    title: Any,
+    captured_at: Any,
 ) -> None:
-    item = {"kind": kind, "memory_id": memory_id, "content": content, "summary": summary,
-            "source": {"source_id": source_id, "source_type": source_type, "title": title,
-                       "captured_at": captured_at}}
+    item = {
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": content,
+        "summary": summary,
+        "source": {
+            "source_id": source_id,
+            "source_type": source_type,
+            "title": title,
+            "captured_at": captured_at,
+        },
+    }
     fast = _outcome(lambda i: record_from_item(i, SCOPE, STORED_AT), item)
     slow = _outcome(_slow, item)
     assert fast == slow
@@ -106,17 +146,21 @@ def test_record_from_item_is_the_constructor(
 
 
 @PROPERTY
-@given(st.datetimes(
-    min_value=__import__("datetime").datetime(2, 1, 1),
-    max_value=__import__("datetime").datetime(9998, 12, 31),
-    timezones=st.one_of(st.just(__import__("datetime").UTC), st.timezones()),
-))
+@given(
+    st.datetimes(
+        min_value=__import__("datetime").datetime(2, 1, 1),
+        max_value=__import__("datetime").datetime(9998, 12, 31),
+        timezones=st.one_of(st.just(__import__("datetime").UTC), st.timezones()),
+    )
+)
 @example(__import__("datetime").datetime(999, 1, 2, 3, 4, 5, 100_000, __import__("datetime").UTC))
 def test_format_timestamp_is_the_written_form(moment: Any) -> None:
     # The form spelled out field by field: what isoformat-and-strip must give.
     utc = moment.astimezone(__import__("datetime").UTC)
-    text = (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
-            f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}")
+    text = (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+    )
     if utc.microsecond:
         text += "." + f"{utc.microsecond:06d}".rstrip("0")
     assert format_timestamp(moment) == text + "Z"
@@ -135,7 +179,8 @@ def test_normalize_timestamp_fast_path_is_parse_then_format(value: str) -> None:
 @given(ids)
 def test_memory_id_check_is_the_character_rule(value: str) -> None:
     refused = any(ch.isspace() or ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 for ch in value) or any(
-        "\ud800" <= ch <= "\udfff" for ch in value)
+        "\ud800" <= ch <= "\udfff" for ch in value
+    )
     refused = refused or not value or len(value) > MEMORY_ID_MAX
     try:
         _memory_id(value)
@@ -147,16 +192,24 @@ def test_memory_id_check_is_the_character_rule(value: str) -> None:
 
 @PROPERTY
 @given(ids, texts, texts, texts, st.booleans())
-def test_encode_record_is_json_dumps(memory_id: str, content: str, summary: str, title: str,
-                                     retraction: bool) -> None:
+def test_encode_record_is_json_dumps(
+    memory_id: str, content: str, summary: str, title: str, retraction: bool
+) -> None:
     try:
         record = StoredMemory(
-            memory_id=memory_id, user_scope=SCOPE,
+            memory_id=memory_id,
+            user_scope=SCOPE,
             kind=MemoryKind.RETRACTION if retraction else MemoryKind.CONVERSATION,
-            content=content, summary=summary,
-            source=MemorySource(source_id="s\"1\\", source_type="t", title=title,
-                                captured_at="2026-08-01T12:00:00.25Z"),
-            stored_at=STORED_AT, retracts="m\u00e9-0" if retraction else None,
+            content=content,
+            summary=summary,
+            source=MemorySource(
+                source_id='s"1\\',
+                source_type="t",
+                title=title,
+                captured_at="2026-08-01T12:00:00.25Z",
+            ),
+            stored_at=STORED_AT,
+            retracts="m\u00e9-0" if retraction else None,
         )
     except RemoteMemoryValidationError:
         return
@@ -174,12 +227,19 @@ def test_index_tokens_are_tokenize_all(text: str, ascii_ish: str) -> None:
 def _snapshot(index: InvertedIndex) -> dict[str, Any]:
     return {
         "postings": {t: list(p) for t, p in index.postings.items()},
-        "ids": index.ids, "doc_of": index.doc_of, "kinds": bytes(index.kinds),
-        "live": bytes(index.live), "timestamps": list(index.timestamps),
-        "micros": list(index.micros), "retracted": index.retracted,
-        "searched": index.searched, "retracted_conversations": index.retracted_conversations,
-        "tokens": list(index.tokens), "content": list(index.content_tokens),
-        "token_count": index.token_count, "content_token_count": index.content_token_count,
+        "ids": index.ids,
+        "doc_of": index.doc_of,
+        "kinds": bytes(index.kinds),
+        "live": bytes(index.live),
+        "timestamps": list(index.timestamps),
+        "micros": list(index.micros),
+        "retracted": index.retracted,
+        "searched": index.searched,
+        "retracted_conversations": index.retracted_conversations,
+        "tokens": list(index.tokens),
+        "content": list(index.content_tokens),
+        "token_count": index.token_count,
+        "content_token_count": index.content_token_count,
     }
 
 
@@ -188,38 +248,57 @@ words = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.lists(words, max_size=12), st.integers(0, 9)), min_size=1,
-                max_size=40), st.integers(1, 40))
+@settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    st.lists(st.tuples(st.lists(words, max_size=12), st.integers(0, 9)), min_size=1, max_size=40),
+    st.integers(1, 40),
+)
 def test_batched_index_equals_one_record_at_a_time(
     rows: list[tuple[list[str], int]], split: int
 ) -> None:
     records: list[StoredMemory] = []
     for n, (content_words, kind_pick) in enumerate(rows):
-        if kind_pick == 0 and records and records[0].kind is MemoryKind.CONVERSATION \
-                and not any(r.retracts == records[0].memory_id for r in records):
-            records.append(StoredMemory(
-                memory_id=f"retract-{n}", user_scope=SCOPE, kind=MemoryKind.RETRACTION,
-                content="wrong", summary="Retracts", stored_at=STORED_AT,
-                source=MemorySource("s", "t", "t", "2026-08-01T12:00:00Z"),
-                retracts=records[0].memory_id))
+        if (
+            kind_pick == 0
+            and records
+            and records[0].kind is MemoryKind.CONVERSATION
+            and not any(r.retracts == records[0].memory_id for r in records)
+        ):
+            records.append(
+                StoredMemory(
+                    memory_id=f"retract-{n}",
+                    user_scope=SCOPE,
+                    kind=MemoryKind.RETRACTION,
+                    content="wrong",
+                    summary="Retracts",
+                    stored_at=STORED_AT,
+                    source=MemorySource("s", "t", "t", "2026-08-01T12:00:00Z"),
+                    retracts=records[0].memory_id,
+                )
+            )
             continue
-        records.append(StoredMemory(
-            memory_id=f"m-{n}", user_scope=SCOPE,
-            kind=MemoryKind.PROFILE if kind_pick == 1 else MemoryKind.CONVERSATION,
-            content=" ".join(content_words) or "!!", summary=f"turn {n % 3}",
-            stored_at=STORED_AT,
-            source=MemorySource("s", "t", "t", f"2026-08-{1 + n % 28:02d}T12:00:00.{n + 1}Z"),
-        ))
+        records.append(
+            StoredMemory(
+                memory_id=f"m-{n}",
+                user_scope=SCOPE,
+                kind=MemoryKind.PROFILE if kind_pick == 1 else MemoryKind.CONVERSATION,
+                content=" ".join(content_words) or "!!",
+                summary=f"turn {n % 3}",
+                stored_at=STORED_AT,
+                source=MemorySource("s", "t", "t", f"2026-08-{1 + n % 28:02d}T12:00:00.{n + 1}Z"),
+            )
+        )
     one = InvertedIndex()
     for record in records:
         one.add(record)
         one.settle()  # one record at a time: the dict path
     batched = InvertedIndex()
     # numpy, however small (and whether or not this process has imported it yet)
-    with patch.object(postings, "NUMPY_MIN_BATCH", 0), patch.object(
-        postings, "NUMPY_IMPORT_BATCH", 0
+    with (
+        patch.object(postings, "NUMPY_MIN_BATCH", 0),
+        patch.object(postings, "NUMPY_IMPORT_BATCH", 0),
     ):
         batched.add_many(records[:split])
         batched.settle()
@@ -230,8 +309,8 @@ def test_batched_index_equals_one_record_at_a_time(
 
 @PROPERTY
 @given(st.lists(st.lists(words, max_size=8), max_size=30))
-def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
-    texts = [(3 * n + 1, [w.lower() for w in ws]) for n, ws in enumerate(docs)]
+def test_runs_by_term_with_and_without_numpy(words_by_doc: list[list[str]]) -> None:
+    texts = [(3 * n + 1, [w.lower() for w in ws]) for n, ws in enumerate(words_by_doc)]
     number_of = {t: i for i, t in enumerate(sorted({t for _, ts in texts for t in ts}))}
     expected: dict[int, list[int]] = {}
     for doc, terms in texts:
@@ -240,14 +319,15 @@ def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
     for dtype in ("u4", "<i8", ">i8"):
         plain = postings.runs_by_term(texts, number_of, dtype)
         assert [(n, list(postings.unpack_docs(run, dtype))) for n, run in plain] == sorted(
-            expected.items())
+            expected.items()
+        )
         for number, run in plain:  # a retraction takes one doc out of a run
-            docs = expected[number]
-            assert postings.run_without(run, docs[0], dtype) == postings.pack_docs(
-                docs[1:], dtype)
+            held = expected[number]
+            assert postings.run_without(run, held[0], dtype) == postings.pack_docs(held[1:], dtype)
             assert postings.run_without(run, -1 if dtype != "u4" else 2**31, dtype) is None
-        with patch.object(postings, "NUMPY_MIN_BATCH", 0), patch.object(
-            postings, "NUMPY_IMPORT_BATCH", 0
+        with (
+            patch.object(postings, "NUMPY_MIN_BATCH", 0),
+            patch.object(postings, "NUMPY_IMPORT_BATCH", 0),
         ):
             assert postings.runs_by_term(texts, number_of, dtype) == plain
         # Matches counted from the runs: each doc's number of distinct terms.
@@ -263,12 +343,13 @@ def test_runs_by_term_with_and_without_numpy(docs: list[list[str]]) -> None:
 
 # -- rankers: only the hits get their signals built ------------------------------------
 
+
 class _FakeModel:
     """Deterministic 8-d unit vectors from a text's bytes (no model needed)."""
 
     name, dimension, pairs = "fake-8", 8, False
 
-    def encode(self, texts: list[str]) -> Any:
+    def encode(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
         rows = []
@@ -289,11 +370,18 @@ class _EveryCandidate:
         return self.inner.score_candidates(query, scan, as_of=as_of)
 
 
-@settings(max_examples=60, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.lists(words, min_size=1, max_size=6), st.integers(0, 3),
-                          st.integers(0, 2)), min_size=1, max_size=25),
-       st.lists(words, min_size=1, max_size=4), st.integers(1, 10))
+@settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    st.lists(
+        st.tuples(st.lists(words, min_size=1, max_size=6), st.integers(0, 3), st.integers(0, 2)),
+        min_size=1,
+        max_size=25,
+    ),
+    st.lists(words, min_size=1, max_size=4),
+    st.integers(1, 10),
+)
 def test_score_top_gives_the_result_of_scoring_every_candidate(
     rows: list[tuple[list[str], int, int]], query_words: list[str], limit: int
 ) -> None:
@@ -307,22 +395,34 @@ def test_score_top_gives_the_result_of_scoring_every_candidate(
 
     with tempfile.TemporaryDirectory() as root:
         store = RemoteMemoryStore(f"{root}/r.jsonl", user_id="alice")
-        store.append_many([
-            {"kind": "conversation", "memory_id": f"m-{n}", "content": " ".join(ws),
-             "summary": "turn", "source": {"source_id": f"s-{session}", "source_type": "t",
-                                           "title": "t",
-                                           "captured_at": f"2026-08-0{1 + day}T12:00:00Z"}}
-            for n, (ws, day, session) in enumerate(rows)
-        ])
+        store.append_many(
+            [
+                {
+                    "kind": "conversation",
+                    "memory_id": f"m-{n}",
+                    "content": " ".join(ws),
+                    "summary": "turn",
+                    "source": {
+                        "source_id": f"s-{session}",
+                        "source_type": "t",
+                        "title": "t",
+                        "captured_at": f"2026-08-0{1 + day}T12:00:00Z",
+                    },
+                }
+                for n, (ws, day, session) in enumerate(rows)
+            ]
+        )
         text = " ".join(query_words)
         if not any(ch.isalnum() for ch in text):
             return
         as_of = datetime(2026, 8, 10, tzinfo=UTC)
         for ranker in (Bm25Ranker(), Bm25StopwordsRanker(), HybridRanker(model=_FakeModel())):
-            fast = RecallEngine(store, ranker=ranker).recall(text, limit=limit, as_of=as_of,
-                                                             query_id="q")
+            fast = RecallEngine(store, ranker=ranker).recall(
+                text, limit=limit, as_of=as_of, query_id="q"
+            )
             full = RecallEngine(store, ranker=_EveryCandidate(ranker)).recall(
-                text, limit=limit, as_of=as_of, query_id="q")
+                text, limit=limit, as_of=as_of, query_id="q"
+            )
             if isinstance(ranker, HybridRanker):
                 # The stored-vector path (no vector stored here: each one computed at
                 # recall) says where its candidates came from; the rest is identical.
@@ -334,21 +434,43 @@ def test_score_top_gives_the_result_of_scoring_every_candidate(
 
 
 @PROPERTY
-@given(ids, st.sampled_from(["conversation", "profile", "retraction", "x"]), texts, texts, texts,
-       timestamps, st.sampled_from([SCOPE, "ABCDEF0123456789", "abc", 7]),
-       st.sampled_from([STORED_AT, "2026-02-30T00:00:00Z", "2026-08-10T12:00:00+02:00", None]),
-       st.booleans())
+@given(
+    ids,
+    st.sampled_from(["conversation", "profile", "retraction", "x"]),
+    texts,
+    texts,
+    texts,
+    timestamps,
+    st.sampled_from([SCOPE, "ABCDEF0123456789", "abc", 7]),
+    st.sampled_from([STORED_AT, "2026-02-30T00:00:00Z", "2026-08-10T12:00:00+02:00", None]),
+    st.booleans(),
+)
 def test_from_dict_fast_path_is_the_checked_path(
-    memory_id: Any, kind: Any, content: Any, summary: Any, title: Any, captured_at: Any,
-    scope: Any, stored_at: Any, retracts: bool,
+    memory_id: Any,
+    kind: Any,
+    content: Any,
+    summary: Any,
+    title: Any,
+    captured_at: Any,
+    scope: Any,
+    stored_at: Any,
+    retracts: bool,
 ) -> None:
     from types import MappingProxyType
 
     data: dict[str, Any] = {
-        "memory_id": memory_id, "user_scope": scope, "kind": kind, "content": content,
-        "summary": summary, "stored_at": stored_at,
-        "source": {"source_id": "s-1", "source_type": "t", "title": title,
-                   "captured_at": captured_at},
+        "memory_id": memory_id,
+        "user_scope": scope,
+        "kind": kind,
+        "content": content,
+        "summary": summary,
+        "stored_at": stored_at,
+        "source": {
+            "source_id": "s-1",
+            "source_type": "t",
+            "title": title,
+            "captured_at": captured_at,
+        },
     }
     if retracts:
         data["retracts"] = "m-0"
@@ -391,13 +513,17 @@ def test_a_fresh_process_imports_numpy_only_for_long_postings(tmp_path: Any) -> 
 
 @settings(max_examples=200, deadline=None, database=None)
 # Found by this test: a term deleted, then brought back by a catch-up batch, was lost.
-@example(lists=[], operations=[("add", 0, []), ("del", 0, []), ("batch", 0, [0]),
-                               ("get", 0, [])])
+@example(lists=[], operations=[("add", 0, []), ("del", 0, []), ("batch", 0, [0]), ("get", 0, [])])
 @given(
     st.lists(st.lists(st.integers(0, 50), max_size=5), min_size=0, max_size=6),
-    st.lists(st.tuples(st.sampled_from(["get", "add", "set", "del", "has", "batch"]),
-                       st.integers(0, 8), st.lists(st.integers(0, 50), max_size=3)),
-             max_size=25),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["get", "add", "set", "del", "has", "batch"]),
+            st.integers(0, 8),
+            st.lists(st.integers(0, 50), max_size=3),
+        ),
+        max_size=25,
+    ),
 )
 def test_packed_lists_behave_as_a_dict_of_lists(
     lists: list[list[int]], operations: list[tuple[str, int, list[int]]]
@@ -433,7 +559,8 @@ def test_packed_lists_behave_as_a_dict_of_lists(
             if op == "get":
                 got = mine.get(term)
                 assert (None if got is None else list(got)) == (
-                    None if term not in theirs else list(theirs[term]))
+                    None if term not in theirs else list(theirs[term])
+                )
             elif op == "add":
                 _append(mine, term, wanted)
                 _append(theirs, term, wanted)
@@ -486,12 +613,21 @@ def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: A
     vocabulary = ["amber", "river", "the", "lantern", "quiet", "harbor", "of", "copper"]
 
     def item(n: int) -> dict[str, Any]:
-        words = " ".join(vocabulary[(n * k) % len(vocabulary)] for k in (1, 2, 3, 5, 7)[
-            : 2 + n % 4])
-        return {"kind": "conversation", "memory_id": f"m-{n}", "content": words,
-                "summary": "turn", "source": {"source_id": f"s-{n}", "source_type": "t",
-                                              "title": "t",
-                                              "captured_at": f"2026-08-0{1 + n % 8}T12:00:00Z"}}
+        words = " ".join(
+            vocabulary[(n * k) % len(vocabulary)] for k in (1, 2, 3, 5, 7)[: 2 + n % 4]
+        )
+        return {
+            "kind": "conversation",
+            "memory_id": f"m-{n}",
+            "content": words,
+            "summary": "turn",
+            "source": {
+                "source_id": f"s-{n}",
+                "source_type": "t",
+                "title": "t",
+                "captured_at": f"2026-08-0{1 + n % 8}T12:00:00Z",
+            },
+        }
 
     store = RemoteMemoryStore(tmp_path / "r.jsonl", user_id="alice")
     store.append_many([item(n) for n in range(300)])
@@ -502,13 +638,17 @@ def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: A
         for ranker in (Bm25Ranker(), Bm25StopwordsRanker()):
             for text in queries:
                 fast = RecallEngine(store, ranker=ranker).recall(
-                    text, limit=7, as_of=as_of, query_id="q")
+                    text, limit=7, as_of=as_of, query_id="q"
+                )
                 full = RecallEngine(store, ranker=_EveryCandidate(ranker)).recall(
-                    text, limit=7, as_of=as_of, query_id="q")
+                    text, limit=7, as_of=as_of, query_id="q"
+                )
                 assert fast.to_json() == full.to_json()
 
-    with patch.object(postings, "NUMPY_MIN_POSTINGS", 0), \
-            patch.object(postings, "NUMPY_IMPORT_POSTINGS", 0):
+    with (
+        patch.object(postings, "NUMPY_MIN_POSTINGS", 0),
+        patch.object(postings, "NUMPY_IMPORT_POSTINGS", 0),
+    ):
         check()
         assert store.index.scratch  # the warm path kept something
         store.append_many([item(n) for n in range(300, 340)])

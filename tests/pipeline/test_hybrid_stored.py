@@ -17,19 +17,45 @@ from support.locations import BACKENDS, Location, location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
-from memlib._vectors import pack
+from memlib._vectors import VectorState, pack
 from memlib.cli import main
 from memlib.rank import rank_scored_candidates
 from memlib.rankers import hybrid as hybrid_module
 from memlib.rankers.embeddings import HashingEmbedder, embeddings_available
 from memlib.rankers.hybrid import HybridRanker
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
+from memlib.stores._base import VectorStoring
 
 WORDS = [
-    "garden", "tomato", "rain", "hiking", "trail", "coffee", "morning", "jazz", "piano",
-    "guitar", "lesson", "paris", "train", "ticket", "birthday", "cake", "sister", "brother",
-    "dog", "cat", "vet", "museum", "painting", "novel", "chapter", "deadline", "report",
-    "budget", "meeting",
+    "garden",
+    "tomato",
+    "rain",
+    "hiking",
+    "trail",
+    "coffee",
+    "morning",
+    "jazz",
+    "piano",
+    "guitar",
+    "lesson",
+    "paris",
+    "train",
+    "ticket",
+    "birthday",
+    "cake",
+    "sister",
+    "brother",
+    "dog",
+    "cat",
+    "vet",
+    "museum",
+    "painting",
+    "novel",
+    "chapter",
+    "deadline",
+    "report",
+    "budget",
+    "meeting",
 ]
 
 
@@ -40,11 +66,15 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]
 
 def _item(n: int, text: str, session: int = 1) -> dict[str, Any]:
     return {
-        "kind": MemoryKind.CONVERSATION, "memory_id": f"t-{n}", "content": text,
+        "kind": MemoryKind.CONVERSATION,
+        "memory_id": f"t-{n}",
+        "content": text,
         "summary": text,
         "source": MemorySource(
-            source_id=f"session-{session}", source_type="conversation_transcript",
-            title=f"Session {session}", captured_at=f"2026-08-{1 + n % 27:02d}T12:00:00Z",
+            source_id=f"session-{session}",
+            source_type="conversation_transcript",
+            title=f"Session {session}",
+            captured_at=f"2026-08-{1 + n % 27:02d}T12:00:00Z",
         ),
     }
 
@@ -52,8 +82,12 @@ def _item(n: int, text: str, session: int = 1) -> dict[str, Any]:
 def _corpus(count: int = 40) -> list[dict[str, Any]]:
     # Every record holds "we": every query below with "we" makes all of them candidates.
     return [
-        _item(n, f"we {WORDS[n % len(WORDS)]} {WORDS[(3 * n + 1) % len(WORDS)]} "
-                 f"{WORDS[(7 * n + 2) % len(WORDS)]}", session=1 + n % 4)
+        _item(
+            n,
+            f"we {WORDS[n % len(WORDS)]} {WORDS[(3 * n + 1) % len(WORDS)]} "
+            f"{WORDS[(7 * n + 2) % len(WORDS)]}",
+            session=1 + n % 4,
+        )
         for n in range(count)
     ]
 
@@ -64,8 +98,11 @@ def _reference(store: Any, ranker: HybridRanker, text: str, limit: int) -> dict[
     scan = store.scan_candidates(query)
     chosen = ranker.score_top(query, scan, as_of=SAMPLE_AS_OF, limit=limit)
     hits = rank_scored_candidates(query, [(scan.candidates[i], b) for i, b in chosen])
-    return {"hits": [hit.to_dict() for hit in hits], "searched": scan.searched_records,
-            "candidates": scan.candidate_records}
+    return {
+        "hits": [hit.to_dict() for hit in hits],
+        "searched": scan.searched_records,
+        "candidates": scan.candidate_records,
+    }
 
 
 def engine_query(store: Any, text: str, limit: int) -> Any:
@@ -122,11 +159,19 @@ def test_a_retracted_record_is_never_recalled_by_either_path(opener: Location):
     store = opener(embedder=embedder)
     store.append_many(_corpus(12))
     store.append_many([_item(99, "gardening tomatoes", session=9)])
-    store.retract("t-99", reason="wrong", source={
-        "source_id": "r", "source_type": "manual_retraction", "title": "r",
-        "captured_at": "2026-08-20T00:00:00Z"})
+    store.retract(
+        "t-99",
+        reason="wrong",
+        source={
+            "source_id": "r",
+            "source_type": "manual_retraction",
+            "title": "r",
+            "captured_at": "2026-08-20T00:00:00Z",
+        },
+    )
     result = RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
-        "gardening tomatoes", limit=10, as_of=SAMPLE_AS_OF)
+        "gardening tomatoes", limit=10, as_of=SAMPLE_AS_OF
+    )
     assert "t-99" not in [hit.memory_id for hit in result.hits]
     assert result.retracted_records == 1
 
@@ -136,8 +181,11 @@ def test_records_without_a_vector_are_embedded_at_recall_and_counted(opener: Loc
     store = opener()  # no embedder: nothing stored
     store.append_many(_corpus(20))
     ranker = HybridRanker(model=embedder)
-    result = RecallEngine(store, ranker=ranker).recall(
-        "we garden rain", limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+    result = (
+        RecallEngine(store, ranker=ranker)
+        .recall("we garden rain", limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+        .to_dict()
+    )
     assert result["retrieval"]["dense"] == 0
     assert result["retrieval"]["unembedded"] == 20
     assert result["hits"] == _reference(store, ranker, "we garden rain", 5)["hits"]
@@ -150,8 +198,12 @@ def test_only_the_pool_is_read_on_a_large_store(
     index, the dense-only ones through records_by_id, and no whole-store read happens."""
     monkeypatch.setattr(hybrid_module, "POOL", 5)
     embedder = HashingEmbedder()
-    store: Any = open_store(f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice",
-                            clock=fixed_clock(), embedder=embedder)
+    store: Any = open_store(
+        f"jsonl:{scope_path(tmp_path, 'alice')}",
+        user_id="alice",
+        clock=fixed_clock(),
+        embedder=embedder,
+    )
     store.append_many(_corpus(60))
     fetched: list[int] = []
     original = store.records_by_id
@@ -165,8 +217,11 @@ def test_only_the_pool_is_read_on_a_large_store(
 
     store.records_by_id = counting
     store.read_all = store.scan_candidates = refused
-    result = RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
-        "we garden rain", limit=3, as_of=SAMPLE_AS_OF).to_dict()
+    result = (
+        RecallEngine(store, ranker=HybridRanker(model=embedder))
+        .recall("we garden rain", limit=3, as_of=SAMPLE_AS_OF)
+        .to_dict()
+    )
     paths = result["retrieval"]
     assert paths["lexical"] == 5 and paths["dense"] == 5
     assert len(result["hits"]) == 3
@@ -179,14 +234,17 @@ def test_the_sentence_model_recalls_a_paraphrase_with_no_word_in_common(tmp_path
     from memlib.rankers.embeddings import E5Model
 
     model = E5Model()
-    store = open_store(f"sqlite:{tmp_path / 'm.db'}", user_id="alice", clock=fixed_clock(),
-                       embedder=model)
-    store.append_many([
-        _item(1, "I bought a new car yesterday."),
-        _item(2, "The weather is sunny today."),
-        _item(3, "Cooking pasta for dinner tonight."),
-        _item(4, "My sister plays the violin."),
-    ])
+    store = open_store(
+        f"sqlite:{tmp_path / 'm.db'}", user_id="alice", clock=fixed_clock(), embedder=model
+    )
+    store.append_many(
+        [
+            _item(1, "I bought a new car yesterday."),
+            _item(2, "The weather is sunny today."),
+            _item(3, "Cooking pasta for dinner tonight."),
+            _item(4, "My sister plays the violin."),
+        ]
+    )
     question = "Which automobile did they purchase?"
     baseline = RecallEngine(store).recall(question, limit=3, as_of=SAMPLE_AS_OF)
     assert baseline.candidate_records == 0 and not baseline.hits
@@ -200,6 +258,12 @@ def test_the_sentence_model_recalls_a_paraphrase_with_no_word_in_common(tmp_path
 
 def _cli(store_url: str, *args: str) -> int:
     return main(["--store", store_url, "--user", "alice", *args])
+
+
+def _vector_state(store_url: str) -> VectorState:
+    store = open_store(store_url, user_id="alice")
+    assert isinstance(store, VectorStoring)
+    return store.vector_state()
 
 
 @pytest.fixture
@@ -224,7 +288,7 @@ def test_embed_backfills_resumably_and_recall_uses_the_recorded_model(
     monkeypatch.setattr(HashingEmbedder, "encode", failing_encode)
     assert _cli(url, "--embedder", "hashing", "embed", "--batch-size", "3") == 130
     assert calls == [3, 3, 3]
-    state = open_store(url, user_id="alice").vector_state()
+    state = _vector_state(url)
     assert (state.model, state.stored, state.missing) == ("memlib-hashing-64", 6, 4)
     monkeypatch.setattr(HashingEmbedder, "encode", real_encode)
     capsys.readouterr()
@@ -232,8 +296,19 @@ def test_embed_backfills_resumably_and_recall_uses_the_recorded_model(
     out = capsys.readouterr().out
     assert "embedded 4 records with memlib-hashing-64 (64 dimensions); 10 stored, 0 missing" in out
     # recall --ranker hybrid embeds the query with the store's model (no e5 here).
-    assert _cli(url, "recall", "we garden", "--ranker", "hybrid", "--json",
-                "--as-of", "2026-09-01T00:00:00Z") == 0
+    assert (
+        _cli(
+            url,
+            "recall",
+            "we garden",
+            "--ranker",
+            "hybrid",
+            "--json",
+            "--as-of",
+            "2026-09-01T00:00:00Z",
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     assert payload["retrieval"]["unembedded"] == 0 and payload["hits"]
 
@@ -250,7 +325,7 @@ def test_embed_refuses_another_model_in_one_line_and_rebuild_switches(
     assert _cli(url, "--embedder", "memlib-hashing-32", "embed", "--rebuild") == 0
     out = capsys.readouterr().out
     assert "dropped 5 stored vectors" in out and "5 stored, 0 missing" in out
-    assert open_store(url, user_id="alice").vector_state().model == "memlib-hashing-32"
+    assert _vector_state(url).model == "memlib-hashing-32"
 
 
 def test_an_unknown_embedder_is_one_line(url: str, capsys: pytest.CaptureFixture[str]):
@@ -266,38 +341,57 @@ def test_vectors_stored_by_put_vectors_and_by_append_agree(opener: Location):
     filled = opener("bob")
     filled.append_many(_corpus(8))
     records = filled.records_without_vectors(100)
-    filled.put_vectors(embedder.name, embedder.dimension, {
-        r.memory_id: pack(v) for r, v in zip(records, embedder.encode([r.content for r in records]),
-                                             strict=True)})
+    filled.put_vectors(
+        embedder.name,
+        embedder.dimension,
+        {
+            r.memory_id: pack(v)
+            for r, v in zip(records, embedder.encode([r.content for r in records]), strict=True)
+        },
+    )
     for text in QUERIES:
-        a = RecallEngine(appended, ranker=HybridRanker(model=embedder)).recall(
-            text, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
-        b = RecallEngine(filled, ranker=HybridRanker(model=embedder)).recall(
-            text, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+        a = (
+            RecallEngine(appended, ranker=HybridRanker(model=embedder))
+            .recall(text, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+            .to_dict()
+        )
+        b = (
+            RecallEngine(filled, ranker=HybridRanker(model=embedder))
+            .recall(text, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+            .to_dict()
+        )
         assert [h["memory_id"] for h in a["hits"]] == [h["memory_id"] for h in b["hits"]]
         assert [h["score"] for h in a["hits"]] == [h["score"] for h in b["hits"]]
 
 
 def test_hybrid_answers_are_identical_on_every_backend(
-    tmp_path: Path, pg_url: str  # noqa: F811  (the fixture)
+    tmp_path: Path,
+    pg_url: str,  # noqa: F811  (the fixture)
 ) -> None:
     """The same records and vectors: byte-identical tool JSON from JSONL, SQLite and
     PostgreSQL (the shown dense values are float64 dot products, whatever the matrix)."""
     embedder = HashingEmbedder(48)
     urls = (f"jsonl:{scope_path(tmp_path, 'alice')}", f"sqlite:{tmp_path / 'm.db'}", pg_url)
-    stores = [open_store(u, user_id="alice", clock=fixed_clock(), embedder=embedder)
-              for u in urls]
+    stores = [open_store(u, user_id="alice", clock=fixed_clock(), embedder=embedder) for u in urls]
     items = _corpus(30) + [_item(99, "gardening tomatoes", session=9)]
     for store in stores:
         store.append_many(items[:20])
         store.append_many(items[20:])
-        store.retract("t-4", reason="x", source={
-            "source_id": "r", "source_type": "manual_retraction", "title": "r",
-            "captured_at": "2026-08-20T00:00:00Z"})
+        store.retract(
+            "t-4",
+            reason="x",
+            source={
+                "source_id": "r",
+                "source_type": "manual_retraction",
+                "title": "r",
+                "captured_at": "2026-08-20T00:00:00Z",
+            },
+        )
     for text in (*QUERIES, "garden tomato", "gardening"):
         answers = {
-            store.backend: RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
-                text, limit=7, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+            store.backend: RecallEngine(store, ranker=HybridRanker(model=embedder))
+            .recall(text, limit=7, as_of=SAMPLE_AS_OF, query_id="q")
+            .to_json()
             for store in stores
         }
         assert len(set(answers.values())) == 1, (text, answers.keys())
@@ -305,8 +399,10 @@ def test_hybrid_answers_are_identical_on_every_backend(
         store.close()
 
 
-@pytest.mark.parametrize("name", ["memlib-hashing-6²", "memlib-hashing-99999999999",
-                                  "memlib-hashing-7", "memlib-hashing-"])
+@pytest.mark.parametrize(
+    "name",
+    ["memlib-hashing-6²", "memlib-hashing-99999999999", "memlib-hashing-7", "memlib-hashing-"],
+)
 def test_a_bad_hashing_dimension_is_one_line(
     url: str, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -334,7 +430,10 @@ def test_naming_the_sentence_model_loads_it_only_to_embed(tmp_path: Path) -> Non
     for args in (["recall", "we garden"], ["profile"]):
         done = subprocess.run(
             [sys.executable, "-c", script, "--store", url, "--user", "alice", *args],
-            capture_output=True, text=True, env=env, check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
         )
         assert done.stderr.strip().splitlines()[-1] == "False 0", done.stderr
 
@@ -343,18 +442,33 @@ def test_retracting_a_profile_leaves_the_vectors_file_alone(tmp_path: Path) -> N
     """Only a conversation record has a vector: a profile's retraction neither reads nor
     rewrites the vectors file (an unreadable one stays for doctor to report)."""
     path = scope_path(tmp_path, "alice")
-    store = open_store(f"jsonl:{path}", user_id="alice", clock=fixed_clock(),
-                       embedder=HashingEmbedder())
+    store = open_store(
+        f"jsonl:{path}", user_id="alice", clock=fixed_clock(), embedder=HashingEmbedder()
+    )
     store.append_many([*_corpus(3), {**_item(50, "profile text"), "kind": MemoryKind.PROFILE}])
     vectors = path.parent / "records.jsonl.vectors"
     vectors.write_bytes(b"MEMLIBVE" + b"\xff" * 40)  # unreadable
-    store.retract("t-50", reason="x", source={
-        "source_id": "r", "source_type": "manual_retraction", "title": "r",
-        "captured_at": "2026-08-20T00:00:00Z"})
+    store.retract(
+        "t-50",
+        reason="x",
+        source={
+            "source_id": "r",
+            "source_type": "manual_retraction",
+            "title": "r",
+            "captured_at": "2026-08-20T00:00:00Z",
+        },
+    )
     assert vectors.read_bytes() == b"MEMLIBVE" + b"\xff" * 40
-    store.retract("t-1", reason="x", source={
-        "source_id": "r", "source_type": "manual_retraction", "title": "r",
-        "captured_at": "2026-08-20T00:00:00Z"})
+    store.retract(
+        "t-1",
+        reason="x",
+        source={
+            "source_id": "r",
+            "source_type": "manual_retraction",
+            "title": "r",
+            "captured_at": "2026-08-20T00:00:00Z",
+        },
+    )
     assert not vectors.exists()  # a conversation record's: whose bytes are whose is unknown
 
 
@@ -369,10 +483,16 @@ def test_a_store_opened_without_an_embedder_uses_its_vectors_model(opener: Locat
     store.append_many([_item(99, "gardening tomatoes", session=9)])
     plain = opener()
     assert plain.embedder is None
-    result = RecallEngine(plain, ranker="hybrid").recall(
-        "garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+    result = (
+        RecallEngine(plain, ranker="hybrid")
+        .recall("garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q")
+        .to_dict()
+    )
     assert "t-99" in [hit["memory_id"] for hit in result["hits"]]
     assert result["retrieval"]["dense"] > 0
-    expected = RecallEngine(store, ranker=HybridRanker(model=embedder)).recall(
-        "garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q").to_dict()
+    expected = (
+        RecallEngine(store, ranker=HybridRanker(model=embedder))
+        .recall("garden tomato", limit=10, as_of=SAMPLE_AS_OF, query_id="q")
+        .to_dict()
+    )
     assert result == expected

@@ -68,7 +68,9 @@ def test_a_floor_between_two_scores_keeps_exactly_the_hits_at_or_above_it(
     assert result.empty_reason is None
     # The floor filters the hits only: the scan is the same recall's.
     assert (result.searched_records, result.candidate_records) == (
-        unfloored.searched_records, unfloored.candidate_records)
+        unfloored.searched_records,
+        unfloored.candidate_records,
+    )
 
 
 def test_a_floor_equal_to_a_score_keeps_that_hit(
@@ -151,7 +153,8 @@ def test_the_json_without_a_floor_is_the_plain_recall(
     # The floor's keys are the only difference a floor that drops nothing makes.
     floored = json.loads(_recall(engine, min_score=unfloored.hits[-1].score).to_json())
     assert {k: v for k, v in floored.items() if k not in ("min_score", "below_min_score")} == (
-        payload)
+        payload
+    )
     assert floored["min_score"] == unfloored.hits[-1].score
     assert floored["below_min_score"] == 0
 
@@ -176,16 +179,28 @@ def test_render_keeps_the_kept_hits(engine: RecallEngine, unfloored: RecallResul
 
 @pytest.mark.parametrize(
     "floor",
-    [math.nan, math.inf, -math.inf, "nan", "inf", "abc", "", " ", True, False, [0.5], {},
-     object()],
-    ids=["nan", "inf", "-inf", "str-nan", "str-inf", "abc", "empty", "blank", "True",
-         "False", "list", "dict", "object"],
+    [math.nan, math.inf, -math.inf, "nan", "inf", "abc", "", " ", True, False, [0.5], {}, object()],
+    ids=[
+        "nan",
+        "inf",
+        "-inf",
+        "str-nan",
+        "str-inf",
+        "abc",
+        "empty",
+        "blank",
+        "True",
+        "False",
+        "list",
+        "dict",
+        "object",
+    ],
 )
 def test_an_invalid_floor_is_a_one_line_validation_error(
     engine: RecallEngine, floor: object
 ) -> None:
     with pytest.raises(RemoteMemoryValidationError) as caught:
-        _recall(engine, min_score=floor)  # type: ignore[arg-type]
+        _recall(engine, min_score=floor)
     message = str(caught.value)
     assert message and "\n" not in message
     assert "min_score" in message
@@ -248,9 +263,12 @@ def test_a_record_stored_at_known_at_is_known(
     assert _dicts(result) == _dicts(unfloored)
     assert result.searched_records == unfloored.searched_records
     hit = unfloored.hits[0].memory_id
-    assert engine.explain(
-        QUERY, hit, as_of=SAMPLE_AS_OF, query_id=QUERY_ID, known_at=stored_at
-    ).verdict == "hit"
+    assert (
+        engine.explain(
+            QUERY, hit, as_of=SAMPLE_AS_OF, query_id=QUERY_ID, known_at=stored_at
+        ).verdict
+        == "hit"
+    )
 
 
 def test_known_at_before_the_store_existed(engine: RecallEngine) -> None:
@@ -271,4 +289,3 @@ def test_known_at_and_min_score_together(
     assert payload["min_score"] == floor
     assert payload["below_min_score"] == len(unfloored.hits)
     assert payload["empty_reason"] == "below_min_score"
-

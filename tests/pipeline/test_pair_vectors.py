@@ -20,13 +20,7 @@ import pytest
 from support.locations import BACKENDS, Location, location
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
-from memlib import (
-    MemoryKind,
-    MemorySource,
-    RecallEngine,
-    RemoteMemoryValidationError,
-    open_store,
-)
+from memlib import MemoryKind, MemorySource, RecallEngine, RemoteMemoryValidationError, open_store
 from memlib._vectors import DenseScores, pair_text
 from memlib.cli import main
 from memlib.eval.locomo import ConversationVectors, LocomoConversation, LocomoQuestion, rank_hits
@@ -45,10 +39,32 @@ from memlib.stores._sources import source_neighbours_of
 
 TURNS = HashingEmbedder(64)
 PAIRS = PairEmbedder(TURNS)
-WORDS = ["garden", "tomato", "rain", "hiking", "trail", "coffee", "jazz", "piano", "lesson",
-         "paris", "train", "ticket", "cake", "sister", "dog", "vet", "museum", "novel"]
-RETRACTION = {"source_id": "r", "source_type": "manual_retraction", "title": "r",
-              "captured_at": "2026-08-20T00:00:00Z"}
+WORDS = [
+    "garden",
+    "tomato",
+    "rain",
+    "hiking",
+    "trail",
+    "coffee",
+    "jazz",
+    "piano",
+    "lesson",
+    "paris",
+    "train",
+    "ticket",
+    "cake",
+    "sister",
+    "dog",
+    "vet",
+    "museum",
+    "novel",
+]
+RETRACTION = {
+    "source_id": "r",
+    "source_type": "manual_retraction",
+    "title": "r",
+    "captured_at": "2026-08-20T00:00:00Z",
+}
 
 
 @pytest.fixture(params=BACKENDS)
@@ -59,11 +75,16 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]
 def turn(n: int, session: int) -> dict[str, Any]:
     text = f"we {WORDS[n % len(WORDS)]} {WORDS[(5 * n + 3) % len(WORDS)]}"
     return {
-        "kind": MemoryKind.CONVERSATION, "memory_id": f"t-{n}", "content": text,
+        "kind": MemoryKind.CONVERSATION,
+        "memory_id": f"t-{n}",
+        "content": text,
         "summary": text,
-        "source": MemorySource(source_id=f"session-{session}", source_type="transcript",
-                               title=f"Session {session}",
-                               captured_at=f"2026-08-{1 + n % 27:02d}T12:00:00Z"),
+        "source": MemorySource(
+            source_id=f"session-{session}",
+            source_type="transcript",
+            title=f"Session {session}",
+            captured_at=f"2026-08-{1 + n % 27:02d}T12:00:00Z",
+        ),
     }
 
 
@@ -82,8 +103,10 @@ def expected_vectors(store: Any) -> dict[str, Any]:
     records = store.read_all()
     content = {r.memory_id: r.content for r in records}
     around = source_neighbours_of(records, list(content))
-    return {m: PAIRS.encode([pair_text(content.get(n.previous or ""), content[m])])[0]
-            for m, n in around.items()}
+    return {
+        m: PAIRS.encode([pair_text(content.get(n.previous or ""), content[m])])[0]
+        for m, n in around.items()
+    }
 
 
 def stored_scores(store: Any, probe: Any) -> dict[str, float]:
@@ -103,9 +126,7 @@ def assert_pairs_stored(store: Any) -> None:
             assert got[memory_id] == pytest.approx(float(vector @ probe), abs=1e-5), memory_id
 
 
-def test_a_store_with_a_pair_embedder_keeps_each_turn_with_the_one_before(
-    opener: Location,
-) -> None:
+def test_a_store_with_a_pair_embedder_keeps_each_turn_with_the_one_before(opener: Location) -> None:
     store = opener("alice", embedder=PAIRS)
     history(store)
     assert store.vector_state().model == "memlib-hashing-64+pair"
@@ -116,13 +137,27 @@ def test_a_store_with_a_pair_embedder_keeps_each_turn_with_the_one_before(
 
 
 def test_embed_fills_pairs_and_refills_a_successor_a_retraction_emptied(
-    opener: Location, capsys: pytest.CaptureFixture[str],
+    opener: Location, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = opener.url_for("alice")
     plain = opener("alice")
     plain.append_many([turn(n, 1 + n % 2) for n in range(8)])
-    assert main(["--store", url, "--user", "alice", "--embedder", "hashing+pair", "embed",
-                 "--batch-size", "3"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                url,
+                "--user",
+                "alice",
+                "--embedder",
+                "hashing+pair",
+                "embed",
+                "--batch-size",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert "embedded 8 records with memlib-hashing-64+pair" in capsys.readouterr().out
     assert_pairs_stored(opener("alice"))
     plain.retract("t-2", reason="not so", source=RETRACTION)  # no embedder: t-4 left empty
@@ -137,7 +172,8 @@ def test_hybrid_reads_a_pair_and_the_next_pair(opener: Location) -> None:
     store = opener("alice", embedder=PAIRS)
     history(store)
     result = RecallEngine(store, ranker="hybrid").recall(
-        "we garden rain", limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+        "we garden rain", limit=5, as_of=SAMPLE_AS_OF, query_id="q"
+    )
     assert result.hits
     expected = expected_vectors(store)
     around = store.source_neighbours([h.memory_id for h in result.hits])
@@ -149,24 +185,31 @@ def test_hybrid_reads_a_pair_and_the_next_pair(opener: Location) -> None:
         following = cosine if after is None else float(expected[after] @ question)
         assert parts["cosine"].value == pytest.approx(cosine, abs=1e-5)
         assert parts["next_cosine"].value == pytest.approx(following, abs=1e-5)
-        assert parts["dense"].value == pytest.approx((cosine + following) / 2 / (4 * 0.25),
-                                                     abs=1e-5)
+        assert parts["dense"].value == pytest.approx(
+            (cosine + following) / 2 / (4 * 0.25), abs=1e-5
+        )
         assert (parts["bm25"].weight, parts["context"].weight) == (
-            PAIR_BM25_WEIGHT, PAIR_CONTEXT_WEIGHT)
+            PAIR_BM25_WEIGHT,
+            PAIR_CONTEXT_WEIGHT,
+        )
         assert parts["dense"].weight == pytest.approx(1 - PAIR_BM25_WEIGHT)
 
 
 def test_pair_answers_are_identical_on_every_backend(
-    tmp_path: Path, pg_url: str,  # noqa: F811
+    tmp_path: Path,
+    pg_url: str,  # noqa: F811
 ) -> None:
     urls = (f"jsonl:{scope_path(tmp_path, 'alice')}", f"sqlite:{tmp_path / 'm.db'}", pg_url)
-    stores = [open_store(u, user_id="alice", clock=fixed_clock(), embedder=PAIRS)
-              for u in urls]
+    stores = [open_store(u, user_id="alice", clock=fixed_clock(), embedder=PAIRS) for u in urls]
     for store in stores:
         history(store)
     for text in ("we garden rain", "we jazz piano", "dog vet museum"):
-        answers = {RecallEngine(store, ranker="hybrid").recall(
-            text, limit=6, as_of=SAMPLE_AS_OF, query_id="q").to_json() for store in stores}
+        answers = {
+            RecallEngine(store, ranker="hybrid")
+            .recall(text, limit=6, as_of=SAMPLE_AS_OF, query_id="q")
+            .to_json()
+            for store in stores
+        }
         assert len(answers) == 1, text
     for store in stores:
         store.close()
@@ -175,19 +218,28 @@ def test_pair_answers_are_identical_on_every_backend(
 def test_the_evaluation_reads_pairs_as_a_store_does(tmp_path: Path) -> None:
     """``memlib eval`` scores through ``ConversationVectors``: the same hits as a store."""
     items = [turn(n, 1 + n % 3) for n in range(30)]
-    store = open_store(f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice",
-                       clock=fixed_clock(), embedder=PAIRS)
+    store = open_store(
+        f"jsonl:{scope_path(tmp_path, 'alice')}",
+        user_id="alice",
+        clock=fixed_clock(),
+        embedder=PAIRS,
+    )
     records = store.append_many(items)
-    conversation = LocomoConversation(sample_id="c", user_scope=user_scope_for("alice"),
-                                      records=records, questions=(), as_of=SAMPLE_AS_OF)
+    conversation = LocomoConversation(
+        sample_id="c",
+        user_scope=user_scope_for("alice"),
+        records=records,
+        questions=(),
+        as_of=SAMPLE_AS_OF,
+    )
     index = ConversationVectors(records, PAIRS)
     ranker = HybridRanker(model=PAIRS)
     for n, text in enumerate(("we garden rain", "we jazz piano", "museum novel dog")):
-        question = LocomoQuestion(question_id=f"q{n}", question=text, category=1,
-                                  evidence=("t-1",))
+        question = LocomoQuestion(question_id=f"q{n}", question=text, category=1, evidence=("t-1",))
         hits = rank_hits(ranker, index, conversation, question, 5)
         via_store = RecallEngine(store, ranker=ranker).recall(
-            text, limit=5, as_of=SAMPLE_AS_OF, query_id=f"q{n}")
+            text, limit=5, as_of=SAMPLE_AS_OF, query_id=f"q{n}"
+        )
         assert [h.to_dict() for h in hits] == [h.to_dict() for h in via_store.hits], text
 
 
@@ -198,7 +250,10 @@ def test_pair_vectors_without_neighbours_are_refused_in_one_line() -> None:
             normalize_recall_query("we garden", user_scope=user_scope_for("a"), limit=3),
             lambda q, terms: _empty_postings(q),
             lambda *a, **k: DenseScores([], np.zeros(0), 0),
-            lambda ids: [], embedder=PAIRS, as_of=SAMPLE_AS_OF, limit=3,
+            lambda ids: [],
+            embedder=PAIRS,
+            as_of=SAMPLE_AS_OF,
+            limit=3,
         )
 
 
@@ -210,6 +265,7 @@ def _empty_postings(query: Any) -> Any:
 
 def test_pair_embedder_names() -> None:
     e5 = get_embedder("e5-pair")
+    assert isinstance(e5, PairEmbedder)
     assert (e5.name, e5.dimension) == ("multilingual-e5-small+pair", 384)
     assert (e5.similarity_mean, e5.similarity_deviation) == (E5_PAIR_MEAN, E5_PAIR_DEVIATION)
     assert get_embedder("multilingual-e5-small+pair").name == e5.name
@@ -227,28 +283,41 @@ def test_the_suggested_floor_follows_the_stores_vectors(opener: Location) -> Non
     turns.append_many([turn(n, 1) for n in range(3)])
     ranker = HybridRanker()
     assert RecallEngine(pairs, ranker="hybrid", min_score="suggested").min_score == (
-        ranker.pair_suggested_min_score)
-    assert RecallEngine(opener("alice"), ranker="hybrid",  # no embedder: the recorded model
-                        min_score="suggested").min_score == ranker.pair_suggested_min_score
+        ranker.pair_suggested_min_score
+    )
+    assert (
+        RecallEngine(
+            opener("alice"),
+            ranker="hybrid",  # no embedder: the recorded model
+            min_score="suggested",
+        ).min_score
+        == ranker.pair_suggested_min_score
+    )
     assert RecallEngine(turns, ranker="hybrid", min_score="suggested").min_score == (
-        ranker.suggested_min_score)
+        ranker.suggested_min_score
+    )
     result = RecallEngine(pairs, ranker="hybrid").recall(
-        "we garden", as_of=SAMPLE_AS_OF, query_id="q", min_score="suggested")
+        "we garden", as_of=SAMPLE_AS_OF, query_id="q", min_score="suggested"
+    )
     assert result.min_score == ranker.pair_suggested_min_score
     assert ranker.pair_suggested_min_score != ranker.suggested_min_score
 
 
 def test_the_pair_floor_is_the_calibrated_one() -> None:
-    report = json.loads((Path(__file__).resolve().parents[2] / "reports"
-                         / "abstention-pairs-dev-split.json").read_text(encoding="utf-8"))
+    report = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "reports" / "abstention-pairs-dev-split.json"
+        ).read_text(encoding="utf-8")
+    )
     assert report["embedder"] == "e5-pair"
     assert report["suggested_floors"]["hybrid"] == HybridRanker().pair_suggested_min_score
 
 
 def test_a_scan_cannot_serve_pair_vectors(tmp_path: Path) -> None:
     """The reference path scores a scan, which knows no record's turn before."""
-    store = open_store(f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice",
-                       clock=fixed_clock())
+    store = open_store(
+        f"jsonl:{scope_path(tmp_path, 'alice')}", user_id="alice", clock=fixed_clock()
+    )
     store.append_many([turn(n, 1) for n in range(3)])
     query = normalize_recall_query("we garden", user_scope=store.user_scope, limit=3)
     ranker = HybridRanker(model=PAIRS)
@@ -279,8 +348,10 @@ def test_a_backend_that_keeps_no_vectors_refuses_pairs_before_writing() -> None:
     plain.append(**turn(0, 1))  # turn vectors: a backend may ignore them, as before
     assert [r.memory_id for r in plain.read_all()] == [turn(0, 1)["memory_id"]]
     store = ListStore(user_id="u", clock=fixed_clock(), embedder=PAIRS)
-    with pytest.raises(RemoteMemoryValidationError,
-                       match=r"pair vectors \(.*\+pair\) need a store that keeps vectors "
-                             r".*ListStore does not"):
+    with pytest.raises(
+        RemoteMemoryValidationError,
+        match=r"pair vectors \(.*\+pair\) need a store that keeps vectors "
+        r".*ListStore does not",
+    ):
         store.append(**turn(0, 1))
     assert store.read_all() == ()

@@ -28,13 +28,26 @@ SCOPE = user_scope_for("tester")
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 
 
-def record(memory_id: str, text: str, *, source_id: str | None = None,
-           captured_at: str = "2026-08-01T12:00:00Z") -> StoredMemory:
+def record(
+    memory_id: str,
+    text: str,
+    *,
+    source_id: str | None = None,
+    captured_at: str = "2026-08-01T12:00:00Z",
+) -> StoredMemory:
     return StoredMemory(
-        memory_id=memory_id, user_scope=SCOPE, kind=MemoryKind.CONVERSATION,
-        content=text, summary="s", stored_at=captured_at,
-        source=MemorySource(source_id=source_id or f"src-{memory_id}", source_type="test",
-                            title="t", captured_at=captured_at),
+        memory_id=memory_id,
+        user_scope=SCOPE,
+        kind=MemoryKind.CONVERSATION,
+        content=text,
+        summary="s",
+        stored_at=captured_at,
+        source=MemorySource(
+            source_id=source_id or f"src-{memory_id}",
+            source_type="test",
+            title="t",
+            captured_at=captured_at,
+        ),
     )
 
 
@@ -47,8 +60,9 @@ CORPUS = (
 
 
 def query(text: str, query_id: str = "q-1"):
-    return normalize_recall_query(text, user_scope=SCOPE, limit=10, query_id=query_id,
-                                  issued_at=AS_OF)
+    return normalize_recall_query(
+        text, user_scope=SCOPE, limit=10, query_id=query_id, issued_at=AS_OF
+    )
 
 
 def test_registry_names_every_ranker():
@@ -77,8 +91,7 @@ def test_scan_reports_corpus_token_counts():
     texts = [tokenize_all(searchable_text(r)) for r in CORPUS]
     assert scan.searched_token_count == sum(len(t) for t in texts)
     stop = english_stopwords()
-    assert scan.searched_content_token_count == sum(
-        1 for t in texts for w in t if w not in stop)
+    assert scan.searched_content_token_count == sum(1 for t in texts for w in t if w not in stop)
     # The new fields are optional: a backend may build a scan without them.
     assert CandidateScan((), 0, 0, 0).searched_token_count is None
 
@@ -90,6 +103,7 @@ def test_bm25_matches_the_formula_term_by_term():
     ranker = Bm25Ranker(k1=1.2, b=0.75)
     b1, b2 = ranker.score_candidates(q, scan, as_of=AS_OF)
     n = 4
+    assert scan.searched_token_count is not None
     avgdl = scan.searched_token_count / n
     dl = len(tokenize_all(searchable_text(CORPUS[0])))
     idf_cat = math.log(1 + (n - 2 + 0.5) / (2 + 0.5))
@@ -171,12 +185,15 @@ def test_engine_json_names_the_ranker_and_baseline_stays_as_before(tmp_path):
     assert payload["hits"][0]["score_breakdown"]["total"] == 0.995161
     for name in ("bm25", "bm25+stopwords"):
         result = RecallEngine(store, ranker=name).recall(
-            "layered memory", as_of=SAMPLE_AS_OF, query_id="q")
+            "layered memory", as_of=SAMPLE_AS_OF, query_id="q"
+        )
         hit = json.loads(result.to_json())["hits"][0]
         assert hit["memory_id"] == "conversation-003"
         assert hit["score_breakdown"]["ranker"] == name
         assert {s["name"] for s in hit["score_breakdown"]["signals"]} >= {
-            "bm25[layered]", "bm25[memory]"}
+            "bm25[layered]",
+            "bm25[memory]",
+        }
         assert set(hit) == set(json.loads(base.to_json())["hits"][0])
 
 
@@ -235,8 +252,12 @@ def test_hybrid_fuses_named_signals_with_a_fake_model():
 
 def test_neighbours_follow_natural_id_order_not_storage_order():
     assert natural_key("c/D1:9") < natural_key("c/D1:10")
-    records = [record("c/D1:10", "cat", source_id="s"), record("c/D1:1", "cat", source_id="s"),
-               record("c/D1:9", "cat", source_id="s"), record("c/D1:2", "cat", source_id="x")]
+    records = [
+        record("c/D1:10", "cat", source_id="s"),
+        record("c/D1:1", "cat", source_id="s"),
+        record("c/D1:9", "cat", source_id="s"),
+        record("c/D1:2", "cat", source_id="x"),
+    ]
     scan = scan_recall_candidates(query("cat"), records)
     own = [10.0, 1.0, 9.0, 5.0]
     # Order in s: D1:1, D1:9, D1:10 → D1:10's neighbour is D1:9; D1:1's is D1:9.
@@ -262,7 +283,8 @@ def test_hybrid_with_the_packaged_model(tmp_path):
     assert 0.3 < signals["cosine"].value <= 1.0
     # The cosine on the scaled-BM25 scale, by the model's constants (rankers/hybrid.py).
     assert signals["dense"].value == pytest.approx(
-        (signals["cosine"].value - 0.781) / (4 * 0.0313), abs=1e-5)
+        (signals["cosine"].value - 0.781) / (4 * 0.0313), abs=1e-5
+    )
     again = engine.recall("layered memory design", as_of=SAMPLE_AS_OF, query_id="q")
     assert [h.memory_id for h in again.hits] == [h.memory_id for h in result.hits]
 

@@ -27,8 +27,13 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 
 def _skeleton(record: dict) -> tuple:
     source = record["source"]
-    return (record["kind"], record["memory_id"], source.source_id, source.source_type,
-            source.captured_at)
+    return (
+        record["kind"],
+        record["memory_id"],
+        source.source_id,
+        source.source_type,
+        source.captured_at,
+    )
 
 
 def _dump(records: tuple[dict, ...]) -> str:
@@ -62,8 +67,9 @@ def test_english_corpus_is_the_default_and_unchanged():
 
 def test_chinese_query_finds_several_records_through_bigrams(tmp_path):
     store = open_sample_store(tmp_path, lang="zh")
-    query = normalize_recall_query(SAMPLE_QUERY_ZH, user_scope=store.user_scope,
-                                   query_id="q-zh", issued_at=SAMPLE_AS_OF)
+    query = normalize_recall_query(
+        SAMPLE_QUERY_ZH, user_scope=store.user_scope, query_id="q-zh", issued_at=SAMPLE_AS_OF
+    )
     assert query.terms == ("分层", "层记", "记忆")
     candidates = build_recall_candidates(query, store.read_all())
     assert len(candidates) >= 3
@@ -75,9 +81,11 @@ def test_chinese_query_finds_several_records_through_bigrams(tmp_path):
 
 def test_chinese_worked_example_scores_like_the_english_one(tmp_path):
     english = RecallEngine(open_sample_store(tmp_path / "en")).recall(
-        SAMPLE_QUERY, as_of=SAMPLE_AS_OF)
+        SAMPLE_QUERY, as_of=SAMPLE_AS_OF
+    )
     chinese = RecallEngine(open_sample_store(tmp_path / "zh", lang="zh")).recall(
-        SAMPLE_QUERY_ZH, as_of=SAMPLE_AS_OF)
+        SAMPLE_QUERY_ZH, as_of=SAMPLE_AS_OF
+    )
     assert chinese.hits[0].memory_id == english.hits[0].memory_id == "conversation-003"
     assert chinese.hits[0].score == english.hits[0].score
     assert chinese.searched_records == english.searched_records
@@ -94,7 +102,8 @@ def test_chinese_ties_and_profiles_keep_their_lessons(tmp_path):
     profiles = [r for r in store.read_all() if r.kind.value == "profile"]
     assert all("后端工程师" in r.content for r in profiles)
     assert engine.recall("后端工程师", as_of=SAMPLE_AS_OF).candidate_records == 0
-    assert "后端工程师" in store.latest_profile().content
+    profile = store.latest_profile()
+    assert profile is not None and "后端工程师" in profile.content
 
 
 def test_a_root_holds_one_corpus(tmp_path):
@@ -109,9 +118,9 @@ def test_a_root_holds_one_corpus(tmp_path):
 @pytest.mark.parametrize("lang", ["fr", "", "ZH", None])
 def test_unknown_language_is_refused(tmp_path, lang):
     with pytest.raises(RemoteMemoryValidationError, match="no sample corpus"):
-        sample_records(lang)  # type: ignore[arg-type]
+        sample_records(lang)
     with pytest.raises(RemoteMemoryValidationError, match="no sample corpus"):
-        open_sample_store(tmp_path, lang=lang)  # type: ignore[arg-type]
+        open_sample_store(tmp_path, lang=lang)
     assert list(tmp_path.iterdir()) == []  # refused before anything was created
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.locations import BACKENDS, location
-from support.locations import Location as _Location
+from support.locations import Location as Opener
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import (
@@ -41,8 +41,12 @@ from memlib.stores._base import VectorStoring
 EMBEDDER = HashingEmbedder(64)
 OTHER = HashingEmbedder(32)  # another model: another name and dimension
 
-SOURCE = MemorySource(source_id="t-1", source_type="conversation_transcript",
-                      title="Transcript", captured_at="2026-08-01T12:00:00Z")
+SOURCE = MemorySource(
+    source_id="t-1",
+    source_type="conversation_transcript",
+    title="Transcript",
+    captured_at="2026-08-01T12:00:00Z",
+)
 TEXTS = {
     "m-1": "layered memory design for agents",
     "m-2": "sqlite persistence with a write-ahead log",
@@ -53,60 +57,61 @@ TEXTS = {
 }
 
 
-class Location(_Location):
-    """A ``support.locations.Location`` that can also dump what the backend keeps."""
-
-    def raw_bytes(self, store: Any) -> bytes:
-        """Everything the backend keeps, as bytes: the files (JSONL; SQLite's database and
-        its write-ahead log), or every stored vector (PostgreSQL's table)."""
-        if self.backend == "postgresql":
-            conn = store._connection()
-            rows = conn.cursor(binary=True).execute(
-                f"SELECT vector FROM {store.schema}.vectors").fetchall()
-            return b"".join(bytes(row[0]) for row in rows)
-        return b"".join(
-            path.read_bytes() for path in sorted(self.tmp_path.rglob("*")) if path.is_file()
+def _raw_bytes(opener: Opener, store: Any) -> bytes:
+    """Everything ``opener``'s backend keeps, as bytes: the files (JSONL; SQLite's database
+    and its write-ahead log), or every stored vector (PostgreSQL's table)."""
+    if opener.backend == "postgresql":
+        conn = store._connection()
+        rows = (
+            conn.cursor(binary=True)
+            .execute(f"SELECT vector FROM {store.schema}.vectors")
+            .fetchall()
         )
-
-
-Opener = Location
-
-
-def _location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    yield from location(request, tmp_path, Location)
+        return b"".join(bytes(row[0]) for row in rows)
+    return b"".join(
+        path.read_bytes() for path in sorted(opener.tmp_path.rglob("*")) if path.is_file()
+    )
 
 
 @pytest.fixture(params=BACKENDS)
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    yield from _location(request, tmp_path)
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    yield from location(request, tmp_path)
 
 
 @pytest.fixture(params=("sqlite", "postgresql"))
-def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    yield from _location(request, tmp_path)
+def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    yield from location(request, tmp_path)
 
 
 @pytest.fixture(params=("postgresql",))
-def pg_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]:
-    yield from _location(request, tmp_path)
+def pg_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    yield from location(request, tmp_path)
 
 
-def _item(memory_id: str, text: str | None = None, *,
-          kind: MemoryKind = MemoryKind.CONVERSATION) -> dict[str, Any]:
+def _item(
+    memory_id: str, text: str | None = None, *, kind: MemoryKind = MemoryKind.CONVERSATION
+) -> dict[str, Any]:
     text = TEXTS.get(memory_id, memory_id) if text is None else text
-    return {"kind": kind, "memory_id": memory_id, "content": text,
-            "summary": text[:40], "source": SOURCE}
+    return {
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": text,
+        "summary": text[:40],
+        "source": SOURCE,
+    }
 
 
 def _query(store: Any, text: str = "layered memory", *, scope: str | None = None) -> RecallQuery:
-    return normalize_recall_query(text, user_scope=scope or store.user_scope, limit=5,
-                                  query_id="q", issued_at=SAMPLE_AS_OF)
+    return normalize_recall_query(
+        text, user_scope=scope or store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+    )
 
 
 def _dense(store: Any, text: str = "layered memory", embedder: Any = EMBEDDER) -> DenseScores:
     vector = embedder.encode([text])[0]
-    scores: DenseScores = store.dense_scores(_query(store, text), vector, model=embedder.name,
-                                             dimension=embedder.dimension)
+    scores: DenseScores = store.dense_scores(
+        _query(store, text), vector, model=embedder.name, dimension=embedder.dimension
+    )
     return scores
 
 
@@ -125,6 +130,7 @@ def _state(store: Any, stored: int, missing: int, embedder: Any = EMBEDDER) -> V
 
 
 # -- writing vectors with the records ------------------------------------------------------
+
 
 def test_append_with_an_embedder_stores_vectors(opener: Opener) -> None:
     store = opener(embedder=EMBEDDER)
@@ -186,8 +192,9 @@ def test_backfill_starts_over_after_drop_vectors(opener: Opener) -> None:
     store = opener()
     store.append_many([_item(m) for m in ("m-1", "m-2", "m-3", "m-4")])
     first = store.records_without_vectors(2)
-    store.put_vectors(EMBEDDER.name, EMBEDDER.dimension,
-                      {r.memory_id: _packed(r.content) for r in first})
+    store.put_vectors(
+        EMBEDDER.name, EMBEDDER.dimension, {r.memory_id: _packed(r.content) for r in first}
+    )
     assert [r.memory_id for r in store.records_without_vectors(1)] == ["m-3"]
     other = opener(embedder=EMBEDDER)
     assert other.drop_vectors() == 2
@@ -218,8 +225,7 @@ def test_dense_scores_are_the_dot_products(opener: Opener) -> None:
         np.testing.assert_allclose([got[m] for m in live], expected, rtol=1e-5, atol=1e-6)
         ranked = sorted(zip(live, expected.tolist(), strict=True), key=lambda p: (-p[1], p[0]))
         assert [m for m, _ in scores.top(3)] == [m for m, _ in ranked[:3]]
-        assert [s for _, s in scores.top(3)] == pytest.approx([s for _, s in ranked[:3]],
-                                                              abs=1e-5)
+        assert [s for _, s in scores.top(3)] == pytest.approx([s for _, s in ranked[:3]], abs=1e-5)
 
 
 def test_another_store_object_sees_new_vectors(opener: Opener) -> None:
@@ -246,6 +252,7 @@ def test_another_store_object_sees_new_vectors(opener: Opener) -> None:
 
 # -- one model per scope ---------------------------------------------------------------------
 
+
 def test_another_model_is_refused_and_nothing_is_written(opener: Opener) -> None:
     store = opener(embedder=EMBEDDER)
     store.append_many([_item("m-1"), _item("m-2")])
@@ -265,8 +272,8 @@ def test_another_model_is_refused_and_nothing_is_written(opener: Opener) -> None
         assert reader.read_all() == before
         assert reader.vector_state() == _state(reader, 2, 0)
     assert _dense(store).of(["m-1"])["m-1"] == pytest.approx(
-        float(EMBEDDER.encode([TEXTS["m-1"]])[0] @ EMBEDDER.encode(["layered memory"])[0]),
-        abs=1e-5)
+        float(EMBEDDER.encode([TEXTS["m-1"]])[0] @ EMBEDDER.encode(["layered memory"])[0]), abs=1e-5
+    )
 
 
 def test_drop_vectors_then_another_model_works(opener: Opener) -> None:
@@ -280,8 +287,12 @@ def test_drop_vectors_then_another_model_works(opener: Opener) -> None:
     assert other.vector_state() == _state(other, 1, 2, OTHER)
     missing = other.records_without_vectors(10)
     assert [r.memory_id for r in missing] == ["m-1", "m-2"]
-    assert other.put_vectors(OTHER.name, OTHER.dimension,
-                             {r.memory_id: _packed(r.content, OTHER) for r in missing}) == 2
+    assert (
+        other.put_vectors(
+            OTHER.name, OTHER.dimension, {r.memory_id: _packed(r.content, OTHER) for r in missing}
+        )
+        == 2
+    )
     assert other.vector_state() == _state(other, 3, 0, OTHER)
     assert sorted(_dense(other, embedder=OTHER).ids) == ["m-1", "m-2", "m-3"]
     with pytest.raises(RemoteMemoryVectorModelError):
@@ -330,6 +341,7 @@ def test_a_minilm_store_names_the_rebuild_in_one_line(
 
 # -- scopes, retractions, failed writes, profiles ---------------------------------------------
 
+
 def test_scopes_keep_their_own_vectors(opener: Opener) -> None:
     alice = opener("alice", embedder=EMBEDDER)
     bob = opener("bob", embedder=OTHER)  # one model per scope: bob's may differ
@@ -340,11 +352,15 @@ def test_scopes_keep_their_own_vectors(opener: Opener) -> None:
     assert sorted(b_scores.ids) == ["b-9", "m-1"]
     # Alice's m-1 is her text's vector, not bob's record of the same id.
     assert a_scores.of(["m-1"])["m-1"] == pytest.approx(
-        float(EMBEDDER.encode([TEXTS["m-1"]])[0] @ EMBEDDER.encode(["tea"])[0]), abs=1e-5)
+        float(EMBEDDER.encode([TEXTS["m-1"]])[0] @ EMBEDDER.encode(["tea"])[0]), abs=1e-5
+    )
     with pytest.raises(RemoteMemoryScopeError, match="belongs to another user scope"):
-        alice.dense_scores(_query(alice, scope=bob.user_scope),
-                           EMBEDDER.encode(["tea"])[0], model=EMBEDDER.name,
-                           dimension=EMBEDDER.dimension)
+        alice.dense_scores(
+            _query(alice, scope=bob.user_scope),
+            EMBEDDER.encode(["tea"])[0],
+            model=EMBEDDER.name,
+            dimension=EMBEDDER.dimension,
+        )
     # Bob cannot store a vector for a record of alice's, nor drop hers.
     assert bob.put_vectors(OTHER.name, OTHER.dimension, {"m-2": _packed("x", OTHER)}) == 0
     assert bob.drop_vectors() == 2
@@ -359,7 +375,7 @@ def test_a_retraction_removes_the_vector_and_every_byte_of_it(opener: Opener) ->
     store = opener(embedder=EMBEDDER)
     store.append_many([_item(m) for m in ("m-1", "m-2", "m-3")])
     gone, kept = _packed(TEXTS["m-2"]), _packed(TEXTS["m-3"])
-    assert gone in opener.raw_bytes(store) and kept in opener.raw_bytes(store)
+    assert gone in _raw_bytes(opener, store) and kept in _raw_bytes(opener, store)
     store.retract("m-2", reason="wrong", source=SOURCE)
     assert store.vector_state() == _state(store, 2, 0)
     assert sorted(_dense(store).ids) == ["m-1", "m-3"]
@@ -370,10 +386,10 @@ def test_a_retraction_removes_the_vector_and_every_byte_of_it(opener: Opener) ->
         conn = sqlite3.connect(opener.tmp_path / "memory.db")
         assert gone not in [bytes(v) for (v,) in conn.execute("SELECT vector FROM vectors")]
         conn.close()
-    raw = opener.raw_bytes(store)
+    raw = _raw_bytes(opener, store)
     assert gone not in raw and kept in raw
     store.close()
-    assert gone not in opener.raw_bytes(opener())
+    assert gone not in _raw_bytes(opener, opener())
 
 
 def test_a_failed_write_leaves_no_vector(opener: Opener) -> None:
@@ -387,7 +403,7 @@ def test_a_failed_write_leaves_no_vector(opener: Opener) -> None:
         assert [r.memory_id for r in reader.read_all()] == ["m-1"]
         assert reader.vector_state() == _state(reader, 1, 0)
         assert list(_dense(reader).ids) == ["m-1"]
-    raw = opener.raw_bytes(store)
+    raw = _raw_bytes(opener, store)
     assert _packed(TEXTS["m-1"]) in raw
     for text in (TEXTS["m-2"], TEXTS["m-3"], "another text"):
         assert _packed(text) not in raw
@@ -399,10 +415,12 @@ def test_profile_records_get_no_vector(opener: Opener) -> None:
     store.append(**_item("p-2", "prefers short answers", kind=MemoryKind.PROFILE))
     assert store.vector_state() == _state(store, 1, 0)
     assert list(_dense(store, "green tea").ids) == ["m-1"]
-    assert store.put_vectors(EMBEDDER.name, EMBEDDER.dimension,
-                             {"p-1": _packed("likes green tea")}) == 0
+    assert (
+        store.put_vectors(EMBEDDER.name, EMBEDDER.dimension, {"p-1": _packed("likes green tea")})
+        == 0
+    )
     assert store.records_without_vectors(10) == ()
-    assert _packed("likes green tea") not in opener.raw_bytes(store)
+    assert _packed("likes green tea") not in _raw_bytes(opener, store)
 
 
 def test_a_store_with_vectors_recalls_as_before(opener: Opener) -> None:
@@ -413,8 +431,10 @@ def test_a_store_with_vectors_recalls_as_before(opener: Opener) -> None:
         store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
     for text in ("layered memory", "sqlite persistence"):
         answers = [
-            RecallEngine(s).recall(text, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
-            .to_json().replace(s.user_scope, "SCOPE")  # two users: only the scope differs
+            RecallEngine(s)
+            .recall(text, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+            .to_json()
+            .replace(s.user_scope, "SCOPE")  # two users: only the scope differs
             for s in (plain, embedded)
         ]
         assert '"hits": []' not in answers[0] and answers[0] == answers[1]
@@ -428,13 +448,15 @@ def test_records_by_id_reads_the_scope_in_the_order_asked(opener: Opener) -> Non
     alice.retract("m-2", reason="wrong", source=SOURCE)
     found = alice.records_by_id(["p-1", "nope", "m-3", "m-2", "m-1"])
     assert [(r.memory_id, r.user_scope) for r in found] == [
-        (m, alice.user_scope) for m in ("p-1", "m-2", "m-1")]
+        (m, alice.user_scope) for m in ("p-1", "m-2", "m-1")
+    ]
     assert found[2].content == TEXTS["m-1"]
     assert [r.content for r in bob.records_by_id(["m-1"])] == ["bob's m-1"]
     assert alice.records_by_id([]) == []
 
 
 # -- SQL only: the warm cache, the schema ------------------------------------------------------
+
 
 def test_warm_dense_scores_read_the_vectors_once(
     sql_opener: Opener, monkeypatch: pytest.MonkeyPatch
@@ -472,8 +494,10 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
     store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
     store.append_many(sample_records())
     store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
-    before = [RecallEngine(store).recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-              for q in ("layered memory", "sqlite persistence")]
+    before = [
+        RecallEngine(store).recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        for q in ("layered memory", "sqlite persistence")
+    ]
     records = store.read_all()
     store.close()
     # Back to version 3, as the previous memlib wrote it.
@@ -488,9 +512,10 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
     conn.close()
     reopened: Any = open_store(f"sqlite:{path}", user_id="alice", embedder=EMBEDDER)
     assert reopened.read_all() == records
-    after = [RecallEngine(reopened).recall(q, limit=5, as_of=SAMPLE_AS_OF,
-                                           query_id="q").to_json()
-             for q in ("layered memory", "sqlite persistence")]
+    after = [
+        RecallEngine(reopened).recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        for q in ("layered memory", "sqlite persistence")
+    ]
     assert after == before
     conversations = sum(1 for r in records if r.kind is MemoryKind.CONVERSATION) - 1
     assert reopened.vector_state() == VectorState(None, 0, 0, conversations)
@@ -499,7 +524,8 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
     reopened.close()
     conn = sqlite3.connect(path)
     assert conn.execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("6",)
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'"
+    ).fetchone() == ("6",)
     conn.close()
 
 
@@ -515,14 +541,18 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
         store.append_many([_item("m-1"), _item("m-2")])
         conn = store._connection()  # type: ignore[attr-defined]
         conn.execute("DROP TABLE vectors_upgrade_test.vectors")
-        conn.execute("ALTER TABLE vectors_upgrade_test.scope_stats DROP COLUMN vector_model, "
-                     "DROP COLUMN vector_dimension, DROP COLUMN vector_changes, "
-                     "DROP COLUMN vector_resets")
         conn.execute(
-            "UPDATE vectors_upgrade_test.meta SET value = '3' WHERE key = 'schema_version'")
+            "ALTER TABLE vectors_upgrade_test.scope_stats DROP COLUMN vector_model, "
+            "DROP COLUMN vector_dimension, DROP COLUMN vector_changes, "
+            "DROP COLUMN vector_resets"
+        )
+        conn.execute(
+            "UPDATE vectors_upgrade_test.meta SET value = '3' WHERE key = 'schema_version'"
+        )
         store.close()
-        with pytest.raises(RemoteMemoryError,
-                           match=r"version 3, need 6.*memlib --store URL db init"):
+        with pytest.raises(
+            RemoteMemoryError, match=r"version 3, need 6.*memlib --store URL db init"
+        ):
             open_store(url, user_id="alice").read_all()
         assert init_store_schema(url)[1:] == (3, 6)
         reopened: Any = open_store(url, user_id="alice", embedder=EMBEDDER)
@@ -535,10 +565,7 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
         drop_schema(pg_dsn, "vectors_upgrade_test")
 
 
-
-def test_postgresql_reads_the_vectors_by_copy_once_each_in_record_order(
-    pg_opener: Opener,
-) -> None:
+def test_postgresql_reads_the_vectors_by_copy_once_each_in_record_order(pg_opener: Opener) -> None:
     """PostgreSQL reads a scope's vectors by binary COPY (a client-side result held a
     second copy of every vector): each arrives once, in record order, and only the
     scope's, retracted ones left out."""
@@ -558,8 +585,12 @@ def test_postgresql_reads_the_vectors_by_copy_once_each_in_record_order(
 
 def _copy_stream(rows: list[tuple[str, bytes]], extension: bytes = b"") -> bytes:
     """A binary COPY stream of ``(text, bytea)`` rows, as PostgreSQL writes one."""
-    out = bytearray(b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big")
-                    + len(extension).to_bytes(4, "big") + extension)
+    out = bytearray(
+        b"PGCOPY\n\xff\r\n\x00"
+        + (0).to_bytes(4, "big")
+        + len(extension).to_bytes(4, "big")
+        + extension
+    )
     for text, blob in rows:
         raw = text.encode()
         out += (2).to_bytes(2, "big") + len(raw).to_bytes(4, "big") + raw
@@ -573,7 +604,7 @@ def test_a_binary_copy_stream_is_read_whatever_its_chunks(size: int) -> None:
 
     rows = [("m-1", _packed("one")), ("記憶-2", _packed("two")), ("m-3", b"")]
     stream = _copy_stream(rows, extension=b"xyz")
-    chunks = [stream[i:i + size] for i in range(0, len(stream), size)]
+    chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
     assert list(_copied_pairs(chunks, "here")) == rows
     assert list(_copied_pairs([_copy_stream([])], "here")) == []
 

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT = 90.0  # seconds; the machine may be busy with other work
 STOP_TIMEOUT = 20.0
@@ -55,9 +56,10 @@ class JupyterLab:
         """The page of one notebook, with a fresh (reset) workspace."""
         return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
 
-    def api(self, path: str, method: str = "GET") -> object:
+    def api(self, path: str, method: str = "GET") -> Any:  # the server's JSON
         request = urllib.request.Request(
-            f"{self.url}/api/{path}", method=method,
+            f"{self.url}/api/{path}",
+            method=method,
             headers={"Authorization": f"token {self.token}"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -127,7 +129,7 @@ def _stop(process: subprocess.Popen[bytes], lab: JupyterLab | None) -> None:
     descendants = _children(process.pid)
     if lab is not None and process.poll() is None:
         with contextlib.suppress(Exception):
-            for kernel in lab.api("kernels") or []:  # type: ignore[union-attr]
+            for kernel in lab.api("kernels") or []:
                 lab.api(f"kernels/{kernel['id']}", method="DELETE")
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -171,9 +173,16 @@ def running_jupyterlab(root: Path, *, pythonpath: Path | None = None) -> Iterato
             )
         port, token = free_port(), secrets.token_hex(24)
         command = [
-            sys.executable, "-m", "jupyterlab",
-            "--no-browser", "--ip", "127.0.0.1", "--port", str(port),
-            "--port-retries", "0",
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--port-retries",
+            "0",
             f"--ServerApp.token={token}",
             f"--ServerApp.root_dir={root}",
             "--ServerApp.open_browser=False",
@@ -184,11 +193,16 @@ def running_jupyterlab(root: Path, *, pythonpath: Path | None = None) -> Iterato
         log = home / "jupyterlab.log"
         with open(log, "wb") as log_file:
             process = subprocess.Popen(
-                command, cwd=root, env=env, stdin=subprocess.DEVNULL,
-                stdout=log_file, stderr=subprocess.STDOUT,
+                command,
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
             )
-        lab = JupyterLab(url=f"http://127.0.0.1:{port}", token=token, root=root,
-                         pid=process.pid, log=log)
+        lab = JupyterLab(
+            url=f"http://127.0.0.1:{port}", token=token, root=root, pid=process.pid, log=log
+        )
         try:
             deadline = time.monotonic() + START_TIMEOUT
             while True:

@@ -71,8 +71,9 @@ def _cell_value(value: Any) -> str | None:
     return None
 
 
-def expected_value(view: Callable[..., Any], store: Any, query: str, as_of: datetime,
-                   limit: int) -> dict[str, Any]:
+def expected_value(
+    view: Callable[..., Any], store: Any, query: str, as_of: datetime, limit: int
+) -> dict[str, Any]:
     """What an explorer of ``view`` shows for these arguments (see ``explorer``)."""
     try:
         value = view(store, query, as_of, limit)
@@ -90,8 +91,13 @@ def expected_value(view: Callable[..., Any], store: Any, query: str, as_of: date
         if column == "memory_id" or all(c is not None for c in shown):
             cells[column] = shown
     first = value["memory_id"].iloc[0] if "memory_id" in columns and rows else None
-    return {"status": status, "rows": rows, "columns": columns, "cells": cells,
-            "first_memory_id": first}
+    return {
+        "status": status,
+        "rows": rows,
+        "columns": columns,
+        "cells": cells,
+        "first_memory_id": first,
+    }
 
 
 def _code_cells(path: Path) -> list[tuple[str, list[str]]]:
@@ -167,15 +173,22 @@ def replay(notebook: Path, workdir: Path, plan: Plan) -> tuple[Replay, dict[str,
     """
     result = Replay(notebook)
 
-    def record(view: Any, store: Any, *, query: str, as_of: datetime, limit: int = 5,
-               **_: Any) -> None:
+    def record(
+        view: Any, store: Any, *, query: str, as_of: datetime, limit: int = 5, **_: Any
+    ) -> None:
         # The widget draws at 12:00 UTC on the picker's day (see ``as_of_at_noon``).
         as_of = as_of_at_noon(as_of.date())
-        result.explorers.append(Recorded(
-            view=view, store=store, query=query, as_of=as_of, limit=limit,
-            first=expected_value(view, store, query, as_of, limit),
-            then=[expected_value(view, store, *step) for step in plan(query, as_of, limit)],
-        ))
+        result.explorers.append(
+            Recorded(
+                view=view,
+                store=store,
+                query=query,
+                as_of=as_of,
+                limit=limit,
+                first=expected_value(view, store, query, as_of, limit),
+                then=[expected_value(view, store, *step) for step in plan(query, as_of, limit)],
+            )
+        )
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     workdir.mkdir(parents=True, exist_ok=True)
@@ -183,9 +196,12 @@ def replay(notebook: Path, workdir: Path, plan: Plan) -> tuple[Replay, dict[str,
     os.chdir(notebook.parent)
     tempfile.tempdir = str(workdir)
     try:
-        with _quiet_matplotlib(), _patched_explorer(record), \
-                contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):
+        with (
+            _quiet_matplotlib(),
+            _patched_explorer(record),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             for number, (source, tags) in enumerate(_code_cells(notebook), start=1):
                 try:
                     code = compile(source, f"<{notebook.name} cell {number}>", "exec")
@@ -193,7 +209,8 @@ def replay(notebook: Path, workdir: Path, plan: Plan) -> tuple[Replay, dict[str,
                 except Exception as exc:  # noqa: BLE001 - recorded, like Run All shows it
                     if "raises-exception" not in tags:
                         result.cell_errors.append(
-                            f"code cell {number}: {type(exc).__name__}: {exc}")
+                            f"code cell {number}: {type(exc).__name__}: {exc}"
+                        )
     finally:
         os.chdir(old_cwd)
         tempfile.tempdir = old_tempdir

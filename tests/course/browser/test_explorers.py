@@ -47,8 +47,13 @@ NOTEBOOKS = Path(os.environ.get("MEMLIB_BROWSER_NOTEBOOKS") or REPO / "notebooks
 SCREENSHOTS = REPO / "screenshots"
 CHROMIUM = os.environ.get("MEMLIB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 # What the student types. Chosen so that each step changes what most views show on
@@ -64,8 +69,9 @@ CONTRACT_ERROR = "recall query has no searchable terms"
 EDITION_QUERIES = {"zh": "分层记忆设计"}
 
 
-def plan(query: str, as_of: datetime, limit: int,
-         new_query: str = NEW_QUERY) -> list[tuple[str, datetime, int]]:
+def plan(
+    query: str, as_of: datetime, limit: int, new_query: str = NEW_QUERY
+) -> list[tuple[str, datetime, int]]:
     """The arguments after each edit: query, then as_of, then limit, then '!!!', then back."""
     new_as_of = as_of_at_noon(NEW_AS_OF)
     return [
@@ -81,6 +87,7 @@ def plan_for(name: str) -> Any:
     """The plan for the notebook ``name`` (``zh/02_normalize.ipynb`` types Chinese)."""
     edition = name.split("/")[0] if "/" in name else ""
     return functools.partial(plan, new_query=EDITION_QUERIES.get(edition, NEW_QUERY))
+
 
 # Generous: two shared cores, JupyterLab, a kernel per notebook and Chromium.
 KERNEL_IDLE_TIMEOUT = 90_000  # ms
@@ -104,9 +111,7 @@ def _code_sources(path: Path) -> list[str]:
 
 def _explorer_cells(path: Path) -> int:
     """How many code cells call ``explorer(`` (each must show at least one widget)."""
-    return sum(
-        1 for src in _code_sources(path) if EXPLORER_CALL.search(EXPLORER_DEF.sub("", src))
-    )
+    return sum(1 for src in _code_sources(path) if EXPLORER_CALL.search(EXPLORER_DEF.sub("", src)))
 
 
 # The other editions share the English code cells; one zh notebook is driven too, the one
@@ -132,6 +137,7 @@ DISCOVERED = explorer_notebooks()
 
 # -- requirements: fail, never skip -----------------------------------------------------
 
+
 def _require_browser() -> Any:
     try:
         from playwright.sync_api import sync_playwright
@@ -151,6 +157,7 @@ def _require_browser() -> Any:
 
 
 # -- fixtures ---------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
@@ -212,16 +219,19 @@ def mismatches(state: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     if "error" in expected:
         if expected["error"] not in state["output"]:
-            problems.append(f"widget output should show {expected['error']!r}, "
-                            f"shows {state['output'][:300]!r}")
+            problems.append(
+                f"widget output should show {expected['error']!r}, shows {state['output'][:300]!r}"
+            )
         if "Traceback" in state["output"] or state["stderr"]:
             problems.append("widget output shows a traceback / stderr instead of one line")
         if state["rows"] is not None or state["images"]:
             problems.append("a table or plot is still shown next to the error")
         return problems
     if state["images"] != expected.get("images", 0):
-        problems.append(f"{state['images']} plots shown, expected {expected.get('images', 0)} "
-                        "(as many as the first draw)")
+        problems.append(
+            f"{state['images']} plots shown, expected {expected.get('images', 0)} "
+            "(as many as the first draw)"
+        )
     if expected.get("contains") and expected["contains"] not in state["output"]:
         problems.append(f"output should contain {expected['contains']!r}")
     for bit in expected["status"]:
@@ -229,8 +239,9 @@ def mismatches(state: dict[str, Any], expected: dict[str, Any]) -> list[str]:
             problems.append(f"status line should contain {bit!r}, is {state['status']!r}")
     if "text" in expected:
         if expected["text"] not in state["output"]:
-            problems.append(f"output should read {expected['text'][:200]!r}…, "
-                            f"reads {state['output'][:200]!r}…")
+            problems.append(
+                f"output should read {expected['text'][:200]!r}…, reads {state['output'][:200]!r}…"
+            )
         return problems
     if state["rows"] is None:
         return problems + [f"no table rendered; output reads {state['output'][:300]!r}"]
@@ -245,8 +256,9 @@ def mismatches(state: dict[str, Any], expected: dict[str, Any]) -> list[str]:
         want = [c for c in cells]
         if column == "memory_id":
             if shown != want:
-                problems.append(f"memory_id column {shown} != {want} "
-                                f"(first: {shown[:1]} vs {want[:1]})")
+                problems.append(
+                    f"memory_id column {shown} != {want} (first: {shown[:1]} vs {want[:1]})"
+                )
         elif shown != want:
             problems.append(f"column {column!r}: {shown} != {want}")
     return problems
@@ -258,8 +270,7 @@ def _summary(expected: dict[str, Any], other: dict[str, Any] | None = None) -> s
     if "rows" in expected:
         text = f"{expected['rows']} rows, first memory_id {expected['first_memory_id']!r}"
         if other is not None and "cells" in other:
-            changed = {k: v for k, v in expected["cells"].items()
-                       if other["cells"].get(k) != v}
+            changed = {k: v for k, v in expected["cells"].items() if other["cells"].get(k) != v}
             if changed:
                 text += f", {changed}"
         return text
@@ -274,8 +285,11 @@ def wait_for(box: Any, expected: dict[str, Any], what: str) -> dict[str, Any]:
         if not problems:
             return state
         if time.monotonic() > deadline:
-            pytest.fail(f"{what}: the explorer did not redraw as expected within "
-                        f"{REDRAW_TIMEOUT:.0f} s:\n  " + "\n  ".join(problems), pytrace=False)
+            pytest.fail(
+                f"{what}: the explorer did not redraw as expected within "
+                f"{REDRAW_TIMEOUT:.0f} s:\n  " + "\n  ".join(problems),
+                pytrace=False,
+            )
         time.sleep(0.25)
 
 
@@ -299,10 +313,12 @@ def set_limit(box: Any, limit: int) -> None:
 
 # -- driving the notebook ---------------------------------------------------------------
 
+
 def click_menu(page: Any, menu: str, item: str) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(menu)}$")).click()
-    page.locator(".lm-Menu-itemLabel:visible",
-                 has_text=re.compile(f"^{re.escape(item)}$")).first.click()
+    page.locator(
+        ".lm-Menu-itemLabel:visible", has_text=re.compile(f"^{re.escape(item)}$")
+    ).first.click()
 
 
 def dismiss_popups(page: Any) -> None:
@@ -314,8 +330,9 @@ def dismiss_popups(page: Any) -> None:
 
 
 def wait_kernel_idle(page: Any) -> None:
-    page.locator(".jp-StatusBar-TextItem",
-                 has_text=re.compile(r"\| Idle$")).first.wait_for(timeout=KERNEL_IDLE_TIMEOUT)
+    page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first.wait_for(
+        timeout=KERNEL_IDLE_TIMEOUT
+    )
 
 
 PROMPTS = """
@@ -336,7 +353,9 @@ def run_all_cells(page: Any, name: str) -> None:
     click_menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))"
-        ".every((p) => !/\\[\\d+\\]/.test(p.innerText))", timeout=UI_TIMEOUT)
+        ".every((p) => !/\\[\\d+\\]/.test(p.innerText))",
+        timeout=UI_TIMEOUT,
+    )
     click_menu(page, "Run", "Run All Cells")
     deadline = time.monotonic() + RUN_ALL_TIMEOUT
     stalled_since: float | None = None
@@ -370,6 +389,7 @@ def screenshot(target: Any, name: str) -> None:
 
 
 # -- the tests --------------------------------------------------------------------------
+
 
 def test_the_course_has_explorers() -> None:
     """Discovery itself is checked, so an empty course cannot pass by testing nothing."""
@@ -446,10 +466,13 @@ def test_explorers_redraw_in_jupyterlab(
             what = f"{path.name} explorer #{index + 1} ({view})"
             state = box.evaluate(READ_EXPLORER)
             assert state["view"] == view, (
-                f"{what}: the widget's status line names {state['view']!r}: {state['status']!r}")
+                f"{what}: the widget's status line names {state['view']!r}: {state['status']!r}"
+            )
             day, limit = recorded.as_of.date(), recorded.limit
             assert (state["query"], state["as_of"], state["limit"]) == (
-                recorded.query, day.isoformat(), str(limit)
+                recorded.query,
+                day.isoformat(),
+                str(limit),
             ), f"{what}: controls start at {state['query']!r}, {state['as_of']}, {state['limit']}"
             plots = state["img_elements"]  # drawn by ``after=``: every redraw redraws them
 
@@ -459,14 +482,20 @@ def test_explorers_redraw_in_jupyterlab(
             now_values = after_run_all[index]
             expected = [e if "error" in e else {**e, "images": plots} for e in now_values]
             typed = steps_for.keywords["new_query"]
-            labels = [f"query={typed!r}", f"as_of={NEW_AS_OF}", f"limit={NEW_LIMIT}",
-                      f"query={INVALID_QUERY!r}", f"query={typed!r} after the error"]
+            labels = [
+                f"query={typed!r}",
+                f"as_of={NEW_AS_OF}",
+                f"limit={NEW_LIMIT}",
+                f"query={INVALID_QUERY!r}",
+                f"query={typed!r} after the error",
+            ]
             if "error" not in expected[3]:
                 # A view that reports refusals itself (a table of errors): the message must
                 # then be in what it draws.
                 expected[3] = {**expected[3], "contains": CONTRACT_ERROR}
             assert CONTRACT_ERROR in json.dumps(expected[3], ensure_ascii=False), (
-                f"{view} did not refuse {INVALID_QUERY!r} with the contract's error")
+                f"{view} did not refuse {INVALID_QUERY!r} with the contract's error"
+            )
             # A student edits each control in turn; each edit must redraw.
             set_query(box, typed)
             wait_for(box, expected[0], f"{what}, {labels[0]}")
@@ -494,6 +523,6 @@ def test_explorers_redraw_in_jupyterlab(
         namespace.clear()
         # Free the kernel now: two shared cores, and the next notebook starts its own.
         with contextlib.suppress(Exception):  # the server is stopped by pid at the end anyway
-            for session in lab.api("sessions") or []:  # type: ignore[union-attr]
+            for session in lab.api("sessions") or []:
                 lab.api(f"sessions/{session['id']}", method="DELETE")
         print(f"{path.name}: " + ", ".join(phases))

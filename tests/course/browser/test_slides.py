@@ -48,14 +48,17 @@ def test_notebook_presents_as_slides(lab: JupyterLab, browser: Any, path: Path) 
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         with contextlib.suppress(PlaywrightTimeout):  # the assert below says what it saw
-            page.wait_for_function(f"() => document.querySelectorAll("
-                                   f"'.reveal .slides > section').length >= {slides}")
+            page.wait_for_function(
+                f"() => document.querySelectorAll('.reveal .slides > section').length >= {slides}"
+            )
         assert sections.count() == slides, (
-            f"{path.name}: RISE shows {sections.count()} slides, the metadata has {slides}")
+            f"{path.name}: RISE shows {sections.count()} slides, the metadata has {slides}"
+        )
         first = sections.first.inner_text()
         assert first.startswith(title.replace("`", "")), f"{path.name}: first slide {first[:80]!r}"
         shown = page.locator(".reveal .slides").inner_text()
         assert setup.splitlines()[0] not in shown or setup.splitlines()[0] in first, (
-            f"{path.name}: the skipped setup cell is on a slide")
+            f"{path.name}: the skipped setup cell is on a slide"
+        )
     finally:
         page.close()
