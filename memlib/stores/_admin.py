@@ -1,18 +1,12 @@
-"""The schema of a database store, by URL: what ``memlib db init`` / ``db status`` do.
-
-``init_store_schema("postgresql://…/db?schema=memlib")`` creates memlib's schema, or
-upgrades an older one, and records its version; running it again changes nothing.
-SQLite files are created and upgraded on first write as well, so initialising one only
-saves the first writer the work. JSONL stores have no schema. The command line is
-``memlib.cli.db``.
-"""
+"""What ``memlib db init`` / ``db status`` do (``memlib.cli.db``), by store URL."""
 
 from __future__ import annotations
 
-from ..errors import RemoteMemoryValidationError
-from .sql._common import SqlMemoryStore
+from contextlib import closing
 
-__all__ = ["init_store_schema", "store_schema_version"]
+from ..errors import RemoteMemoryValidationError
+from . import open_store
+from .sql._common import SqlMemoryStore
 
 _NO_SCHEMA = "JSONL store (no schema)"
 
@@ -23,17 +17,13 @@ def _sql_store(url: str, user_id: str) -> SqlMemoryStore | None:
     if not sep:
         raise RemoteMemoryValidationError(f"store URL must start with a scheme: {url!r}")
     scheme = scheme.lower()
-    if scheme in ("postgresql", "postgres"):
-        from .sql._postgres import PostgresMemoryStore
-
-        return PostgresMemoryStore(url, user_id=user_id)
-    if scheme == "sqlite":
-        from .sql._sqlite import SqliteMemoryStore
-
-        return SqliteMemoryStore(url, user_id=user_id)
     if scheme == "jsonl":
         return None
-    raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
+    if scheme not in ("postgresql", "postgres", "sqlite"):
+        raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
+    store = open_store(url, user_id=user_id)
+    assert isinstance(store, SqlMemoryStore)
+    return store
 
 
 def init_store_schema(url: str) -> tuple[str, int, int]:
@@ -41,11 +31,8 @@ def init_store_schema(url: str) -> tuple[str, int, int]:
     store = _sql_store(url, "memlib-db-init")
     if store is None:
         return _NO_SCHEMA, 0, 0
-    try:
-        before, after = store.init_schema()
-        return store.schema_label, before, after
-    finally:
-        store.close()
+    with closing(store):
+        return store.schema_label, *store.init_schema()
 
 
 def store_schema_version(url: str) -> tuple[str, int]:
@@ -53,7 +40,5 @@ def store_schema_version(url: str) -> tuple[str, int]:
     store = _sql_store(url, "memlib-db-status")
     if store is None:
         return _NO_SCHEMA, 0
-    try:
+    with closing(store):
         return store.schema_label, store.schema_version()
-    finally:
-        store.close()

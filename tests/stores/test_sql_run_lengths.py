@@ -48,7 +48,8 @@ from memlib.candidates import searchable_text
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.bm25 import scoring_terms
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records
-from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
+from memlib.stores.sql._common import SqlMemoryStore
+from memlib.stores.sql._schema import SCHEMA_VERSION
 from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
@@ -578,7 +579,7 @@ def test_a_doc_leaves_all_three_columns_of_its_run() -> None:
 # -- SQLite reads the vectors' memory ids from the index, not the records' pages --------
 
 
-def test_sqlite_vector_rows_are_the_join_of_the_base_class(tmp_path: Path) -> None:
+def test_sqlite_vector_rows_are_the_join(tmp_path: Path) -> None:
     from memlib._vectors import pack
     from memlib.rankers.embeddings import HashingEmbedder
 
@@ -593,7 +594,12 @@ def test_sqlite_vector_rows_are_the_join_of_the_base_class(tmp_path: Path) -> No
     conn = store._connection()
     rows = list(store._vector_rows(conn))
     assert len(rows) > 30 and "v-0003" not in [m for m, _ in rows]
-    assert rows == [(m, bytes(b)) for m, b in SqlMemoryStore._vector_rows(store, conn)]
+    joined = conn.execute(
+        "SELECT r.memory_id, v.vector FROM vectors v JOIN records r ON r.id = v.record_id "
+        "WHERE v.user_scope = ? ORDER BY v.record_id",
+        (store.user_scope,),
+    )
+    assert rows == [(m, bytes(b)) for m, b in joined]
     # A vector row of this scope naming another scope's record is refused, not matched.
     (bob_id,) = conn.execute(
         "SELECT id FROM records WHERE user_scope = ? AND kind = 'profile' LIMIT 1",

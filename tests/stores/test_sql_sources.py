@@ -17,7 +17,8 @@ from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import RemoteMemoryError, open_store
 from memlib.stores._sources import SourceNeighbours, source_neighbours_of
-from memlib.stores.sql._common import SCHEMA_VERSION, SqlMemoryStore
+from memlib.stores.sql._common import SqlMemoryStore
+from memlib.stores.sql._schema import SCHEMA_VERSION
 
 
 def turns(count: int, sources: int) -> list[dict[str, Any]]:

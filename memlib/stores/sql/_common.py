@@ -4,34 +4,17 @@
 ``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its dialects, which supply only
 what differs — connections and transactions, placeholders and list parameters, the SQL
 of the term index, how a batch goes in, the driver's errors and the schema (``_schema``).
+Its tables, posting runs and vectors: docs/contract.md.
 
-``postings`` holds, per term, packed runs of record ids (one run per term per written
-batch) with, parallel to each, the term's frequency in those records and their two
-lengths in terms (``retrieval.postings.LENGTHS``): ``lexical_postings`` numbers and
-measures the candidates from the runs alone and reads a record row only for the few
-docs a ranking keeps (``prefetch``) and the hits. A write is one transaction: claim the
-scope's stats row (PostgreSQL writers of one scope queue there; SQLite already holds
-the database's write lock), check the batch against the stored state, insert the
-records and one run per term, take every retracted record out of its terms' runs — a
-record retracted in the same batch too — and add to the counts. Every query of a
-scope's rows names the scope in its ``WHERE`` clause.
-
-``vectors`` keeps one embedding per searched conversation record that has one.
-``scope_stats`` holds their model and dimension, ``vector_changes`` (bumped by every
-write touching them, in its transaction: a store object reuses its matrix while it has
-not moved) and ``vector_resets`` (bumped by ``drop_vectors``). A retraction deletes its
-target's vector in its transaction; in a scope of pair vectors (``reads_pairs``) also
-the vector of the target's successor in its source, which embedded the target's text,
-and bumps ``vector_resets``: that successor is missing again, wherever a backfill had
-got to. ``put_vectors`` stores a pair vector only while its record's turn before is
-still the one it embedded, read in its own transaction.
+A write is one transaction (``_write``); every query of a scope's rows names the scope in
+its ``WHERE`` clause.
 """
 
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
@@ -73,27 +56,30 @@ from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours
 from ._schema import DERIVED, SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Clock", "RecordRow", "Run", "SqlMemoryStore", "driver_error"]
-
-# What reading a stored body may raise: ValueError for invalid JSON, or JSON past
-# safejson's depth and number limits.
+# What reading a stored body may raise: invalid JSON, or past safejson's limits.
 _BAD_BODY = (ValueError, TypeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError)
 _BY_IDS = "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"  # this scope's, by row id
 _VECTOR_COLUMNS = "vector_model, vector_dimension, vector_changes, vector_resets"
+_CLAIM = (
+    "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
+    "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
+)
+_COUNT = (
+    "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
+    "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?"
+)
 # A record ``r`` of the scope that no retraction names.
 _LIVE = (
     "NOT EXISTS (SELECT 1 FROM {s}records t "
     "WHERE t.user_scope = r.user_scope AND t.retracts = r.memory_id)"
 )
 
-# A posting run as written: (term, the first record id in it, the ids packed, the term's
-# frequency in each of them packed the same way, parallel to the ids, and each one's
-# two lengths packed as ``retrieval.postings.LENGTHS``).
+# A posting run as written: (term, its first record id, the ids packed, parallel to them
+# the term's frequency in each and their two lengths, ``retrieval.postings.LENGTHS``).
 Run = tuple[str, int, bytes, bytes, bytes]
 
-# The columns of a records row in the order the dialects insert them (after the scope):
-# memory_id, kind, captured_ts, captured_us, retracts, body, and for a conversation its
-# searchable text's length in terms with repeats, all / without stopwords (else None).
+# A records row as the dialects insert it (after the scope): memory_id, kind, captured_ts,
+# captured_us, retracts, body, a conversation's length in terms, all / without stopwords.
 RecordRow = tuple[str, str, float, int, str | None, str, int | None, int | None]
 # A batch's conversation records as written: (row id, record, (terms, content length)).
 _Indexed = list[tuple[int, StoredMemory, tuple[Sequence[str], int]]]
@@ -102,9 +88,7 @@ _Indexed = list[tuple[int, StoredMemory, tuple[Sequence[str], int]]]
 def driver_error(
     where: str, detail: str, cause: str | None = None, *, corrupt: bool = False
 ) -> RemoteMemoryError:
-    """A database failure as memlib's one-line error, ``WHERE: CAUSE (DETAIL)``: damaged
-    data a ``RemoteMemoryCorruptionError``, one with a named cause (disk full, locked …)
-    a ``RemoteMemoryStorageError``, anything else a ``RemoteMemoryError``, ``WHERE: DETAIL``."""
+    """A database failure as memlib's one-line error, ``WHERE: CAUSE (DETAIL)``."""
     text = f"{where}: {detail}" if cause is None else f"{where}: {cause} ({detail})"
     if corrupt:
         return RemoteMemoryCorruptionError(text)
@@ -114,9 +98,8 @@ def driver_error(
 
 
 def _storable(memory_ids: Iterable[Any]) -> list[Any]:
-    """``memory_ids`` without those holding U+0000: no stored id holds it (it was always
-    refused), and PostgreSQL refuses a parameter with it, so they are left out here as
-    any id the scope does not hold is, the same on every backend."""
+    """``memory_ids`` without those holding U+0000, which no stored id holds and PostgreSQL
+    refuses as a parameter: left out as any id the scope does not hold is."""
     return [m for m in memory_ids if not (type(m) is str and "\x00" in m)]
 
 
@@ -124,9 +107,8 @@ _T = TypeVar("_T")
 
 
 class _Prefetched(Sequence[_T]):
-    """One column of the records a ranking keeps, by doc: filled by ``prefetch``, read
-    after it. Reading a doc that was not prefetched is a bug of the reader, said as such
-    (a silent fallback would read a row per doc, what the column exists to avoid)."""
+    """One column of the records a ranking keeps, by doc, filled by ``prefetch``: reading
+    another is a bug, said as such (a fallback would read the row per doc it avoids)."""
 
     def __init__(self, size: int, column: str) -> None:
         self._size, self._column = size, column
@@ -186,17 +168,13 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     HAS_META: ClassVar[str]  # () → a row whose first value is not NULL if META exists
     SCHEMA: ClassVar[tuple[str, ...]]  # the CREATE statements (``_schema``)
     RUN_FORMAT: ClassVar[str]  # how a run packs its ids (``memlib._retrieval.pack_docs``)
-    # The term index. Parameters: (scope, terms) → (run,)
-    RUNS_OF_TERMS: ClassVar[str]
-    # (scope) → (term, run), each term's runs by first id
-    ALL_RUNS: ClassVar[str]
-    # (scope, terms, record id) → (term, first id, run, tfs, lengths) for each term's run
-    # that could hold the id: runs of a term cover ascending, disjoint id ranges, so the
-    # last to start at or before it.
+    RUNS_OF_TERMS: ClassVar[str]  # the term index, parameters → rows: (scope, terms) → (run,)
+    ALL_RUNS: ClassVar[str]  # (scope) → (term, run), each term's runs by first id
+    # (scope, terms, record id) → (term, first id, run, tfs, lengths) of each term's run
+    # that could hold the id: the last to start at or before it (runs are disjoint).
     RUNS_HOLDING: ClassVar[str]
     SET_RUN: ClassVar[str]  # (run, tfs, lengths, scope, term, first id)
-    # (scope, terms) → (term, run, tfs, lengths), each term's runs by first id
-    TF_RUNS_OF_TERMS: ClassVar[str]
+    TF_RUNS_OF_TERMS: ClassVar[str]  # (scope, terms) → (term, run, tfs, lengths), by first id
     DROP_RUN: ClassVar[str]  # (scope, term, first id)
     _REBUILD_PAGE: ClassVar[int] = 5_000  # records an upgrade indexes at a time
     # A record's ``source.source_id`` as the dialect reads it from ``{a}.body``,
@@ -233,12 +211,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         conn.close()
 
     @abstractmethod
-    def _driver_error(self) -> type[Exception]:
-        """The base class of the driver's errors."""
-
-    @abstractmethod
-    def _error(self, action: str, exc: Exception) -> RemoteMemoryError:
-        """``exc``, met while doing ``action``, as memlib's one-line error."""
+    def _failures(self, action: str) -> AbstractContextManager[None]:
+        """The driver's errors inside the block as memlib's one-line error, naming the cause."""
 
     @abstractmethod
     def _transaction(self, conn: Any, *, write: bool) -> AbstractContextManager[None]:
@@ -256,10 +230,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     @abstractmethod
     def _insert_records(self, conn: Any, rows: Sequence[RecordRow]) -> dict[str, int]:
-        """Insert the batch's rows, ids ascending in batch order: ``{memory_id: id}``.
-
-        A row missing from the answer did not go in: another writer's row holds its id.
-        """
+        """Insert the batch's rows, ids ascending in batch order: ``{memory_id: id}``; a row
+        missing from the answer did not go in (another writer's row holds its id)."""
 
     @abstractmethod
     def _add_runs(self, conn: Any, scope: str, runs: Sequence[Run]) -> None:
@@ -280,37 +252,22 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             [(row_id, self.user_scope, blob) for row_id, blob in rows],
         )
 
-    VECTOR_ROWS = (
-        "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
-        "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
-    )
-
+    @abstractmethod
     def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
         """``(memory_id, packed vector)`` of the scope's vectors, by record id."""
-        rows: Iterable[tuple[str, bytes]] = self._run(
-            self._blobs(conn), self.VECTOR_ROWS, self.user_scope
-        )
-        return rows
 
     def _vectors_deleted(self, conn: Any) -> None:
-        """Called after a commit that deleted vectors: what the database keeps of them
-        elsewhere (SQLite's write-ahead log) goes too."""
-
-    # -- the algorithm ---------------------------------------------------------------------
+        """After a commit that deleted vectors: their copies elsewhere (SQLite's log) go."""
 
     def _q(self, template: str) -> str:
         sql = self._sql.get(template)
         if sql is None:
-            sql = self._sql[template] = template.replace("?", self.PARAM).format(
-                s=self._prefix,
-                any=self.ANY,
-                scope_of_ids=self.SCOPE_OF_IDS,
-                profile_index=self.PROFILE_INDEX,
-            )
+            names = {"s": self._prefix, "any": self.ANY, "profile_index": self.PROFILE_INDEX}
+            sql = template.replace("?", self.PARAM).format(scope_of_ids=self.SCOPE_OF_IDS, **names)
+            self._sql[template] = sql
         return sql
 
     def _run(self, conn: Any, sql: str, *params: Any) -> Any:
-        """Execute the template ``sql`` on ``conn``: the cursor."""
         return conn.execute(self._q(sql), params)
 
     def _read(self, sql: str, *params: Any) -> list[Any]:
@@ -331,21 +288,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             self._release(self._conn)
             self._conn = None
 
-    @contextmanager
-    def _failures(self, action: str) -> Iterator[None]:
-        """The driver's errors inside the block as memlib's, naming the cause."""
-        try:
-            yield
-        except self._driver_error() as exc:
-            raise self._error(action, exc) from None
-
     def _version(self, conn: Any) -> int:
         meta = self._run(conn, self.HAS_META).fetchone()
         if meta is None or meta[0] is None:
             return 0
-        row = self._run(
-            conn, f"SELECT value FROM {self.META} WHERE key = 'schema_version'"
-        ).fetchone()
+        sql = f"SELECT value FROM {self.META} WHERE key = 'schema_version'"
+        row = self._run(conn, sql).fetchone()
         return int(row[0]) if row else 0
 
     def _too_new(self, version: int) -> RemoteMemoryError:
@@ -354,12 +302,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _migrate(self, conn: Any) -> tuple[int, int]:
         """Bring the schema to ``SCHEMA_VERSION``, inside the dialect's exclusive transaction
-        (which a second process opening the same old store waits for, then finds done).
-
-        An older schema keeps ``records`` and ``vectors`` (with each scope's vector model
-        and counters); its derived tables and indexes are dropped, created anew and the
-        index and counts rebuilt from ``records.body``, whichever version it was.
-        """
+        (which a second process opening the same old store waits for, then finds done)."""
         before = self._version(conn)
         if before > SCHEMA_VERSION:
             raise self._too_new(before)
@@ -370,12 +313,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             conn.execute(statement.format(s=self._prefix))
         if before:
             self._rebuild(conn, kept)
-        self._run(
-            conn,
-            f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            str(SCHEMA_VERSION),
-        )
+        upsert = "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        sql = f"INSERT INTO {self.META} (key, value) VALUES ('schema_version', ?) {upsert}"
+        self._run(conn, sql, str(SCHEMA_VERSION))
         return before, SCHEMA_VERSION
 
     def _drop_derived(self, conn: Any, before: int) -> list[Any]:
@@ -394,16 +334,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return kept
 
     def _rebuild(self, conn: Any, kept: list[Any]) -> None:
-        """Every scope's lengths, runs and counts from the bodies, a page of records at a
-        time in id order (so each term's runs cover ascending, disjoint id ranges), and
-        the ``kept`` vector columns of each scope."""
+        """Every scope's lengths, runs and counts from the bodies, a page at a time in id
+        order (each term's runs cover ascending, disjoint id ranges), and ``kept``."""
         sql = f"INSERT INTO {{s}}scope_stats (user_scope, {_VECTOR_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
         conn.cursor().executemany(self._q(sql), kept)
-        retracted = set(
-            self._run(
-                conn, "SELECT user_scope, retracts FROM {s}records WHERE retracts IS NOT NULL"
-            )
-        )
+        sql = "SELECT user_scope, retracts FROM {s}records WHERE retracts IS NOT NULL"
+        retracted = set(self._run(conn, sql))
         page_sql = "SELECT id, user_scope, body FROM {s}records WHERE id > ? ORDER BY id LIMIT ?"
         last = 0
         while page := self._run(conn, page_sql, last, self._REBUILD_PAGE).fetchall():
@@ -431,8 +367,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 tokens = sum(len(terms) for _, terms, _ in live)
                 content = sum(n for *_, n in live)
                 self._count(conn, scope, len(live), len(rows) - len(live), tokens, content)
-
-    # -- reading ---------------------------------------------------------------------------
 
     def _parse(self, body: str) -> StoredMemory:
         record = self._parse_any(body)
@@ -469,47 +403,41 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         found = self._records_where(" AND retracts = ?", memory_id)
         return found[0] if found else None
 
+    def _by_memory_ids(self, columns: str, memory_ids: Iterable[str]) -> list[Any]:
+        sql = f"SELECT {columns} FROM {{s}}records WHERE user_scope = ? AND memory_id {{any}}"
+        return self._read(sql, self.user_scope, self._many(memory_ids))
+
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of ``memory_ids`` this scope already holds."""
-        rows = self._read(
-            "SELECT memory_id FROM {s}records WHERE user_scope = ? AND memory_id {any}",
-            self.user_scope,
-            self._many(_storable(memory_ids)),
-        )
-        return {row[0] for row in rows}
+        return {m for (m,) in self._by_memory_ids("memory_id", _storable(memory_ids))}
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
         """The scope's records of those of ``memory_ids`` that exist, in the order asked."""
         memory_ids = _storable(memory_ids)
         if not memory_ids:
             return []
-        rows = self._read(
-            "SELECT memory_id, body FROM {s}records WHERE user_scope = ? AND memory_id {any}",
-            self.user_scope,
-            self._many(set(memory_ids)),
-        )
+        rows = self._by_memory_ids("memory_id, body", set(memory_ids))
         found = {memory_id: self._parse(body) for memory_id, body in rows}
         return [found[m] for m in memory_ids if m in found]
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
-        """Each asked searched conversation record's neighbours in its source (``sources.py``):
-        one statement, each neighbour one probe of the ``records_source`` index, then
-        the retraction check through ``records_retracts``."""
+        """Each asked searched conversation record's neighbours in its source (``_sources``):
+        one statement, each neighbour one probe of the ``records_source`` index."""
         memory_ids = _storable(memory_ids)
-        if not memory_ids:
+        conn = self._connection() if memory_ids else None
+        if conn is None:
             return {}
-        rows = self._read(self._neighbours_sql(), self.user_scope, self._many(set(memory_ids)))
-        found = {memory_id: (before, after) for memory_id, before, after in rows}
+        with self._failures("read"):
+            found = self._neighbours_of(conn, memory_ids)
         return {m: SourceNeighbours(*found[m]) for m in memory_ids if m in found}
 
     def _neighbours_of(
         self, conn: Any, memory_ids: Iterable[str]
     ) -> dict[str, tuple[str | None, str | None]]:
         """``memory_id → (turn before, turn after)`` on ``conn`` (in its transaction)."""
-        sql, ids = self._neighbours_sql(), self._many(set(memory_ids))
-        return {
-            m: (before, after) for m, before, after in self._run(conn, sql, self.user_scope, ids)
-        }
+        ids = self._many(set(memory_ids))
+        rows = self._run(conn, self._neighbours_sql(), self.user_scope, ids)
+        return {m: (before, after) for m, before, after in rows}
 
     def _neighbours_sql(self) -> str:
         def live(a: str) -> str:
@@ -539,10 +467,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         scope = self.user_scope
         with self._transaction(conn, write=False):  # one snapshot for counts and candidates
             searched, retracted, tokens, content_tokens = self._counts(conn, query)
-            listed = self._many(query.terms)
-            runs = [
-                bytes(r) for (r,) in self._run(self._blobs(conn), self.RUNS_OF_TERMS, scope, listed)
-            ]
+            sql, listed = self.RUNS_OF_TERMS, self._many(query.terms)
+            runs = [bytes(r) for (r,) in self._run(self._blobs(conn), sql, scope, listed)]
             ids, matched = count_matches(runs, self.RUN_FORMAT)
             if top is None:
                 records = self._bodies_of(conn, ids)
@@ -556,9 +482,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         wanted = [int(i) for i in ids]
         if not wanted:
             return ()
-        bodies = dict(
-            self._run(conn, f"SELECT id, body {_BY_IDS}", self.user_scope, self._many(wanted))
-        )
+        sql = f"SELECT id, body {_BY_IDS}"
+        bodies = dict(self._run(conn, sql, self.user_scope, self._many(wanted)))
         return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
 
     def _top(
@@ -589,10 +514,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return self._bodies_of(conn, kept)
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
-        """``LexicalScanning``: the postings (with tf) of the query's terms, read in one
-        snapshot; doc numbers are the candidates (every record holding a query term: a
-        retracted record has left the runs) in id order. No record row is read here:
-        ``prefetch`` reads the docs a ranking keeps, ``candidates_of`` the hits."""
+        """``LexicalScanning``: the postings of the query's terms, read in one snapshot; the
+        docs are the candidates in id order. No record row is read here: ``prefetch``
+        reads the docs a ranking keeps, ``candidates_of`` the hits."""
         conn = self._connection()
         scope = self.user_scope
         found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
@@ -620,9 +544,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             if not wanted:
                 return
             sql = f"SELECT id, captured_ts, memory_id {_BY_IDS}"
-            for row_id, captured_ts, memory_id in self._read(
-                sql, scope, self._many(sorted(wanted))
-            ):
+            rows = self._read(sql, scope, self._many(sorted(wanted)))
+            for row_id, captured_ts, memory_id in rows:
                 doc = wanted.pop(int(row_id))
                 timestamps.values[doc] = float(captured_ts)
                 ids.values[doc] = memory_id
@@ -656,8 +579,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             prefetch=prefetch,
         )
 
-    # -- stored embeddings (VectorStoring) ---------------------------------------------------
-
     def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
         """The reference refuses a query of another scope as soon as it sees a record."""
         if query.user_scope != self.user_scope:
@@ -674,12 +595,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return tuple(row.fetchone() or (0, 0, 0, 0, None, 0, 0, 0))
 
     def _counts(self, conn: Any, query: RecallQuery) -> tuple[int, ...]:
-        """``(searched, retracted, tokens, content_tokens)`` of the scope, for ``query``."""
         self._check_query_scope(conn, query)
         return tuple(int(v) for v in self._stats(conn)[:4])
 
     def _vector_stats(self, conn: Any) -> tuple[int, str | None, int, int]:
-        """``(searched, model, dimension, changes)`` of the scope."""
         searched, *_, model, dimension, changes, _ = self._stats(conn)
         return int(searched), model, int(dimension), int(changes)
 
@@ -697,11 +616,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def dense_scores(
         self, query: RecallQuery, vector: Any, *, model: str, dimension: int
     ) -> DenseScores:
-        """Dot product of ``vector`` with every stored vector of the scope's searched
-        records. Warm, this reads one row of ``scope_stats``: the matrix read last time
-        is reused while no write has touched the scope's vectors since."""
+        """Dot product of ``vector`` with every stored vector of the scope. Warm, this reads
+        one row of ``scope_stats``: the matrix is reused while no write touched them."""
         np = require_numpy()
-
         wanted = np.asarray(vector, dtype=np.float32).reshape(-1)
         if wanted.shape != (dimension,):
             raise RemoteMemoryValidationError(
@@ -758,23 +675,19 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             return ()
         with self._transaction(conn, write=False):
             resets = int(self._stats(conn)[-1])
-            # A backfill asks again and again: start where the last answer started.
-            # Every record before it had a vector then and still has one unless
-            # drop_vectors ran or a retraction took a successor's pair vector (both bump
-            # vector_resets) or it was retracted (and left); a scope's new records always
-            # take higher ids (its writers queue).
+            # A backfill asks again and again: start where the last answer started. The
+            # records before it keep their vectors unless vector_resets moved (drop_vectors,
+            # a pair vector a retraction took) or they were retracted (and left); a scope's
+            # new records take higher ids (its writers queue).
             hint = self._unvectored_from
             start = hint[1] if hint is not None and hint[0] == resets else 0
-            rows = self._run(
-                conn,
+            sql = (
                 "SELECT r.id, r.body FROM {s}records r WHERE r.user_scope = ? "
                 "AND r.id >= ? AND r.kind = 'conversation' "
                 "AND NOT EXISTS (SELECT 1 FROM {s}vectors v WHERE v.record_id = r.id) "
-                f"AND {_LIVE} ORDER BY r.id LIMIT ?",
-                self.user_scope,
-                start,
-                limit,
-            ).fetchall()
+                f"AND {_LIVE} ORDER BY r.id LIMIT ?"
+            )
+            rows = self._run(conn, sql, self.user_scope, start, limit).fetchall()
         if rows:
             self._unvectored_from = (resets, int(rows[0][0]))
         return tuple(self._parse(body) for _, body in rows)
@@ -788,11 +701,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         previous: Mapping[str, str | None] | None = None,
     ) -> int:
         """Store packed vectors of the scope's searched conversation records, replacing
-        any they had; other ids are skipped. Returns how many were stored.
-
-        Pair vectors (``reads_pairs(model)``) are stored only where ``previous`` names
-        the record's turn before as it is in this write's transaction: a retraction that
-        committed after the embedding changed what the vector should have embedded."""
+        any they had; how many were stored. A pair vector only where ``previous`` names its
+        record's turn before as it is in this transaction (docs/contract.md)."""
         if not model or dimension <= 0:
             raise RemoteMemoryValidationError("a vector model needs a name and a dimension")
         check_previous(model, previous)
@@ -806,13 +716,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             check_model(stored_model, stored_dimension, model, dimension)
             if not vectors:
                 return 0
-            rows = self._run(
-                conn,
+            sql = (
                 "SELECT r.id, r.memory_id FROM {s}records r WHERE r.user_scope = ? "
-                f"AND r.kind = 'conversation' AND r.memory_id {{any}} AND {_LIVE}",
-                self.user_scope,
-                self._many(vectors),
-            ).fetchall()
+                f"AND r.kind = 'conversation' AND r.memory_id {{any}} AND {_LIVE}"
+            )
+            rows = self._run(conn, sql, self.user_scope, self._many(vectors)).fetchall()
             if previous is not None and rows:  # pair vectors: still the turn before?
                 current = self._neighbours_of(conn, [m for _, m in rows if m in previous])
                 rows = [
@@ -885,8 +793,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             rows.append({"term": term, "records": len(ids), "memory_ids": [names[i] for i in ids]})
         return rows
 
-    # -- writing ---------------------------------------------------------------------------
-
     def _append_batch(
         self, batch: Sequence[StoredMemory], vectors: Mapping[str, bytes] | None = None
     ) -> None:
@@ -898,39 +804,23 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _claim_scope(self, conn: Any, scope: str) -> None:
         """Create the scope's stats row or lock it: writers of one scope queue here."""
-        self._run(
-            conn,
-            "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
-            "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope",
-            scope,
-        )
+        self._run(conn, _CLAIM, scope)
 
-    def _count(
-        self, conn: Any, scope: str, searched: int, retracted: int, tokens: int, content: int
-    ) -> None:
-        """Add to the scope's counts."""
-        self._run(
-            conn,
-            "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
-            "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?",
-            searched,
-            retracted,
-            tokens,
-            content,
-            scope,
-        )
+    def _count(self, conn: Any, scope: str, *counts: int) -> None:
+        """Add (searched, retracted, tokens, content tokens) to the scope's counts."""
+        self._run(conn, _COUNT, *counts, scope)
 
     def _state(self, conn: Any, batch: Sequence[StoredMemory]) -> _State:
         ids = self._many({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
         state = _State()
-        for memory_id, kind, row_id, body, target in self._run(
-            conn,
+        sql = (
             "SELECT memory_id, kind, id, body, NULL FROM {s}records "
             "WHERE user_scope = ? AND memory_id {any} "
             "UNION ALL SELECT NULL, NULL, NULL, NULL, retracts FROM {s}records "
-            "WHERE user_scope = ? AND retracts {any}",
-            *(self.user_scope, ids) * 2,
-        ):
+            "WHERE user_scope = ? AND retracts {any}"
+        )
+        rows = self._run(conn, sql, *(self.user_scope, ids) * 2)
+        for memory_id, kind, row_id, body, target in rows:
             if target is not None:
                 state.retracted.add(target)
             else:
@@ -988,8 +878,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return (name, dimension) if stored_model is None else None
 
     def _insert_batch(self, conn: Any, batch: Sequence[StoredMemory]) -> _Indexed:
-        """Insert the batch's rows; ``(row id, record, (terms, content length))`` of each
-        conversation record, in batch order."""
+        """Insert the batch's rows; its conversation records, in batch order."""
         conversations = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
         stats = term_stats(conversations)
         lengths = {r.memory_id: (len(t), n) for r, (t, n) in zip(conversations, stats, strict=True)}
@@ -1010,28 +899,23 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """One run per term of ``(row id, terms, content length)``, ids ascending."""
         terms = list(set(chain.from_iterable(tokens for _, tokens, _ in indexed)))
         fmt = self.RUN_FORMAT
-        runs = tf_length_runs_by_term(
-            [(row_id, tokens) for row_id, tokens, _ in indexed],
-            [(len(tokens), content) for _, tokens, content in indexed],
-            {term: n for n, term in enumerate(terms)},
-            fmt,
-        )
-        if runs:
-            self._add_runs(
-                conn,
-                scope,
-                [
-                    (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs, lengths)
-                    for n, run, tfs, lengths in runs
-                ],
+        runs = [
+            (terms[n], unpack_docs(run[:8], fmt)[0], run, tfs, lengths)
+            for n, run, tfs, lengths in tf_length_runs_by_term(
+                [(row_id, tokens) for row_id, tokens, _ in indexed],
+                [(len(tokens), content) for _, tokens, content in indexed],
+                {term: n for n, term in enumerate(terms)},
+                fmt,
             )
+        ]
+        if runs:
+            self._add_runs(conn, scope, runs)
 
     def _retract(
         self, conn: Any, batch: Sequence[StoredMemory], indexed: _Indexed, state: _State
     ) -> tuple[set[str], list[int], int, int]:
-        """Take each conversation the batch retracts out of the postings, whether it was
-        stored before or is in this batch (its own record row stays as it was written).
-        Returns the batch's own retracted ids, the row ids of the stored ones, and the
+        """Take each conversation the batch retracts, stored or in the batch, out of the
+        postings; the batch's own retracted ids, the row ids of the stored ones, and the
         lengths they took out of the counts."""
         in_batch = {record.memory_id: (row_id, record) for row_id, record, _ in indexed}
         here: set[str] = set()
@@ -1087,14 +971,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
-        scope = self.user_scope
-        listed = self._many(terms)
-        for term, first_id, run, tfs, lengths in self._run(
-            self._blobs(conn), self.RUNS_HOLDING, scope, listed, row_id
-        ).fetchall():
-            rest = run_columns_without(
-                bytes(run), bytes(tfs), bytes(lengths), row_id, self.RUN_FORMAT
-            )
+        scope, fmt = self.user_scope, self.RUN_FORMAT
+        holding = self._run(self._blobs(conn), self.RUNS_HOLDING, scope, self._many(terms), row_id)
+        for term, first_id, run, tfs, lengths in holding.fetchall():
+            rest = run_columns_without(bytes(run), bytes(tfs), bytes(lengths), row_id, fmt)
             if rest is None:
                 continue
             if rest[0]:

@@ -4,16 +4,8 @@
 The schema is created and upgraded by ``memlib --store URL db init`` (versioned in
 ``meta``); a store refuses one that was not initialised or is newer than it knows.
 ``schema`` (default ``memlib``) is memlib's own URL parameter, taken out before libpq.
-
-A write locks the scope's ``scope_stats`` row, so writers of one scope queue there and
-the write rules see a state that cannot change under them. Records go in with ``INSERT
-… ON CONFLICT DO NOTHING`` (a row that did not go in is a duplicate, and the batch is
-rolled back), a big batch's rows by binary ``COPY`` into a table of the transaction;
-posting runs go in by COPY.
-
-psycopg 3 is imported only when a PostgreSQL store is opened. Its errors come back as
-one line naming the cause (``_pg_error``). A failed write has been rolled back by the
-server; a lost connection is dropped, and the next call opens a new one.
+Records go in with ``INSERT … ON CONFLICT DO NOTHING``, a big batch's rows and the posting
+runs by binary ``COPY``. psycopg 3 is imported only when a PostgreSQL store is opened.
 """
 
 from __future__ import annotations
@@ -31,15 +23,16 @@ from ...errors import (
     RemoteMemoryStorageError,
     RemoteMemoryValidationError,
 )
-from ._common import SCHEMA_VERSION, Clock, RecordRow, Run, SqlMemoryStore, driver_error
-from ._schema import POSTGRES
+from .._base import Clock
+from ._common import RecordRow, Run, SqlMemoryStore, driver_error
+from ._schema import POSTGRES, SCHEMA_VERSION
 
-__all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresMemoryStore", "init_schema", "split_url"]
-
-DEFAULT_SCHEMA = "memlib"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # Records per batch above which they are staged by COPY (tests lower it).
 _STAGE_FROM = 64
+# A ``RecordRow``'s columns and their types.
+_COLUMNS = "memory_id, kind, captured_ts, captured_us, retracts, body, tokens, content_tokens"
+_TYPES = ("text", "text", "float8", "int8", "text", "text", "int4", "int4")
 # What starts a binary COPY stream: the signature, then flags (4 bytes) and the length
 # of a header extension (4 bytes) that is skipped.
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -57,12 +50,9 @@ _CAUSES = {
     "57014": "statement cancelled or timed out",
     "40001": "conflict with a concurrent transaction",
     "40P01": "deadlock",
-    "57P01": "connection lost",
-    "57P02": "connection lost",
+    **dict.fromkeys(("57P01", "57P02", "08"), "connection lost"),
     "57P03": "server not accepting connections",
-    "08": "connection lost",
-    "58": "I/O error",
-    "HV": "I/O error",
+    **dict.fromkeys(("58", "HV"), "I/O error"),
 }
 _CORRUPTION = {"XX001": "data corrupted", "XX002": "index corrupted"}
 
@@ -74,13 +64,12 @@ def _first_line(exc: BaseException) -> str:
 
 def _pg_error(exc: Exception, where: str) -> RemoteMemoryError:
     """A psycopg error as memlib's: ``WHERE: CAUSE (server's first line)``."""
-    psycopg = _psycopg()
     state = getattr(exc, "sqlstate", None) or ""
     detail = _first_line(exc)
     if state in _CORRUPTION:
         return driver_error(where, detail, _CORRUPTION[state], corrupt=True)
     cause = _CAUSES.get(state) or _CAUSES.get(state[:2])
-    if cause is None and not state and isinstance(exc, psycopg.OperationalError):
+    if cause is None and not state and isinstance(exc, _psycopg().OperationalError):
         cause = "connection lost"  # raised by libpq itself: no SQLSTATE
     return driver_error(where, f"PostgreSQL error: {detail}" if cause is None else detail, cause)
 
@@ -119,7 +108,6 @@ def _connect(dsn: str, connect_timeout: float) -> Any:
 def init_schema(
     url: str, *, schema: str | None = None, connect_timeout: float = 10
 ) -> tuple[int, int]:
-    """Create or upgrade memlib's schema; ``(version before, version after)``."""
     return PostgresMemoryStore(
         url, user_id="memlib-db-init", schema=schema, connect_timeout=connect_timeout
     ).init_schema()
@@ -136,8 +124,7 @@ def _copy_in(conn: Any, target: str, types: list[str], rows: Iterable[Sequence[A
 def _copied_pairs(chunks: Iterable[Any], where: str) -> Iterator[tuple[str, bytes]]:
     """``(text, bytea)`` rows of a binary COPY stream, whatever its chunking (libpq gives
     one row per chunk, the header with the first)."""
-    buffer = b""
-    started = False
+    buffer, started = b"", False
     for chunk in chunks:
         buffer = buffer + bytes(chunk) if buffer else bytes(chunk)
         pos, end = 0, len(buffer)
@@ -214,7 +201,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         """``connection``: an open autocommit psycopg connection to share (not closed here)."""
         super().__init__(user_id=user_id, clock=clock, embedder=embedder)
         self._dsn, from_url = split_url(url)
-        self.schema = schema or from_url or DEFAULT_SCHEMA
+        self.schema = schema or from_url or "memlib"
         if not _SCHEMA_NAME.fullmatch(self.schema):
             raise RemoteMemoryValidationError(
                 f"schema name must be lower-case letters, digits and _: {self.schema!r}"
@@ -229,10 +216,7 @@ class PostgresMemoryStore(SqlMemoryStore):
     def __repr__(self) -> str:
         return f"PostgresMemoryStore(user_scope={self.user_scope!r}, schema={self.schema!r})"
 
-    # -- connection -------------------------------------------------------------------
-
     def _open(self, *, create: bool) -> Any:
-        psycopg = _psycopg()
         shared = self._shared is not None
         conn = self._shared if shared else _connect(self._dsn, self._connect_timeout)
         if not conn.autocommit:
@@ -240,27 +224,25 @@ class PostgresMemoryStore(SqlMemoryStore):
                 "a shared PostgreSQL connection must be in autocommit mode"
             )
         try:
-            version = self._version(conn)
-        except psycopg.Error as exc:
-            if not shared:
-                conn.close()
-            raise _pg_error(exc, f"cannot open PostgreSQL schema {self.schema}") from None
-        if version != SCHEMA_VERSION:
-            if not shared:
-                conn.close()
+            with self._failures("open"):
+                version = self._version(conn)
             if version > SCHEMA_VERSION:
                 raise self._too_new(version)
-            raise RemoteMemoryError(
-                f"PostgreSQL schema {self.schema} is not initialised (version {version}, "
-                f"need {SCHEMA_VERSION}): run `memlib --store URL db init`"
-            )
+            if version < SCHEMA_VERSION:
+                raise RemoteMemoryError(
+                    f"PostgreSQL schema {self.schema} is not initialised (version {version}, "
+                    f"need {SCHEMA_VERSION}): run `memlib --store URL db init`"
+                )
+        except BaseException:
+            if not shared:
+                conn.close()
+            raise
         return conn
 
     def refresh_statistics(self) -> None:
-        """ANALYZE what a bulk write grew. Until autovacuum gets to a table the planner
-        has no statistics for it and guesses: it scanned a scope for a neighbour lookup
-        (4.9 ms against 0.5 ms at 10k records) and sorted every vector on disk to load
-        them (1.2 s against 0.26 s at 100k), right after an import or ``memlib embed``."""
+        """ANALYZE what a bulk write grew: until autovacuum gets to a table the planner
+        guesses, and scanned a scope for a neighbour lookup (4.9 ms against 0.5 ms at 10k)
+        and sorted every vector on disk to load them (1.2 s against 0.26 s at 100k)."""
         conn = self._connection()
         if conn is None:
             return
@@ -278,17 +260,14 @@ class PostgresMemoryStore(SqlMemoryStore):
     @contextmanager
     def _own_connection(self, action: str) -> Iterator[Any]:
         """A connection of its own, for the schema itself (``_open`` needs it current)."""
-        psycopg = _psycopg()
         conn = _connect(self._dsn, self._connect_timeout)
         try:
-            yield conn
-        except psycopg.Error as exc:
-            raise _pg_error(exc, f"cannot {action} PostgreSQL schema {self.schema}") from None
+            with self._failures(action):
+                yield conn
         finally:
             conn.close()
 
     def init_schema(self) -> tuple[int, int]:
-        """Create or upgrade memlib's schema; ``(version before, version after)``."""
         with self._own_connection("initialise") as conn, conn.transaction():
             # One initialiser at a time per database.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memlib:{self.schema}",))
@@ -300,17 +279,17 @@ class PostgresMemoryStore(SqlMemoryStore):
         with self._own_connection("read") as conn:
             return self._version(conn)
 
-    def _driver_error(self) -> type[Exception]:
-        return _psycopg().Error  # type: ignore[no-any-return]
-
-    def _error(self, action: str, exc: Exception) -> RemoteMemoryError:
-        # A connection the error left closed or broken is dropped, so that the next call
-        # connects again instead of failing the same way forever. Nothing is retried: a
-        # write whose COMMIT got no answer may or may not have landed.
-        conn = self._conn
-        if conn is not None and (conn.closed or getattr(conn, "broken", False)):
-            self.close()
-        return _pg_error(exc, f"cannot {action} PostgreSQL schema {self.schema}")
+    @contextmanager
+    def _failures(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except _psycopg().Error as exc:
+            # A connection left closed or broken is dropped: the next call connects again.
+            # Nothing is retried: a write whose COMMIT got no answer may have landed.
+            conn = self._conn
+            if conn is not None and (conn.closed or getattr(conn, "broken", False)):
+                self.close()
+            raise _pg_error(exc, f"cannot {action} PostgreSQL schema {self.schema}") from None
 
     @contextmanager
     def _transaction(self, conn: Any, *, write: bool) -> Iterator[None]:
@@ -323,48 +302,34 @@ class PostgresMemoryStore(SqlMemoryStore):
         return conn.cursor(binary=True)
 
     def _vector_rows(self, conn: Any) -> Iterable[tuple[str, bytes]]:
-        """The scope's vectors by ``COPY … (FORMAT BINARY)``: libpq hands the rows over one
-        at a time, so no result is held whole beside the matrix built from them (a
-        client-side result was 1.5 GB at 1M records of 384 dimensions), and the driver
-        builds no row per vector (a server-side cursor, which also spares the memory, took
-        6.9 s at 1M against this 5.8 s: docs/benchmarks.md)."""
-        statement = f"COPY ({self._q(self.VECTOR_ROWS)}) TO STDOUT (FORMAT BINARY)"
+        """The scope's vectors by binary ``COPY``: no result held whole beside the matrix (a
+        client-side one was 1.5 GB at 1M records of 384 dimensions) and no driver row per
+        vector (a server-side cursor took 6.9 s at 1M against 5.8 s: docs/benchmarks.md)."""
+        rows = self._q(
+            "SELECT r.memory_id, v.vector FROM {s}vectors v JOIN {s}records r "
+            "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
+        )
+        statement = f"COPY ({rows}) TO STDOUT (FORMAT BINARY)"
         with conn.cursor().copy(statement, (self.user_scope,)) as copy:
             yield from _copied_pairs(copy, self._location)
 
-    # -- writing ----------------------------------------------------------------------
-
     def _insert_records(self, conn: Any, rows: Sequence[RecordRow]) -> dict[str, int]:
-        s, scope = self.schema, self.user_scope
         if len(rows) > _STAGE_FROM:
             # A big batch goes in by binary COPY (several times faster than unnesting
             # arrays) into a table of this transaction, and on from there.
+            typed = ", ".join(f"{c} {t}" for c, t in zip(_COLUMNS.split(", "), _TYPES, strict=True))
             conn.execute(
-                "CREATE TEMP TABLE memlib_incoming (memory_id text, kind text, ts float8, "
-                "us int8, retracts text, body text, tokens int4, content_tokens int4, "
-                "ord bigserial) ON COMMIT DROP"
+                f"CREATE TEMP TABLE memlib_incoming ({typed}, ord bigserial) ON COMMIT DROP"
             )
-            _copy_in(
-                conn,
-                "memlib_incoming (memory_id, kind, ts, us, retracts, body, tokens, content_tokens)",
-                ["text", "text", "float8", "int8", "text", "text", "int4", "int4"],
-                rows,
-            )
+            _copy_in(conn, f"memlib_incoming ({_COLUMNS})", list(_TYPES), rows)
             source = "memlib_incoming AS t"
-            params: tuple[Any, ...] = (scope,)
+            params: tuple[Any, ...] = (self.user_scope,)
         else:
-            source = (
-                "unnest(%s::text[], %s::text[], %s::float8[], %s::int8[], %s::text[], %s::text[], "
-                "%s::int4[], %s::int4[]) WITH ORDINALITY "
-                "AS t(memory_id, kind, ts, us, retracts, body, tokens, content_tokens, ord)"
-            )
-            params = (scope, *(list(column) for column in zip(*rows, strict=True)))
-        columns = (
-            "memory_id, kind, captured_ts, captured_us, retracts, body, tokens, content_tokens"
-        )
+            arrays = ", ".join(f"%s::{t}[]" for t in _TYPES)
+            source = f"unnest({arrays}) WITH ORDINALITY AS t({_COLUMNS}, ord)"
+            params = (self.user_scope, *(list(column) for column in zip(*rows, strict=True)))
         inserted = conn.cursor(binary=True).execute(
-            f"INSERT INTO {s}.records (user_scope, {columns}) SELECT %s, t.memory_id, t.kind, "
-            "t.ts, t.us, t.retracts, t.body, t.tokens, t.content_tokens "
+            f"INSERT INTO {self.schema}.records (user_scope, {_COLUMNS}) SELECT %s, {_COLUMNS} "
             f"FROM {source} ORDER BY t.ord "
             "ON CONFLICT (user_scope, memory_id) DO NOTHING RETURNING id, memory_id",
             params,
@@ -372,18 +337,10 @@ class PostgresMemoryStore(SqlMemoryStore):
         return {memory_id: row_id for row_id, memory_id in inserted.fetchall()}
 
     def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
-        scope = self.user_scope
-        _copy_in(
-            conn,
-            f"{self.schema}.vectors (record_id, user_scope, vector)",
-            ["int8", "text", "bytea"],
-            ((row_id, scope, blob) for row_id, blob in rows),
-        )
+        target, scope = f"{self.schema}.vectors (record_id, user_scope, vector)", self.user_scope
+        _copy_in(conn, target, ["int8", "text", "bytea"], ((r, scope, blob) for r, blob in rows))
 
     def _add_runs(self, conn: Any, scope: str, runs: Sequence[Run]) -> None:
-        _copy_in(
-            conn,
-            f"{self.schema}.postings (user_scope, term, first_id, record_ids, tfs, lengths)",
-            ["text", "text", "int8", "bytea", "bytea", "bytea"],
-            ((scope, *run) for run in runs),
-        )
+        target = f"{self.schema}.postings (user_scope, term, first_id, record_ids, tfs, lengths)"
+        types = ["text", "text", "int8", "bytea", "bytea", "bytea"]
+        _copy_in(conn, target, types, ((scope, *run) for run in runs))

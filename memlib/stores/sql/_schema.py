@@ -1,17 +1,10 @@
 """The SQL store's schema, version 6, once per dialect; ``{s}`` is the schema prefix.
 
-``records`` holds each record's JSON in ``body``, the one source of truth, and
-``vectors`` the stored embeddings (not derivable: the model that made them may be gone).
-Everything else is derived from the bodies: the term index (``terms``, ``postings``),
-the counts in ``scope_stats`` (beside each scope's vector model and counters, which are
-not) and the indexes on ``records``. An older store is upgraded by dropping the derived
-tables and indexes (``DERIVED``), creating what is missing and rebuilding the index and
-counts from the bodies (``SqlMemoryStore._migrate``); the version is in the meta table.
+``records.body`` is the one source of truth and ``vectors`` cannot be derived (their model
+may be gone); an upgrade drops the rest (``DERIVED``) and rebuilds it (docs/contract.md).
 """
 
 from __future__ import annotations
-
-__all__ = ["DERIVED", "POSTGRES", "SCHEMA_VERSION", "SQLITE"]
 
 SCHEMA_VERSION = 6
 

@@ -1,20 +1,11 @@
 """The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer (SPEC §2).
 
-``open_store("sqlite:PATH", user_id=...)``, standard library ``sqlite3`` only. The file
-is in WAL mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns. A
-write is one ``BEGIN IMMEDIATE`` transaction. Terms are ids in a ``terms`` table (per
-scope), cut by memlib's own tokenizer (FTS5 tokenizers cut CJK text differently, so
-their matches would not be the reference's), and a run's ids are little-endian. Nothing
-is created until the first write: a missing file reads as an empty store, and an older
-schema is upgraded when the file is opened.
-
-SQLite follows links: before it opens the file, the database, its ``-wal``, ``-shm``
-and ``-journal`` siblings and their folder pass ``_files.check_path`` (no link, no FIFO,
-no second name, nobody else's, nobody else may write; nor any folder above, which
-another account could rename), and the file is created through ``_files.open_private``.
-Every failure of SQLite comes back as a memlib error naming its cause
-(``_sqlite_error``). SQLite rolls a transaction back by itself after some of these (a
-full disk, an I/O error), so a rollback is issued only while one is open.
+``open_store("sqlite:PATH", user_id=...)``, standard library ``sqlite3`` only, in WAL
+mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns. Terms are
+ids in a ``terms`` table (per scope), cut by memlib's own tokenizer (FTS5 tokenizers cut
+CJK text differently). Nothing is created until the first write; an older schema is
+upgraded on open. SQLite follows links: every file it opens by name is checked first
+(``_check_files``, docs/contract.md) and the database created private.
 """
 
 from __future__ import annotations
@@ -38,12 +29,10 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...records import StoredMemory
-from .._base import make_private_folders
+from .._base import Clock, make_private_folders
 from .._files import DIR_MODE, check_folder, check_path, open_private
-from ._common import SCHEMA_VERSION, Clock, RecordRow, Run, SqlMemoryStore, driver_error
-from ._schema import SQLITE
-
-__all__ = ["SCHEMA_VERSION", "SqliteMemoryStore", "sqlite_path", "unpack_ids"]
+from ._common import RecordRow, Run, SqlMemoryStore, driver_error
+from ._schema import SCHEMA_VERSION, SQLITE
 
 _RUN = "<i8"
 # The files SQLite opens by name next to the database (WAL mode, or a rollback journal
@@ -54,12 +43,10 @@ _SIBLINGS = ("-wal", "-shm", "-journal")
 _STORAGE_CAUSES = {
     sqlite3.SQLITE_FULL: "disk full",
     sqlite3.SQLITE_READONLY: "read-only",
-    sqlite3.SQLITE_BUSY: "locked by another connection",
-    sqlite3.SQLITE_LOCKED: "locked by another connection",
+    **dict.fromkeys((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED), "locked by another connection"),
     sqlite3.SQLITE_IOERR: "I/O error",
     sqlite3.SQLITE_CANTOPEN: "cannot open the file",
-    sqlite3.SQLITE_PERM: "permission denied",
-    sqlite3.SQLITE_AUTH: "permission denied",
+    **dict.fromkeys((sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH), "permission denied"),
     sqlite3.SQLITE_NOMEM: "out of memory",
     sqlite3.SQLITE_NOLFS: "file too large",
     sqlite3.SQLITE_TOOBIG: "too big for SQLite",
@@ -127,11 +114,8 @@ def _disk_problem(folder: Path) -> str | None:
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
-    """End the open transaction, if SQLite has not already rolled it back itself.
-
-    Called while another error is on its way up: a rollback that fails too (the disk
-    went away) must not hide it. The caller drops a connection still in a transaction.
-    """
+    """End the open transaction, if SQLite has not already rolled it back itself. Called
+    while another error is on its way up: a rollback that fails too must not hide it."""
     if conn.in_transaction:
         with suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
@@ -200,58 +184,48 @@ class SqliteMemoryStore(SqlMemoryStore):
     def __repr__(self) -> str:
         return f"SqliteMemoryStore(user_scope={self.user_scope!r})"
 
-    # -- connection -------------------------------------------------------------------
-
     def _open(self, *, create: bool) -> sqlite3.Connection | None:
         self._check_files()
         if not create and not self.path.exists():
             return None
         if create:
             self._create_file()
-        try:
+        with self._failures("open"):
             conn = sqlite3.connect(
                 self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
             )
-        except sqlite3.Error as exc:
-            raise _sqlite_error(self.path, "open", exc) from None
-        try:
-            self._enable_wal(conn)
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            # A deleted row's bytes are zeroed, not left in the page: a retracted
-            # record's vector leaves no trace in the file.
-            conn.execute("PRAGMA secure_delete = ON")
-            version = self._version(conn)
-            if version == 0 and not create:
-                conn.close()  # a file that is not (yet) a memlib store reads as empty
-                return None
-            if version != SCHEMA_VERSION:
-                self._init(conn)  # creates, upgrades an older one, refuses a newer one
-        except BaseException as exc:
-            conn.close()
-            if isinstance(exc, sqlite3.Error):
-                raise _sqlite_error(self.path, "open", exc) from None
-            raise
+            try:
+                self._enable_wal(conn)
+                conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("PRAGMA foreign_keys = ON")
+                # A deleted row's bytes are zeroed, not left in the page: a retracted
+                # record's vector leaves no trace in the file.
+                conn.execute("PRAGMA secure_delete = ON")
+                version = self._version(conn)
+                if version == 0 and not create:
+                    conn.close()  # a file that is not (yet) a memlib store reads as empty
+                    return None
+                if version != SCHEMA_VERSION:  # create, upgrade an older one, refuse a newer one
+                    self._writing(conn)
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        self._migrate(conn)
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        _rollback(conn)
+                        raise
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     def _writing(self, conn: sqlite3.Connection) -> None:
-        """A connection that writes gets a page cache of 128 MiB, so that a batch's term
-        inserts stay in memory. One that only reads keeps SQLite's 2 MiB: a recall reads
-        its runs once (through the OS's cache, as fast), and a fresh process's peak
-        memory does not grow by every page of them."""
+        """A writing connection gets a 128 MiB page cache (a batch's term inserts stay in
+        memory); a reading one keeps SQLite's 2 MiB: a recall reads its runs once, through
+        the OS's cache as fast, and a fresh process's peak memory does not grow by them."""
         if self._write_cache is not conn:
             conn.execute("PRAGMA cache_size = -131072")
             self._write_cache = conn
-
-    def _init(self, conn: sqlite3.Connection) -> None:
-        self._writing(conn)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._migrate(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
 
     def schema_version(self) -> int:
         """The file's schema version (0: no store yet); opening upgrades an older one."""
@@ -262,7 +236,6 @@ class SqliteMemoryStore(SqlMemoryStore):
             return self._version(conn)
 
     def init_schema(self) -> tuple[int, int]:
-        """Create the file and its schema, or upgrade it; ``(version before, after)``."""
         before = self.schema_version()
         conn = self._connection(create=True)
         with self._failures("read"):
@@ -305,29 +278,26 @@ class SqliteMemoryStore(SqlMemoryStore):
                     raise
                 time.sleep(0.005)
 
-    def _driver_error(self) -> type[Exception]:
-        return sqlite3.Error
-
-    def _error(self, action: str, exc: Exception) -> RemoteMemoryError:
-        assert isinstance(exc, sqlite3.Error)
-        return _sqlite_error(self.path, action, exc)
+    @contextmanager
+    def _failures(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise _sqlite_error(self.path, action, exc) from None
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection, *, write: bool) -> Iterator[None]:
-        action = "write" if write else "read"
-        with self._failures(action):
+        with self._failures("write" if write else "read"):
             if write:
                 self._writing(conn)
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield
-            if write:
-                conn.execute("COMMIT")
-        except BaseException as exc:
-            self._end(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise _sqlite_error(self.path, action, exc) from None
-            raise
+            try:
+                yield
+                if write:
+                    conn.execute("COMMIT")
+            except BaseException:
+                self._end(conn)
+                raise
         if not write:
             # A read-only transaction: ending it by rollback is a commit, and never
             # fails on one that SQLite already ended after an I/O error.
@@ -338,8 +308,6 @@ class SqliteMemoryStore(SqlMemoryStore):
         _rollback(conn)
         if conn.in_transaction:
             self.close()
-
-    # -- writing ----------------------------------------------------------------------
 
     def _many(self, values: Iterable[Any]) -> str:
         return json.dumps(list(values))
@@ -353,19 +321,16 @@ class SqliteMemoryStore(SqlMemoryStore):
         self._term_ids.update(self._new_terms)
 
     def _vector_rows(self, conn: sqlite3.Connection) -> Iterator[tuple[str, bytes]]:
-        """The base class's join, as two scans matched as they go: the memory ids from
-        the scope's unique index (id, memory_id), sorted by id, and the vectors by
-        record id. Joining the records table reads every record's page, bodies and all,
-        into this process's page cache: at 100k records 85 MB more, and slower."""
+        """Two scans matched as they go, the memory ids from the scope's unique index and the
+        vectors by record id: a join reads every record's page, bodies and all, into this
+        process's page cache (at 100k records 85 MB more, and slower)."""
         scope = self.user_scope
         # "+id": sorted after the index scan, not read in id order from the table
         names = conn.execute(
             "SELECT id, memory_id FROM records WHERE user_scope = ? ORDER BY +id", (scope,)
         )
-        for row_id, blob in conn.execute(
-            "SELECT record_id, vector FROM vectors WHERE user_scope = ? ORDER BY record_id",
-            (scope,),
-        ):
+        sql = "SELECT record_id, vector FROM vectors WHERE user_scope = ? ORDER BY record_id"
+        for row_id, blob in conn.execute(sql, (scope,)):
             for name_id, memory_id in names:
                 if name_id == row_id:
                     yield memory_id, blob
@@ -380,10 +345,9 @@ class SqliteMemoryStore(SqlMemoryStore):
         # into the file (whose pages secure_delete zeroed) and truncate it. Best effort
         # and brief: a reader holding an old snapshot makes it wait, not fail the write.
         try:
-            conn.execute("PRAGMA busy_timeout = 1000")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error:
-            pass
+            with suppress(sqlite3.Error):
+                conn.execute("PRAGMA busy_timeout = 1000")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
             with suppress(sqlite3.Error):
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
@@ -422,10 +386,8 @@ class SqliteMemoryStore(SqlMemoryStore):
         missing = [term for term in terms if term not in out]
         if not missing:
             return out
-        for term, tid in conn.execute(
-            f"SELECT term, id FROM terms WHERE user_scope = ? AND term {self.ANY}",
-            (scope, self._many(missing)),
-        ):
+        sql = f"SELECT term, id FROM terms WHERE user_scope = ? AND term {self.ANY}"
+        for term, tid in conn.execute(sql, (scope, self._many(missing))):
             out[term] = new[term] = tid
         create = [term for term in missing if term not in out]
         if create:
