@@ -1,4 +1,5 @@
-"""The JSONL store: the teaching default, one append-only file per user scope (SPEC §2).
+"""The JSONL store: the teaching default, one append-only file per user scope
+(docs/reference.md "Stores").
 
 Writers serialise on an advisory ``flock`` next to the file. Inside it they bring the
 id set up to date, refuse duplicates, and append the whole batch with one ``write`` on
@@ -28,6 +29,7 @@ from itertools import compress, islice
 from pathlib import Path
 from typing import Any
 
+from ..._capabilities import ScoreBound
 from ..._retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from ..._safejson import loads as load_json
 from ..._vectors import (
@@ -49,7 +51,6 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
-from ...rankers.base import ScoreBound
 from ...records import MemoryKind, StoredMemory, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
 from .._files import (

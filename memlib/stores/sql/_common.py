@@ -1,6 +1,7 @@
 """The SQL store, written once: writes, the write rules' state, scans and the top-k walk.
 
-``SqlMemoryStore`` is memlib's storage algorithm for a relational database (SPEC §2);
+``SqlMemoryStore`` is memlib's storage algorithm for a relational database
+(docs/reference.md "Stores");
 ``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its dialects, which supply only
 what differs — connections and transactions, placeholders and list parameters, the SQL
 of the term index, how a batch goes in, the driver's errors and the schema (``_schema``).
@@ -18,6 +19,7 @@ from contextlib import AbstractContextManager
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
+from ..._capabilities import ScoreBound
 from ..._retrieval import (
     candidates_for,
     count_matches,
@@ -50,7 +52,6 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
-from ...rankers.base import ScoreBound
 from ...records import MemoryKind, StoredMemory, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours

@@ -1,6 +1,7 @@
 """The PostgreSQL dialect of the SQL store [beyond]: a memory service shared by many agents.
 
-``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)`` (SPEC §2).
+``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)``
+(docs/reference.md "Stores").
 The schema is created and upgraded by ``memlib --store URL db init`` (versioned in
 ``meta``); a store refuses one that was not initialised or is newer than it knows.
 ``schema`` (default ``memlib``) is memlib's own URL parameter, taken out before libpq.

@@ -1,4 +1,5 @@
-"""The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer (SPEC §2).
+"""The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer
+(docs/reference.md "Stores").
 
 ``open_store("sqlite:PATH", user_id=...)``, standard library ``sqlite3`` only, in WAL
 mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns. Terms are
