@@ -1,13 +1,5 @@
-"""``python -m memlib.notebook``: the course's maintenance commands.
-
-    python -m memlib.notebook solutions [NAME ...]   write and run the solution twins
-    python -m memlib.notebook slides                 slide metadata from each outline
-    python -m memlib.notebook reports                refresh the packaged report copies
-    python -m memlib.notebook translate zh [NAME ...] write and run the zh edition
-    python -m memlib.notebook translate zh --template  refresh its catalogs to translate
-
-Run them from the repository root. They write course files (notebooks, package data),
-never a store, which is why they live here and not in the ``memlib`` command.
+"""``python -m memlib.notebook``: the course's maintenance commands, run from the
+repository root. They write course files, never a store: hence not in ``memlib``.
 """
 
 from __future__ import annotations

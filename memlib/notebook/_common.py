@@ -38,11 +38,7 @@ _CJK_FILES = (
 
 
 def cjk_font() -> str | None:
-    """The CJK font matplotlib will fall back to, or None when the machine has none.
-
-    matplotlib caches the font list of its first run: a font installed after that is
-    added to this process's font manager from its file.
-    """
+    """The CJK font matplotlib will fall back to, or None when the machine has none."""
     import sys
 
     from matplotlib import font_manager
@@ -50,7 +46,8 @@ def cjk_font() -> str | None:
     names = {font.name for font in font_manager.fontManager.ttflist}
     found = next((name for name in CJK_FONTS if name in names), None)
     if found is None:
-        # conda-forge's font-ttf-noto-cjk installs under the environment's own fonts/.
+        # matplotlib caches the font list of its first run: add a font installed since from
+        # its file (conda-forge's font-ttf-noto-cjk: under the environment's own fonts/).
         conda = sorted((Path(sys.prefix) / "fonts").glob("NotoSansCJK*"))
         for path in [*(Path(f) for f in _CJK_FILES if Path(f).exists()), *conda]:
             font_manager.fontManager.addfont(str(path))
@@ -83,8 +80,7 @@ def write_notebook(path: Any, notebook: dict[str, Any]) -> None:
 
 
 def execute_notebook(notebook: dict[str, Any], cwd: Any) -> dict[str, Any]:
-    """``notebook`` run top to bottom in a fresh kernel in ``cwd`` (nbclient, the
-    notebook extra), without wall-clock times in the cell metadata."""
+    """``notebook`` run in a fresh kernel in ``cwd``, without wall-clock times."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -111,8 +107,7 @@ def cell_source(cell: Mapping[str, Any]) -> str:
 
 
 def one_folder_deeper(text: str) -> str:
-    """Markdown ``text`` with its links out of the notebooks folder fixed for a notebook
-    one folder deeper (a twin in solutions/, an edition in zh/)."""
+    """``text`` with its links out of notebooks/ fixed for a notebook one folder deeper."""
     return _UP_LINK.sub("](../../", text)
 
 

@@ -80,8 +80,6 @@ KEY_VARIABLES: tuple[str, ...] = ("ANTHROPIC_API_KEY", "MODEL_ID")
 
 
 # -- 1 · the neighbouring chapters ---------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Boundary:
     """One row of the chapter's boundary table, and where memlib stands on it."""
@@ -204,16 +202,13 @@ def boundary_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataFr
 
 
 # -- 2 · the nine-item checklist -------------------------------------------------------------
-
 Outcome = tuple[bool, str]
 
 
 @dataclass(frozen=True)
 class ChecklistItem:
-    """One question of the chapter's checklist, the notebooks that teach it, its live check.
-
-    ``check(store, query, as_of)`` returns ``(holds, fact)``: what it saw, in one line.
-    """
+    """One question of the checklist, the notebooks that teach it, and its live check:
+    ``check(store, query, as_of)`` returns ``(holds, what it saw in one line)``."""
 
     number: int
     zh: str
@@ -466,7 +461,6 @@ def checklist_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataF
 
 
 # -- a single result: what it alone can show (items 2–8) ---------------------------------
-
 RESULT_ITEMS: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
 
 
@@ -485,17 +479,9 @@ def _full(p: MemorySource) -> bool:
     return all((p.source_id, p.source_type, p.title, p.captured_at))
 
 
-def _in_rank_order(hits: Sequence[RecallHit]) -> bool:
-    return [_hit_key(h) for h in hits] == sorted(_hit_key(h) for h in hits)
-
-
 def audit_result(result: RecallResult) -> dict[int, Outcome]:
-    """Items 2–8 checked on one result alone: ``{item: (holds, what was seen)}``.
-
-    Items 1 (the query the model wrote) and 9 (the store before and after) need more
-    than a result, so they are not here. Item 6 recomputes the baseline's arithmetic
-    (weight × value, summed): a result of another ranker sums its signals instead.
-    """
+    """Items 2–8 checked on one result alone: ``{item: (holds, what was seen)}`` (1 and 9
+    need more than a result; 6 is the baseline's arithmetic, another ranker's differs)."""
     q, hits = result.query, result.hits
     again = normalize_recall_query(
         q.text,
@@ -513,7 +499,8 @@ def audit_result(result: RecallResult) -> dict[int, Outcome]:
         h for h in hits if h.scope.memory_kind is MemoryKind.CONVERSATION and _full(h.provenance)
     ]
     explained = [h for h in hits if _explained(h)]
-    ordered = [h.rank for h in hits] == list(range(1, len(hits) + 1)) and _in_rank_order(hits)
+    keys = [_hit_key(h) for h in hits]
+    ordered = [h.rank for h in hits] == list(range(1, len(hits) + 1)) and keys == sorted(keys)
     scoped = [h for h in hits if h.scope.user_scope == q.user_scope]
     return {
         2: (
@@ -552,16 +539,9 @@ def audit_result(result: RecallResult) -> dict[int, Outcome]:
     }
 
 
-def _rebuilt(result: RecallResult, hits: Iterable[RecallHit], **changes: Any) -> RecallResult:
-    return dataclasses.replace(result, hits=tuple(hits), **changes)
-
-
 def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallResult]:
-    """Three results a broken service could return, each failing one item of the audit.
-
-    A: two tied hits ranked in storage order; B: recency dropped from the totals; C: the
-    query's limit ignored. Built from real recalls of ``store`` (which is not changed).
-    """
+    """Three results a broken service could return, each failing one audit item: A, tied
+    hits in storage order; B, recency dropped from the totals; C, the limit ignored."""
     tie = recall(store, "embedding reranker", as_of, 5)
     first, second, *rest = tie.hits
     swapped = [dataclasses.replace(second, rank=1), dataclasses.replace(first, rank=2), *rest]
@@ -577,9 +557,9 @@ def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallRes
     ]
     narrow = dataclasses.replace(plain.query, limit=len(plain.hits) - 1)
     return {
-        "A": _rebuilt(tie, swapped),
-        "B": _rebuilt(plain, no_recency),
-        "C": _rebuilt(plain, plain.hits, query=narrow),
+        "A": dataclasses.replace(tie, hits=tuple(swapped)),
+        "B": dataclasses.replace(plain, hits=tuple(no_recency)),
+        "C": dataclasses.replace(plain, query=narrow),
     }
 
 
@@ -595,28 +575,12 @@ def describe_result(result: RecallResult) -> str:
 
 def hits_frame(result: RecallResult) -> pd.DataFrame:
     """Every field a checklist item looks at, one hit a row."""
-    from .frames import hits_frame as frame
+    from .frames import _HIT_FIELDS, hits_frame
 
-    return frame(
-        result,
-        (
-            "rank",
-            "memory_id",
-            "query_id",
-            "user_scope",
-            "source_id",
-            "captured_at",
-            "coverage",
-            "recency",
-            "lexical_contribution",
-            "recency_contribution",
-            "total",
-        ),
-    )
+    return hits_frame(result, tuple(c for c in _HIT_FIELDS if c != "matched_terms"))
 
 
 # -- 3 · the no-key boundary: a probe in a clean interpreter --------------------------------
-
 # Runs as ``python -I -B -c PROBE_SCRIPT <memlib's folder> <code> <marker>``. The audit
 # hook (PEP 578) and the recording os.environ are in place before ``code`` runs; their
 # record starts then and stops before the report is printed, so Python's own start-up
@@ -680,8 +644,7 @@ _MARKER = "memlib-probe-report:"
 
 @dataclass(frozen=True)
 class ProbeReport:
-    """What ``code`` did in a clean interpreter, paths shown relative to the probe's
-    folders (``~/`` the home, ``./`` the working folder)."""
+    """What ``code`` did in a clean interpreter, paths relative to the probe's folders."""
 
     code: str
     sockets: int
@@ -731,9 +694,8 @@ def _run_clean(
     stdin: str | None = None,
     timeout: float,
 ) -> subprocess.CompletedProcess[str]:
-    """``script`` in ``sys.executable -I -B`` (isolated; no ``.pyc``: that would be Python's
-    write, not the code's) in ``root/cwd``, with HOME and TMPDIR in ``root`` and without the
-    key, the model or memlib's own settings; memlib's folder is argv[1]."""
+    """``script`` in ``python -I -B`` (no ``.pyc``: Python's write, not the code's) in
+    ``root/cwd``, HOME and TMPDIR in ``root``, without the key or memlib's settings."""
     memlib_parent = str(Path(__file__).resolve().parents[2])
     clean = {
         name: value
@@ -771,11 +733,8 @@ def _shown(path: str, root: Path) -> str:
 
 
 def probe(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 120) -> ProbeReport:
-    """Run ``code`` in a clean interpreter (``_run_clean``; ``env`` adds variables) and
-    report its side effects: an audit hook counts sockets, connections, processes, folders
-    created and files opened for writing; ``os.environ`` records every variable looked up.
-    An exception of ``code`` is reported, not raised.
-    """
+    """Run ``code`` in a clean interpreter (``env`` adds variables) and report its side
+    effects, seen by an audit hook and a recording ``os.environ``; an exception is reported."""
     with _fresh_root("memlib-probe-") as root:
         before = set(_tree(root))
         proc = _run_clean(root, PROBE_SCRIPT, code, _MARKER, env=env, timeout=timeout)
@@ -810,8 +769,6 @@ def probe_frame(reports: Iterable[ProbeReport]) -> pd.DataFrame:
 
 
 # -- 4 · the chapter's commands and memlib's -------------------------------------------------
-
-
 @dataclass(frozen=True)
 class CliRun:
     """One ``memlib`` command: its exit status and what it printed (the folder as <root>)."""
@@ -823,11 +780,7 @@ class CliRun:
 
 
 def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> CliRun:
-    """``memlib ARGS`` in a new interpreter, in a fresh folder, without the key.
-
-    ``{root}`` in an argument is that folder (``--store jsonl:{root}/records.jsonl``);
-    it is written ``<root>`` in what the command prints.
-    """
+    """``memlib ARGS`` in a fresh interpreter and folder (``{root}``, shown ``<root>``)."""
     starter = (
         "import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from memlib.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -928,8 +881,7 @@ COMMAND_MAP: tuple[Command, ...] = (
 
 
 def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
-    """``COMMAND_MAP`` as a table, with whether ``memlib --help`` lists each command
-    (None when it is not a ``memlib`` command)."""
+    """``COMMAND_MAP`` as a table, and whether ``memlib --help`` lists each command."""
     listed = set(cli_commands() if commands is None else commands)
     rows = []
     for c in COMMAND_MAP:
@@ -950,8 +902,6 @@ def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
 
 
 # -- 5 · other rankers, the same contract ----------------------------------------------------
-
-
 def contract_shape_frame(
     store: MemoryStore,
     query: str,
@@ -994,8 +944,6 @@ def contract_shape_frame(
 
 
 # -- 6 · one query_id through every stage -----------------------------------------------------
-
-
 def query_id_frame(
     store: MemoryStore, query: str, as_of: datetime, query_id: str = "review-1"
 ) -> pd.DataFrame:
@@ -1043,13 +991,8 @@ def query_id_frame(
 
 
 # -- 7 · the explorer's view: the whole pipeline for one query --------------------------------
-
-
 def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
-    """One recall reviewed stage by stage: what each stage produced, as text.
-
-    Every value is a string so the column reads the same in a table and in a widget.
-    """
+    """One recall reviewed stage by stage, every value a string (a table or a widget)."""
     result = recall(store, query, as_of, limit)
     q = result.query
     best = max((h.score_breakdown.total for h in result.hits), default=None)

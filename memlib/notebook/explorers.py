@@ -1,11 +1,5 @@
-"""Explorers: an ipywidgets form (query, as_of, limit) that redraws any view.
-
-A view that takes more than the three (``explain_view``'s record) names each extra
-argument in ``choices``: a drop-down per argument, passed to the view by name. Its
-first option is what the form starts with; None reads "(all)".
-
-ipywidgets and matplotlib are imported when an explorer is built, never before.
-"""
+"""Explorers: an ipywidgets form (query, as_of, limit, a drop-down per ``choices``
+argument) that redraws any view; ipywidgets is imported when one is built."""
 
 from __future__ import annotations
 
@@ -31,13 +25,9 @@ def explorer(
     after: Callable[[Any], Any] | None = None,
     choices: Mapping[str, Sequence[str | None]] | None = None,
 ) -> Any:
-    """A query / as_of / limit form that redraws ``view`` into an Output widget.
-
-    Output goes through the widget's model (``outputs``, ``append_display_data``), not
-    ``with out:``, so nothing leaks into the cell's own outputs under nbval. A contract
-    error is shown as its one-line message, never as a traceback. ``after``, when
-    given, turns the view's value into something extra to show (a plot).
-    """
+    """A form that redraws ``view`` into an Output widget; ``after`` turns its value into
+    something extra to show (a plot). Output goes through the widget's model, not ``with
+    out:``, so nothing leaks into the cell's own outputs under nbval."""
     import ipywidgets as widgets
 
     text = widgets.Text(
@@ -80,7 +70,9 @@ def explorer(
         if after is not None:
             extra = after(value)
             if extra is not None:
-                _show_figure(out, extra)
+                figure = getattr(extra, "figure", extra)
+                out.append_display_data(figure)
+                pyplot().close(figure)
 
     for control in (text, day, size, *picks.values()):
         control.observe(redraw, names="value")
@@ -92,9 +84,3 @@ def explorer(
     box.redraw = redraw
     box.controls = {"query": text, "as_of": day, "limit": size, **picks}
     return box
-
-
-def _show_figure(out: Any, ax_or_fig: Any) -> None:
-    figure = getattr(ax_or_fig, "figure", ax_or_fig)
-    out.append_display_data(figure)
-    pyplot().close(figure)

@@ -1,9 +1,5 @@
-"""Fixtures: stores and files built for the course — course-only, some of them destructive.
-
-Nothing outside the notebooks should call these. Each writes only under the folder or
-file you give it, and never anywhere else: small stores, the sample corpus shuffled,
-a copy of a store with a line damaged, a torn last line, two processes racing to
-append. Point them at a temporary folder; never at a store you want to keep.
+"""Fixtures: stores and files built for the course, some of them destructive: each writes
+only under the folder or file it is given, so point them at a temporary folder.
 """
 
 from __future__ import annotations
@@ -35,9 +31,6 @@ __all__ = [
 ]
 
 
-# -- stores -------------------------------------------------------------------------------
-
-
 def conversation_item(
     memory_id: str = "conversation-new",
     *,
@@ -46,11 +39,8 @@ def conversation_item(
     title: str = "New conversation",
     captured_at: str = "2026-08-10T10:00:00Z",
 ) -> dict[str, Any]:
-    """A valid ``append`` item; change one keyword to break one rule.
-
-    The source is built here, so a bad ``captured_at`` or ``title`` fails where the
-    item is made — before anything reaches the store.
-    """
+    """A valid ``append`` item; change one keyword to break one rule (a bad source fails
+    here, before anything reaches the store)."""
     return {
         "kind": MemoryKind.CONVERSATION,
         "memory_id": memory_id,
@@ -72,11 +62,8 @@ def conversation_store(
     *,
     user_id: str = SAMPLE_USER_ID,
 ) -> RemoteMemoryStore:
-    """A fresh JSONL store under ``root/name`` holding one conversation record per row.
-
-    A row is ``(memory_id, captured_at, text)``; the text is both summary and content,
-    so what a record is about is visible in one column.
-    """
+    """A fresh JSONL store under ``root/name``, one conversation record per row
+    ``(memory_id, captured_at, text)``, the text both summary and content."""
     store = RemoteMemoryStore(
         scope_path(Path(root) / name, user_id), user_id=user_id, clock=fixed_clock()
     )
@@ -92,10 +79,7 @@ def conversation_store(
 def shuffled_sample_store(
     root: str | os.PathLike[str], seed: int | None, *, user_id: str = SAMPLE_USER_ID
 ) -> RemoteMemoryStore:
-    """The sample corpus appended in an order shuffled by ``random.Random(seed)``.
-
-    ``seed=None`` keeps the corpus order. Each seed gets its own folder under ``root``.
-    """
+    """The sample corpus shuffled by ``random.Random(seed)``, a folder per seed."""
     items = list(sample_records())
     if seed is not None:
         random.Random(seed).shuffle(items)
@@ -103,9 +87,6 @@ def shuffled_sample_store(
     store = RemoteMemoryStore(scope_path(folder, user_id), user_id=user_id, clock=fixed_clock())
     store.append_many(items)
     return store
-
-
-# -- damage (destructive: only ever on copies the notebook made) --------------------------
 
 
 def damaged_copy(
@@ -116,8 +97,7 @@ def damaged_copy(
     *,
     user_id: str = SAMPLE_USER_ID,
 ) -> RemoteMemoryStore:
-    """A store over a copy of the JSONL file ``source`` in ``folder``, with ``line``
-    (1-based) replaced by ``garbage``. ``source`` itself is only read."""
+    """A store over a copy of ``source`` in ``folder``, ``line`` (1-based) now ``garbage``."""
     copy = Path(folder) / "records.jsonl"
     copy.parent.mkdir(parents=True, exist_ok=True)
     lines = Path(source).read_bytes().split(b"\n")
@@ -127,18 +107,14 @@ def damaged_copy(
 
 
 def tear_last_line(path: str | os.PathLike[str], keep: float = 0.5) -> int:
-    """Append to the file at ``path`` the first ``keep`` fraction of a copy of its last
-    record, with no newline: what a writer that died before ``fsync`` returned leaves
-    behind. Returns the bytes appended. Give it a copy, never a store you keep."""
+    """Append the first ``keep`` fraction of the last record, no newline: what a writer that
+    died before ``fsync`` returned leaves. Returns the bytes appended."""
     target = Path(path)
     last = target.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
     torn = last[: max(1, int(len(last) * keep))]
     with open(target, "ab") as handle:
         handle.write(torn)
     return len(torn)
-
-
-# -- a race between real processes ---------------------------------------------------------
 
 
 def _race_worker(path: str, user_id: str, memory_id: str, barrier: Any, results: Any) -> None:
@@ -169,13 +145,8 @@ def race_duplicate_append(
     rounds: int = 3,
     processes: int = 2,
 ) -> pd.DataFrame:
-    """Start ``processes`` real processes per round that append the same memory_id at
-    once (a barrier releases them together) to the JSONL file at ``path``.
-
-    One row per round, with counts only — which process won is left out, so the table is
-    the same on every run: processes that saw the id free beforehand, successes,
-    duplicate errors, other outcomes, and lines in the file carrying that id.
-    """
+    """``processes`` real processes per round append the same memory_id at once (a barrier
+    releases them). One row per round, counts only, so the table never varies."""
     # spawn: each writer is a fresh interpreter, as two separate programs would be (and
     # forking a kernel that runs threads is unsafe).
     context = multiprocessing.get_context("spawn")

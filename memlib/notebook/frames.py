@@ -44,9 +44,6 @@ __all__ = [
 ]
 
 
-# -- records ------------------------------------------------------------------------------
-
-
 def records_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
     """Stored records, one a row: kind, both timestamps, source and summary."""
     rows = [
@@ -77,9 +74,6 @@ def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = Non
     frame.index = range(1, len(frame) + 1)
     frame.index.name = "position"
     return frame
-
-
-# -- queries, candidates, a score ---------------------------------------------------------
 
 
 def normalize_frame(texts: Sequence[str]) -> pd.DataFrame:
@@ -133,9 +127,6 @@ def breakdown_frame(breakdown: RecallScoreBreakdown) -> pd.DataFrame:
     return pandas().DataFrame(rows, columns=["field", "value"])
 
 
-# -- results and payloads -----------------------------------------------------------------
-
-
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts as dotted keys; lists become comma-separated text."""
     flat: dict[str, Any] = {}
@@ -187,15 +178,7 @@ def hits_frame(result: RecallResult, columns: Sequence[str] = HIT_COLUMNS) -> pd
 def payload_outline(payload: str) -> pd.DataFrame:
     """The top level of a ``to_json()`` payload: each key, its JSON type and a preview."""
     data = json.loads(payload)
-    names = {
-        dict: "object",
-        list: "array",
-        str: "string",
-        int: "number",
-        float: "number",
-        bool: "boolean",
-        type(None): "null",
-    }
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
     rows = []
     for key, value in data.items():
         if isinstance(value, dict):
@@ -204,7 +187,7 @@ def payload_outline(payload: str) -> pd.DataFrame:
             preview = f"{len(value)} item(s)"
         else:
             preview = json.dumps(value, ensure_ascii=False)
-        rows.append({"key": key, "json_type": names[type(value)], "value": preview})
+        rows.append({"key": key, "json_type": names.get(type(value), "number"), "value": preview})
     return pandas().DataFrame(rows)
 
 
@@ -242,14 +225,8 @@ def xml_elements_frame(text: str) -> pd.DataFrame:
     return pandas().DataFrame(rows)
 
 
-# -- reports ------------------------------------------------------------------------------
-
-
 def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per step of a retrieval-steps report (``benchmarks/retrieval_steps.py``):
-    what a store keeps for it, its in-sample and cross-validated R@10 with the 95%
-    interval of the latter over the questions asked (when the report has one), each
-    held-out fold's R@10 and what it costs. A step the run skipped has no figures."""
+    """One row per step of a retrieval-steps report; a skipped step has no figures."""
     rows = []
     for step in report["steps"]:
         row: dict[str, Any] = {
@@ -270,8 +247,7 @@ def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """The cross-validated R@10 of each step the report re-ran on other grids: one row per
-    step, one column per grid (the report's own grid first)."""
+    """Cross-validated R@10 per step (row) on each grid it re-ran on (column)."""
     cv = {step["key"]: step.get("cross_validated") for step in report["steps"]}
     rows = {
         f"{key}": {"report's grid": cv[key]}
@@ -279,9 +255,6 @@ def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
         for key, grids in report.get("grid_sensitivity", {}).items()
     }
     return pandas().DataFrame(rows).T.rename_axis("step")
-
-
-# -- files (read only) --------------------------------------------------------------------
 
 
 def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -1,10 +1,8 @@
 """Notebook 14's history and views: explain, known_at, supersede, min_score.
 
-The history is the sample corpus plus three later writes, each at a pinned instant so
-every output is the same on every run: ``conversation-001`` superseded by
-``conversation-014``, ``conversation-008`` retracted, ``conversation-015`` imported
-late. The notebook makes these writes itself from the constants here; ``history_store``
-makes the same ones for the graders and the tests.
+The history is the sample corpus plus three later writes at pinned instants (001
+superseded by 014, 008 retracted, 015 imported late): the notebook makes them from the
+constants here, ``history_store`` the same for the graders and the tests.
 """
 
 from __future__ import annotations
@@ -109,8 +107,7 @@ RETENTION_ITEM: Mapping[str, Any] = {
 
 
 def writer_at(store: RemoteMemoryStore, moment: datetime) -> RemoteMemoryStore:
-    """The same JSONL file, opened with a clock pinned at ``moment``: what it writes is
-    stored at ``moment`` (a real store's clock says "now"; a notebook's must not move)."""
+    """The same JSONL file with a clock pinned at ``moment`` (a notebook's must not move)."""
     return RemoteMemoryStore(store.path, user_id=store.user_id, clock=fixed_clock(moment))
 
 
@@ -155,9 +152,6 @@ def history_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
             "summary",
         ],
     )
-
-
-# -- explain ---------------------------------------------------------------------------------
 
 
 def explain(
@@ -219,9 +213,6 @@ def _hits_text(result: RecallResult) -> str:
     return ", ".join(f"{h.memory_id} ({h.score:.3f})" for h in result.hits) or "—"
 
 
-# -- known_at and as_of --------------------------------------------------------------------
-
-
 def known_at_view(
     store: MemoryStore, query: str, as_of: datetime, limit: int, instants: Sequence[datetime | None]
 ) -> pd.DataFrame:
@@ -265,9 +256,6 @@ def clocks_frame(
     return pandas().DataFrame(rows)
 
 
-# -- min_score -------------------------------------------------------------------------------
-
-
 def floor_view(
     store: MemoryStore, query: str, as_of: datetime, limit: int, floors: Sequence[float | None]
 ) -> pd.DataFrame:
@@ -306,8 +294,7 @@ def abstention_frame(report: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def abstention_plot(report: Mapping[str, Any]) -> Any:
-    """Per ranker, every floor as a point: foreign questions silenced against own R@10
-    kept; the suggested floor is circled."""
+    """Per ranker, each floor: foreign questions silenced against own R@10 kept."""
     fig, ax = pyplot().subplots(figsize=(7, 4.2))
     for name, ranker in report["rankers"].items():
         rows = [r for r in ranker["curve"]["rows"] if r["floor"] is not None]

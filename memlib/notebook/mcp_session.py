@@ -1,13 +1,7 @@
 """Notebook 10's MCP section: a real client session with ``memlib mcp``, as a table.
 
-The server is spawned the way an MCP host spawns it (``python -m memlib --store URL
---user ID mcp --as-of T`` over stdio) and driven by the official SDK's client. Each
-request becomes one row: what was asked, with which arguments, whether the server
-answered with an error result, and one line of what came back. The line leaves out what
-changes between runs (``stored_at``, generated ids are never generated here: the calls
-name their ids), so nbval can compare the table.
-
-``mcp`` and pandas are imported when a session runs, never by importing this module.
+The server is spawned as an MCP host spawns it, over stdio; each request is one row whose
+result line leaves out what changes between runs, so nbval can compare the table.
 """
 
 from __future__ import annotations
@@ -80,8 +74,7 @@ async def _one(session: Any, request: str, arguments: Mapping[str, Any]) -> tupl
 async def mcp_transcript(
     store_url: str, user_id: str, calls: Sequence[McpCall], *, as_of: datetime | None = None
 ) -> pd.DataFrame:
-    """Spawn ``memlib mcp`` on ``store_url`` for ``user_id``, run ``calls`` in order in one
-    client session, and return one row per call (``await`` it in a notebook cell)."""
+    """``calls`` in one client session with a spawned ``memlib mcp``, a row per call."""
     import pandas as pd
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client

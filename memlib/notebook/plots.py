@@ -38,15 +38,9 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
     return plt.subplots(figsize=figsize)[1] if ax is None else ax
 
 
-# -- records --------------------------------------------------------------------------------
-
-
 def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
-    """Per record (a ``records_frame``): when it happened, when the store accepted it.
-
-    A dot is ``captured_at`` (what ranking uses), a diamond is ``stored_at``; the line
-    between them is how late the evidence reached the store.
-    """
+    """Per record (a ``records_frame``): a dot at ``captured_at`` (what ranking uses), a
+    diamond at ``stored_at``; the line between is how late the evidence reached the store."""
     ax = _axes(ax, (7, 0.3 * max(len(records), 2) + 1.2))
     labels = list(records["memory_id"])[::-1]
     captured = [parse_timestamp(t) for t in records["captured_at"]][::-1]
@@ -73,8 +67,7 @@ def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
 
 
 def records_timeline(store: MemoryStore, title: str = "") -> Any:
-    """Every record by captured_at, one row per kind; retracted ones crossed out,
-    the profile injected at session start circled."""
+    """Every record by captured_at, a row per kind; retracted crossed, injected circled."""
     import matplotlib.dates as mdates
 
     def when(record: StoredMemory) -> float:
@@ -123,9 +116,6 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
     return fig
 
 
-# -- candidates -----------------------------------------------------------------------------
-
-
 def overlap_heatmap(overlap: pd.DataFrame, ax: Any = None) -> Any:
     """The ``overlap_view`` grid as a picture: a filled cell is a shared term."""
     terms = [c for c in overlap.columns if c not in ("#matched", "candidate?")]
@@ -168,9 +158,6 @@ def funnel_bars(counts: pd.DataFrame, ax: Any = None) -> Any:
     return ax
 
 
-# -- score ----------------------------------------------------------------------------------
-
-
 def recency_curve(
     days: int = 120,
     ax: Any = None,
@@ -178,11 +165,8 @@ def recency_curve(
     scores: pd.DataFrame | None = None,
     as_of: datetime | None = None,
 ) -> Any:
-    """recency = 1 / (1 + age/30) against age, with the 30-day point marked.
-
-    Given a ``score_view`` frame and its ``as_of``, each candidate is marked on the
-    curve at its own age, labelled with its memory_id.
-    """
+    """recency = 1 / (1 + age/30) against age; given a ``score_view`` and its ``as_of``,
+    each candidate marked at its own age."""
     ax = _axes(ax, (6, 3))
     ages = [d / 2 for d in range(days * 2 + 1)]
     moment = as_of_at_noon(as_of) if as_of is not None else SAMPLE_AS_OF
@@ -207,10 +191,7 @@ def recency_curve(
 
 
 def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
-    """Stacked bars: lexical and recency contributions of each candidate's total.
-
-    Each bar is labelled with its ``total`` when the frame has one (a ``score_view``).
-    """
+    """Stacked bars: lexical and recency contributions of each candidate's total."""
     ax = _axes(ax, (7, 0.45 * max(len(scores), 2) + 1.3))
     labels = list(scores["memory_id"])[::-1]
     lexical = list(scores["lexical_contribution"])[::-1]
@@ -237,12 +218,8 @@ def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
     return ax
 
 
-# -- rank -----------------------------------------------------------------------------------
-
-
 def rank_keys_plot(frame: pd.DataFrame, ax: Any = None) -> Any:
-    """Totals as bars in rank order (a ``rank_keys_view``), each labelled with the key
-    that ranked it."""
+    """A ``rank_keys_view`` as bars, each labelled with the key that ranked it."""
     ax = _axes(ax, (7.5, 0.5 * max(len(frame), 2) + 1.2))
     labels = [
         tr(f"{memory_id} (rank {rank})", f"{memory_id}（第 {rank} 名）")
@@ -285,10 +262,8 @@ def order_vs_rank_plot(
     ids = [h.memory_id for h in hits[labels[0]]]
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.8), sharey=False)
     for memory_id in ids:
-        positions = []
-        for label in labels:
-            order = [r.memory_id for r in stores[label].read_all()]
-            positions.append(order.index(memory_id) + 1)
+        orders = [[r.memory_id for r in stores[label].read_all()] for label in labels]
+        positions = [order.index(memory_id) + 1 for order in orders]
         left.plot(labels, positions, marker="o", label=memory_id)
         right.plot(
             labels,
@@ -313,12 +288,8 @@ def order_vs_rank_plot(
     return fig
 
 
-# -- hits and the rendered block ------------------------------------------------------------
-
-
 def hits_per_limit_plot(sweeps: Mapping[str, pd.DataFrame]) -> Any:
-    """Hits against limit for several queries (``limit_sweep`` frames): each line
-    flattens at its candidate count."""
+    """Hits against limit per query (``limit_sweep`` frames)."""
     fig, ax = pyplot().subplots(figsize=(6.5, 3.6))
     ax.plot([1, 10], [1, 10], color="grey", lw=0.8, ls=":", label="hits = limit")
     # Thick lines first, so a line that runs along another stays visible on top of it.
@@ -339,8 +310,7 @@ def hits_per_limit_plot(sweeps: Mapping[str, pd.DataFrame]) -> Any:
 
 
 def budget_plot(sweep: pd.DataFrame, budget: int = 4_000) -> Any:
-    """Rendered characters per limit (a ``limit_sweep``) as bars, against a prompt
-    budget line."""
+    """Rendered characters per limit (a ``limit_sweep``) against a prompt budget."""
     fig, ax = pyplot().subplots(figsize=(6.5, 3.6))
     over = sweep["rendered_chars"] > budget
     colors = ["tab:red" if o else "tab:blue" for o in over]

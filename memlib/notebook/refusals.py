@@ -1,8 +1,5 @@
-"""Refusals: what the library refuses, shown as tables, so a notebook shows errors, not tracebacks.
-
-Each runs attempts that the library may refuse and reports the typed error's name and
-message one row each; only ``RemoteMemoryError`` is caught, anything else is a bug and
-should be seen.
+"""Refusals as tables, so a notebook shows errors, not tracebacks: only
+``RemoteMemoryError`` is caught; anything else is a bug and should be seen.
 """
 
 from __future__ import annotations
@@ -42,8 +39,7 @@ def redact(text: str, *roots: str | os.PathLike[str]) -> str:
 
 
 def capture(action: Callable[[], Any], *roots: str | os.PathLike[str]) -> dict[str, str]:
-    """Run ``action``; the memlib error it raised as type and message (paths under
-    ``roots`` redacted), or ``(no error)`` and what it returned."""
+    """The memlib error ``action`` raised (paths redacted), or what it returned."""
     try:
         value = action()
     except RemoteMemoryError as exc:
@@ -74,10 +70,7 @@ def refusals_frame(attempts: Mapping[str, Callable[[], Any]]) -> pd.DataFrame:
 
 
 def query_checks_frame(cases: Sequence[tuple[Any, Any]]) -> pd.DataFrame:
-    """``(text, limit)`` pairs through ``normalize_recall_query``: terms, or why not.
-
-    ``text`` and ``limit`` are shown as Python literals, so ``''`` and ``'   '`` differ.
-    """
+    """``(text, limit)`` pairs (shown as literals) through ``normalize_recall_query``."""
     rows = []
     for text, limit in cases:
         try:

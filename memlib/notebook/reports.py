@@ -1,11 +1,8 @@
 """The committed reports the notebooks read, shipped inside the package.
 
-A notebook that read ``reports/`` from its working directory would break once the
-notebooks folder is copied elsewhere, so a copy of each report notebooks 11, 12 and 14
-chart ships under ``memlib/data/reports/``: byte for byte, except the ~100 KB benchmark
-report, of which :func:`bench_slice` keeps the tables notebook 12 reads.
-``tests/course/test_reports.py`` rebuilds every copy and compares, so a new run cannot
-leave the notebooks on an old one. Refresh them with ``python -m memlib.notebook reports``.
+A copy under ``memlib/data/reports/`` works wherever the notebooks folder is copied:
+byte for byte, except the benchmark report, of which :func:`bench_slice` keeps what
+notebook 12 reads. ``tests/course/test_reports.py`` checks the copies are current.
 """
 
 from __future__ import annotations
@@ -105,17 +102,13 @@ def bench_slice(report: Mapping[str, Any], source: str) -> dict[str, Any]:
     return {"source": source, **_keep(report, BENCH_KEEP)}
 
 
-def _packaged() -> Any:
-    return resources.files("memlib").joinpath("data", "reports")
-
-
 def load_report(name: str) -> dict[str, Any]:
-    """The packaged copy of a report: ``"rankers-dev-split"``, ``"abstention-dev-split"``,
-    ``"crossval-dev-split"``, ``"retrieval-steps-dev-split"`` or ``"bench"``."""
+    """The packaged copy of a report (a name of ``_KNOWN``)."""
     if name not in _KNOWN:
         raise RemoteMemoryValidationError(f"unknown report {name!r}; known: {', '.join(_KNOWN)}")
     try:
-        text = _packaged().joinpath(f"{name}.json").read_text(encoding="utf-8")
+        packaged = resources.files("memlib").joinpath("data", "reports", f"{name}.json")
+        text = packaged.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RemoteMemoryError(
             f"memlib is installed without its report {name}.json (package data "

@@ -1,13 +1,5 @@
-"""Slide metadata, so each notebook presents as slides in RISE for JupyterLab.
-
-The rule is the notebook's own outline, so nobody tags cells by hand and a new section
-is a new slide: the title cell and every ``## `` section open a slide, every ``### ``
-subsection a sub-slide, and the setup cell (the first code cell: imports and a
-temporary store) is skipped. Every other cell follows the slide it is under.
-
-    python -m memlib.notebook slides          # (re)write the metadata of every notebook
-
-A test checks that every committed notebook already carries exactly this metadata.
+"""RISE slide metadata from each notebook's own outline: the title and each ``## `` open a
+slide, each ``### `` a sub-slide, the setup cell (the first code cell) is skipped.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Views: ``view(store, query, as_of, limit)``, one per pipeline stage, and views compared.
 
-A view returns plain data built with the library's own stages, so a notebook shows the
-real pipeline and copies none of it; an explorer redraws any of them from a form.
-Recalls use the fixed ``QUERY_ID``, so every output is the same on every run.
+Built with the library's own stages (a notebook copies none of it), recalling with the
+fixed ``QUERY_ID`` so every output is the same on every run.
 """
 
 from __future__ import annotations
@@ -107,21 +106,13 @@ def recall_query(
     )
 
 
-# -- stage 0: stored records ------------------------------------------------------------
-
-
 def records_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """Every stored record, with how many of the query's terms it shares."""
-    q = recall_query(store, query, as_of, limit)
-    frame = records_frame(store.read_all())
-    terms = set(q.terms)
-    frame["shared_terms"] = [
-        len(terms & set(tokenize(searchable_text(r)))) for r in store.read_all()
-    ]
+    records = store.read_all()
+    terms = set(recall_query(store, query, as_of, limit).terms)
+    frame = records_frame(records)
+    frame["shared_terms"] = [len(terms & set(tokenize(searchable_text(r)))) for r in records]
     return frame
-
-
-# -- stage 1: normalize -----------------------------------------------------------------
 
 
 def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -130,9 +121,6 @@ def normalize_view(store: MemoryStore, query: str, as_of: datetime, limit: int) 
     data = q.to_dict()
     data["terms"] = ", ".join(q.terms)
     return pandas().DataFrame({"field": list(data), "value": [str(v) for v in data.values()]})
-
-
-# -- stage 2: candidates ----------------------------------------------------------------
 
 
 def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -164,13 +152,9 @@ def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int)
 
 
 def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
-    """One row per searched conversation record (indexed by memory_id), one 0/1 column
-    per query term, then ``#matched`` and ``candidate?``.
-
-    The 1s are the candidate's ``matched_terms`` as the library computed them; a row of
-    0s is a searched record that did not become a candidate. (A term never contains
-    ``#`` or ``?``, so no query can collide with the last two columns.)
-    """
+    """One row per searched conversation record, one 0/1 column per query term (the
+    candidate's ``matched_terms``), then ``#matched`` and ``candidate?`` (no term holds
+    ``#`` or ``?``, so no query collides with them)."""
     q = recall_query(store, query, as_of, limit)
     records = store.read_all()
     scan = scan_recall_candidates(q, records)
@@ -202,21 +186,8 @@ def counts_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
                 "hits": len(result.hits),
                 "empty_reason": result.empty_reason,
             }
-        ],
-        columns=[
-            "query",
-            "terms",
-            "stored_records",
-            "searched_records",
-            "candidate_records",
-            "retracted_records",
-            "hits",
-            "empty_reason",
-        ],
+        ]
     )
-
-
-# -- stage 3: score ---------------------------------------------------------------------
 
 
 def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -250,9 +221,6 @@ def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
         "total",
     ]
     return pandas().DataFrame(rows, columns=columns)
-
-
-# -- stage 4: stable rank ---------------------------------------------------------------
 
 
 def rank_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -296,9 +264,6 @@ def rank_keys_view(store: MemoryStore, query: str, as_of: datetime, limit: int) 
         deciding_key(row, rows[i + 1]) if i + 1 < len(rows) else "" for i, row in enumerate(rows)
     ]
     return frame
-
-
-# -- stage 5: hits, result, render ------------------------------------------------------
 
 
 def hits_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -351,9 +316,6 @@ def profile_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 def profile_block(store: MemoryStore) -> Rendered:
     """The profile block injected at session start; it depends on no query."""
     return Rendered(render_remote_profile(store.latest_profile()))
-
-
-# -- several views side by side: over queries, limits, stores -----------------------------
 
 
 def counts_frame(
@@ -415,11 +377,7 @@ def keys_subset_ranks(
     limit: int,
     keys: Sequence[str] = SORT_KEYS,
 ) -> pd.DataFrame:
-    """What ranking would give with only some of its keys: a counterfactual.
-
-    Candidates are taken in each store's file order (``score_view``) and sorted
-    stably by ``keys`` alone, as a sort that forgot the later tie-breakers would.
-    """
+    """Each store's ranking with only ``keys``: candidates in file order, sorted stably."""
     ascending = [key == "memory_id" for key in keys]
     columns = {}
     for label, store in stores.items():
@@ -434,11 +392,7 @@ def tie_breaker_frame(
     cases: Mapping[str, tuple[str, Sequence[Sequence[str]]]],
     as_of: datetime,
 ) -> pd.DataFrame:
-    """Rank each small case ``{name: (query, rows)}`` in its own store under ``root``.
-
-    One row per record with its sort keys, its rank and, on rank 1, the key that put it
-    ahead of rank 2.
-    """
+    """Each case ``{name: (query, rows)}`` in its own store: ``rank_keys_view`` of each."""
     frames = []
     for name, (query, rows) in cases.items():
         store = conversation_store(root, f"case-{name}", rows)
@@ -449,11 +403,6 @@ def tie_breaker_frame(
 
 
 # -- beyond the chapter: the agent loop, the rankers, the backends ------------------------
-#
-# These views take what their notebook explores: a store (the agent loop, the rankers)
-# or a mapping of labelled stores (the backends). Each is still
-# ``view(store, query, as_of, limit)``, so an explorer redraws it like any other.
-
 # The recall ids of an explored exchange: fixed, so its tool results never vary.
 AGENT_QUERY_PREFIX = "nb-explore"
 # The hybrid ranker with an embedder that needs no model: exact and offline.
@@ -461,13 +410,7 @@ HYBRID_HASHING = "hybrid (hashing)"
 
 
 def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
-    """One offline exchange through ``agent_loop``, one content block a row.
-
-    The user sends ``query``; the scripted model (the real ``anthropic`` client on a
-    scripted HTTP transport) calls ``recall_history`` with exactly ``query`` and
-    ``limit``, then answers from the tool result. A query the contract refuses comes
-    back as an ``is_error`` tool result, and the model's answer quotes the message.
-    """
+    """One offline exchange through ``agent_loop`` and the scripted model, a block a row."""
     from ..agent import SCRIPTED_MODEL_ID, ScriptedModel, agent_loop, scripted_client
 
     model = ScriptedModel(queries=(query,), limit=limit)
@@ -503,20 +446,7 @@ def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
                 "text": text,
             }
         )
-    frame = pandas().DataFrame(
-        rows,
-        columns=[
-            "turn",
-            "role",
-            "block",
-            "tool_use_id",
-            "tool_input",
-            "is_error",
-            "hits",
-            "hit_ids",
-            "text",
-        ],
-    )
+    frame = pandas().DataFrame(rows)  # never empty: the user's message is the first row
     frame["is_error"] = frame["is_error"].astype("boolean")
     frame["hits"] = frame["hits"].astype("Int64")
     return frame
@@ -525,10 +455,7 @@ def agent_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
 def api_failures_frame(
     store: MemoryStore, question: str, as_of: datetime, cases: Mapping[str, Sequence[int | str]]
 ) -> pd.DataFrame:
-    """One offline exchange per case, the API failing first as the case says
-    (``memlib.agent.FlakyAPI``), with the SDK's retries ``runtime_client()`` keeps: how
-    many HTTP requests were sent, how many retries, and how the loop ended — with the
-    one sentence of its ``ModelAPIError`` and whether the echoed key reached it."""
+    """One offline exchange per case, the API (``FlakyAPI``) failing first as it says."""
     from ..agent import SCRIPTED_MODEL_ID, FlakyAPI, ModelAPIError, agent_loop
 
     key = "demo-key-0123456789"  # not a real key: the flaky server echoes it back
@@ -573,9 +500,7 @@ def api_failures_frame(
 
 
 def explored_rankers() -> dict[str, Any]:
-    """The rankers ``rankers_view`` lines up: each built-in lexical one by name, and
-    ``hybrid`` with the hashing embedder (no model, no download, the same vectors on
-    every machine)."""
+    """The built-in lexical rankers, and ``hybrid`` with the hashing embedder (no model)."""
     from ..rankers import get_ranker
     from ..rankers.embeddings import HashingEmbedder
     from ..rankers.hybrid import HybridRanker
@@ -588,11 +513,7 @@ def explored_rankers() -> dict[str, Any]:
 
 
 def rankers_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
-    """One row per rank; per ranker its hit's ``memory_id`` and ``total``.
-
-    Totals are on each ranker's own scale (a share of terms plus recency, a sum of BM25
-    contributions, a fused score): compare orders across rankers, numbers within one.
-    """
+    """One row per rank, per ranker (totals on its own scale): ``memory_id`` and ``total``."""
     results = {
         label: RecallEngine(store, ranker=ranker).recall(
             query, limit=limit, as_of=as_of, query_id=QUERY_ID
@@ -603,8 +524,6 @@ def rankers_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 
 
 def _side_by_side(columns: Mapping[str, Sequence[RecallHit]], equal: bool) -> pd.DataFrame:
-    """One row per rank: per column its hit's ``memory_id`` and ``total``; with ``equal``,
-    whether every column's hit is the same ``RecallHit``."""
     rows = []
     for position in range(max(len(hits) for hits in columns.values())):
         row: dict[str, Any] = {"rank": position + 1}
@@ -633,13 +552,8 @@ def reference_hits(
 def backends_view(
     stores: Mapping[str, MemoryStore], query: str, as_of: datetime, limit: int
 ) -> pd.DataFrame:
-    """The same recall through every store of ``stores`` and through the reference.
-
-    One row per rank: per backend the hit's ``memory_id`` and ``total``, then
-    ``reference`` (the chapter's full scan over the first store's records, no index),
-    and ``equal``: every column's hit is the same ``RecallHit`` (id, scope, provenance,
-    score breakdown), not only the same id.
-    """
+    """The same recall through every store and through ``reference_hits`` over the first
+    store's records; ``equal``: every column's hit is the same ``RecallHit``, not only id."""
     if not stores:
         raise RemoteMemoryValidationError("backends_view needs at least one store")
     columns: dict[str, tuple[RecallHit, ...]] = {
