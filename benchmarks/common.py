@@ -137,7 +137,9 @@ COLD_CHILD = (
     "if argv[:1] == ['--embed-floor']:\n"
     "    import memlib\n"
     "    from memlib.rankers import embeddings\n"
-    "    embeddings.get_embedder(argv[1]).encode([argv[2]])\n"
+    "    from memlib._vectors import query_vector\n"
+    # A question is embedded as hybrid embeds it at recall time (e5's "query:" prefix).
+    "    query_vector(embeddings.get_embedder(argv[1]), argv[2])\n"
     "elif argv:\n"
     "    import runpy\n"
     "    sys.argv = ['memlib', *argv]\n"
