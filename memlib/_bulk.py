@@ -1,16 +1,14 @@
 """Many records at once from a JSONL file, checked first, written in batches.
 
-Each line is one JSON object with ``store.append``'s keywords (``kind`` defaults to
-``conversation``); a whole exported record of the target's scope is accepted too, its
-``stored_at`` replaced. Every line is checked (JSON as a store reads it, a valid record,
-an id new to the file and the store) before the first write, so bad input writes
-nothing. Then ``store.append_many`` takes batches, each all or nothing; a failure during
-the writes says how many records were imported before it."""
+Each line holds ``store.append``'s keywords (``kind`` defaults to ``conversation``) or an
+exported record of the target's scope. Every line is checked before the first write, so
+bad input writes nothing; each batch is all or nothing, and a failure says how many
+records were imported before it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -86,17 +84,10 @@ def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
 
 
 def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
-    """Which of ``memory_ids`` the store already holds."""
     if isinstance(store, IdLookup):
         return set(store.existing_ids(memory_ids))
     wanted = set(memory_ids)
     return {r.memory_id for r in store.read_all() if r.memory_id in wanted}
-
-
-def _batches(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    rest = iter(items)
-    while batch := list(islice(rest, size)):
-        yield batch
 
 
 def _bar(total: int | None, desc: str, enabled: bool) -> Any:
@@ -152,7 +143,8 @@ def import_jsonl(
     next_id = ids[0] if ids else None
     with _bar(len(ids), "importing", progress) as bar:
         try:
-            for batch in _batches((item for _, item in read_import_items(path, scope)), batch_size):
+            rest = (item for _, item in read_import_items(path, scope))
+            while batch := list(islice(rest, batch_size)):
                 next_id = batch[0]["memory_id"]
                 store.append_many(batch)
                 written += len(batch)

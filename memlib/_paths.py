@@ -1,8 +1,6 @@
 """Stages 2 and 3 by the fastest path a store and a ranker share, and the score floor.
 
-The engine (``recall``) and ``explain`` both score through here, so the order
-``explain`` reports is the one the recall cut.
-"""
+``recall`` and ``explain`` both score through here: ``explain`` reports the recall's order."""
 
 from __future__ import annotations
 
@@ -68,8 +66,7 @@ Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
 
 
 def _embedder_of(store: object) -> Embedder | None:
-    """The store's embedder, else the one its vectors were made by (None: none known): a
-    store opened without one still embeds questions with its vectors' model, as the CLI does."""
+    """The store's embedder, else the one its vectors were made by (None: none known)."""
     if not isinstance(store, VectorStoring):
         return None
     return store.embedder or recorded_embedder(store)
@@ -78,9 +75,8 @@ def _embedder_of(store: object) -> Embedder | None:
 def scored_candidates(
     store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *, limit: int
 ) -> tuple[CandidateScan, Scored, Mapping[str, int] | None]:
-    """Stages 2 and 3 by the fastest path the store and the ranker share: the scan, the
-    top ``limit`` scored (any order; more when several tie) and the retrieval counts. A
-    store's bounded walk reads ``query.limit`` (``explain`` passes a copy with its own)."""
+    """The scan, the top ``limit`` scored (any order; more when several tie) and the
+    retrieval counts. A store's bounded walk reads ``query.limit``, not ``limit``."""
     retrieval = None
     lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
     vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
@@ -96,28 +92,24 @@ def scored_candidates(
             limit=limit,
             neighbours=lambda ids: neighbours_in_source(store, ids),
         )
-        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     elif lexical is not None and isinstance(ranker, LexicalScoring):
         # Scored from the index's postings: only the hits are read (rankers/base.py).
         scan, chosen = ranker.score_lexical(
             query, lexical.lexical_postings, as_of=moment, limit=limit
         )
-        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     elif isinstance(ranker, TopScoring):
         scan = _scan(store, ranker, query)
         # Only the hits get their signals built (rankers/base.py explains why).
         chosen = ranker.score_top(query, scan, as_of=moment, limit=limit)
-        scored = [(scan.candidates[i], breakdown) for i, breakdown in chosen]
     else:
         scan = _scan(store, ranker, query)
         breakdowns = ranker.score_candidates(query, scan, as_of=moment)
-        scored = list(zip(scan.candidates, breakdowns, strict=True))
-    return scan, scored, retrieval
+        return scan, list(zip(scan.candidates, breakdowns, strict=True)), retrieval
+    return scan, [(scan.candidates[i], breakdown) for i, breakdown in chosen], retrieval
 
 
 def _scan(store: MemoryStore, ranker: Ranker, query: RecallQuery) -> CandidateScan:
-    # A store with an index may walk candidates best-first and stop early, pruning
-    # by the ranker's own bound; a ranker without one must see every candidate.
+    # A ranker with a bound lets an index walk best-first and stop early.
     if isinstance(store, TopScanning) and isinstance(ranker, ScoreBound):
         return store.scan_top_candidates(query, ranker)
     return store.scan_candidates(query)

@@ -1,8 +1,6 @@
 """A progress bar on stderr when tqdm is installed (the notebook extra), else none.
 
-The core install has no dependencies, so a missing tqdm only costs the bar: the work
-and everything it prints on stdout are the same.
-"""
+A missing tqdm only costs the bar: the work and everything it prints are the same."""
 
 from __future__ import annotations
 
@@ -11,8 +9,6 @@ from typing import Any
 
 
 class _NoBar:
-    """What ``progress_bar`` returns when there is no bar to draw."""
-
     def __enter__(self) -> _NoBar:
         return self
 

@@ -1,6 +1,5 @@
 """Lazy entry points with side effects: importing memlib reads no environment variable,
-creates no folder and builds no client; ``default_runtime()`` and ``runtime_client()``
-do, on first use."""
+creates no folder and builds no client; ``default_runtime()`` and ``runtime_client()`` do."""
 
 from __future__ import annotations
 

@@ -41,8 +41,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-# The hooks run only for numbers (and, strict, for objects): a record line of strings
-# pays nothing for them.
+# The hooks run only for numbers (and, strict, objects): a line of strings pays nothing.
 _NUMBERS: dict[str, Any] = {
     "parse_int": lambda text: int(_number(text)),
     "parse_float": lambda text: float(_number(text)),
@@ -63,8 +62,7 @@ def _depth(text: str) -> int:
 
 
 def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
-    """``json.loads`` bounded in depth and number size; ``unique_keys`` refuses repeats.
-    Every error is a ``ValueError``."""
+    """``json.loads`` bounded in depth and number size; every error is a ``ValueError``."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8")
     # Counting brackets is a C loop; only a line with many of them is measured exactly.

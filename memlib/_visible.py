@@ -14,6 +14,7 @@ hidden is at most one presence-or-absence per visible character."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 Form = Literal["xml", "json", "text"]
@@ -61,10 +62,8 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 _ESCAPED = re.compile(f"[{_class(ESCAPED_RANGES)}]")
-# What the scan looks for: the set below U+10000, plus one span over all of its astral
-# members. A class with several astral ranges costs a range test per character; this
-# one keeps the scan at a table lookup, and an astral character it finds that is not in
-# the set (an emoji) is handed back unchanged.
+# The scan: the set below U+10000 plus one span over its astral members (a table lookup,
+# not a range test per character); an astral match outside the set is handed back as is.
 _ASTRAL = tuple(r for r in ESCAPED_RANGES if r[0] > 0xFFFF)
 _SCAN = re.compile(
     f"[{_class(tuple(r for r in ESCAPED_RANGES if r[1] <= 0xFFFF))}"
@@ -83,8 +82,7 @@ def _hidden(char: str) -> bool:
 
 
 def _base(char: str) -> bool:
-    """A character a presentation selector can belong to: not ASCII, or one of the ASCII
-    characters that have an emoji form (the keycaps #️⃣ *️⃣ 0️⃣-9️⃣)."""
+    """A character a presentation selector can belong to: not ASCII, or a keycap (#️⃣)."""
     return (not char.isascii() or char in _KEYCAPS) and not char.isspace() and not _hidden(char)
 
 
@@ -109,10 +107,6 @@ def _kept(text: str, at: int) -> bool:
     return False
 
 
-def _xml(code: int) -> str:
-    return f"&#x{code:04X};"
-
-
 def _json(code: int) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
@@ -120,11 +114,11 @@ def _json(code: int) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def _text(code: int) -> str:
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-_FORMS = {"xml": _xml, "json": _json, "text": _text}
+_FORMS: dict[str, Callable[[int], str]] = {
+    "xml": lambda code: f"&#x{code:04X};",
+    "json": _json,
+    "text": lambda code: f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}",
+}
 
 
 def visible(text: str, form: Form) -> str:
@@ -147,9 +141,8 @@ def visible(text: str, form: Form) -> str:
 
 
 def first_hidden(text: str) -> str | None:
-    """The first character of ``text`` in ``ESCAPED_RANGES``, else None. No exception for
-    joiners or presentation selectors: this answers for identifiers, which must be one
-    visible token, not for prose."""
+    """The first character of ``text`` in ``ESCAPED_RANGES``, else None (no exception for
+    joiners or selectors: an identifier must be one visible token)."""
     found = (_ASCII_ESCAPED if text.isascii() else _ESCAPED).search(text)
     return None if found is None else found.group()
 

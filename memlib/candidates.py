@@ -47,10 +47,8 @@ class CandidateScan:
     searched_records: int
     candidate_records: int
     retracted_records: int
-    # [beyond] Corpus statistics for rankers beyond the baseline (BM25's average
-    # document length): terms counted with repeats (``tokenize_all``) over the searchable
-    # text of every searched record, all of them / without the English stopwords of
-    # memlib/data/stopwords_en.txt. None when a backend does not provide them.
+    # [beyond] Corpus statistics for BM25's average document length: terms with repeats
+    # (``tokenize_all``) over every searched record, all / without English stopwords.
     searched_token_count: int | None = None
     searched_content_token_count: int | None = None
 
@@ -82,8 +80,7 @@ class LexicalPostings:
     scratch: dict[Any, Any] | None = None
 
     def scan(self, docs: Sequence[int]) -> CandidateScan:
-        """A ``CandidateScan`` of exactly ``docs``' candidates, in that order, with the
-        counts of the whole scan."""
+        """A ``CandidateScan`` of ``docs``' candidates, in order, with the whole scan's counts."""
         return CandidateScan(
             candidates=self.candidates_of(docs),
             searched_records=self.searched_records,

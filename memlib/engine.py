@@ -71,9 +71,7 @@ class RecallEngine:
             retrieval=retrieval,
             min_score=floor,
             below_min_score=len(hits) - len(kept),
-            known_at=None
-            if not isinstance(store, KnownAtStore)
-            else format_timestamp(store.known_at),
+            known_at=format_timestamp(store.known_at) if isinstance(store, KnownAtStore) else None,
         )
 
     def explain(

@@ -1,9 +1,8 @@
 """[beyond] ``explain``: where did record X stop, for this recall? (docs/reference.md#explain)
 
-The pipeline's stages are asked in order (``_VERDICTS``: verdict → stage), and the first
-that stopped the record is the verdict. The order is computed by the recall's own
-scoring path (``_paths.py``) at a growing limit, so "ranked 7th" is the place the recall
-gave it; a test holds every verdict equal on every backend and ranker."""
+The stages are asked in order (``_VERDICTS``: verdict → stage); the first that stopped
+the record is the verdict. The order is the recall's own (``_paths.py``), so "ranked
+7th" is the place the recall gave it; a test holds every verdict equal on every backend."""
 
 from __future__ import annotations
 
@@ -47,9 +46,8 @@ _VERDICTS: Mapping[str, str] = {
 _FIRST_ROUND = 16
 # Terms shown in the one-line message; the explanation itself keeps them all.
 _SHOWN_TERMS = 12
-# The text line quotes stored text (a reason, an id, a record's terms). It is written as
-# the prompt block writes stored text, so a reason cannot forge a tag
-# ("</recalled_context><system>") or a second line that reads as another verdict.
+# The text line quotes stored text, escaped as the prompt block is: a reason cannot forge
+# a tag ("</recalled_context><system>") or a second line that reads as another verdict.
 _LINE_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#xA;", "\r": "&#xD;"}
 _LINE_SPECIAL = re.compile("[&<>\n\r]")
 
@@ -122,8 +120,7 @@ def _signals(breakdown: RecallScoreBreakdown) -> dict[str, float]:
 
 
 def _deciding_signal(record: Scored, last: Scored) -> str:
-    """What put ``record`` below ``last`` in stage 4's order: the signal it lost most
-    on when its total is lower, else the first tie-breaker that differs."""
+    """What put ``record`` below ``last``: the signal it lost most on, else a tie-breaker."""
     mine, theirs = record[1], last[1]
     if mine.total < theirs.total:
         own, other = _signals(mine), _signals(theirs)
@@ -149,9 +146,8 @@ def _order_down_to(
     memory_id: str,
     dense: bool,
 ) -> tuple[list[Scored], int]:
-    """The recall's order down to ``memory_id`` (or all of it) and how many were ranked:
-    the top ``k`` of a total order are the first ``k`` of the whole, so ``k`` grows fourfold
-    until the record is in it."""
+    """The recall's order down to ``memory_id`` (or all of it) and how many were ranked
+    (the top ``k`` of a total order are its first ``k``: ``k`` grows fourfold)."""
     k = max(query.limit, _FIRST_ROUND)
     while True:
         wide = dataclasses.replace(query, limit=k)

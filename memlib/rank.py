@@ -1,8 +1,7 @@
 """Stage 4 — stable rank: a total order that storage order cannot change (docs/reference.md#rank).
 
 total desc → lexical_coverage desc → captured_at desc → memory_id asc. The last key is
-unique within a scope, so two equal records can never swap places between runs.
-"""
+unique within a scope, so two equal records can never swap places between runs."""
 
 from __future__ import annotations
 

@@ -42,20 +42,16 @@ LIMITS: Mapping[str, int] = {
     "title": 1_000,
 }
 MEMORY_ID_MAX = 200
-# Distinct terms (docs/reference.md#normalize) of a record's summary and content
-# together. An index keeps a posting list per distinct term, so this, not the character
-# limit, is what bounds the memory one record can cost: 20,000 random Han characters are
-# 20,000 bigrams, all new to the index. Natural text stays far below it: a LoCoMo turn
-# has at most 66, the course's records at most 35, and the whole Chinese chapter of the
-# course (10,582 characters, code included) 1,534.
+# Distinct terms of a record's summary and content: an index keeps a posting list per
+# term, so this bounds what one record costs (20,000 random Han characters are 20,000
+# bigrams). A LoCoMo turn has at most 66; the course's whole Chinese chapter 1,534.
 MAX_TERMS = 4_096
 # Text this short cannot reach MAX_TERMS in any script (see check_terms).
 _TERMS_SHORT = MAX_TERMS // MAX_GROWTH
 # Lone surrogates (e.g. from a "\ud800" JSON escape) cannot be written as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Any character an id may not hold. ``\s`` in a str pattern is ``str.isspace``, so one
-# search answers for the whole rule; only a refused id takes the slow path that words
-# the error.
+# Any character an id may not hold (``\s`` is ``str.isspace``); only a refused id takes
+# the slow path that words the error.
 _ID_REFUSED = re.compile("[\\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _HEX16 = re.compile("[0-9a-f]{16}")
 # The form ``format_timestamp`` writes. A string already in it (the usual case: records
@@ -114,8 +110,8 @@ _NUL_REFUSED = "{} must not contain U+0000 (the NUL character)"
 
 
 def memory_id_of(value: object, field_name: str = "memory_id") -> str:
-    """``value`` if it can name a stored memory (the rule every stored id has always kept;
-    a *new* record's id must also pass ``_new_memory_id``), else the Validation error."""
+    """``value`` if it can name a stored memory (a *new* record's id must also pass
+    ``_new_memory_id``), else the Validation error."""
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     if not value:
@@ -147,8 +143,7 @@ def _new_id_ok(memory_id: str) -> bool:
 
 
 def _new_memory_id(value: object, field_name: str = "memory_id") -> str:
-    """``_memory_id``, and the rules a new id adds: no invisible or format character,
-    and NFC, so two ids that differ are never shown alike (docs/contract.md)."""
+    """``_memory_id`` plus a new id's rules: visible and NFC (docs/contract.md)."""
     memory_id = _memory_id(value, field_name)
     if memory_id.isascii():
         return memory_id  # ASCII is NFC, and _memory_id refused its controls
@@ -175,8 +170,7 @@ def _parse_canonical(value: str) -> datetime | None:
 
 
 def _canonical(value: object) -> datetime | None:
-    """The instant of a timestamp already in ``format_timestamp``'s form (what stores
-    hold: its own normal form, parsed once), else None."""
+    """The instant of a timestamp already in ``format_timestamp``'s form, else None."""
     if type(value) is str and _CANONICAL_TIMESTAMP.fullmatch(value):
         return _parse_canonical(value)
     return None
@@ -305,9 +299,7 @@ class MemorySource:
 @dataclass(frozen=True)
 class StoredMemory:
     """One durable record. Only a store creates these for real; recall never does.
-
-    ``retracts`` names a RETRACTION's target; [beyond] ``supersedes`` and ``superseded_by``
-    link a supersede's two records. Each is None otherwise, and absent from the JSON."""
+    [beyond] ``supersedes`` and ``superseded_by`` link a supersede's two records."""
 
     memory_id: str
     user_scope: str
@@ -458,9 +450,8 @@ _new = object.__new__
 def _fast_record(
     item: Mapping[str, Any], user_scope: str, stored_at: str, new: bool = False
 ) -> StoredMemory | None:
-    """The constructor's checks inlined for the usual record (plain strings in plain
-    dicts; valid ``user_scope`` and ``stored_at``), else None: the constructor then
-    decides and words any error. A property test holds both paths equal."""
+    """The constructor's checks inlined for the usual record, else None (the constructor
+    then decides and words any error); a property test holds both paths equal."""
     source = item["source"]
     kind = _FAST_KINDS.get(item["kind"]) if type(item["kind"]) in (str, MemoryKind) else None
     memory_id = item["memory_id"]
@@ -547,9 +538,8 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
 
 
 def check_terms(summary: str, content: str) -> None:
-    """Refuse a new record whose summary and content have more than ``MAX_TERMS``
-    distinct terms. A term is at least one normalized character, and normalizing makes
-    at most ``MAX_GROWTH`` of one, so a short or ASCII record is never cut here."""
+    """Refuse a new record with more than ``MAX_TERMS`` distinct terms (a short or ASCII
+    one never has: normalizing makes at most ``MAX_GROWTH`` characters of one)."""
     size = len(summary) + len(content)
     if size <= MAX_TERMS and (
         size * MAX_GROWTH <= MAX_TERMS or (summary.isascii() and content.isascii())
@@ -566,10 +556,8 @@ def check_terms(summary: str, content: str) -> None:
         )
 
 
-# The text ``json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":"))``
-# gives, field by field: the same C string escaper, without building a dict and an
-# encoder per record (a bulk import writes one per record; a property test checks the
-# two agree byte for byte).
+# ``json.dumps(record.to_dict(), ensure_ascii=False, separators=(",", ":"))`` with the
+# same C escaper, without a dict and an encoder per record (a property test checks it).
 _JSON = (
     '{"memory_id":%s,"user_scope":%s,"kind":%s,"content":%s,"summary":%s,'
     '"source":{"source_id":%s,"source_type":%s,"title":%s,"captured_at":%s},'
@@ -601,7 +589,7 @@ def record_json(record: StoredMemory) -> str:
 @dataclass(frozen=True)
 class SourceNeighbours:
     """[beyond] The ``memory_id`` of the turn before and after a conversation record in
-    its source (None: none); what ``stores.sources`` defines and stores answer."""
+    its source (None: none)."""
 
     previous: str | None
     next: str | None

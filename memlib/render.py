@@ -78,9 +78,8 @@ def render_recall_context(result: RecallResult) -> str:
             "  </hit>",
         ]
     lines.append("</recalled_context>")
-    # Once over the whole block, not per value: the markup is ASCII, so the only
-    # characters this can touch come from values, and a joiner at a value's edge sees an
-    # ASCII neighbour (a quote, ``>``) just as it would see none, and is escaped.
+    # Once over the block: the markup is ASCII, so a joiner at a value's edge sees an
+    # ASCII neighbour (a quote, ``>``) as it would see none, and is escaped.
     return visible("\n".join(lines), "xml")
 
 

@@ -1,8 +1,7 @@
 """What a recall returns: hits and the result around them (docs/reference.md#result).
 
 A hit is a read-only projection of one stored record for one query. It is never
-written anywhere; another query, ``as_of`` or ``limit`` gives other hits.
-"""
+written anywhere; another query, ``as_of`` or ``limit`` gives other hits."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ class RecallResult:
     # [beyond] How many records each retrieval path gave (``hybrid`` on a store with
     # vectors: lexical, dense, both, unembedded); absent for single-path rankers.
     retrieval: Mapping[str, int] | None = None
-    # [beyond] The floor this recall was given (None: none) and how many of its top
-    # ``limit`` it dropped for being under it.
+    # [beyond] The floor this recall was given and how many of its top ``limit`` it dropped.
     min_score: float | None = None
     below_min_score: int = 0
     # [beyond] The instant the recall saw the store as of (``stored_at ≤ known_at``).

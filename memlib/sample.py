@@ -80,8 +80,7 @@ def fixed_clock(moment: datetime = SAMPLE_STORED_AT) -> Callable[[], datetime]:
 
 
 def _check_language(records: tuple[StoredMemory, ...], lang: str) -> None:
-    # Both corpora live at the same scope path: reopening a root that holds one corpus
-    # with the other ``lang`` would silently hand back the wrong language.
+    # Both corpora live at the same scope path: the other ``lang`` would be handed back.
     own = {content for *_, content in _rows(lang)}
     for other, rows in _CORPORA.items():
         theirs = {content for *_, content in rows} - own

@@ -103,9 +103,8 @@ def ranker_breakdown(
     total: float,
     signals: tuple[RecallSignal, ...],
 ) -> RecallScoreBreakdown:
-    """The breakdown of a ranker beyond the baseline (docs/reference.md#rankers): its total
-    sits in the lexical fields with weight 1, so ``total = lexical + recency`` holds and
-    the tie-breakers work as for the baseline."""
+    """The breakdown of a ranker beyond the baseline: its total sits in the lexical fields
+    with weight 1, so ``total = lexical + recency`` and the tie-breakers hold."""
     rounded = round(total, DECIMALS)
     return RecallScoreBreakdown(
         matched_terms=matched_terms,

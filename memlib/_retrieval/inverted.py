@@ -1,7 +1,5 @@
-"""The in-process inverted index: ``term → doc numbers`` in compact arrays.
-
-The JSONL store keeps one per reader, brought up to date from the file's tail, so
-neither an append nor a recall costs O(records)."""
+"""The in-process inverted index: ``term → doc numbers`` in compact arrays (the JSONL
+store keeps one per reader, so neither an append nor a recall costs O(records))."""
 
 from __future__ import annotations
 
@@ -59,10 +57,9 @@ Batch = list[tuple[int, "Counter[str]"]]
 
 
 class _PackedLists(MutableMapping[str, "array[int]"]):
-    """``term → array`` over an index file's lists, each read when first asked for (a new
-    process loads thousands of terms to answer a query of a few). Appends to a list not
-    read yet wait in ``_extra`` or, for a reader catching up on a tail, as batches of term
-    counts (``add_batch``). ``which``: 0 for the docs, 1 for the term frequencies."""
+    """``term → array`` over an index file's lists, each read when first asked for. Appends
+    to a list not read yet wait in ``_extra`` or as batches of term counts (``add_batch``).
+    ``which``: 0 for the docs, 1 for the term frequencies."""
 
     def __init__(self, source: _TermSource, which: int) -> None:
         self._source, self._which = source, which
@@ -157,10 +154,6 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             raise KeyError(term)
         return got
 
-    def get(self, term: str, default: Any = None) -> Any:
-        got = self._slice(term)
-        return default if got is None else got
-
     def __contains__(self, term: object) -> bool:
         if not isinstance(term, str):
             return False
@@ -203,7 +196,6 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
 def _append(
     lists: MutableMapping[str, array[int]], term: str, values: Iterable[int] | bytes
 ) -> None:
-    """``lists[term] += values``, creating the list (``I``) when the term is new."""
     if isinstance(lists, _PackedLists):
         lists.add(term, values)
         return
@@ -229,17 +221,13 @@ class _Settled(Generic[T]):
 class InvertedIndex:
     """``term → doc numbers`` plus what the walk needs per doc, all in compact arrays.
 
-    A doc is a record's position in append order; retraction clears its ``live`` flag and
-    leaves the postings alone. ``add_many`` keeps what the write rules need up to date; the
-    terms of new records wait for the first read (``settle``), so an append does not wait
-    for them and a bulk import cuts a whole batch at once."""
+    A doc is a record's position in append order; retraction clears its ``live`` flag.
+    The terms of new records wait for the first read (``settle``), so an append does not
+    wait for them and a bulk import cuts a whole batch at once."""
 
-    # Records held unsettled at most: a long import settles as it goes, so what waits
-    # is bounded (the records themselves are not kept once their terms are known).
+    # Records held unsettled at most (a long import settles as it goes)…
     SETTLE_AT = 8_192
-    # …and at most this many characters of text at once: what a settle holds is every
-    # pending record's terms, repeats included, so it is bounded by text, not by count
-    # (8,192 records of 20,000 characters each would be gigabytes of terms).
+    # …and characters: a settle holds every pending term, so it is bounded by text too.
     SETTLE_CHARS = 1 << 22
 
     def __init__(self) -> None:
@@ -256,8 +244,7 @@ class InvertedIndex:
         self.retracted: set[str] = set()
         self.searched = 0
         self.retracted_conversations = 0
-        # Corpus statistics the reference reports for BM25-style rankers: terms with
-        # repeats over the searched records, all / without English stopwords.
+        # BM25's corpus statistics: terms with repeats, all / without English stopwords.
         self._tokens = array("I")
         self._content_tokens = array("I")
         self._token_count = 0
@@ -362,11 +349,9 @@ class InvertedIndex:
             texts.append((doc, tokens))
         postings, tfs = self._postings, self._tfs
         if runs.batch_numpy(len(texts)) is None:
-            # A few records (a reader catching up on a tail): straight into the arrays,
-            # without packing each term's docs into bytes first.
+            # A few records (a reader's tail): straight into the arrays, not packed first.
             if isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
-                # Over a loaded index file: counted now, turned into postings per term
-                # only for the terms queries ask for (see the class).
+                # Over a loaded index file: postings made only for the terms asked for.
                 batch = [(doc, Counter(tokens)) for doc, tokens in texts]
                 postings.add_batch(batch)
                 tfs.add_batch(batch)
@@ -440,9 +425,8 @@ class InvertedIndex:
 
     @classmethod
     def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
-        """The index an index file holds (arrays taken, not copied): ``ids`` and ``terms``
-        as ``PackedStrings``, ``fetch(n)`` for term ``n``'s lists and ``sources()`` for
-        the ``source_*`` arrays, both read when first asked for."""
+        """The index an index file holds (arrays taken, not copied); ``fetch(n)`` (term
+        ``n``'s lists) and ``sources()`` are read when first asked for."""
         index = cls()
         ids: PackedStrings = arrays["ids"]
         index.ids = ids
@@ -532,8 +516,7 @@ class InvertedIndex:
     SCRATCH_BITS = 64 << 20
 
     def _count_by_bits(self, np: Any, terms: Sequence[str]) -> int:
-        """The union of ``terms``' postings counted on bitsets, one per term kept in
-        ``scratch`` for the next query (every posting live: no retraction)."""
+        """The union of ``terms``' postings counted on bitsets kept in ``scratch`` (all live)."""
         n = len(self.ids)
         union = np.zeros((n + 7) // 8, dtype=np.uint8)
         for term in dict.fromkeys(terms):
@@ -613,12 +596,10 @@ class InvertedIndex:
 
         n = len(self.ids)
         total = sum(len(p) for p in postings)
-        # Views, not copies; all are dropped before this method returns, so the arrays
-        # can grow again on the next append.
+        # Views, dropped before returning, so the arrays can grow again on the next append.
         views = [np.frombuffer(p, dtype=np.uint32) for p in postings]
         live = np.frombuffer(self.live, dtype=np.uint8)
-        # Held in a list so that ``finally`` can drop the view even while the
-        # generator below (which reads it) is still referenced.
+        # In a list, so ``finally`` drops the view even while the generator below holds it.
         held = [np.frombuffer(self.timestamps, dtype=np.float64)]
         cand: Any
         matched_of: Any
@@ -679,8 +660,8 @@ def scan_from_index(
     *,
     top: ScoreBound | None,
 ) -> CandidateScan:
-    """A ``CandidateScan`` from ``index`` (``load`` turns docs into records): every
-    candidate in append order, or ``top``'s best ``query.limit`` (exact counts either way)."""
+    """A ``CandidateScan`` from ``index``: every candidate in append order, or ``top``'s
+    best ``query.limit`` (exact counts either way)."""
     if top is not None:
         docs, candidate_count = index.top_docs(query.terms, query.limit, query_as_of(query), top)
     else:

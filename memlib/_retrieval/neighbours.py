@@ -1,9 +1,7 @@
 """Each conversation doc's place in its source, for ``InvertedIndex.neighbours``.
 
-``stores/_sources.py``'s answer kept as a doubly linked list per source, in arrays:
-a doc's live neighbours ``before`` / ``after``, each source's ``last`` live doc. A
-retraction unlinks its doc, so a look-up never walks past retracted turns. A loaded
-index file's links stay unread until someone asks (``SourceOrder``)."""
+``stores/_sources.py``'s answer as a doubly linked list per source, in arrays; a
+retraction unlinks its doc, so a look-up never walks past retracted turns."""
 
 from __future__ import annotations
 
@@ -14,10 +12,6 @@ from typing import Any
 from .strings import PackedStrings, SortedPositions
 
 NONE = 0xFFFFFFFF  # no doc (no neighbour; not a conversation doc); no source
-
-
-def _none_filled(count: int) -> array[int]:
-    return array("I", b"\xff" * (4 * count))
 
 
 class SourceLinks:
@@ -61,7 +55,7 @@ class SourceLinks:
         """Room for docs up to ``count``, none linked yet."""
         missing = count - len(self.source_of)
         if missing > 0:
-            fill = _none_filled(missing)
+            fill = array("I", b"\xff" * (4 * missing))
             self.source_of.extend(fill)
             self.before.extend(fill)
             self.after.extend(fill)
@@ -87,9 +81,8 @@ class SourceLinks:
 
 
 class SourceOrder:
-    """``SourceLinks`` as of doc ``upto``, and what changed since, waiting to be linked:
-    appends and retractions only note their change, so an index file's links stay unread
-    until ``links()``."""
+    """``SourceLinks`` as of doc ``upto``, and what changed since, waiting to be linked (an
+    index file's links stay unread until ``links()``)."""
 
     def __init__(self, load: Callable[[], SourceLinks] | None = None, upto: int = 0) -> None:
         self._links: SourceLinks | None = None if load is not None else SourceLinks()

@@ -1,9 +1,8 @@
 """Posting runs: the doc numbers of one term, packed, and the counts a query needs.
 
 A run lists a term's distinct docs ascending, as "u4" (the in-process index), "<i8"
-(SQLite) or ">i8" (PostgreSQL's int8send order). A SQL store keeps beside it the
-term's frequency in each doc and each doc's two lengths (``LENGTHS``), so a recall
-scores from the runs alone. numpy serves big batches and queries, imported on need."""
+(SQLite) or ">i8" (PostgreSQL's int8send order); a SQL store keeps each doc's tf and two
+lengths (``LENGTHS``) beside it. numpy serves big batches and queries, imported on need."""
 
 from __future__ import annotations
 
@@ -17,22 +16,15 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-# Below this many postings per query a dict count is faster than numpy (and keeps
-# small stores free of the import). Tests set it to 0 to drive the numpy path; readers
+# Below this many postings per query a dict count beats numpy. Tests set it to 0; readers
 # look it up on this module at call time so that the setting reaches them.
 NUMPY_MIN_POSTINGS = 512
-# From this many records on, postings are inverted with numpy for the whole batch: one
-# sorted pass instead of a dict look-up and an append per (term, record)…
+# From this many records on, a batch is inverted with numpy in one sorted pass…
 NUMPY_MIN_BATCH = 256
-# …once numpy is loaded. Importing it costs a fresh process about 70 ms and 20 MB: more
-# than a dict takes to invert a tail of a thousand records (a reader catching up on what
-# others appended since its index file), so only a batch this big pays for it (an
-# import's batches of 5,000 do).
+# …once numpy is loaded: importing it (~70 ms, 20 MB) costs more than a dict takes to
+# invert a reader's tail of a thousand records, so only a batch this big pays for it.
 NUMPY_IMPORT_BATCH = 2_048
-# The same trade for a recall: counting or scoring this many postings in plain Python
-# costs about what importing numpy does, so a fresh process (every CLI call, every agent
-# session) imports it only for bigger lists; one that has it already uses it from
-# NUMPY_MIN_POSTINGS on.
+# The same trade for a recall: a fresh process imports numpy only for this many postings.
 NUMPY_IMPORT_POSTINGS = 100_000
 
 _ARRAY_CODE = {"u4": "I", "<u4": "I", "<i8": "q", ">i8": "q"}
@@ -55,7 +47,6 @@ def _swapped(dtype: str) -> bool:
 
 
 def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
-    """Doc numbers packed as ``dtype`` (see the module docstring)."""
     packed = array(_ARRAY_CODE[dtype], docs)
     if _swapped(dtype):
         packed.byteswap()
@@ -63,7 +54,6 @@ def pack_docs(docs: Iterable[int], dtype: str) -> bytes:
 
 
 def unpack_docs(blob: bytes, dtype: str) -> array[int]:
-    """The doc numbers ``pack_docs(docs, dtype)`` packed."""
     docs = array(_ARRAY_CODE[dtype])
     docs.frombytes(blob)
     if _swapped(dtype):
@@ -189,9 +179,8 @@ def _merge_numpy(
     ids = ids.astype(np.int64, copy=False)
     low = int(ids.min())
     span = int(ids.max()) - low + 1
-    # A doc's two lengths move as one 8-byte unit, read back as LENGTHS at the end.
-    # (Each big array is let go as soon as it is used: fresh pages cost more here than
-    # the arithmetic.)
+    # A doc's two lengths move as one 8-byte unit (LENGTHS at the end). Each big array is
+    # let go once used: fresh pages cost more here than the arithmetic.
     if span <= 4 * len(ids) + 65_536:
         # Ids of one store are dense: a mark per id in the range beats sorting them all.
         offsets = ids - low

@@ -1,8 +1,5 @@
-"""Strings packed in one UTF-8 blob, read one at a time (the index file's ids and terms).
-
-A new process answering one query from a million-record index needs a few ids and terms:
-decoding all up front cost more than the rest of the load. ``SortedPositions`` finds a
-string's number by bisection, without a dict of every string."""
+"""Strings packed in one UTF-8 blob, read one at a time (the index file's ids and terms):
+a query needs a few, and decoding all up front cost more than the rest of the load."""
 
 from __future__ import annotations
 
@@ -97,8 +94,7 @@ class SortedPositions(MutableMapping[str, int]):
                     return order[at]
                 at += 1
             return None
-        # str comparison is code-point order, which is the UTF-8 byte order the file
-        # was sorted in.
+        # str comparison is code-point order: the UTF-8 byte order the file was sorted in.
         strings, order = self._strings, self._order
         lo, hi = 0, self._count
         while lo < hi:

@@ -1,8 +1,7 @@
 """Instants as an index keeps them: whole microseconds since the epoch, exactly.
 
 A float timestamp orders records (as ``rank.rank_key`` does); the microseconds give
-back the exact ``captured_at`` a score is computed from.
-"""
+back the exact ``captured_at`` a score is computed from."""
 
 from __future__ import annotations
 
@@ -16,12 +15,10 @@ _MICRO = timedelta(microseconds=1)
 
 
 def micros_of(moment: datetime) -> int:
-    """An aware instant as whole microseconds since the epoch (exact)."""
     return (moment - _EPOCH) // _MICRO
 
 
 def timestamp_of_micros(micros: int) -> datetime:
-    """The aware instant ``micros_of`` gave ``micros`` for."""
     return _EPOCH + timedelta(microseconds=micros)
 
 

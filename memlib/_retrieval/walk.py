@@ -1,9 +1,8 @@
 """The bounded top-k walk: the best ``limit`` records without scoring every candidate.
 
-Matches grouped by matched-term count ``m`` are visited best first, and for a
-``ScoreBound`` ranker the walk stops once the ``limit``-th best total beats every group
-left's bound. In a group the total grows with ``captured_at``, so its best ``limit`` are
-its most recent (ties kept). The counts stay exact: they come from the match counts."""
+Groups by matched-term count are visited best first; the walk stops once the
+``limit``-th best total beats every group left's bound. In a group the total grows with
+``captured_at``, so its best ``limit`` are its most recent (ties kept)."""
 
 from __future__ import annotations
 

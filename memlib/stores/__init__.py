@@ -49,8 +49,6 @@ def open_store(url: str | Path, *, user_id: str, **options: Any) -> MemoryStore:
     factory: Callable[..., MemoryStore] = getattr(
         importlib.import_module(module_name), factory_name
     )
-    if scheme == "jsonl":
-        if not rest:
-            raise RemoteMemoryValidationError("jsonl store URL needs a path: jsonl:PATH")
-        return factory(rest, user_id=user_id, **options)
-    return factory(url, user_id=user_id, **options)
+    if scheme == "jsonl" and not rest:
+        raise RemoteMemoryValidationError("jsonl store URL needs a path: jsonl:PATH")
+    return factory(rest if scheme == "jsonl" else url, user_id=user_id, **options)

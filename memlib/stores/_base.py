@@ -1,10 +1,8 @@
 """What every backend shares: the ``MemoryStore`` protocol and the rules of a write.
 
-A backend supplies only storage (reading the scope's records, appending a validated
-batch atomically); the rules of what may be written live here, so every backend refuses
-the same things with the same messages. Optional capabilities are protocols of their
-own. Vectors are made before the write's lock (embedding is slow); [beyond] pair vectors
-after it, since a record's turn before is certain only once the batch is in."""
+A backend supplies only storage; the rules live here, so every backend refuses the same
+things with the same messages. Vectors are made before the write's lock (embedding is
+slow); [beyond] pair vectors after it, once a record's turn before is certain."""
 
 from __future__ import annotations
 
@@ -95,8 +93,7 @@ class MemoryStore(Protocol):
 
 @runtime_checkable
 class TopScanning(Protocol):
-    """An index that stops early: only ``bound``'s (else the baseline's) top
-    ``query.limit`` candidates are built; the counts stay exact."""
+    """An index that stops early: only ``bound``'s top ``query.limit`` candidates are built."""
 
     def scan_top_candidates(
         self, query: RecallQuery, bound: ScoreBound | None = None
@@ -105,8 +102,7 @@ class TopScanning(Protocol):
 
 @runtime_checkable
 class LexicalScanning(Protocol):
-    """Postings with term frequencies and record lengths: a lexical ranker (BM25)
-    scores from them and parses only its hits."""
+    """Postings with term frequencies and record lengths, for a lexical ranker (BM25)."""
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings: ...
 
@@ -141,9 +137,8 @@ class VectorStoring(Protocol):
         *,
         previous: Mapping[str, str | None] | None = None,
     ) -> int:
-        """Store vectors of searched conversation records (others are skipped); returns
-        how many. Pair vectors need ``previous``, each record's embedded turn before: one
-        whose turn before changed since (checked in the write) is skipped too."""
+        """Store vectors of searched conversation records (others skipped); returns how many.
+        Pair vectors need ``previous``: one whose turn before changed since is skipped too."""
         ...
 
     def drop_vectors(self) -> int: ...
@@ -170,8 +165,8 @@ def neighbours_in_source(
 def pair_texts(
     store: MemoryStore | SourceOrdering, records: Sequence[StoredMemory]
 ) -> tuple[list[StoredMemory], list[str], dict[str, str | None]]:
-    """What the pair vectors of ``records`` embed: ``(kept, texts, previous)``: those
-    still searched, their ``pair_text`` and each one's turn before (None: the first)."""
+    """``(kept, texts, previous)``: those of ``records`` still searched, their
+    ``pair_text`` and each one's turn before (None: the first)."""
     neighbours = neighbours_in_source(store, [r.memory_id for r in records])
     previous = {
         r.memory_id: neighbours[r.memory_id].previous for r in records if r.memory_id in neighbours
@@ -225,16 +220,7 @@ def latest_profile_of(records: Iterable[StoredMemory]) -> StoredMemory | None:
     records = tuple(records)
     retracted = {r.retracts for r in records if r.kind is MemoryKind.RETRACTION}
     profiles = [r for r in records if r.kind is MemoryKind.PROFILE and r.memory_id not in retracted]
-    if not profiles:
-        return None
-    return max(profiles, key=lambda r: (r.captured_datetime, r.memory_id))
-
-
-def retraction_id_for(target: str) -> str:
-    candidate = f"retract-{target}"
-    if len(candidate) <= 200:
-        return candidate
-    return "retract-" + hashlib.sha256(target.encode("utf-8")).hexdigest()[:32]
+    return max(profiles, key=lambda r: (r.captured_datetime, r.memory_id), default=None)
 
 
 class BaseMemoryStore:
@@ -374,8 +360,7 @@ class BaseMemoryStore:
             return None
         records = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
         if not records or reads_pairs(self.embedder.name):
-            # Still checked: a store opened with another model writes nothing. Pairs are
-            # made after the write (``_store_batch``).
+            # Still checked: a store opened with another model writes nothing; pairs come later.
             return {}
         matrix = self.embedder.encode([r.content for r in records])
         return {r.memory_id: pack(row) for r, row in zip(records, matrix, strict=True)}
@@ -474,8 +459,11 @@ class BaseMemoryStore:
         summary: str,
         superseded_by: str | None = None,
     ) -> StoredMemory:
+        default = f"retract-{memory_id}"
+        if len(default) > 200:
+            default = "retract-" + hashlib.sha256(memory_id.encode("utf-8")).hexdigest()[:32]
         return StoredMemory(
-            memory_id=retraction_id or retraction_id_for(memory_id),
+            memory_id=retraction_id or default,
             user_scope=self._user_scope,
             kind=MemoryKind.RETRACTION,
             content=reason_text(reason),
@@ -495,9 +483,8 @@ class BaseMemoryStore:
         source: MemorySource | Mapping[str, Any] | None = None,
         retraction_id: str | None = None,
     ) -> tuple[StoredMemory, StoredMemory]:
-        """[beyond] Replace ``memory_id`` by ``new_record`` and keep the history: one
-        atomic batch of the new record (``supersedes``) and the old one's retraction
-        (``superseded_by``), checked under the store's lock. Returns ``(new, retraction)``."""
+        """[beyond] Replace ``memory_id`` by ``new_record`` in one atomic batch of the new
+        record and the old one's retraction; returns ``(new, retraction)``."""
         stored_at = self._now()
         made = self._record(new_record, stored_at)
         new = dataclasses.replace(made, supersedes=memory_id_of(memory_id))
@@ -510,9 +497,8 @@ class BaseMemoryStore:
             f"Superseded {memory_id} by {new.memory_id}",
             new.memory_id,
         )
-        batch = (new, retraction)
-        self._store_batch(batch)
-        return batch
+        self._store_batch((new, retraction))
+        return new, retraction
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         raise NotImplementedError

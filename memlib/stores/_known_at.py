@@ -1,10 +1,9 @@
 """[beyond] A store as it stood at a past time: ``known_at`` (docs/reference.md#known-at).
 
-No store rewrites a record, so those with ``stored_at ≤ T``, in append order, are what
-the store held at T. ``KnownAtStore`` indexes them with an ``InvertedIndex``, so a
-recall through it takes the paths of a store replayed from them (a property test holds
-the two equal). A retraction drops its record's vector (and, for pair vectors, changes
-its successor's pair): the view embeds those records again as they stood at T."""
+No store rewrites a record, so those with ``stored_at ≤ T`` are what the store held at
+T; a property test holds a recall through the view equal to one on a replayed store. A
+retraction drops its record's vector (for pairs, its successor's): the view embeds
+those records again as they stood at T."""
 
 from __future__ import annotations
 
@@ -21,8 +20,6 @@ from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, format_timestamp, parse_timestamp
 from ._base import IndexedMemoryStore, MemoryStore, VectorStoring, pair_texts
 from ._sources import SourceNeighbours
-
-__all__ = ["KnownAtStore", "known_at_moment", "store_known_at"]
 
 
 def known_at_moment(value: datetime | str) -> datetime:
@@ -168,8 +165,7 @@ class KnownAtVectorStore(KnownAtStore):
         )
 
     def _stale_pairs(self, live: set[str], model: str) -> set[str]:
-        """Pair vectors: the records live at T whose turn before then was retracted later
-        (their stored pair reads another turn before)."""
+        """Pair vectors: the records live at T whose turn before then was retracted later."""
         if not reads_pairs(model):
             return set()
         targets = sorted(m for m in self._retracted_later if m in live)
