@@ -8,12 +8,12 @@ import math
 from collections.abc import Mapping
 from datetime import datetime
 
+from ._capabilities import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from ._vectors import Embedder
 from .candidates import CandidateScan, RecallCandidate
 from .errors import RemoteMemoryValidationError
 from .normalize import RecallQuery
 from .rankers import Ranker
-from .rankers.base import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from .rankers.embeddings import recorded_embedder
 from .score import RecallScoreBreakdown
 from .stores._base import (

@@ -17,8 +17,6 @@ from .result import RecallResult
 from .stores._base import MemoryStore
 from .stores._known_at import KnownAtStore, store_known_at
 
-__all__ = ["RecallEngine"]
-
 
 class RecallEngine:
     def __init__(

@@ -6,17 +6,6 @@ tell "your input was wrong" from "the store is damaged" catch the subclass.
 
 from __future__ import annotations
 
-__all__ = [
-    "RemoteMemoryError",
-    "RemoteMemoryValidationError",
-    "RemoteMemoryDuplicateError",
-    "RemoteMemoryScopeError",
-    "RemoteMemoryCorruptionError",
-    "RemoteMemoryUnsafePathError",
-    "RemoteMemoryStorageError",
-    "RemoteMemoryVectorModelError",
-]
-
 
 class RemoteMemoryError(RuntimeError):
     """Base class: anything memlib refuses or cannot read."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ._capabilities import DenseScoring
 from ._paths import min_score_for, scored_candidates
 from ._tokens import searchable_terms
 from ._visible import visible
@@ -21,14 +22,11 @@ from .candidates import searchable_text
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import Scored, rank_key, rank_scored_candidates
 from .rankers import Ranker
-from .rankers.base import DenseScoring
 from .records import MemoryKind, format_timestamp, memory_id_of, parse_timestamp
 from .result import RecallHit
 from .score import RecallScoreBreakdown
 from .stores._base import LexicalScanning, MemoryStore, VectorStoring, records_by_id_of
 from .stores._known_at import known_at_moment, store_known_at
-
-__all__ = ["RecallExplanation", "explain_recall"]
 
 _VERDICTS: Mapping[str, str] = {
     "not_in_scope": "scope",

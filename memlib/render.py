@@ -13,8 +13,6 @@ from ._visible import visible
 from .records import StoredMemory
 from .result import RecallResult
 
-__all__ = ["render_recall_context", "render_remote_profile", "escape_xml"]
-
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
 _SPECIAL = re.compile(r"[&<>\"']")
 # Characters XML 1.0 does not allow even as references; a prompt block that a parser

@@ -14,14 +14,6 @@ from .normalize import RecallQuery
 from .records import MemoryKind, MemorySource
 from .score import RecallScoreBreakdown
 
-__all__ = [
-    "RecallScope",
-    "RecallHit",
-    "RecallResult",
-    "EMPTY_REASON_NO_MATCH",
-    "EMPTY_REASON_BELOW_MIN_SCORE",
-]
-
 EMPTY_REASON_NO_MATCH = "no_matching_terms"
 # [beyond] Every hit was under the recall's ``min_score``: the model reads "nothing
 # relevant", not "nothing shares a word".

@@ -126,6 +126,22 @@ def recency_of(captured_at: datetime, as_of: datetime) -> float:
     return 1.0 / (1.0 + age_days / RECENCY_HALF_LIFE_DAYS)
 
 
+class BaselineBound:
+    """The chapter's total as a ``ScoreBound``: recency is never above 1, so a record
+    matching ``m`` of ``q`` terms scores at most 0.85 · m/q + 0.15 — what lets an index walk
+    the matches best group first and stop early."""
+
+    def exact_total(
+        self, matched: int, term_count: int, captured: datetime, as_of: datetime
+    ) -> float:
+        """The total ``score_recall_candidate`` gives such a record, to the last digit."""
+        lexical = LEXICAL_WEIGHT * (matched / term_count)
+        return round(lexical + RECENCY_WEIGHT * recency_of(captured, as_of), DECIMALS)
+
+    def upper_bound(self, matched: int, term_count: int) -> float:
+        return round(LEXICAL_WEIGHT * (matched / term_count) + RECENCY_WEIGHT, DECIMALS)
+
+
 def score_recall_candidate(
     query: RecallQuery, candidate: RecallCandidate, *, as_of: datetime
 ) -> RecallScoreBreakdown:

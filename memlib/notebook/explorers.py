@@ -12,8 +12,6 @@ from ..stores._base import MemoryStore
 from ._common import pyplot
 from .views import View, as_of_at_noon
 
-__all__ = ["explorer"]
-
 
 def explorer(
     view: View,

@@ -21,15 +21,6 @@ from ._common import pandas
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
-    "conversation_item",
-    "conversation_store",
-    "damaged_copy",
-    "race_duplicate_append",
-    "shuffled_sample_store",
-    "tear_last_line",
-]
-
 
 def conversation_item(
     memory_id: str = "conversation-new",

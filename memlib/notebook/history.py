@@ -25,30 +25,6 @@ from .language import tr
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
-    "IMPORTED_AT",
-    "LATE_ITEM",
-    "LATER_AS_OF",
-    "RETRACTED_AT",
-    "RETRACTION_REASON",
-    "RETENTION_ITEM",
-    "RETRACTION_SOURCE",
-    "SUPERSEDED_AT",
-    "SUPERSEDE_ITEM",
-    "SUPERSEDE_REASON",
-    "abstention_frame",
-    "abstention_plot",
-    "beside_frame",
-    "clocks_frame",
-    "explain",
-    "explain_view",
-    "floor_view",
-    "history_frame",
-    "history_store",
-    "known_at_view",
-    "writer_at",
-]
-
 SUPERSEDED_AT = datetime(2026, 8, 11, 9, 0, tzinfo=UTC)
 RETRACTED_AT = datetime(2026, 8, 11, 10, 0, tzinfo=UTC)
 IMPORTED_AT = datetime(2026, 8, 12, 9, 0, tzinfo=UTC)

@@ -9,8 +9,6 @@ and search for the second.
 
 from __future__ import annotations
 
-__all__ = ["LANGUAGES", "language", "tr", "use_language"]
-
 LANGUAGES = ("en", "zh")
 _current = "en"
 

@@ -18,8 +18,6 @@ from ..agent.tools import summarize_tool_result
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROFILE_URI", "McpCall", "mcp_transcript", "server_args", "summarize_mcp_result"]
-
 PROFILE_URI = "memlib://profile"
 
 # ("tools/list", {}) · ("resources/read", {"uri": …}) · ("prompts/get", {"name": …})

@@ -19,19 +19,6 @@ from .views import as_of_at_noon, recall
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
-    "budget_plot",
-    "contribution_bars",
-    "funnel_bars",
-    "hits_per_limit_plot",
-    "order_vs_rank_plot",
-    "overlap_heatmap",
-    "rank_keys_plot",
-    "recency_curve",
-    "records_timeline",
-    "stored_vs_captured",
-]
-
 
 def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
     plt = pyplot()  # always: it sets the CJK fallback font the labels are drawn with

@@ -20,15 +20,6 @@ from .views import recall
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
-    "capture",
-    "error_table",
-    "query_check_view",
-    "query_checks_frame",
-    "redact",
-    "refusals_frame",
-]
-
 
 def redact(text: str, *roots: str | os.PathLike[str]) -> str:
     """``text`` with each root folder (and its resolved form) shown as ``<tmp>``."""

@@ -16,21 +16,6 @@ from typing import Any
 
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 
-__all__ = [
-    "ABSTENTION_DEV_SPLIT",
-    "BENCH",
-    "CROSSVAL_DEV_SPLIT",
-    "CROSSVAL_PAIRS_DEV_SPLIT",
-    "BENCH_KEEP",
-    "RANKERS_DEV_SPLIT",
-    "RETRIEVAL_STEPS_DEV_SPLIT",
-    "bench_slice",
-    "load_report",
-    "newest_full_bench",
-    "packaged_reports",
-    "write_packaged_reports",
-]
-
 RANKERS_DEV_SPLIT = "rankers-dev-split"
 ABSTENTION_DEV_SPLIT = "abstention-dev-split"
 CROSSVAL_DEV_SPLIT = "crossval-dev-split"

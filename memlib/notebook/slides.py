@@ -9,8 +9,6 @@ from typing import Any
 
 from ._common import cell_source
 
-__all__ = ["slide_type", "with_slides"]
-
 
 def slide_type(cell: dict[str, Any], index: int, first_code: int) -> str | None:
     """The RISE slide type of a cell, or None for "under the current slide"."""

@@ -47,6 +47,8 @@ BANNERS = {
         "> `memlib/notebook/exercises/` 中的练习,不要直接修改本文件。"
     ),
 }
+
+
 def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
@@ -69,8 +71,10 @@ def solution_notebook(student: dict[str, Any], name: str, lang: str = "en") -> d
     twin = copy.deepcopy(student)
     for index, exercise_id in answer_cells(twin):
         if exercise_id not in solutions:
-            raise KeyError(f"{name}: cell {index} answers exercise {exercise_id}, "
-                           f"which memlib.notebook.exercises does not define")
+            raise KeyError(
+                f"{name}: cell {index} answers exercise {exercise_id}, "
+                f"which memlib.notebook.exercises does not define"
+            )
         cell = twin["cells"][index]
         cell["source"] = _lines(solutions[exercise_id].strip("\n"))
         cell["outputs"] = []
@@ -79,8 +83,15 @@ def solution_notebook(student: dict[str, Any], name: str, lang: str = "en") -> d
         if cell["cell_type"] == "markdown":
             text = one_folder_deeper(cell_source(cell)).replace("](solutions/", "](./")
             cell["source"] = _lines(text)
-    twin["cells"].insert(1, {"cell_type": "markdown", "id": "solutions-banner", "metadata": {},
-                             "source": _lines(BANNERS[lang].format(name=name))})
+    twin["cells"].insert(
+        1,
+        {
+            "cell_type": "markdown",
+            "id": "solutions-banner",
+            "metadata": {},
+            "source": _lines(BANNERS[lang].format(name=name)),
+        },
+    )
     return twin
 
 

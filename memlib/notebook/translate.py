@@ -48,11 +48,14 @@ __all__ = [
 ]
 
 _MARKER = re.compile(
-    r"^<!-- (?P<kind>cell|code) (?P<id>[\w-]+) en=(?P<en>[0-9a-f]{12}) -->[ \t]*$", re.M)
+    r"^<!-- (?P<kind>cell|code) (?P<id>[\w-]+) en=(?P<en>[0-9a-f]{12}) -->[ \t]*$", re.M
+)
 _FENCE = re.compile(r"\A```python\n(?P<code>.*?)\n```\Z", re.S)
 # What the build puts at the top of an edition's setup cell (its first code cell).
-SETUP = ('from memlib.notebook.language import use_language\n\n'
-         'use_language("{lang}")  # this edition speaks {lang}: feedback, labels, widgets\n\n')
+SETUP = (
+    "from memlib.notebook.language import use_language\n\n"
+    'use_language("{lang}")  # this edition speaks {lang}: feedback, labels, widgets\n\n'
+)
 
 
 class StaleTranslationError(ValueError):
@@ -80,7 +83,7 @@ def parse_catalog(text: str) -> dict[str, Section]:
     sections: dict[str, Section] = {}
     for number, marker in enumerate(markers):
         end = markers[number + 1].start() if number + 1 < len(markers) else len(text)
-        body = text[marker.end():end].strip("\n")
+        body = text[marker.end() : end].strip("\n")
         cell_id = marker.group("id")
         if cell_id in sections:
             raise StaleTranslationError(f"cell {cell_id} has two sections")
@@ -102,8 +105,9 @@ def catalog_template(notebook: Mapping[str, Any], old: Catalog | None = None) ->
         kept = (old or {}).get(cell["id"])
         if cell["cell_type"] != "markdown":
             if kept is not None and kept.code:  # an edition's own example: kept as it is
-                parts.append(f"<!-- code {cell['id']} en={kept.english} -->\n"
-                             f"```python\n{kept.text}\n```\n")
+                parts.append(
+                    f"<!-- code {cell['id']} en={kept.english} -->\n```python\n{kept.text}\n```\n"
+                )
             continue
         english = cell_source(cell)
         digest = english_hash(english)
@@ -112,8 +116,9 @@ def catalog_template(notebook: Mapping[str, Any], old: Catalog | None = None) ->
     return "\n".join(parts)
 
 
-def translated_notebook(english: Mapping[str, Any], catalog: Catalog, name: str,
-                        lang: str = "zh") -> dict[str, Any]:
+def translated_notebook(
+    english: Mapping[str, Any], catalog: Catalog, name: str, lang: str = "zh"
+) -> dict[str, Any]:
     """``english`` with each markdown cell from ``catalog`` (and the code cells it
     replaces), ``use_language(lang)`` atop the setup cell; outputs not yet computed.
 
@@ -143,13 +148,15 @@ def translated_notebook(english: Mapping[str, Any], catalog: Catalog, name: str,
             cell["execution_count"] = None
             if not setup_done:
                 cell["source"] = (SETUP.format(lang=lang) + cell_source(cell)).splitlines(
-                    keepends=True)
+                    keepends=True
+                )
                 setup_done = True
     unused = sorted(set(catalog) - used - {p.split()[0] for p in problems})
     problems += [f"{cell_id} (no such cell)" for cell_id in unused]
     if problems:
-        raise StaleTranslationError(f"{name}: update these sections of its catalog: "
-                                    + ", ".join(problems))
+        raise StaleTranslationError(
+            f"{name}: update these sections of its catalog: " + ", ".join(problems)
+        )
     return edition
 
 

@@ -13,13 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .._vectors import DenseScores, Embedder, VectorState, pack, pair_text, reads_pairs
+from .._capabilities import ScoreBound
+from .._vectors import DenseScores, Embedder, VectorState, pack, pair_text
 from .._visible import shown_name
 from ..candidates import CandidateScan, LexicalPostings, scan_recall_candidates
 from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
-from ..rankers.base import ScoreBound
-from ..rankers.baseline import BaselineRanker
 from ..records import (
     MemoryKind,
     MemorySource,
@@ -30,6 +29,7 @@ from ..records import (
     record_from_item,
     user_scope_for,
 )
+from ..score import BaselineBound
 from ._sources import SourceNeighbours, source_neighbours_of
 
 Clock = Callable[[], datetime]
@@ -359,7 +359,7 @@ class BaseMemoryStore:
         if self.embedder is None:
             return None
         records = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
-        if not records or reads_pairs(self.embedder.name):
+        if not records or self.embedder.pairs:
             # Still checked: a store opened with another model writes nothing; pairs come later.
             return {}
         matrix = self.embedder.encode([r.content for r in records])
@@ -368,7 +368,7 @@ class BaseMemoryStore:
     def _store_batch(self, batch: Sequence[StoredMemory], *, embed: bool = True) -> None:
         """``_append_batch`` with the batch's vectors (``embed=False``: a lone retraction
         is not checked against the model); pair vectors right after."""
-        pairs = self.embedder is not None and reads_pairs(self.embedder.name)
+        pairs = self.embedder is not None and self.embedder.pairs
         if pairs and not all(
             callable(getattr(self, m, None)) for m in ("put_vectors", "records_by_id")
         ):
@@ -549,4 +549,4 @@ class IndexedMemoryStore(BaseMemoryStore):
     def scan_top_candidates(
         self, query: RecallQuery, bound: ScoreBound | None = None
     ) -> CandidateScan:
-        return self._scan(query, top=BaselineRanker() if bound is None else bound)
+        return self._scan(query, top=BaselineBound() if bound is None else bound)

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
+from .._capabilities import ScoreBound
 from .._retrieval import InvertedIndex, lexical_from_index, scan_from_index
 from .._vectors import DenseScores, Embedder, VectorState, reads_pairs
 from ..candidates import CandidateScan, LexicalPostings
 from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from ..normalize import RecallQuery, as_utc, normalize_recall_query
-from ..rankers.base import ScoreBound
 from ..records import MemoryKind, StoredMemory, format_timestamp, parse_timestamp
 from ._base import IndexedMemoryStore, MemoryStore, VectorStoring, pair_texts
 from ._sources import SourceNeighbours

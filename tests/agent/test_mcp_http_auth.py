@@ -44,12 +44,16 @@ REFUSED_401 = b"memlib mcp: missing or wrong bearer token\n"
 OTHER_UID = 65_534  # nobody
 MiB = 1 << 20
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
 }
-MCP_HEADERS = {"Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream"}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 AS_OF = SAMPLE_AS_OF.isoformat()
 
 
@@ -86,20 +90,36 @@ def peak_kib(pid: int) -> int:
 
 
 @pytest.fixture
-def http_server(
-    store_url: str, server_env: dict[str, str]
-) -> Callable[..., Any]:
+def http_server(store_url: str, server_env: dict[str, str]) -> Callable[..., Any]:
     """``with http_server(token_file) as (url, pid)``: a server on a free port, stopped on
     exit; it must not have written a traceback."""
 
     @contextmanager
     def start(token_path: Path) -> Iterator[tuple[str, int]]:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memlib", "--store", store_url, "--user", "alice", "mcp",
-             "--as-of", AS_OF, "--transport", "http", "--port", "0",
-             "--token-file", str(token_path)],
-            env=server_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "memlib",
+                "--store",
+                store_url,
+                "--user",
+                "alice",
+                "mcp",
+                "--as-of",
+                AS_OF,
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--token-file",
+                str(token_path),
+            ],
+            env=server_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             assert process.stderr is not None
@@ -119,8 +139,12 @@ def http_server(
 
 
 def post(
-    url: str, body: bytes | None = None, *, authorization: str | list[str] | None = None,
-    method: str = "POST", headers: dict[str, str] | None = None,
+    url: str,
+    body: bytes | None = None,
+    *,
+    authorization: str | list[str] | None = None,
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, bytes]:
     """``(status, body)`` of one request; the body of an event stream is not read."""
     parts = urlsplit(url)
@@ -167,15 +191,25 @@ def test_http_answers_401_without_the_token_and_serves_with_it(
     token = new_token(token_file)
     with http_server(token_file) as (url, _pid):
         for authorization in (
-            None, "", "Bearer", "Bearer wrong", f"Bearer {token}x", f"Bearer {token[:-1]}",
-            f"Basic {token}", token, f"Token {token}", [f"Bearer {token}", "Bearer wrong"],
+            None,
+            "",
+            "Bearer",
+            "Bearer wrong",
+            f"Bearer {token}x",
+            f"Bearer {token[:-1]}",
+            f"Basic {token}",
+            token,
+            f"Token {token}",
+            [f"Bearer {token}", "Bearer wrong"],
         ):
             assert post(url, authorization=authorization) == (401, REFUSED_401), authorization
         # Every method and path, not only the POST of /mcp: the event stream, the end
         # of a session, a session id guessed.
         assert post(url, b"", method="GET") == (401, REFUSED_401)
         assert post(url, b"", method="DELETE", headers={"Mcp-Session-Id": "x"}) == (
-            401, REFUSED_401)
+            401,
+            REFUSED_401,
+        )
         assert post(url.replace("/mcp", "/"), b"", method="GET") == (401, REFUSED_401)
 
         status, body = post(url, authorization=f"bearer {token}")  # the scheme's case is free
@@ -233,10 +267,14 @@ def test_another_account_reads_neither_the_token_nor_the_memory(
         token_file = shared / "mcp-token"
         token = new_token(token_file)
         with http_server(token_file) as (url, _pid):
-            recall = json.dumps({
-                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "recall_history", "arguments": {"query": SAMPLE_QUERY}},
-            }).encode()
+            recall = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "recall_history", "arguments": {"query": SAMPLE_QUERY}},
+                }
+            ).encode()
 
             def attack() -> dict[str, Any]:
                 try:
@@ -256,8 +294,12 @@ def test_another_account_reads_neither_the_token_nor_the_memory(
                 }
 
             assert _as_other_account(attack) == {
-                "uid": OTHER_UID, "token file": "permission denied", "initialize": 401,
-                "recall_history": 401, "guessed": 401, "leaked": 200,
+                "uid": OTHER_UID,
+                "token file": "permission denied",
+                "initialize": 401,
+                "recall_history": 401,
+                "guessed": 401,
+                "leaked": 200,
             }
     finally:
         shutil.rmtree(shared)
@@ -270,8 +312,10 @@ def _bad_token_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     good = folder / "good"
     new_token(good)
     cases: dict[str, tuple[list[str], str]] = {
-        "missing": (["--token-file", str(folder / "none")],
-                    f"{folder / 'none'} does not exist: make one with memlib mcp --new-token"),
+        "missing": (
+            ["--token-file", str(folder / "none")],
+            f"{folder / 'none'} does not exist: make one with memlib mcp --new-token",
+        ),
         "default missing": ([], "workbuddy-home/mcp-token does not exist"),
         "symlink": (["--token-file", str(folder / "link")], "is a symbolic link"),
         "folder": (["--token-file", str(folder)], "is a folder, not a regular file"),
@@ -282,13 +326,18 @@ def _bad_token_files(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     for name, text in (("short", "hunter2\n"), ("empty", "")):
         (folder / name).write_text(text, encoding="ascii")
         (folder / name).chmod(0o600)
-    for mode, problem in ((0o644, "can be read"), (0o640, "can be read"),
-                          (0o604, "can be read"), (0o620, "is writable")):
+    for mode, problem in (
+        (0o644, "can be read"),
+        (0o640, "can be read"),
+        (0o604, "can be read"),
+        (0o620, "is writable"),
+    ):
         path = folder / f"mode-{mode:o}"
         shutil.copyfile(good, path)
         path.chmod(mode)
         cases[f"mode {mode:04o}"] = (
-            ["--token-file", str(path)], f"{problem} by other users (mode {mode:04o})"
+            ["--token-file", str(path)],
+            f"{problem} by other users (mode {mode:04o})",
         )
     if os.geteuid() == 0:
         path = folder / "not-mine"
@@ -305,9 +354,25 @@ def test_http_refuses_to_start_without_a_private_token_file(
     for name, (option, expected) in _bad_token_files(tmp_path).items():
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "memlib", "--store", store_url, "--user", "alice",
-                 "mcp", "--transport", "http", "--port", "0", *option],
-                env=server_env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "memlib",
+                    "--store",
+                    store_url,
+                    "--user",
+                    "alice",
+                    "mcp",
+                    "--transport",
+                    "http",
+                    "--port",
+                    "0",
+                    *option,
+                ],
+                env=server_env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
                 timeout=20,
             )
         except subprocess.TimeoutExpired:
@@ -315,7 +380,9 @@ def test_http_refuses_to_start_without_a_private_token_file(
         assert done.returncode == 2, (name, done.stderr)
         assert done.stdout == "", name
         assert done.stderr.startswith("memlib: error: ") and done.stderr.count("\n") == 1, (
-            name, done.stderr)
+            name,
+            done.stderr,
+        )
         assert expected in done.stderr, (name, done.stderr)
 
 
@@ -334,12 +401,20 @@ def _biggest_remember(request_id: int) -> bytes:
     a \\u escape: the longest line a client has reason to send (about 286 KB)."""
     wide = "\U0001f998"  # kangaroo: 12 bytes as JSON's \\ud83e\\udd98
     arguments = {
-        "content": wide * 20_000, "summary": wide * 2_000, "title": wide * 1_000,
-        "source_id": wide * 500, "source_type": wide * 100, "memory_id": "m" * 200,
+        "content": wide * 20_000,
+        "summary": wide * 2_000,
+        "title": wide * 1_000,
+        "source_id": wide * 500,
+        "source_type": wide * 100,
+        "memory_id": "m" * 200,
         "captured_at": "2026-08-10T12:00:00Z",
     }
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-               "params": {"name": "remember", "arguments": arguments}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": arguments},
+    }
     return json.dumps(message, ensure_ascii=True).encode() + b"\n"
 
 
@@ -347,9 +422,22 @@ def test_stdio_drops_a_100_mb_line_without_building_it(
     store_url: str, server_env: dict[str, str]
 ) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "memlib", "--store", store_url, "--user", "alice", "mcp",
-         "--as-of", AS_OF],
-        env=server_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "memlib",
+            "--store",
+            store_url,
+            "--user",
+            "alice",
+            "mcp",
+            "--as-of",
+            AS_OF,
+        ],
+        env=server_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
@@ -373,16 +461,23 @@ def test_stdio_drops_a_100_mb_line_without_building_it(
         stored = answer()
         assert stored["id"] == 2 and not stored["result"]["isError"], stored
 
-        send(b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"remember",'
-             b'"arguments":{"summary":"s","content":"')
+        send(
+            b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"remember",'
+            b'"arguments":{"summary":"s","content":"'
+        )
         chunk = b"x" * MiB
         for _ in range(100):
             stdin.write(chunk)
         send(b'"}}}\n')
         refused = answer()
-        assert refused == {"jsonrpc": "2.0", "id": 3, "error": {
-            "code": -32600,
-            "message": "message refused: over the 1,048,576-byte limit of memlib mcp"}}
+        assert refused == {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {
+                "code": -32600,
+                "message": "message refused: over the 1,048,576-byte limit of memlib mcp",
+            },
+        }
         after = peak_kib(process.pid)
 
         send(b'{"jsonrpc":"2.0","id":4,"method":"tools/list"}\n')
@@ -430,7 +525,8 @@ def _declared(url: str, authorization: str, size: int) -> bytes:
             f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
             f"Authorization: {authorization}\r\nContent-Type: application/json\r\n"
             "Accept: application/json, text/event-stream\r\n"
-            f"Content-Length: {size}\r\n\r\n".encode() + b"x" * 65_536
+            f"Content-Length: {size}\r\n\r\n".encode()
+            + b"x" * 65_536
         )
         return sock.recv(200)
 
@@ -457,19 +553,22 @@ def test_http_refuses_a_100_mb_body_before_reading_it(
 # -- the stdio reader, in process --------------------------------------------------------
 
 
-@pytest.mark.parametrize(("head", "expected"), [
-    (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":', 5),
-    (b'{ "jsonrpc" : "2.0" , "id" : "req-1" , "method"', "req-1"),
-    (b'{"id":-3,"jsonrpc"', -3),
-    (b'{"jsonrpc":"2.0","method":"x","params":{"id":5,"arguments":{', None),
-    (b'{"method":"x","params":{"content":"\\"id\\":3,', None),
-    (b'{"jsonrpc":"2.0","id":12', None),  # maybe 123: cut off
-    (b'{"jsonrpc":"2.0","id":', None),
-    (b'[{"jsonrpc":"2.0","id":1,', None),
-    (b'{"jsonrpc":"2.0","id":true,', None),
-    (b'{"jsonrpc":"2.0","id":1.5,', None),
-    (b'{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"', None),
-])
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":', 5),
+        (b'{ "jsonrpc" : "2.0" , "id" : "req-1" , "method"', "req-1"),
+        (b'{"id":-3,"jsonrpc"', -3),
+        (b'{"jsonrpc":"2.0","method":"x","params":{"id":5,"arguments":{', None),
+        (b'{"method":"x","params":{"content":"\\"id\\":3,', None),
+        (b'{"jsonrpc":"2.0","id":12', None),  # maybe 123: cut off
+        (b'{"jsonrpc":"2.0","id":', None),
+        (b'[{"jsonrpc":"2.0","id":1,', None),
+        (b'{"jsonrpc":"2.0","id":true,', None),
+        (b'{"jsonrpc":"2.0","id":1.5,', None),
+        (b'{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"', None),
+    ],
+)
 def test_the_id_of_a_refused_request_comes_from_its_first_bytes(
     head: bytes, expected: object
 ) -> None:
@@ -485,8 +584,21 @@ def test_bounded_lines_pass_the_cap_exactly_and_drop_what_is_over(monkeypatch) -
     cap = 100
     at_cap = b'{"id":1,"a":"' + b"x" * (cap - 15) + b'"}'
     over = b'{"jsonrpc":"2.0","id":2,"a":"' + b"y" * cap + b'"}'
-    data = b"".join([at_cap, b"\n", over, b"\n", b"\n  \n", b'{"id":3}\n', b"z" * (cap + 1),
-                     b"\n", "{\"a\":\"é\"}".encode(), b"\n", b'{"tail":1}'])
+    data = b"".join(
+        [
+            at_cap,
+            b"\n",
+            over,
+            b"\n",
+            b"\n  \n",
+            b'{"id":3}\n',
+            b"z" * (cap + 1),
+            b"\n",
+            '{"a":"é"}'.encode(),
+            b"\n",
+            b'{"tail":1}',
+        ]
+    )
     assert len(at_cap) == cap
     read_end, write_end = os.pipe()
 
@@ -513,5 +625,13 @@ def test_bounded_lines_pass_the_cap_exactly_and_drop_what_is_over(monkeypatch) -
         writer.join()
         os.close(read_end)
     assert got == [at_cap.decode(), '{"id":3}', '{"a":"é"}', '{"tail":1}']
-    assert sent == [{"jsonrpc": "2.0", "id": 2, "error": {
-        "code": -32600, "message": "message refused: over the 100-byte limit of memlib mcp"}}]
+    assert sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {
+                "code": -32600,
+                "message": "message refused: over the 100-byte limit of memlib mcp",
+            },
+        }
+    ]

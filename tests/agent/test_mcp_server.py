@@ -199,8 +199,10 @@ def test_lists_the_tools_the_profile_and_the_session_prompt(alice, make_server):
             assert recall.description == RECALL_HISTORY_DESCRIPTION
             required = {tool.name: tool.input_schema["required"] for tool in tools}
             assert required == {
-                "recall_history": ["query"], "remember": ["content", "summary"],
-                "forget": ["memory_id", "reason"], "explain": ["query", "memory_id"],
+                "recall_history": ["query"],
+                "remember": ["content", "summary"],
+                "forget": ["memory_id", "reason"],
+                "explain": ["query", "memory_id"],
             }
 
             resources = (await session.list_resources()).resources
@@ -220,10 +222,16 @@ def test_lists_the_tools_the_profile_and_the_session_prompt(alice, make_server):
 
             # Read fresh: a profile appended after the server started shows up.
             alice.append(
-                kind=MemoryKind.PROFILE, memory_id="profile-new", content="Alice moved to Lyon.",
-                summary="Lives in Lyon.", source=MemorySource(
-                    source_id="profile-snapshot-new", source_type="profile_snapshot",
-                    title="Profile", captured_at="2026-08-10T09:00:00Z"),
+                kind=MemoryKind.PROFILE,
+                memory_id="profile-new",
+                content="Alice moved to Lyon.",
+                summary="Lives in Lyon.",
+                source=MemorySource(
+                    source_id="profile-snapshot-new",
+                    source_type="profile_snapshot",
+                    title="Profile",
+                    captured_at="2026-08-10T09:00:00Z",
+                ),
             )
             block = (await session.read_resource("memlib://profile")).contents[0]
             assert text_of(block) == render_remote_profile(alice.latest_profile())
@@ -291,10 +299,14 @@ def test_remember_recall_forget_and_forget_again(alice, root, make_server):
     async def session_test() -> None:
         async with connect(make_server()) as session:
             before = datetime.now(UTC)
-            text = await ok(session, "remember", {
-                "content": "The quokka migration plan moves the archive to cold storage.",
-                "summary": "Quokka migration plan.",
-            })
+            text = await ok(
+                session,
+                "remember",
+                {
+                    "content": "The quokka migration plan moves the archive to cold storage.",
+                    "summary": "Quokka migration plan.",
+                },
+            )
             after = datetime.now(UTC)
             stored = json.loads(text)
             memory_id = stored["memory_id"]
@@ -312,15 +324,24 @@ def test_remember_recall_forget_and_forget_again(alice, root, make_server):
             hits = json.loads(await ok(session, "recall_history", {"query": "quokka migration"}))
             assert [hit["memory_id"] for hit in hits["hits"]] == [memory_id]
 
-            text = await ok(session, "remember", {
-                "content": "Quokka archive retention is ninety days.", "summary": "Retention.",
-                "memory_id": "quokka-retention", "title": "Retention call",
-                "source_id": "meeting-7", "source_type": "meeting_notes",
-                "captured_at": "2026-08-09T10:00:00+02:00",
-            })
+            text = await ok(
+                session,
+                "remember",
+                {
+                    "content": "Quokka archive retention is ninety days.",
+                    "summary": "Retention.",
+                    "memory_id": "quokka-retention",
+                    "title": "Retention call",
+                    "source_id": "meeting-7",
+                    "source_type": "meeting_notes",
+                    "captured_at": "2026-08-09T10:00:00+02:00",
+                },
+            )
             assert json.loads(text)["source"] == {
-                "source_id": "meeting-7", "source_type": "meeting_notes",
-                "title": "Retention call", "captured_at": "2026-08-09T08:00:00Z",
+                "source_id": "meeting-7",
+                "source_type": "meeting_notes",
+                "title": "Retention call",
+                "captured_at": "2026-08-09T08:00:00Z",
             }
 
             text = await ok(session, "forget", {"memory_id": memory_id, "reason": "Plan dropped."})
@@ -373,28 +394,56 @@ def test_bad_arguments_are_one_line_tool_errors_and_the_session_goes_on(alice, m
         ("remember", {**remember, "content": 42}, "content must be a string"),
         ("remember", {**remember, "content": "  \n "}, "content must not be empty"),
         ("remember", {**remember, "memory_id": "conversation-003"}, duplicate),
-        ("remember", {**remember, "memory_id": "two words"}, library_message(
-            lambda: alice.append(kind="conversation", memory_id="two words", **remember,
-                                 source=sample_records()[0]["source"]))),
-        ("remember", {**remember, "captured_at": "yesterday"},
-         "captured_at must be an ISO-8601 instant with a time zone, e.g. "
-         "2026-08-10T12:00:00Z: 'yesterday'"),
+        (
+            "remember",
+            {**remember, "memory_id": "two words"},
+            library_message(
+                lambda: alice.append(
+                    kind="conversation",
+                    memory_id="two words",
+                    **remember,
+                    source=sample_records()[0]["source"],
+                )
+            ),
+        ),
+        (
+            "remember",
+            {**remember, "captured_at": "yesterday"},
+            "captured_at must be an ISO-8601 instant with a time zone, e.g. "
+            "2026-08-10T12:00:00Z: 'yesterday'",
+        ),
         ("forget", {"memory_id": "conversation-003"}, "forget needs reason"),
-        ("forget", {"memory_id": "nope", "reason": "r", "scope": "x"},
-         "unknown forget field: scope"),
-        ("forget", {"memory_id": "nope", "reason": "wrong"}, library_message(
-            lambda: alice.retract("nope", reason="wrong", source=sample_records()[0]["source"]))),
+        (
+            "forget",
+            {"memory_id": "nope", "reason": "r", "scope": "x"},
+            "unknown forget field: scope",
+        ),
+        (
+            "forget",
+            {"memory_id": "nope", "reason": "wrong"},
+            library_message(
+                lambda: alice.retract("nope", reason="wrong", source=sample_records()[0]["source"])
+            ),
+        ),
         ("forget", {"memory_id": "conversation-003", "reason": " "}, "reason must not be empty"),
         # An id quoted in a message is visible text: U+202E comes back as an escape.
-        ("forget", {"memory_id": "evil\u202eid", "reason": "r"},
-         "cannot retract unknown memory_id: evil\\u202eid"),
+        (
+            "forget",
+            {"memory_id": "evil\u202eid", "reason": "r"},
+            "cannot retract unknown memory_id: evil\\u202eid",
+        ),
         ("explain", {"query": SAMPLE_QUERY}, "explain needs memory_id"),
-        ("explain", {"query": SAMPLE_QUERY, "memory_id": "conversation-003", "limit": 0},
-         f"limit must be between {LIMIT_MIN} and {LIMIT_MAX}"),
-        ("explain", {"query": "", "memory_id": "conversation-003"},
-         "recall query must not be empty"),
-        ("explain", {"query": 42, "memory_id": "conversation-003"},
-         library_recall({"query": 42})),
+        (
+            "explain",
+            {"query": SAMPLE_QUERY, "memory_id": "conversation-003", "limit": 0},
+            f"limit must be between {LIMIT_MIN} and {LIMIT_MAX}",
+        ),
+        (
+            "explain",
+            {"query": "", "memory_id": "conversation-003"},
+            "recall query must not be empty",
+        ),
+        ("explain", {"query": 42, "memory_id": "conversation-003"}, library_recall({"query": 42})),
     ]
 
     async def session_test() -> None:
@@ -431,15 +480,24 @@ def test_the_user_is_the_servers_and_no_tool_reaches_another(tmp_path, make_serv
         ):
             result = json.loads(await ok(as_bob, "recall_history", {"query": SAMPLE_QUERY}))
             assert result["hits"] == [] and result["searched_records"] == 0
-            refusal = await refused(as_bob, "forget", {"memory_id": "conversation-003",
-                                                       "reason": "r"})
+            refusal = await refused(
+                as_bob, "forget", {"memory_id": "conversation-003", "reason": "r"}
+            )
             assert refusal == "cannot retract unknown memory_id: conversation-003"
-            verdict = json.loads(await ok(as_bob, "explain", {
-                "query": SAMPLE_QUERY, "memory_id": "conversation-003"}))
+            verdict = json.loads(
+                await ok(
+                    as_bob, "explain", {"query": SAMPLE_QUERY, "memory_id": "conversation-003"}
+                )
+            )
             assert verdict["verdict"] == "not_in_scope"
 
-            bobs = json.loads(await ok(as_bob, "remember", {
-                "content": "Bob's layered memory quokka notes.", "summary": "Bob's notes."}))
+            bobs = json.loads(
+                await ok(
+                    as_bob,
+                    "remember",
+                    {"content": "Bob's layered memory quokka notes.", "summary": "Bob's notes."},
+                )
+            )
             remembered.append(bobs["memory_id"])
             result = json.loads(await ok(as_alice, "recall_history", {"query": "quokka"}))
             assert result["hits"] == []
@@ -462,9 +520,17 @@ def test_two_servers_remembering_one_id_at_once_store_it_once(alice, make_server
     async def remember(
         session: ClientSession, who: str, memory_id: str, outcomes: list[tuple[bool, str]]
     ) -> None:
-        outcomes.append(await call(session, "remember", {
-            "memory_id": memory_id, "content": f"{who} wrote this first.",
-            "summary": f"Written by {who}."}))
+        outcomes.append(
+            await call(
+                session,
+                "remember",
+                {
+                    "memory_id": memory_id,
+                    "content": f"{who} wrote this first.",
+                    "summary": f"Written by {who}.",
+                },
+            )
+        )
 
     async def session_test() -> None:
         async with connect(make_server()) as first, connect(make_server()) as second:
@@ -477,7 +543,8 @@ def test_two_servers_remembering_one_id_at_once_store_it_once(alice, make_server
                     group.start_soon(remember, second, "second", memory_id, outcomes)
                 assert sorted(is_error for is_error, _ in outcomes) == [False, True]
                 assert [text for is_error, text in outcomes if is_error] == [
-                    f"duplicate memory_id: {memory_id}"]
+                    f"duplicate memory_id: {memory_id}"
+                ]
 
     run(session_test)
     ids = [record.memory_id for record in alice.read_all()]
@@ -486,17 +553,26 @@ def test_two_servers_remembering_one_id_at_once_store_it_once(alice, make_server
 
 def test_stored_injection_reaches_the_model_escaped(alice, make_server):
     alice.append(
-        kind=MemoryKind.PROFILE, memory_id="profile-injected", content=INJECTION,
-        summary="Injected profile.", source=MemorySource(
-            source_id="profile-snapshot-x", source_type="profile_snapshot", title="Profile",
-            captured_at="2026-08-10T10:00:00Z"),
+        kind=MemoryKind.PROFILE,
+        memory_id="profile-injected",
+        content=INJECTION,
+        summary="Injected profile.",
+        source=MemorySource(
+            source_id="profile-snapshot-x",
+            source_type="profile_snapshot",
+            title="Profile",
+            captured_at="2026-08-10T10:00:00Z",
+        ),
     )
     engine = RecallEngine(alice)
 
     async def session_test() -> None:
         async with connect(make_server("--query-id-prefix", "q")) as session:
-            text = await ok(session, "remember", {
-                "memory_id": "injected", "content": INJECTION, "summary": INJECTION})
+            text = await ok(
+                session,
+                "remember",
+                {"memory_id": "injected", "content": INJECTION, "summary": INJECTION},
+            )
             assert "\u200b" not in text and "\u202e" not in text
             assert "\\u200b" in text and "\\u202e" in text
             stored = json.loads(text)  # escaped, not changed
@@ -532,14 +608,18 @@ def test_streamable_http_on_localhost_lists_the_tools(alice, make_server, tmp_pa
     token = token_file.read_text(encoding="ascii").strip()
     server = make_server("--transport", "http", "--port", "0", "--token-file", str(token_file))
     process = subprocess.Popen(
-        [sys.executable, "-m", "memlib", *server.args], env=server.env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "memlib", *server.args],
+        env=server.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stderr is not None
         line = process.stderr.readline()
-        found = re.fullmatch(r"memlib mcp: streamable HTTP on (http://127\.0\.0\.1:\d+/mcp)\n",
-                             line)
+        found = re.fullmatch(
+            r"memlib mcp: streamable HTTP on (http://127\.0\.0\.1:\d+/mcp)\n", line
+        )
         assert found, line
         url = found.group(1)
 
@@ -574,7 +654,10 @@ def test_a_bad_store_fails_before_serving_with_one_line(tmp_path, python, subpro
     for url in ("nonsense://", f"jsonl:{corrupt}"):
         proc = subprocess.run(
             [python, "-m", "memlib", "--store", url, "--user", "alice", "mcp"],
-            env=subprocess_env, capture_output=True, text=True, timeout=60,
+            env=subprocess_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode == 2, (url, proc.stderr)
@@ -588,8 +671,14 @@ def test_help_names_the_options(capsys):
         main(["mcp", "--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--as-of", "--ranker", "--min-score", "--transport", "--port",
-                   "--query-id-prefix"):
+    for option in (
+        "--as-of",
+        "--ranker",
+        "--min-score",
+        "--transport",
+        "--port",
+        "--query-id-prefix",
+    ):
         assert option in out
 
 

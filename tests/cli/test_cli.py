@@ -21,14 +21,24 @@ AS_OF_TEXT = "2026-08-10T12:00:00Z"
 
 def _env(base: dict[str, str], home: Path, tmp: Path) -> dict[str, str]:
     tmp.mkdir(parents=True, exist_ok=True)
-    return {**base, "WORKBUDDY_HOME": str(home), "WORKBUDDY_USER_ID": SAMPLE_USER_ID,
-            "TMPDIR": str(tmp)}
+    return {
+        **base,
+        "WORKBUDDY_HOME": str(home),
+        "WORKBUDDY_USER_ID": SAMPLE_USER_ID,
+        "TMPDIR": str(tmp),
+    }
 
 
 def _start(python: str, env: dict[str, str], cwd: Path, args, stdin: str = "") -> subprocess.Popen:
     proc = subprocess.Popen(
-        [python, "-m", "memlib", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, encoding="utf-8", env=env, cwd=cwd,
+        [python, "-m", "memlib", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
     )
     proc.stdin_text = stdin  # type: ignore[attr-defined]
     return proc
@@ -57,10 +67,30 @@ def _one_line_error(proc: subprocess.CompletedProcess, message: str) -> None:
 
 READ_ONLY = {
     "json": (("recall", "layered memory", "--json", "--as-of", AS_OF_TEXT, "--query-id", "q-cli"),),
-    "limit_as_of": (("recall", "memory", "--json", "--limit", "2",
-                     "--as-of", "2026-09-30T00:00:00+02:00", "--query-id", "q-lim"),),
-    "naive_as_of": (("recall", "layered memory", "--json", "--as-of", "2026-08-10T12:00:00",
-                     "--query-id", "q-cli"),),
+    "limit_as_of": (
+        (
+            "recall",
+            "memory",
+            "--json",
+            "--limit",
+            "2",
+            "--as-of",
+            "2026-09-30T00:00:00+02:00",
+            "--query-id",
+            "q-lim",
+        ),
+    ),
+    "naive_as_of": (
+        (
+            "recall",
+            "layered memory",
+            "--json",
+            "--as-of",
+            "2026-08-10T12:00:00",
+            "--query-id",
+            "q-cli",
+        ),
+    ),
     "render": (("recall", "分层记忆", "--as-of", AS_OF_TEXT, "--query-id", "q-zh"),),
     "no_hits": (("recall", "kubernetes", "--as-of", AS_OF_TEXT),),
     "profile": (("profile",),),
@@ -75,24 +105,84 @@ BAD_INPUT = {
     "limit_5x": (("recall", "memory", "--limit", "5x"), "limit must be an integer"),
     "as_of": (("recall", "memory", "--as-of", "yesterday"), "yesterday"),
     "as_of_out_of_range": (("recall", "memory", "--as-of", "0001-01-01T00:00:00+01:00"), "as_of"),
-    "captured_at_out_of_range": (("append", "--memory-id", "m-far", "--content", "c",
-                                  "--summary", "s", "--source-id", "t", "--source-type", "x",
-                                  "--title", "t", "--captured-at", "0001-01-01T00:00:00+01:00"),
-                                 "invalid timestamp: '0001-01-01T00:00:00+01:00'"),
+    "captured_at_out_of_range": (
+        (
+            "append",
+            "--memory-id",
+            "m-far",
+            "--content",
+            "c",
+            "--summary",
+            "s",
+            "--source-id",
+            "t",
+            "--source-type",
+            "x",
+            "--title",
+            "t",
+            "--captured-at",
+            "0001-01-01T00:00:00+01:00",
+        ),
+        "invalid timestamp: '0001-01-01T00:00:00+01:00'",
+    ),
     "retract_unknown": (("retract", "no-such-id", "--reason", "x"), "no-such-id"),
-    "duplicate": (("append", "--memory-id", "conversation-001", "--content", "c", "--summary", "s",
-                   "--source-id", "t", "--source-type", "x", "--title", "t",
-                   "--captured-at", AS_OF_TEXT),
-                  "duplicate memory_id: conversation-001"),
+    "duplicate": (
+        (
+            "append",
+            "--memory-id",
+            "conversation-001",
+            "--content",
+            "c",
+            "--summary",
+            "s",
+            "--source-id",
+            "t",
+            "--source-type",
+            "x",
+            "--title",
+            "t",
+            "--captured-at",
+            AS_OF_TEXT,
+        ),
+        "duplicate memory_id: conversation-001",
+    ),
     "stdin_not_json": (("append",), "line 1", "not json\n"),
-    "stdin_surrogate": (("append",), "content", json.dumps({
-        "memory_id": "x", "content": "a\ud800b", "summary": "s",
-        "source": {"source_id": "t", "source_type": "x", "title": "t",
-                   "captured_at": "2026-08-01T00:00:00Z"}}) + "\n"),
-    "stdin_timestamp": (("append",), "invalid timestamp: 'yesterday'", json.dumps({
-        "memory_id": "x", "content": "c", "summary": "s",
-        "source": {"source_id": "t", "source_type": "x", "title": "t",
-                   "captured_at": "yesterday"}}) + "\n"),
+    "stdin_surrogate": (
+        ("append",),
+        "content",
+        json.dumps(
+            {
+                "memory_id": "x",
+                "content": "a\ud800b",
+                "summary": "s",
+                "source": {
+                    "source_id": "t",
+                    "source_type": "x",
+                    "title": "t",
+                    "captured_at": "2026-08-01T00:00:00Z",
+                },
+            }
+        )
+        + "\n",
+    ),
+    "stdin_timestamp": (
+        ("append",),
+        "invalid timestamp: 'yesterday'",
+        json.dumps(
+            {
+                "memory_id": "x",
+                "content": "c",
+                "summary": "s",
+                "source": {
+                    "source_id": "t",
+                    "source_type": "x",
+                    "title": "t",
+                    "captured_at": "yesterday",
+                },
+            }
+        )
+        + "\n",
+    ),
 }
 
 
@@ -200,10 +290,21 @@ def test_reading_an_empty_home_creates_nothing(cli):
 
 def test_append_from_flags_then_recall(cli):
     proc = cli(
-        "append", "--memory-id", "cli-1", "--content", "We chose  layered memory.",
-        "--summary", "Layered memory chosen", "--source-id", "t-cli",
-        "--source-type", "conversation_transcript",
-        "--title", "CLI transcript", "--captured-at", "2026-08-09T14:00:00+02:00",
+        "append",
+        "--memory-id",
+        "cli-1",
+        "--content",
+        "We chose  layered memory.",
+        "--summary",
+        "Layered memory chosen",
+        "--source-id",
+        "t-cli",
+        "--source-type",
+        "conversation_transcript",
+        "--title",
+        "CLI transcript",
+        "--captured-at",
+        "2026-08-09T14:00:00+02:00",
     )
     printed = json.loads(_ok(proc))
     (record,) = RemoteMemoryStore(cli.records, user_id=SAMPLE_USER_ID).read_all()
@@ -218,24 +319,41 @@ def test_append_from_flags_then_recall(cli):
 
 
 def test_append_from_a_json_line_on_stdin_then_profile(cli):
-    line = json.dumps({
-        "kind": "profile",
-        "memory_id": "profile-cli",
-        "content": "Prefers answers in 中文 & English <short>.",
-        "summary": "Bilingual",
-        "source": {"source_id": "snap-1", "source_type": "profile_snapshot", "title": "Snapshot",
-                   "captured_at": "2026-08-09T12:00:00Z"},
-    }, ensure_ascii=False)
-    conversation = json.dumps({
-        "memory_id": "conv-cli", "content": "stdin conversation", "summary": "from stdin",
-        "source": {"source_id": "t", "source_type": "x", "title": "t",
-                   "captured_at": "2026-08-09T12:00:00Z"},
-    })
+    line = json.dumps(
+        {
+            "kind": "profile",
+            "memory_id": "profile-cli",
+            "content": "Prefers answers in 中文 & English <short>.",
+            "summary": "Bilingual",
+            "source": {
+                "source_id": "snap-1",
+                "source_type": "profile_snapshot",
+                "title": "Snapshot",
+                "captured_at": "2026-08-09T12:00:00Z",
+            },
+        },
+        ensure_ascii=False,
+    )
+    conversation = json.dumps(
+        {
+            "memory_id": "conv-cli",
+            "content": "stdin conversation",
+            "summary": "from stdin",
+            "source": {
+                "source_id": "t",
+                "source_type": "x",
+                "title": "t",
+                "captured_at": "2026-08-09T12:00:00Z",
+            },
+        }
+    )
     printed = _ok(cli("append", stdin=f"{line}\n\n{conversation}\n"))
     assert [json.loads(x)["memory_id"] for x in printed.splitlines()] == ["profile-cli", "conv-cli"]
     store = RemoteMemoryStore(cli.records, user_id=SAMPLE_USER_ID)
     assert [(r.memory_id, r.kind.value) for r in store.read_all()] == [
-        ("profile-cli", "profile"), ("conv-cli", "conversation")]
+        ("profile-cli", "profile"),
+        ("conv-cli", "conversation"),
+    ]
     out = _ok(cli("profile"))
     assert out == render_remote_profile(store.latest_profile()) + "\n"
     assert "&amp;" in out and "&lt;short&gt;" in out
@@ -243,8 +361,16 @@ def test_append_from_a_json_line_on_stdin_then_profile(cli):
 
 def test_retract_hides_the_record(cli):
     store = open_sample_store(cli.home / "remote-memory")
-    _ok(cli("retract", "conversation-003", "--reason", "Summary was wrong",
-            "--captured-at", AS_OF_TEXT))
+    _ok(
+        cli(
+            "retract",
+            "conversation-003",
+            "--reason",
+            "Summary was wrong",
+            "--captured-at",
+            AS_OF_TEXT,
+        )
+    )
     payload = json.loads(_ok(cli("recall", "layered memory", "--json", "--as-of", AS_OF_TEXT)))
     assert "conversation-003" not in [h["memory_id"] for h in payload["hits"]]
     assert payload["retracted_records"] == 1

@@ -28,14 +28,28 @@ QUERY_ID = "q-history"
 OLD, OTHER, NEW = "hist-old", "hist-other", "hist-new"
 REASON = "The deploy day moved to Tuesday"
 APPENDED: tuple[dict[str, Any], ...] = (
-    {"memory_id": OLD, "content": "The team deploys the billing service on Fridays.",
-     "summary": "Billing deploys on Fridays",
-     "source": {"source_id": "t-1", "source_type": "conversation_transcript",
-                "title": "Ops sync", "captured_at": "2026-08-01T12:00:00Z"}},
-    {"memory_id": OTHER, "content": "Billing invoices go out monthly.",
-     "summary": "Monthly billing invoices",
-     "source": {"source_id": "t-2", "source_type": "conversation_transcript",
-                "title": "Finance sync", "captured_at": "2026-08-02T12:00:00Z"}},
+    {
+        "memory_id": OLD,
+        "content": "The team deploys the billing service on Fridays.",
+        "summary": "Billing deploys on Fridays",
+        "source": {
+            "source_id": "t-1",
+            "source_type": "conversation_transcript",
+            "title": "Ops sync",
+            "captured_at": "2026-08-01T12:00:00Z",
+        },
+    },
+    {
+        "memory_id": OTHER,
+        "content": "Billing invoices go out monthly.",
+        "summary": "Monthly billing invoices",
+        "source": {
+            "source_id": "t-2",
+            "source_type": "conversation_transcript",
+            "title": "Finance sync",
+            "captured_at": "2026-08-02T12:00:00Z",
+        },
+    },
 )
 NEW_CONTENT = "The team deploys the billing service on Tuesdays now."
 NEW_CAPTURED_AT = "2026-08-05T12:00:00Z"
@@ -46,8 +60,13 @@ def _start(
 ) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [python, "-m", "memlib", "--store", url, "--user", USER, *args],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        encoding="utf-8", env=env, cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
     )
     return proc, stdin
 
@@ -83,14 +102,15 @@ def _reads(s1: str, middle: str) -> dict[str, tuple[tuple[str, ...], str]]:
         "recall_min_score": ((*recall, "--min-score", "2"), ""),
         "explain_old": ((*explain, "--memory-id", OLD), ""),
         "explain_old_known_at": ((*explain, "--memory-id", OLD, "--known-at", s1), ""),
-        "explain_new_known_at": (
-            (*explain, "--memory-id", NEW, "--known-at", s1, "--json"), ""),
+        "explain_new_known_at": ((*explain, "--memory-id", NEW, "--known-at", s1, "--json"), ""),
         "supersede_unknown": (
-            ("supersede", "no-such-id", "--memory-id", "hist-x", "--content", "x",
-             "--reason", "r"), "no-such-id"),
+            ("supersede", "no-such-id", "--memory-id", "hist-x", "--content", "x", "--reason", "r"),
+            "no-such-id",
+        ),
         "supersede_again": (
             ("supersede", OLD, "--memory-id", "hist-y", "--content", "y", "--reason", "r"),
-            "already retracted"),
+            "already retracted",
+        ),
         "known_at_bad": ((*recall, "--known-at", "yesterday"), "yesterday"),
         "min_score_bad": ((*recall, "--min-score", "abc"), "abc"),
     }
@@ -98,31 +118,62 @@ def _reads(s1: str, middle: str) -> dict[str, tuple[tuple[str, ...], str]]:
 
 @pytest.fixture(scope="module", params=["jsonl", "sqlite"])
 def history(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-    clean_env: Callable[[Path], dict[str, str]], python: str,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    clean_env: Callable[[Path], dict[str, str]],
+    python: str,
 ) -> dict[str, Any]:
     backend: str = request.param
     root = tmp_path_factory.mktemp(f"history-{backend}")
     url = f"jsonl:{root / 'records.jsonl'}" if backend == "jsonl" else f"sqlite:{root / 'm.db'}"
     (root / "tmp").mkdir()
-    env = {**clean_env(root / "home"), "WORKBUDDY_HOME": str(root / "workbuddy"),
-           "TMPDIR": str(root / "tmp")}
+    env = {
+        **clean_env(root / "home"),
+        "WORKBUDDY_HOME": str(root / "workbuddy"),
+        "TMPDIR": str(root / "tmp"),
+    }
 
     def start(args: Sequence[str], stdin: str = "") -> tuple[subprocess.Popen[str], str]:
         return _start(python, env, root, url, args, stdin)
 
     lines = "".join(json.dumps(item) + "\n" for item in APPENDED)
     appended = _json_lines(_ok(_finish(start(["append"], lines))))
-    superseded = _json_lines(_ok(_finish(start(
-        ["supersede", OLD, "--memory-id", NEW, "--content", NEW_CONTENT, "--reason", REASON,
-         "--captured-at", NEW_CAPTURED_AT]))))
+    superseded = _json_lines(
+        _ok(
+            _finish(
+                start(
+                    [
+                        "supersede",
+                        OLD,
+                        "--memory-id",
+                        NEW,
+                        "--content",
+                        NEW_CONTENT,
+                        "--reason",
+                        REASON,
+                        "--captured-at",
+                        NEW_CAPTURED_AT,
+                    ]
+                )
+            )
+        )
+    )
     s1, s2 = appended[0]["stored_at"], superseded[0]["stored_at"]
     middle = _midpoint(s1, s2)
     reads = _reads(s1, middle)
     started = {name: start(args) for name, (args, _) in reads.items()}
     results = {name: _finish(proc) for name, proc in started.items()}
-    return {"backend": backend, "url": url, "appended": appended, "superseded": superseded,
-            "s1": s1, "s2": s2, "middle": middle, "reads": reads, "results": results}
+    return {
+        "backend": backend,
+        "url": url,
+        "appended": appended,
+        "superseded": superseded,
+        "s1": s1,
+        "s2": s2,
+        "middle": middle,
+        "reads": reads,
+        "results": results,
+    }
 
 
 def _out(history: dict[str, Any], name: str) -> str:
@@ -142,7 +193,8 @@ def test_the_two_writes_printed_what_the_store_holds(history: dict[str, Any]) ->
     assert [r["memory_id"] for r in appended] == [OLD, OTHER]
     assert appended[0]["stored_at"] == appended[1]["stored_at"]  # one batch
     assert [r["source"]["captured_at"] for r in appended] == [
-        item["source"]["captured_at"] for item in APPENDED]
+        item["source"]["captured_at"] for item in APPENDED
+    ]
     store = open_store(history["url"], user_id=USER)
     # The refused commands (started after the supersede) wrote nothing.
     assert [r.to_dict() for r in store.read_all()] == [*appended, *superseded]
@@ -175,25 +227,19 @@ def test_recall_shows_the_new_record_not_the_old(history: dict[str, Any]) -> Non
 
 def test_explain_says_who_superseded_the_old_record(history: dict[str, Any]) -> None:
     out = _out(history, "explain_old")
-    assert out == f"superseded: memory {OLD} was superseded by {NEW} at {history['s2']}: " \
-        f"{REASON}\n"
+    assert out == f"superseded: memory {OLD} was superseded by {NEW} at {history['s2']}: {REASON}\n"
 
 
-def test_recall_known_at_before_the_supersede_shows_the_old_record(
-    history: dict[str, Any]
-) -> None:
+def test_recall_known_at_before_the_supersede_shows_the_old_record(history: dict[str, Any]) -> None:
     middle = history["middle"]
-    assert parse_timestamp(history["s1"]) < parse_timestamp(middle) < parse_timestamp(
-        history["s2"])
+    assert parse_timestamp(history["s1"]) < parse_timestamp(middle) < parse_timestamp(history["s2"])
     out = _out(history, "recall_known_at")
     payload = json.loads(out)
     ids = [h["memory_id"] for h in payload["hits"]]
     assert OLD in ids and NEW not in ids
     assert payload["retracted_records"] == 0
     assert payload["known_at"] == middle
-    expected = _engine(history).recall(
-        QUERY, as_of=_as_of(), query_id=QUERY_ID, known_at=middle
-    )
+    expected = _engine(history).recall(QUERY, as_of=_as_of(), query_id=QUERY_ID, known_at=middle)
     assert out == expected.to_json() + "\n"
 
 
@@ -208,7 +254,8 @@ def test_explain_known_at_the_first_write(history: dict[str, Any]) -> None:
     assert payload["stored_at"] == history["s2"]
     assert payload["known_at"] == history["s1"]
     assert payload["message"] == (
-        f"memory {NEW} was stored at {history['s2']}, after known_at {history['s1']}")
+        f"memory {NEW} was stored at {history['s2']}, after known_at {history['s1']}"
+    )
 
 
 def test_min_score_above_every_hit_says_so(history: dict[str, Any]) -> None:

@@ -21,8 +21,15 @@ def env(clean_env, tmp_path: Path) -> dict[str, str]:
 
 
 def _run(python: str, env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "memlib", "demo", *args], capture_output=True,
-                          text=True, encoding="utf-8", env=env, cwd=cwd, timeout=90)
+    return subprocess.run(
+        [python, "-m", "memlib", "demo", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
+        timeout=90,
+    )
 
 
 def _demo(python: str, env: dict[str, str], cwd: Path, *args: str) -> str:

@@ -115,9 +115,7 @@ def test_overlapping_batches_one_batch_wins_whole(tmp_path):
 
 def test_interleaved_appends_from_two_processes_keep_every_line_whole(tmp_path):
     path = tmp_path / "records.jsonl"
-    plans = {
-        who: [[f"{who}-{n}-{k}" for k in range(3)] for n in range(10)] for who in ("A", "B")
-    }
+    plans = {who: [[f"{who}-{n}-{k}" for k in range(3)] for n in range(10)] for who in ("A", "B")}
     results = _run("fork", path, plans)
     assert {r[2] for r in results} == {"ok"}, results
     stored = _file_ids(path)

@@ -242,7 +242,7 @@ def test_the_abstention_doc_pair_floor_row_is_the_report() -> None:
 
 def test_the_readme_results_table_is_the_bench_report() -> None:
     """Every cell of the README's Results table is the one ``python -m benchmarks.run
-    --readme-table`` prints from the report it names; the hybrid rows wait for theirs."""
+    --readme-table`` prints from the report it names (the hybrid rows: the next test)."""
     import re
 
     from benchmarks.report import readme_table
@@ -272,7 +272,7 @@ def test_the_readme_results_table_is_the_bench_report() -> None:
         assert rare is not None and common is not None
         return rare[column], common[column]
 
-    shown = [r for r in re.findall(r"^\| (?:100k|1M) \|.*$", section, re.M) if "TBD" not in r]
+    shown = [r for r in re.findall(r"^\| (?:100k|1M) \|.*$", section, re.M) if "| hybrid" not in r]
     assert len(shown) == 7
     for line in shown:
         size, recall, *cells = [c.strip() for c in line.strip("|").split("|")]
@@ -296,3 +296,41 @@ def test_the_readme_results_table_is_the_bench_report() -> None:
                 for i in (4, 5)
             ] + ["", f"floor {floor.group(1)}"]
         assert cells == expected, line
+
+
+def test_the_readme_hybrid_rows_are_the_hybrid_report() -> None:
+    """The Results table's hybrid rows are the ones ``hybrid_table`` prints from the hybrid
+    report the README names: warm p50 (rare / common) and cold rare, per backend, and the
+    floor (start, import, the model, one question) beside the cold row."""
+    import re
+
+    from benchmarks.report import hybrid_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Results") : readme.index("## Layout")]
+    named = re.search(r"hybrid rows: reports/(bench-\d{8}-hybrid\.json)", section)
+    assert named is not None
+    report = json.loads((REPORTS / named.group(1)).read_text(encoding="utf-8"))
+    printed = hybrid_table(report["hybrid"])
+    floor = re.search(r"a fresh process\): ([\d,]+ ms, [\d.]+ MB)", printed)
+    assert floor is not None
+    rows = {
+        (r[0], r[1]): r
+        for r in ([c.strip() for c in line.strip("|").split("|")] for line in printed.splitlines())
+        if r[0].replace(",", "").isdigit()
+    }
+    shown = re.findall(r"^\| (100k|1M) \| (hybrid [^|]*) \|(.*)$", section, re.M)
+    assert len(shown) == 4
+    for size, recall, rest in shown:
+        n = {"100k": "100,000", "1M": "1,000,000"}[size]
+        cells = [c.strip() for c in rest.strip().strip("|").split("|")]
+        per_backend = [rows.get((n, b)) for b in ("JSONL", "SQLite", "PostgreSQL")]
+        if recall.startswith("hybrid warm"):
+            expected = [
+                "—" if r is None else f"{r[2].split(' / ')[0]} / {r[3].split(' / ')[0]}"
+                for r in per_backend
+            ] + [""]
+        else:
+            assert recall.startswith("hybrid cold, rare"), recall
+            expected = ["—" if r is None else r[4] for r in per_backend] + [f"floor {floor[1]}"]
+        assert cells == expected, f"{size} {recall}"

@@ -144,8 +144,10 @@ class Failures:
             self.seen[kind] = (number, size, detail)
 
     def report(self) -> str:
-        lines = [f"{self.total} failing cases of {self.target}, {len(self.seen)} kinds "
-                 f"(seed {SEED}; replay one with MEMLIB_FUZZ_ONLY=case):"]
+        lines = [
+            f"{self.total} failing cases of {self.target}, {len(self.seen)} kinds "
+            f"(seed {SEED}; replay one with MEMLIB_FUZZ_ONLY=case):"
+        ]
         for kind, (number, _, detail) in sorted(self.seen.items()):
             lines.append(f"- {kind}\n    case {number}: {detail[:600]}")
         return "\n".join(lines)
@@ -180,8 +182,10 @@ class Run:
 
 
 def write_report() -> Path:
-    path = Path(os.environ.get("MEMLIB_FUZZ_REPORT")
-                or Path(tempfile.gettempdir()) / "memlib-fuzz-report.json")
+    path = Path(
+        os.environ.get("MEMLIB_FUZZ_REPORT")
+        or Path(tempfile.gettempdir()) / "memlib-fuzz-report.json"
+    )
     total = sum(entry["cases"] for entry in COUNTS.values())
     data = {"seed": SEED, "scale": SCALE, "total_cases": total, "targets": COUNTS}
     with contextlib.suppress(OSError):  # ASCII: a failure's kind may hold a lone surrogate
@@ -202,7 +206,8 @@ def hidden_or_not_nfc(memory_id: object) -> bool:
     or format character (the rule's escaped set also has other default-ignorables)."""
     return isinstance(memory_id, str) and (
         not unicodedata.is_normalized("NFC", memory_id)
-        or any(unicodedata.category(c) in ("Cc", "Cf") for c in memory_id))
+        or any(unicodedata.category(c) in ("Cc", "Cf") for c in memory_id)
+    )
 
 
 def refused_user_id(user_id: object) -> bool:
@@ -211,35 +216,131 @@ def refused_user_id(user_id: object) -> bool:
     if not isinstance(user_id, str):
         return True
     stripped = user_id.strip()
-    return (not stripped or unicodedata.normalize("NFKC", stripped) != stripped
-            or any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in stripped))
+    return (
+        not stripped
+        or unicodedata.normalize("NFKC", stripped) != stripped
+        or any(unicodedata.category(c) in ("Cc", "Cf", "Cs") for c in stripped)
+    )
 
 
 # -- values -------------------------------------------------------------------------------
 
-WORDS = ("amber", "river", "lantern", "quiet", "harbor", "copper", "garden", "notes",
-         "meeting", "budget", "the", "of", "memory", "layered", "sqlite", "recall",
-         "café", "Torstraße", "москва", "메모리", "记忆", "分层记忆", "メモリ設計", "llm记忆",
-         "v2_index", "42", "naïve", "ΣΊΣΥΦΟΣ", "ﬁle", "ＬＡＹＥＲＥＤ")
-HOSTILE_CHARS = (
-    "\x00", "\x01", "\x07", "\x08", "\t", "\n", "\r", "\x0b", "\x0c", "\x1b", "\x1b[31m",
-    "\x1b]0;title\x07", "\x7f", "\x85", "\u00a0", "\u200b", "\u200d", "\u2028", "\u2029",
-    "\u202e", "\u2066", "\u061c", "\ufeff", "\ufffd", "\ufffe", "\U000e0041", "\U0001f600",
-    "\U0001f469\u200d\U0001f4bb", "e\u0301", "\u00e9", "\u212b", "A\u030a", "\u0130",
-    "\ud800", "\udfff", "\\", '"', "'", "<", ">", "&", "%s", "{0}", "\u3000", "\u0000\u0000",
+WORDS = (
+    "amber",
+    "river",
+    "lantern",
+    "quiet",
+    "harbor",
+    "copper",
+    "garden",
+    "notes",
+    "meeting",
+    "budget",
+    "the",
+    "of",
+    "memory",
+    "layered",
+    "sqlite",
+    "recall",
+    "café",
+    "Torstraße",
+    "москва",
+    "메모리",
+    "记忆",
+    "分层记忆",
+    "メモリ設計",
+    "llm记忆",
+    "v2_index",
+    "42",
+    "naïve",
+    "ΣΊΣΥΦΟΣ",
+    "ﬁle",
+    "ＬＡＹＥＲＥＤ",
 )
-TIMESTAMPS_OK = ("2026-08-01T12:00:00Z", "2026-08-09T12:00:00.5Z",
-                 "2026-07-15T08:30:00+02:00", "2025-12-31T23:59:59.999999Z",
-                 "2026-08-10T12:00:00Z", "2026-09-01T00:00:00Z", "2026-08-01T12:00:00-11:30")
+HOSTILE_CHARS = (
+    "\x00",
+    "\x01",
+    "\x07",
+    "\x08",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x1b[31m",
+    "\x1b]0;title\x07",
+    "\x7f",
+    "\x85",
+    "\u00a0",
+    "\u200b",
+    "\u200d",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\u2066",
+    "\u061c",
+    "\ufeff",
+    "\ufffd",
+    "\ufffe",
+    "\U000e0041",
+    "\U0001f600",
+    "\U0001f469\u200d\U0001f4bb",
+    "e\u0301",
+    "\u00e9",
+    "\u212b",
+    "A\u030a",
+    "\u0130",
+    "\ud800",
+    "\udfff",
+    "\\",
+    '"',
+    "'",
+    "<",
+    ">",
+    "&",
+    "%s",
+    "{0}",
+    "\u3000",
+    "\u0000\u0000",
+)
+TIMESTAMPS_OK = (
+    "2026-08-01T12:00:00Z",
+    "2026-08-09T12:00:00.5Z",
+    "2026-07-15T08:30:00+02:00",
+    "2025-12-31T23:59:59.999999Z",
+    "2026-08-10T12:00:00Z",
+    "2026-09-01T00:00:00Z",
+    "2026-08-01T12:00:00-11:30",
+)
 TIMESTAMPS_HOSTILE = (
-    "", "yesterday", "2026-08-01", "2026-08-01T12:00:00", "2026-13-01T00:00:00Z",
-    "2026-02-30T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
-    "0000-01-01T00:00:00Z", "2026-08-01T12:00:00.1234567Z", "2026-08-01T24:00:00Z",
-    "2026-08-01T12:00:00+24:00", "2026-08-01T12:00:00+99:99", "2026-08-01T12:00:00z",
-    "2026-08-01 12:00:00Z", "2026-08-01T12:00:00Z\x00", " 2026-08-01T12:00:00Z",
-    "２０２６-08-01T12:00:00Z", "2026-08-01T12:00:00\u2212 02:00", "+12026-08-01T00:00:00Z",
-    "2026-W31-1T12:00:00Z", "2026-213T12:00:00Z", "2026-08-01T12:00Z", "1e400",
-    "2026-08-01T12:00:00.Z", "2026-08-01T12:00:60Z", "\u202e2026-08-01T12:00:00Z",
+    "",
+    "yesterday",
+    "2026-08-01",
+    "2026-08-01T12:00:00",
+    "2026-13-01T00:00:00Z",
+    "2026-02-30T00:00:00Z",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "0000-01-01T00:00:00Z",
+    "2026-08-01T12:00:00.1234567Z",
+    "2026-08-01T24:00:00Z",
+    "2026-08-01T12:00:00+24:00",
+    "2026-08-01T12:00:00+99:99",
+    "2026-08-01T12:00:00z",
+    "2026-08-01 12:00:00Z",
+    "2026-08-01T12:00:00Z\x00",
+    " 2026-08-01T12:00:00Z",
+    "２０２６-08-01T12:00:00Z",
+    "2026-08-01T12:00:00\u2212 02:00",
+    "+12026-08-01T00:00:00Z",
+    "2026-W31-1T12:00:00Z",
+    "2026-213T12:00:00Z",
+    "2026-08-01T12:00Z",
+    "1e400",
+    "2026-08-01T12:00:00.Z",
+    "2026-08-01T12:00:60Z",
+    "\u202e2026-08-01T12:00:00Z",
 )
 
 
@@ -253,11 +354,16 @@ def text(r: random.Random, *, limit: int = 60) -> str:
     if roll < 0.45:
         return " ".join(word(r) for _ in range(r.randint(1, 6)))
     if roll < 0.75:
-        parts = [r.choice(WORDS) if r.random() < 0.6 else r.choice(HOSTILE_CHARS)
-                 for _ in range(r.randint(1, 8))]
+        parts = [
+            r.choice(WORDS) if r.random() < 0.6 else r.choice(HOSTILE_CHARS)
+            for _ in range(r.randint(1, 8))
+        ]
         joined = r.choice(("", " ")).join(parts)
-        return unicodedata.normalize(r.choice(("NFC", "NFD", "NFKC", "NFKD")), joined) \
-            if r.random() < 0.3 else joined
+        return (
+            unicodedata.normalize(r.choice(("NFC", "NFD", "NFKC", "NFKD")), joined)
+            if r.random() < 0.3
+            else joined
+        )
     if roll < 0.82:
         return r.choice(("", " ", "   ", "\t\n", "!!!", "?", "\u3000", "—", "🙂"))
     if roll < 0.9:
@@ -265,13 +371,36 @@ def text(r: random.Random, *, limit: int = 60) -> str:
         return (word(r) + " ") * (size // 6) + "x" * (size % 6)
     if roll < 0.96:
         return "".join(chr(r.randint(0, 0x2FFF)) for _ in range(r.randint(1, 20)))
-    return "".join(chr(r.choice((r.randint(0, 0x10FFFF), r.randint(0xD800, 0xDFFF))))
-                   for _ in range(r.randint(1, 5)))
+    return "".join(
+        chr(r.choice((r.randint(0, 0x10FFFF), r.randint(0xD800, 0xDFFF))))
+        for _ in range(r.randint(1, 5))
+    )
 
 
 def number(r: random.Random) -> Any:
-    return r.choice((0, 1, -1, 5, 10, 11, 2**31, 2**63, -(2**63), 10**400, 1.5, -0.0,
-                     math.nan, math.inf, -math.inf, 1e308, 5e-324, True, False))
+    return r.choice(
+        (
+            0,
+            1,
+            -1,
+            5,
+            10,
+            11,
+            2**31,
+            2**63,
+            -(2**63),
+            10**400,
+            1.5,
+            -0.0,
+            math.nan,
+            math.inf,
+            -math.inf,
+            1e308,
+            5e-324,
+            True,
+            False,
+        )
+    )
 
 
 def deep(r: random.Random, depth: int | None = None) -> Any:
@@ -335,10 +464,22 @@ def mutate_bytes(r: random.Random, data: bytes, *, keep_newlines: bool = False) 
         elif roll < 0.5:
             out[at] = r.choice((0, 0xFF, 0x80, 0xC0, 0xEF, ord('"'), ord("\\"), ord("{")))
         elif roll < 0.65:
-            del out[at: at + r.choice((1, 2, 5, 50))]
+            del out[at : at + r.choice((1, 2, 5, 50))]
         elif roll < 0.8:
-            out[at:at] = r.choice((b"\x00", b"\xef\xbb\xbf", b"\xc3", b'"', b"\\u0000",
-                                   b"\\ud800", b"[" * 40, b"1" * 70, b"\r", b"\x1b[2J"))
+            out[at:at] = r.choice(
+                (
+                    b"\x00",
+                    b"\xef\xbb\xbf",
+                    b"\xc3",
+                    b'"',
+                    b"\\u0000",
+                    b"\\ud800",
+                    b"[" * 40,
+                    b"1" * 70,
+                    b"\r",
+                    b"\x1b[2J",
+                )
+            )
         elif roll < 0.9:
             end = min(len(out), at + r.randint(1, 64))
             out[at:at] = out[at:end]

@@ -15,6 +15,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     write = terminalreporter.write_line
     terminalreporter.section("memlib fuzz")
     for target, entry in sorted(COUNTS.items()):
-        write(f"{target}: {entry['cases']:,} cases in {entry['seconds']:.1f} s, "
-              f"{entry['failures']} failing")
+        write(
+            f"{target}: {entry['cases']:,} cases in {entry['seconds']:.1f} s, "
+            f"{entry['failures']} failing"
+        )
     write(f"total: {total:,} cases (seed {SEED}, scale {SCALE:g}); counts in {path}")

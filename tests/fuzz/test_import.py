@@ -32,8 +32,12 @@ def _item(r: random.Random, number: int, line: int) -> dict[str, Any]:
         "memory_id": f"im-{number}-{line}",
         "content": f"imported {line} " + " ".join(common.word(r) for _ in range(3)),
         "summary": f"summary {line}",
-        "source": {"source_id": f"s-{line}", "source_type": "import", "title": "t",
-                   "captured_at": r.choice(common.TIMESTAMPS_OK)},
+        "source": {
+            "source_id": f"s-{line}",
+            "source_type": "import",
+            "title": "t",
+            "captured_at": r.choice(common.TIMESTAMPS_OK),
+        },
     }
 
 
@@ -55,18 +59,34 @@ def _line(r: random.Random, number: int, line: int) -> bytes:
         return _dumps(item, r)
     if roll < 0.6:
         for _ in range(r.randint(1, 2)):
-            key = r.choice(("memory_id", "content", "summary", "kind", "source", "source_id",
-                            "source_type", "title", "captured_at", "user_scope", "stored_at",
-                            "retracts", "extra"))
+            key = r.choice(
+                (
+                    "memory_id",
+                    "content",
+                    "summary",
+                    "kind",
+                    "source",
+                    "source_id",
+                    "source_type",
+                    "title",
+                    "captured_at",
+                    "user_scope",
+                    "stored_at",
+                    "retracts",
+                    "extra",
+                )
+            )
             if key in ("source_id", "source_type", "title", "captured_at"):
                 held = item.get("source")
                 source = dict(held) if isinstance(held, dict) else {}
-                source[key] = (common.timestamp(r) if key == "captured_at"
-                               else common.value(r, limit=1_000))
+                source[key] = (
+                    common.timestamp(r) if key == "captured_at" else common.value(r, limit=1_000)
+                )
                 item["source"] = source
             elif key == "kind":
-                item[key] = r.choice(("conversation", "profile", "retraction", "Profile",
-                                      "", None, 1))
+                item[key] = r.choice(
+                    ("conversation", "profile", "retraction", "Profile", "", None, 1)
+                )
             elif key == "user_scope":
                 item[key] = r.choice((SCOPE, user_scope_for("bob"), SCOPE.upper(), 7))
             elif key == "stored_at":
@@ -83,11 +103,25 @@ def _line(r: random.Random, number: int, line: int) -> bytes:
     if roll < 0.85:
         return b""  # a blank line
     if roll < 0.9:
-        return r.choice((b"   ", b"\t", b"\r", b"\xef\xbb\xbf" + _dumps(item, r),
-                         _dumps(item, r) + b"\r", b"null", b"[]", b"1e400", b'"x"'))
+        return r.choice(
+            (
+                b"   ",
+                b"\t",
+                b"\r",
+                b"\xef\xbb\xbf" + _dumps(item, r),
+                _dumps(item, r) + b"\r",
+                b"null",
+                b"[]",
+                b"1e400",
+                b'"x"',
+            )
+        )
     if roll < 0.95:
-        return b'{"memory_id": "a", "memory_id": "b"}' if r.random() < 0.5 else (
-            b'{"k":' + b"[" * r.choice((31, 33, 3_000)) + b"]" * 3 + b"}")
+        return (
+            b'{"memory_id": "a", "memory_id": "b"}'
+            if r.random() < 0.5
+            else (b'{"k":' + b"[" * r.choice((31, 33, 3_000)) + b"]" * 3 + b"}")
+        )
     return _dumps(common.deep(r), r)
 
 
@@ -108,8 +142,12 @@ def one_case(base: Path, number: int, failures: common.Failures) -> None:
     detail = f"batch {batch}, file {data[:400]!r}"
 
     def fail(what: str, error: BaseException | None = None) -> None:
-        failures.add(common.signature(what, error), number,
-                     f"{detail} -> {error!r}" if error else detail, size=len(data))
+        failures.add(
+            common.signature(what, error),
+            number,
+            f"{detail} -> {error!r}" if error else detail,
+            size=len(data),
+        )
 
     try:
         reader = RemoteMemoryStore(log, user_id="alice")
@@ -130,9 +168,12 @@ def one_case(base: Path, number: int, failures: common.Failures) -> None:
             if common.hidden_or_not_nfc(record.memory_id):
                 return fail("an id that is not NFC or not visible was imported")
             want = {k: " ".join(item[k].split()) for k in ("content", "summary")}
-            if (record.memory_id != item["memory_id"] or record.content != want["content"]
-                    or record.summary != want["summary"]
-                    or record.kind.value != item.get("kind", "conversation")):
+            if (
+                record.memory_id != item["memory_id"]
+                or record.content != want["content"]
+                or record.summary != want["summary"]
+                or record.kind.value != item.get("kind", "conversation")
+            ):
                 return fail(f"record {record.memory_id!r} is not what the file said")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -40,11 +40,16 @@ STEPS = 12  # steps of one episode; then a new store
 
 def _item(r: random.Random, tag: str, kind: str = "conversation") -> dict[str, Any]:
     return {
-        "kind": kind, "memory_id": f"m-{tag}",
+        "kind": kind,
+        "memory_id": f"m-{tag}",
         "content": " ".join(common.word(r) for _ in range(r.randint(2, 8))),
         "summary": " ".join(common.word(r) for _ in range(r.randint(1, 3))),
-        "source": {"source_id": f"s-{r.randint(0, 4)}", "source_type": "test", "title": "t",
-                   "captured_at": r.choice(common.TIMESTAMPS_OK)},
+        "source": {
+            "source_id": f"s-{r.randint(0, 4)}",
+            "source_type": "test",
+            "title": "t",
+            "captured_at": r.choice(common.TIMESTAMPS_OK),
+        },
     }
 
 
@@ -56,8 +61,11 @@ def _answers(store: RemoteMemoryStore, queries: list[str], ranker: str) -> list[
     out = []
     for text in queries:
         try:
-            out.append(RecallEngine(store, ranker=ranker).recall(
-                text, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json())
+            out.append(
+                RecallEngine(store, ranker=ranker)
+                .recall(text, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+                .to_json()
+            )
         except Exception as exc:  # noqa: BLE001 (the caller judges it)
             if not str(exc).startswith("recall query"):
                 raise
@@ -70,13 +78,16 @@ def _dense_problem(store: RemoteMemoryStore, records: Any, text: str) -> str | N
     """Why a dense score is wrong, or None: each given score is the one the record's
     content gives now (a missing one is allowed: it is embedded again later)."""
     retracted = {r.retracts for r in records if r.retracts}
-    live = {r.memory_id: r for r in records
-            if r.kind.value == "conversation" and r.memory_id not in retracted}
-    query = normalize_recall_query(text, user_scope=store.user_scope, limit=5, query_id="q",
-                                   issued_at=SAMPLE_AS_OF)
+    live = {
+        r.memory_id: r
+        for r in records
+        if r.kind.value == "conversation" and r.memory_id not in retracted
+    }
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+    )
     vector = EMBEDDER.encode([text])[0]
-    scores = store.dense_scores(query, vector, model=EMBEDDER.name,
-                                dimension=EMBEDDER.dimension)
+    scores = store.dense_scores(query, vector, model=EMBEDDER.name, dimension=EMBEDDER.dimension)
     if len(set(scores.ids)) != len(scores.ids):
         return "a record scored twice"
     for memory_id, score in zip(scores.ids, scores.scores.tolist(), strict=True):
@@ -102,7 +113,7 @@ class Episode:
         count = r.choice((5, 20, 60, 150, 400, 400))
         items = [self.item() for _ in range(count)]
         for start in range(0, count, 40):
-            store.append_many(items[start: start + 40])
+            store.append_many(items[start : start + 40])
         store.append(**self.item("profile"))
         store.retract(items[0]["memory_id"], reason="wrong", source=items[0]["source"])
         store.write_index_file()
@@ -118,16 +129,19 @@ class Episode:
     def foreign(self, folder: Path) -> tuple[bytes, bytes]:
         """bob's index and vectors files, of a log like this one."""
         (folder / "bob").mkdir(mode=0o700)
-        bob = RemoteMemoryStore(folder / "bob" / "records.jsonl", user_id="bob",
-                                embedder=EMBEDDER)
+        bob = RemoteMemoryStore(folder / "bob" / "records.jsonl", user_id="bob", embedder=EMBEDDER)
         bob.append_many([self.item() for _ in range(5)])
         bob.write_index_file()
         return (bob.index_path.read_bytes(), bob.vectors_path.read_bytes())
 
     def keep(self) -> None:
         index, vectors = self.log.with_name("records.jsonl.index"), self.vectors()
-        self.copies.append((index.read_bytes() if index.exists() else b"",
-                            vectors.read_bytes() if vectors.exists() else b""))
+        self.copies.append(
+            (
+                index.read_bytes() if index.exists() else b"",
+                vectors.read_bytes() if vectors.exists() else b"",
+            )
+        )
 
     def vectors(self) -> Path:
         return self.log.with_name("records.jsonl.vectors")
@@ -193,7 +207,7 @@ class Episode:
         if roll < 0.82 and len(lines) > 3:
             body = lines[:]
             r.shuffle(body)
-            data = b"\n".join(body) + b"\n" + (raw[len(b"\n".join(lines)) + 1:])
+            data = b"\n".join(body) + b"\n" + (raw[len(b"\n".join(lines)) + 1 :])
             if r.random() < 0.5:
                 with open(log, "r+b") as handle:  # same inode, same size
                     handle.write(data)
@@ -208,8 +222,11 @@ class Episode:
             # Sometimes only in the middle, past the windows a reader hashes, and in a
             # new file that the file system gives the inode number the old one had.
             low, high = (0, len(raw)) if r.random() < 0.5 else (8 << 10, len(raw) - (80 << 10))
-            data = raw[:low] + raw[low:high].replace(b"amber", b"cedar").replace(
-                b"river", b"tiger") + raw[max(low, high):]
+            data = (
+                raw[:low]
+                + raw[low:high].replace(b"amber", b"cedar").replace(b"river", b"tiger")
+                + raw[max(low, high) :]
+            )
             if r.random() < 0.5:
                 with open(log, "r+b") as handle:
                     handle.write(data)
@@ -246,8 +263,12 @@ def one_case(episode: Episode, number: int, failures: common.Failures) -> None:
     detail = f"episode {episode.tag}, after {what}: {queries}, {ranker}"
 
     def fail(kind: str, error: BaseException | None = None, about: str = "") -> None:
-        failures.add(common.signature(f"{what.split(' ')[0]}..: {kind}", error), number,
-                     f"{detail}{about} -> {error!r}" if error else f"{detail}{about}", size=0)
+        failures.add(
+            common.signature(f"{what.split(' ')[0]}..: {kind}", error),
+            number,
+            f"{detail}{about} -> {error!r}" if error else f"{detail}{about}",
+            size=0,
+        )
 
     if exc is not None:
         problem = common.typed_problem(exc)
@@ -255,8 +276,9 @@ def one_case(episode: Episode, number: int, failures: common.Failures) -> None:
             fail(f"the step itself: {problem}", exc)
         return
     expected, ref_error = episode.reference(queries, ranker)
-    failures.note(f"{what.split(' ')[0]}: "
-                  f"{'ok' if ref_error is None else type(ref_error).__name__}")
+    failures.note(
+        f"{what.split(' ')[0]}: {'ok' if ref_error is None else type(ref_error).__name__}"
+    )
     readers = [("new reader", _open(episode.log))]
     if episode.reader is not None:
         readers.append(("long-lived reader", episode.reader))

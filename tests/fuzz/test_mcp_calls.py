@@ -39,8 +39,15 @@ TARGET = "mcp_calls"
 TOOLS = ("recall_history", "remember", "forget", "explain")
 FIELDS = {
     "recall_history": ("query", "limit"),
-    "remember": ("content", "summary", "memory_id", "source_id", "source_type", "title",
-                 "captured_at"),
+    "remember": (
+        "content",
+        "summary",
+        "memory_id",
+        "source_id",
+        "source_type",
+        "title",
+        "captured_at",
+    ),
     "forget": ("memory_id", "reason"),
     "explain": ("query", "memory_id", "limit"),
 }
@@ -101,15 +108,34 @@ def _arguments(r: random.Random, tool: str, ids: list[str]) -> dict[str, Any]:
         roll = r.random()
         if roll < 0.55:
             name = r.choice(FIELDS.get(tool, ("query",)))
-            made = (common.timestamp(r) if name == "captured_at"
-                    else common.memory_id(r, 0) if name == "memory_id" else None)
+            made = (
+                common.timestamp(r)
+                if name == "captured_at"
+                else common.memory_id(r, 0)
+                if name == "memory_id"
+                else None
+            )
             # Only their strings as drawn: any other value goes through _json_value.
             args[name] = made if isinstance(made, str) else _json_value(r, limit=20_000)
         elif roll < 0.7 and args:
             del args[r.choice(sorted(args))]
         elif roll < 0.85:
-            args[r.choice(("user_id", "user", "scope", "x", "query\n", "", "Limit", "\x00",
-                           "\u202equery", "a" * 300))] = _json_value(r)
+            args[
+                r.choice(
+                    (
+                        "user_id",
+                        "user",
+                        "scope",
+                        "x",
+                        "query\n",
+                        "",
+                        "Limit",
+                        "\x00",
+                        "\u202equery",
+                        "a" * 300,
+                    )
+                )
+            ] = _json_value(r)
         elif roll < 0.93:
             args[r.choice(FIELDS.get(tool, ("query",)))] = common.deep(r, r.choice((5, 40, 150)))
         else:  # big: under and over the largest message the server reads
@@ -135,8 +161,9 @@ def _size(args: Any) -> int:
         return 0
 
 
-async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
-                 run: common.Run) -> None:
+async def _drive(
+    params: StdioServerParameters, errlog: Path, numbers: range, run: common.Run
+) -> None:
     failures = run.failures
     ids: list[str] = []
     numbers_iter = iter(numbers)
@@ -146,18 +173,36 @@ async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
             async with _session(params, log) as session:
                 for calls, number in enumerate(numbers_iter):
                     r = common.rng(TARGET, number)
-                    tool = r.choice(TOOLS) if r.random() < 0.95 else r.choice(
-                        ("", "recall", "RECALL_HISTORY", "recall_history\n", "\u202eforget",
-                         "x" * 500))
+                    tool = (
+                        r.choice(TOOLS)
+                        if r.random() < 0.95
+                        else r.choice(
+                            (
+                                "",
+                                "recall",
+                                "RECALL_HISTORY",
+                                "recall_history\n",
+                                "\u202eforget",
+                                "x" * 500,
+                            )
+                        )
+                    )
                     args = _arguments(r, tool, ids)
                     detail = f"{tool!r} {common.brief(args)}"
 
-                    def fail(what: str, error: BaseException | None = None,
-                             detail: str = detail, number: int = number,
-                             args: Any = args) -> None:
-                        failures.add(common.signature(what, error), number,
-                                     f"{detail} -> {error!r}" if error else detail,
-                                     size=_size(args))
+                    def fail(
+                        what: str,
+                        error: BaseException | None = None,
+                        detail: str = detail,
+                        number: int = number,
+                        args: Any = args,
+                    ) -> None:
+                        failures.add(
+                            common.signature(what, error),
+                            number,
+                            f"{detail} -> {error!r}" if error else detail,
+                            size=_size(args),
+                        )
 
                     try:
                         with anyio.fail_after(CALL_SECONDS):
@@ -175,9 +220,12 @@ async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
                     except TimeoutError as exc:
                         run.count += 1
                         size = _size(args)
-                        fail("no answer in time to a message of "
-                             f"{'over' if size > 1 << 20 else 'under'} 1 MiB"
-                             f"{'' if size else ' (that json.dumps refuses)'}", exc)
+                        fail(
+                            "no answer in time to a message of "
+                            f"{'over' if size > 1 << 20 else 'under'} 1 MiB"
+                            f"{'' if size else ' (that json.dumps refuses)'}",
+                            exc,
+                        )
                         break  # the session may be stuck: start another
                     except Exception as exc:  # noqa: BLE001
                         run.count += 1
@@ -192,8 +240,10 @@ async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
                         fail("not one text block")
                         continue
                     text = result.content[0].text
-                    failures.note(f"{tool if tool in TOOLS else 'other'}: "
-                                  f"{'error' if result.is_error else 'ok'}")
+                    failures.note(
+                        f"{tool if tool in TOOLS else 'other'}: "
+                        f"{'error' if result.is_error else 'ok'}"
+                    )
                     if result.is_error:
                         if not common.one_line(text):
                             fail("an error result of more than one line", ValueError(text))
@@ -216,15 +266,21 @@ async def _drive(params: StdioServerParameters, errlog: Path, numbers: range,
                     with anyio.fail_after(common.CASE_SECONDS):
                         last = await session.call_tool("recall_history", {"query": SAMPLE_QUERY})
                     if last.is_error:
-                        failures.add("the session's last call was refused", -1,
-                                     str(getattr(last.content[0], "text", last.content[0])))
+                        failures.add(
+                            "the session's last call was refused",
+                            -1,
+                            str(getattr(last.content[0], "text", last.content[0])),
+                        )
                 except Exception as exc:  # noqa: BLE001
-                    failures.add(common.signature("the session did not answer at the end", exc),
-                                 -1, repr(exc))
+                    failures.add(
+                        common.signature("the session did not answer at the end", exc),
+                        -1,
+                        repr(exc),
+                    )
     if "Traceback" in errlog.read_text(encoding="utf-8"):
         text = errlog.read_text(encoding="utf-8")
         at = text.index("Traceback")
-        failures.add("a traceback on the server's stderr", -1, text[at: at + 1_500])
+        failures.add("a traceback on the server's stderr", -1, text[at : at + 1_500])
 
 
 def _run(tmp_path: Path, env: dict[str, str], *, stress: bool) -> None:
@@ -233,12 +289,26 @@ def _run(tmp_path: Path, env: dict[str, str], *, stress: bool) -> None:
         root = folder / "memory"
         open_sample_store(root)
         url = f"jsonl:{scope_path(root, 'alice')}"
-        args = ["-m", "memlib", "--store", url, "--user", "alice", "mcp", "--as-of",
-                format_timestamp(SAMPLE_AS_OF)]
+        args = [
+            "-m",
+            "memlib",
+            "--store",
+            url,
+            "--user",
+            "alice",
+            "mcp",
+            "--as-of",
+            format_timestamp(SAMPLE_AS_OF),
+        ]
         params = StdioServerParameters(command=sys.executable, args=args, env=env)
         with common.Run(TARGET) as run:
-            anyio.run(_drive, params, folder / "server.stderr",
-                      common.cases(150, 60_000, stress=stress), run)
+            anyio.run(
+                _drive,
+                params,
+                folder / "server.stderr",
+                common.cases(150, 60_000, stress=stress),
+                run,
+            )
         run.check()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

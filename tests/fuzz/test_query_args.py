@@ -36,8 +36,23 @@ from . import common
 
 TARGET = "query_args"
 BACKENDS = ("jsonl", "sqlite", "postgresql")
-USERS = ("alice", "  ALICE ", "bob", "", " ", "\x00", "ali\x00ce", "a\u0301lice", "\u00e1lice",
-         "\u202ealice", "x" * 10_000, "ﬁ", "\ud800", None, 5)
+USERS = (
+    "alice",
+    "  ALICE ",
+    "bob",
+    "",
+    " ",
+    "\x00",
+    "ali\x00ce",
+    "a\u0301lice",
+    "\u00e1lice",
+    "\u202ealice",
+    "x" * 10_000,
+    "ﬁ",
+    "\ud800",
+    None,
+    5,
+)
 RANKERS = ("baseline", "bm25", "bm25+stopwords")
 HOSTILE_RANKERS = ("", "BM25", "baseline ", "bm25\x00", "unknown", "\u202ebm25", None, 5)
 CLOCK = datetime(2026, 8, 10, 12, tzinfo=UTC)
@@ -53,14 +68,20 @@ def _items() -> list[dict[str, Any]]:
     items = []
     for i in range(40):
         words = " ".join(common.word(r) for _ in range(r.randint(2, 9)))
-        items.append({
-            "kind": "conversation" if i % 13 else "profile",
-            "memory_id": f"q-{i:03d}" if i % 7 else f"Q-{i:03d}-{common.word(r)}",
-            "content": words,
-            "summary": " ".join(common.word(r) for _ in range(r.randint(1, 3))),
-            "source": {"source_id": f"s-{i % 5}", "source_type": "test", "title": f"t {i}",
-                       "captured_at": r.choice(common.TIMESTAMPS_OK)},
-        })
+        items.append(
+            {
+                "kind": "conversation" if i % 13 else "profile",
+                "memory_id": f"q-{i:03d}" if i % 7 else f"Q-{i:03d}-{common.word(r)}",
+                "content": words,
+                "summary": " ".join(common.word(r) for _ in range(r.randint(1, 3))),
+                "source": {
+                    "source_id": f"s-{i % 5}",
+                    "source_type": "test",
+                    "title": f"t {i}",
+                    "captured_at": r.choice(common.TIMESTAMPS_OK),
+                },
+            }
+        )
     return items
 
 
@@ -91,8 +112,9 @@ class Backends:
     def open(self, backend: str, user: Any) -> tuple[MemoryStore | None, BaseException | None]:
         key = (backend, user)
         if key not in self.stores:
-            self.stores[key] = common.timed(lambda: open_store(
-                self.url(backend, user), user_id=user, clock=_clock))
+            self.stores[key] = common.timed(
+                lambda: open_store(self.url(backend, user), user_id=user, clock=_clock)
+            )
         return self.stores[key]
 
 
@@ -100,16 +122,24 @@ def _moment(r: random.Random, *, valid: bool) -> Any:
     if valid:
         roll = r.random()
         if roll < 0.75:
-            return CLOCK + timedelta(days=r.choice((0, 1, -30, 365, -3650)),
-                                     microseconds=r.choice((0, 1, 250_000, 999_999)))
+            return CLOCK + timedelta(
+                days=r.choice((0, 1, -30, 365, -3650)),
+                microseconds=r.choice((0, 1, 250_000, 999_999)),
+            )
         if roll < 0.85:
             return CLOCK.replace(tzinfo=None)
         return CLOCK.astimezone(timezone(timedelta(hours=r.choice((-12, 5.5, 14)))))
     if r.random() < 0.4:
-        return r.choice((datetime.min, datetime.max, datetime.min.replace(tzinfo=UTC),
-                         datetime.max.replace(tzinfo=UTC),
-                         datetime.max.replace(tzinfo=timezone(timedelta(hours=-23))),
-                         datetime.min.replace(tzinfo=timezone(timedelta(hours=23)))))
+        return r.choice(
+            (
+                datetime.min,
+                datetime.max,
+                datetime.min.replace(tzinfo=UTC),
+                datetime.max.replace(tzinfo=UTC),
+                datetime.max.replace(tzinfo=timezone(timedelta(hours=-23))),
+                datetime.min.replace(tzinfo=timezone(timedelta(hours=23))),
+            )
+        )
     return common.timestamp(r)
 
 
@@ -118,11 +148,15 @@ def _valid(r: random.Random) -> dict[str, Any]:
     if r.random() < 0.3:
         query = unicodedata.normalize(r.choice(("NFD", "NFKD")), query)
     return {
-        "query": query, "limit": r.randint(1, 10), "as_of": _moment(r, valid=True),
+        "query": query,
+        "limit": r.randint(1, 10),
+        "as_of": _moment(r, valid=True),
         "min_score": r.choice((None, None, None, 0.0, 0.3, 0.5, 0.85, "suggested", "0.5")),
-        "known_at": None if r.random() < 0.7 else r.choice(
-            (_moment(r, valid=True), r.choice(common.TIMESTAMPS_OK))),
-        "ranker": r.choice(RANKERS), "user": "alice" if r.random() < 0.8 else "  ALICE ",
+        "known_at": None
+        if r.random() < 0.7
+        else r.choice((_moment(r, valid=True), r.choice(common.TIMESTAMPS_OK))),
+        "ranker": r.choice(RANKERS),
+        "user": "alice" if r.random() < 0.8 else "  ALICE ",
     }
 
 
@@ -137,8 +171,26 @@ def _hostile(r: random.Random, name: str) -> Any:
         # may differ in the sixth decimal, which is no disagreement of the backends.
         return CLOCK if moment is None and name == "as_of" else moment
     if name == "min_score":
-        return r.choice((-1, 2, "nan", "inf", "1e400", "", " 0.5 ", "0x10", 10**400,
-                         -(10**400), math.nan, math.inf, True, [], "\x00", "suggested\n"))
+        return r.choice(
+            (
+                -1,
+                2,
+                "nan",
+                "inf",
+                "1e400",
+                "",
+                " 0.5 ",
+                "0x10",
+                10**400,
+                -(10**400),
+                math.nan,
+                math.inf,
+                True,
+                [],
+                "\x00",
+                "suggested\n",
+            )
+        )
     if name == "ranker":
         return r.choice(HOSTILE_RANKERS)
     return r.choice(USERS)
@@ -161,9 +213,14 @@ def _recall(backends: Backends, backend: str, args: dict[str, Any]) -> tuple[Any
 
     def call() -> str:
         engine = RecallEngine(store, ranker=args["ranker"])
-        return engine.recall(args["query"], limit=args["limit"], as_of=args["as_of"],
-                             query_id="q", known_at=args["known_at"],
-                             min_score=args["min_score"]).to_json()
+        return engine.recall(
+            args["query"],
+            limit=args["limit"],
+            as_of=args["as_of"],
+            query_id="q",
+            known_at=args["known_at"],
+            min_score=args["min_score"],
+        ).to_json()
 
     result, exc = common.timed(call)
     return ("ok", result) if exc is None else ("error", exc)
@@ -173,8 +230,9 @@ def _append(backends: Backends, backend: str, item: dict[str, Any]) -> tuple[Any
     """One append to a scope of its own (so one backend's refusal cannot change what the
     next case finds): the record as stored, then a recall of it."""
     user = f"writer-{item['source']['source_id']}"
-    store, exc = common.timed(lambda: open_store(backends.url(backend, user), user_id=user,
-                                                 clock=_clock))
+    store, exc = common.timed(
+        lambda: open_store(backends.url(backend, user), user_id=user, clock=_clock)
+    )
     if exc is not None:
         return ("error", exc)
     assert store is not None
@@ -198,21 +256,31 @@ def _append(backends: Backends, backend: str, item: dict[str, Any]) -> tuple[Any
 def _item(r: random.Random, number: int) -> dict[str, Any]:
     """A record whose text or id may hold what the backends store differently."""
     tricky = ("\x00", "e\u0301", "\u00e9", "\u212b", "\u00c5", "\ufeff", "\u200b", "\ud800")
+
     def hostile() -> str:
         return f"{common.word(r)}{r.choice(tricky)}{common.word(r)}"
+
     item: dict[str, Any] = {
-        "kind": "conversation", "memory_id": f"w-{number}",
-        "content": f"written {common.word(r)} {common.word(r)}", "summary": common.word(r),
-        "source": {"source_id": f"s{number}", "source_type": "test", "title": "t",
-                   "captured_at": "2026-08-01T12:00:00Z"},
+        "kind": "conversation",
+        "memory_id": f"w-{number}",
+        "content": f"written {common.word(r)} {common.word(r)}",
+        "summary": common.word(r),
+        "source": {
+            "source_id": f"s{number}",
+            "source_type": "test",
+            "title": "t",
+            "captured_at": "2026-08-01T12:00:00Z",
+        },
     }
     for name in r.sample(("memory_id", "content", "summary", "title"), r.randint(1, 2)):
         if name == "title":
             item["source"] = {**item["source"], "title": hostile()}
         elif name == "memory_id":
-            item[name] = unicodedata.normalize(r.choice(("NFC", "NFD")),
-                                               f"café-{r.randint(0, 50)}") \
-                if r.random() < 0.5 else f"w-{number}{r.choice(tricky)}"
+            item[name] = (
+                unicodedata.normalize(r.choice(("NFC", "NFD")), f"café-{r.randint(0, 50)}")
+                if r.random() < 0.5
+                else f"w-{number}{r.choice(tricky)}"
+            )
         else:
             item[name] = hostile()
     return item
@@ -228,7 +296,8 @@ def one_case(backends: Backends, number: int, failures: common.Failures) -> None
         outcomes = {backend: _recall(backends, backend, args) for backend in BACKENDS}
     shown = "{" + ", ".join(f"{k!r}: {common.brief(v, 120)}" for k, v in args.items()) + "}"
     detail = f"{shown}: " + "; ".join(
-        f"{b}: {o[1]!r}" if o[0] == "error" else f"{b}: ok" for b, o in outcomes.items())
+        f"{b}: {o[1]!r}" if o[0] == "error" else f"{b}: ok" for b, o in outcomes.items()
+    )
 
     def fail(what: str, error: BaseException | None = None) -> None:
         failures.add(common.signature(what, error), number, detail[:1_500], size=len(shown))

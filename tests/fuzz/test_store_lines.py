@@ -47,8 +47,12 @@ def _item(i: int, **changes: Any) -> dict[str, Any]:
         "memory_id": f"base-{i}",
         "content": f"record {i} about amber river lantern",
         "summary": f"summary {i}",
-        "source": {"source_id": f"s-{i}", "source_type": "test", "title": f"t {i}",
-                   "captured_at": "2026-08-01T12:00:00Z"},
+        "source": {
+            "source_id": f"s-{i}",
+            "source_type": "test",
+            "title": f"t {i}",
+            "captured_at": "2026-08-01T12:00:00Z",
+        },
     }
     item.update(changes)
     return item
@@ -60,8 +64,7 @@ BASE_LINES = [encode_record(record) for record in BASE]
 
 def _dumps(data: Any, r: random.Random) -> bytes:
     try:
-        text = json.dumps(data, ensure_ascii=r.random() < 0.3, default=repr,
-                          separators=(",", ":"))
+        text = json.dumps(data, ensure_ascii=r.random() < 0.3, default=repr, separators=(",", ":"))
     except (RecursionError, ValueError, TypeError):
         text = '"' + "[" * 40 + '"'
     try:
@@ -84,11 +87,16 @@ def _fuzzed_line(r: random.Random, number: int) -> tuple[str, bytes, dict[str, A
         for _ in range(r.randint(1, 3)):
             where = r.random()
             if where < 0.55:
-                key = r.choice(("memory_id", "kind", "content", "summary", "stored_at",
-                                "user_scope"))
-                data[key] = (common.timestamp(r) if key == "stored_at"
-                             else common.memory_id(r, number) if key == "memory_id"
-                             else common.value(r, limit=2_000))
+                key = r.choice(
+                    ("memory_id", "kind", "content", "summary", "stored_at", "user_scope")
+                )
+                data[key] = (
+                    common.timestamp(r)
+                    if key == "stored_at"
+                    else common.memory_id(r, number)
+                    if key == "memory_id"
+                    else common.value(r, limit=2_000)
+                )
             elif where < 0.8:
                 held = data.get("source")
                 source = dict(held) if isinstance(held, dict) else BASE[0].to_dict()["source"]
@@ -100,8 +108,11 @@ def _fuzzed_line(r: random.Random, number: int) -> tuple[str, bytes, dict[str, A
             elif where < 0.9:
                 data.pop(r.choice(list(data)), None)
             else:
-                data[r.choice(("retracts", "supersedes", "superseded_by", "extra",
-                               "memory_id\n", "Kind"))] = common.value(r)
+                data[
+                    r.choice(
+                        ("retracts", "supersedes", "superseded_by", "extra", "memory_id\n", "Kind")
+                    )
+                ] = common.value(r)
         return "record", _dumps(data, r), None
     if roll < 0.55:  # a valid line damaged byte by byte
         line = r.choice(BASE_LINES)[:-1]
@@ -110,8 +121,9 @@ def _fuzzed_line(r: random.Random, number: int) -> tuple[str, bytes, dict[str, A
         size = r.choice((1, 5, 40, 300))
         return "raw", bytes(r.randrange(256) for _ in range(size)).replace(b"\n", b" "), None
     if roll < 0.7:
-        other = record_from_item(_item(9, memory_id=f"bob-{number}"), user_scope_for("bob"),
-                                 STORED_AT)
+        other = record_from_item(
+            _item(9, memory_id=f"bob-{number}"), user_scope_for("bob"), STORED_AT
+        )
         return "scope", encode_record(other)[:-1], None
     if roll < 0.75:
         return "duplicate", r.choice(BASE_LINES)[:-1], None
@@ -163,8 +175,12 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
     detail = f"{kind} line {at + 1}{' (torn)' if torn else ''}: {line[:300]!r}"
 
     def fail(what: str, error: BaseException | None = None) -> None:
-        failures.add(common.signature(f"{kind}: {what}", error), number,
-                     f"{detail} -> {error!r}" if error else detail, size=len(line))
+        failures.add(
+            common.signature(f"{kind}: {what}", error),
+            number,
+            f"{detail} -> {error!r}" if error else detail,
+            size=len(line),
+        )
 
     whole_line = b"\n" not in line and b"\r" not in line
     if torn and whole_line:
@@ -180,11 +196,13 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
                 fail("a writer after a torn line failed", error)
             else:
                 after = path.read_bytes()
-                ids = [rec.memory_id for rec in RemoteMemoryStore(path, user_id="alice")
-                       .read_all()]
-                if not (after.startswith(b"".join(BASE_LINES)) and after.endswith(b"\n")
-                        and after.count(b"\n") == len(BASE_LINES) + 1
-                        and ids == [*(rec.memory_id for rec in BASE), item["memory_id"]]):
+                ids = [rec.memory_id for rec in RemoteMemoryStore(path, user_id="alice").read_all()]
+                if not (
+                    after.startswith(b"".join(BASE_LINES))
+                    and after.endswith(b"\n")
+                    and after.count(b"\n") == len(BASE_LINES) + 1
+                    and ids == [*(rec.memory_id for rec in BASE), item["memory_id"]]
+                ):
                     fail("a writer after a torn line did not cut it off")
         return
     if exc is not None:
@@ -203,8 +221,10 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
             named = re.search(r"\bline (\d+):", str(exc))
             # A repeated id is the later of its two lines, which may be the base one.
             first = at + 1
-            if named is None or not (int(named[1]) == first or (
-                    "duplicate memory_id" in str(exc) and int(named[1]) > first)):
+            if named is None or not (
+                int(named[1]) == first
+                or ("duplicate memory_id" in str(exc) and int(named[1]) > first)
+            ):
                 return fail("the error does not name the line", exc)
         # Never skipped in silence: the same reader raises again.
         _, again = common.timed(store.read_all)
@@ -217,7 +237,7 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
         return  # the damage made lines of its own; each was judged valid on its own
     expected = [rec.to_dict() for rec in BASE]
     got = [rec.to_dict() for rec in records]
-    if len(got) != len(expected) + 1 or got[:at] + got[at + 1:] != expected:
+    if len(got) != len(expected) + 1 or got[:at] + got[at + 1 :] != expected:
         return fail("the valid lines around the fuzzed one did not read back as written")
     extra = records[at]
     if valid is not None and extra.to_dict() != valid:
@@ -236,20 +256,23 @@ def one_case(folder: Path, number: int, failures: common.Failures) -> None:
         if recall_error is not None and not str(recall_error).startswith("recall query"):
             fail("a recall over the read records failed", recall_error)
         elif recall_error is None:
-            failures.note("recall compared" if '"hits": []' not in got[0]
-                          else "recall compared, no hit")
+            failures.note(
+                "recall compared" if '"hits": []' not in got[0] else "recall compared, no hit"
+            )
             if got[0] != got[1]:
                 fail("the engine's recall differs from the scan of the records read")
 
 
 def _recall_pair(store: RemoteMemoryStore, text: str, records: Any) -> tuple[str, str]:
     """The engine's ``to_json()`` and the one the stages give by hand over ``records``."""
-    query = normalize_recall_query(text, user_scope=SCOPE, limit=10, query_id="q",
-                                   issued_at=SAMPLE_AS_OF)
+    query = normalize_recall_query(
+        text, user_scope=SCOPE, limit=10, query_id="q", issued_at=SAMPLE_AS_OF
+    )
     scan = scan_recall_candidates(query, records)
     hits = stable_rank_recall_candidates(query, scan.candidates, as_of=SAMPLE_AS_OF)
-    by_hand = RecallResult(query, hits, scan.searched_records, scan.candidate_records,
-                           scan.retracted_records).to_json()
+    by_hand = RecallResult(
+        query, hits, scan.searched_records, scan.candidate_records, scan.retracted_records
+    ).to_json()
     engine = RecallEngine(store).recall(text, limit=10, as_of=SAMPLE_AS_OF, query_id="q")
     return engine.to_json(), by_hand
 

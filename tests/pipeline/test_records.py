@@ -57,12 +57,28 @@ def _record(**overrides):
 
 def test_public_surface_of_spec_section_8_is_importable():
     names = [
-        "MemoryKind", "MemorySource", "StoredMemory", "RemoteMemoryStore", "RecallEngine",
-        "RecallQuery", "RecallCandidate", "RecallScoreBreakdown", "RecallHit", "RecallResult",
-        "normalize_recall_query", "build_recall_candidates", "score_recall_candidate",
-        "stable_rank_recall_candidates", "render_recall_context", "render_remote_profile",
-        "RemoteMemoryError", "RemoteMemoryValidationError", "RemoteMemoryDuplicateError",
-        "RemoteMemoryScopeError", "RemoteMemoryCorruptionError", "open_store",
+        "MemoryKind",
+        "MemorySource",
+        "StoredMemory",
+        "RemoteMemoryStore",
+        "RecallEngine",
+        "RecallQuery",
+        "RecallCandidate",
+        "RecallScoreBreakdown",
+        "RecallHit",
+        "RecallResult",
+        "normalize_recall_query",
+        "build_recall_candidates",
+        "score_recall_candidate",
+        "stable_rank_recall_candidates",
+        "render_recall_context",
+        "render_remote_profile",
+        "RemoteMemoryError",
+        "RemoteMemoryValidationError",
+        "RemoteMemoryDuplicateError",
+        "RemoteMemoryScopeError",
+        "RemoteMemoryCorruptionError",
+        "open_store",
     ]
     missing = [name for name in names if not hasattr(memlib, name)]
     assert missing == []
@@ -126,10 +142,7 @@ def test_empty_source_text_is_rejected(field):
     assert str(info.value) == f"{field} must not be empty"
 
 
-@pytest.mark.parametrize(
-    ("field", "limit"),
-    [("content", 20_000), ("summary", 2_000)],
-)
+@pytest.mark.parametrize(("field", "limit"), [("content", 20_000), ("summary", 2_000)])
 def test_record_length_limits(field, limit):
     assert len(getattr(_record(**{field: "x" * limit}), field)) == limit
     with pytest.raises(RemoteMemoryValidationError) as info:
@@ -145,8 +158,7 @@ def test_content_limit_message_is_the_spec_one():
 
 
 @pytest.mark.parametrize(
-    ("field", "limit"),
-    [("source_id", 500), ("source_type", 100), ("title", 1_000)],
+    ("field", "limit"), [("source_id", 500), ("source_type", 100), ("title", 1_000)]
 )
 def test_source_length_limits(field, limit):
     assert len(getattr(_source(**{field: "s" * limit}), field)) == limit
@@ -191,10 +203,15 @@ def test_lone_surrogates_are_rejected_before_anything_is_written(tmp_path):
     path = tmp_path / "records.jsonl"
     store = RemoteMemoryStore(path, user_id="alice")
     with pytest.raises(RemoteMemoryValidationError):
-        store.append(kind=MemoryKind.CONVERSATION, memory_id="m-1", content=lone, summary="s",
-                     source=_source())
+        store.append(
+            kind=MemoryKind.CONVERSATION,
+            memory_id="m-1",
+            content=lone,
+            summary="s",
+            source=_source(),
+        )
     assert not path.exists()
-    assert _record(content="emoji \U0001F600 ok").content == "emoji \U0001F600 ok"
+    assert _record(content="emoji \U0001f600 ok").content == "emoji \U0001f600 ok"
 
 
 def test_unicode_memory_id_is_kept_verbatim():
@@ -223,7 +240,10 @@ def test_invalid_timestamp_is_refused_at_write_time_and_nothing_is_written(tmp_p
     store = RemoteMemoryStore(path, user_id="alice")
     with pytest.raises(RemoteMemoryCorruptionError, match="invalid timestamp: 'yesterday'"):
         store.append(
-            kind=MemoryKind.CONVERSATION, memory_id="m-1", content="c", summary="s",
+            kind=MemoryKind.CONVERSATION,
+            memory_id="m-1",
+            content="c",
+            summary="s",
             source={"source_id": "t", "source_type": "x", "title": "t", "captured_at": "yesterday"},
         )
     assert not path.exists()
@@ -269,7 +289,10 @@ def test_every_year_keeps_the_four_digit_utc_format(given, expected, tmp_path):
     assert _source(captured_at=given).captured_at == expected
     path = tmp_path / "records.jsonl"
     RemoteMemoryStore(path, user_id="alice").append(
-        kind=MemoryKind.CONVERSATION, memory_id="m-1", content="c", summary="s",
+        kind=MemoryKind.CONVERSATION,
+        memory_id="m-1",
+        content="c",
+        summary="s",
         source=_source(captured_at=given),
     )
     (record,) = RemoteMemoryStore(path, user_id="alice").read_all()  # still readable

@@ -55,6 +55,7 @@ def _item(memory_id: str, who: int, tag: str) -> dict[str, Any]:
 
 # -- plans --------------------------------------------------------------------------
 
+
 def single_plan(who: int, appends: int) -> list[list[str]]:
     """Private and shared ids alternate, so all processes reach shared id k together."""
     units = []
@@ -80,6 +81,7 @@ def batch_plan(who: int, appends: int) -> list[list[str]]:
 
 # -- the writer process ------------------------------------------------------------------
 
+
 def _writer(url: str, who: int, units: list[list[str]], mode: str, barrier: Any, out: str) -> None:
     results: list[dict[str, Any]] = []
     try:
@@ -93,8 +95,14 @@ def _writer(url: str, who: int, units: list[list[str]], mode: str, barrier: Any,
                 else:
                     store.append_many([_item(i, who, tag) for i in unit])
             except RemoteMemoryDuplicateError as exc:
-                results.append({"unit": unit, "outcome": "duplicate", "ids": list(exc.memory_ids),
-                                "message": str(exc)})
+                results.append(
+                    {
+                        "unit": unit,
+                        "outcome": "duplicate",
+                        "ids": list(exc.memory_ids),
+                        "message": str(exc),
+                    }
+                )
             except Exception as exc:  # noqa: BLE001 - any other failure is reported
                 results.append({"unit": unit, "outcome": "error", "message": repr(exc)})
             else:
@@ -111,8 +119,9 @@ def run_writers(url: str, tmp_path: Path, mode: str, appends: int) -> list[list[
     plan = single_plan if mode == "append" else batch_plan
     outs = [tmp_path / f"writer-{mode}-{who}.json" for who in range(PROCESSES)]
     processes = [
-        context.Process(target=_writer,
-                        args=(url, who, plan(who, appends), mode, barrier, str(out)))
+        context.Process(
+            target=_writer, args=(url, who, plan(who, appends), mode, barrier, str(out))
+        )
         for who, out in enumerate(outs)
     ]
     for process in processes:
@@ -131,6 +140,7 @@ def run_writers(url: str, tmp_path: Path, mode: str, appends: int) -> list[list[
 
 # -- what the backends hold --------------------------------------------------------------
 
+
 def stored_rows(url: str) -> list[tuple[str, str]]:
     """(memory_id, writer source_id) of every stored row, read below the store API."""
     scheme, _, rest = url.partition(":")
@@ -140,16 +150,25 @@ def stored_rows(url: str) -> list[tuple[str, str]]:
         rows = []
         for number, line in enumerate(data.split(b"\n")[:-1], start=1):
             record = json.loads(line)  # a torn or interleaved line is not JSON
-            assert set(record) == {"memory_id", "user_scope", "kind", "content", "summary",
-                                   "source", "stored_at"}, f"line {number}: {line[:120]!r}"
+            assert set(record) == {
+                "memory_id",
+                "user_scope",
+                "kind",
+                "content",
+                "summary",
+                "source",
+                "stored_at",
+            }, f"line {number}: {line[:120]!r}"
             rows.append((record["memory_id"], record["source"]["source_id"]))
         return rows
     if scheme == "sqlite":
         conn = sqlite3.connect(rest)
         try:
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-            return [(m, json.loads(body)["source"]["source_id"]) for m, body in
-                    conn.execute("SELECT memory_id, body FROM records ORDER BY id")]
+            return [
+                (m, json.loads(body)["source"]["source_id"])
+                for m, body in conn.execute("SELECT memory_id, body FROM records ORDER BY id")
+            ]
         finally:
             conn.close()
     import psycopg
@@ -158,8 +177,10 @@ def stored_rows(url: str) -> list[tuple[str, str]]:
 
     dsn, schema = split_url(url)
     with psycopg.connect(dsn) as conn:
-        return [(m, json.loads(body)["source"]["source_id"]) for m, body in
-                conn.execute(f"SELECT memory_id, body FROM {schema}.records ORDER BY id")]
+        return [
+            (m, json.loads(body)["source"]["source_id"])
+            for m, body in conn.execute(f"SELECT memory_id, body FROM {schema}.records ORDER BY id")
+        ]
 
 
 def check_reopens(url: str, expected: dict[str, str]) -> None:
@@ -247,6 +268,7 @@ def check_batches(url: str, results: list[list[dict[str, Any]]], appends: int) -
 
 # -- backends ------------------------------------------------------------------------
 
+
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
 def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "jsonl":
@@ -316,9 +338,10 @@ def test_sqlite_first_writers_of_a_new_store_never_see_database_is_locked(tmp_pa
         path = tmp_path / f"new-{attempt}" / "memlib.sqlite"
         barrier = context.Barrier(PROCESSES)
         outs = [tmp_path / f"first-{attempt}-{who}.txt" for who in range(PROCESSES)]
-        processes = [context.Process(target=_open_and_append,
-                                     args=(str(path), who, barrier, str(out)))
-                     for who, out in enumerate(outs)]
+        processes = [
+            context.Process(target=_open_and_append, args=(str(path), who, barrier, str(out)))
+            for who, out in enumerate(outs)
+        ]
         for process in processes:
             process.start()
         for process in processes:

@@ -42,16 +42,25 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source(n: int = 1, captured_at: str = "2026-08-01T12:00:00Z") -> dict[str, str]:
-    return {"source_id": f"t-{n}", "source_type": "conversation_transcript",
-            "title": "layered memory", "captured_at": captured_at}
+    return {
+        "source_id": f"t-{n}",
+        "source_type": "conversation_transcript",
+        "title": "layered memory",
+        "captured_at": captured_at,
+    }
 
 
-def _record(memory_id: str, *, kind: str = "conversation", scope: str = SCOPE,
-            **changes: Any) -> dict[str, Any]:
+def _record(
+    memory_id: str, *, kind: str = "conversation", scope: str = SCOPE, **changes: Any
+) -> dict[str, Any]:
     record = {
-        "memory_id": memory_id, "user_scope": scope, "kind": kind,
-        "content": f"layered memory content of {memory_id}", "summary": f"summary {memory_id}",
-        "source": _source(), "stored_at": "2026-08-10T08:00:00Z",
+        "memory_id": memory_id,
+        "user_scope": scope,
+        "kind": kind,
+        "content": f"layered memory content of {memory_id}",
+        "summary": f"summary {memory_id}",
+        "source": _source(),
+        "stored_at": "2026-08-10T08:00:00Z",
     }
     record.update(changes)
     return record
@@ -91,23 +100,29 @@ GOOD = [_line(_record("m-1")), _line(_record("m-2")), _line(_record("m-3"))]
 LINE_CASES: dict[str, tuple[list[bytes], type[RemoteMemoryError], str]] = {
     "bad middle line": (
         [GOOD[0], b'{"memory_id": "m-2", this is not json}\n', GOOD[2]],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: ",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: ",
     ),
     "truncated middle line": (
         [GOOD[0], GOOD[1][: len(GOOD[1]) // 2] + b"\n", GOOD[2]],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: ",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: ",
     ),
     "blank line": (
-        [GOOD[0], b"\n", GOOD[2]], RemoteMemoryCorruptionError, "invalid JSON at line 2: ",
+        [GOOD[0], b"\n", GOOD[2]],
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: ",
     ),
     "file of one newline": ([b"\n"], RemoteMemoryCorruptionError, "invalid JSON at line 1: "),
     "invalid utf-8": (
         [GOOD[0], GOOD[1], _line(_record("m-3")).replace(b"content", b"cont\xffent", 1)],
-        RemoteMemoryCorruptionError, "invalid JSON at line 3: ",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 3: ",
     ),
     "bad captured_at": (
         [GOOD[0], _line(_record("m-2", source=_source(captured_at="yesterday"))), GOOD[2]],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: invalid timestamp: 'yesterday'",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: invalid timestamp: 'yesterday'",
     ),
     "naive stored_at": (
         [GOOD[0], GOOD[1], _line(_record("m-3", stored_at="2026-08-10T08:00:00"))],
@@ -116,35 +131,46 @@ LINE_CASES: dict[str, tuple[list[bytes], type[RemoteMemoryError], str]] = {
     ),
     "unknown kind": (
         [_line(_record("m-1", kind="note")), GOOD[1]],
-        RemoteMemoryCorruptionError, "invalid JSON at line 1: unknown memory kind: 'note'",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 1: unknown memory kind: 'note'",
     ),
     "missing field": (
         [GOOD[0], _line({k: v for k, v in _record("m-2").items() if k != "summary"})],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: record is missing summary",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: record is missing summary",
     ),
     "unknown field": (
         [GOOD[0], _line(_record("m-2", extra="x"))],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: record has unknown fields: extra",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: record has unknown fields: extra",
     ),
     "not an object": (
-        [GOOD[0], b'["m-2"]\n'], RemoteMemoryCorruptionError, "invalid JSON at line 2: ",
+        [GOOD[0], b'["m-2"]\n'],
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: ",
     ),
     "empty content": (
         [GOOD[0], _line(_record("m-2", content="   "))],
-        RemoteMemoryCorruptionError, "invalid JSON at line 2: content must not be empty",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 2: content must not be empty",
     ),
     "duplicate id": (
         [GOOD[0], GOOD[1], GOOD[0]],
-        RemoteMemoryCorruptionError, "invalid JSON at line 3: duplicate memory_id m-1",
+        RemoteMemoryCorruptionError,
+        "invalid JSON at line 3: duplicate memory_id m-1",
     ),
     "foreign scope": (
         [GOOD[0], _line(_record("m-2", scope=user_scope_for("bob"))), GOOD[2]],
-        RemoteMemoryScopeError, "memory m-2 belongs to another user scope",
+        RemoteMemoryScopeError,
+        "memory m-2 belongs to another user scope",
     ),
     "retraction with a foreign scope": (
-        [GOOD[0], _line(_record("r-1", kind="retraction", scope=user_scope_for("bob"),
-                                retracts="m-1"))],
-        RemoteMemoryScopeError, "memory r-1 belongs to another user scope",
+        [
+            GOOD[0],
+            _line(_record("r-1", kind="retraction", scope=user_scope_for("bob"), retracts="m-1")),
+        ],
+        RemoteMemoryScopeError,
+        "memory r-1 belongs to another user scope",
     ),
 }
 
@@ -156,8 +182,9 @@ def _readers(store: RemoteMemoryStore) -> dict[str, Callable[[], Any]]:
         "records(profile)": lambda: store.records(MemoryKind.PROFILE),
         "latest_profile": store.latest_profile,
         "recall": lambda: RecallEngine(store).recall("layered memory"),
-        "append": lambda: store.append(kind="conversation", memory_id="new", content="c",
-                                       summary="s", source=_source()),
+        "append": lambda: store.append(
+            kind="conversation", memory_id="new", content="c", summary="s", source=_source()
+        ),
     }
 
 
@@ -265,13 +292,17 @@ def test_a_lock_file_that_cannot_be_opened(tmp_path: Path, case: str) -> None:
     store = RemoteMemoryStore(path, user_id=USER)
     assert len(store.read_all()) == 3  # readers take no lock
     with pytest.raises(RemoteMemoryError) as caught:
-        store.append(kind="conversation", memory_id="m-4", content="c", summary="s",
-                     source=_source())
+        store.append(
+            kind="conversation", memory_id="m-4", content="c", summary="s", source=_source()
+        )
     message = str(caught.value)
     assert str(folder / "records.jsonl.lock") in message and "\n" not in message
     assert snapshot(tmp_path) == before
     assert [r.memory_id for r in RemoteMemoryStore(path, user_id=USER).read_all()] == [
-        "m-1", "m-2", "m-3"]
+        "m-1",
+        "m-2",
+        "m-3",
+    ]
 
 
 def test_a_parent_that_is_a_file(tmp_path: Path) -> None:
@@ -283,13 +314,15 @@ def test_a_parent_that_is_a_file(tmp_path: Path) -> None:
         store.read_all()
     assert str(path) in str(caught.value)
     with pytest.raises(RemoteMemoryError) as caught:
-        store.append(kind="conversation", memory_id="m-4", content="c", summary="s",
-                     source=_source())
+        store.append(
+            kind="conversation", memory_id="m-4", content="c", summary="s", source=_source()
+        )
     assert str(tmp_path / "users") in str(caught.value)
     assert snapshot(tmp_path) == before
 
 
 # -- SQLite ------------------------------------------------------------------------------
+
 
 def test_sqlite_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "memlib.sqlite"
@@ -308,8 +341,13 @@ def test_sqlite_a_damaged_record_row_names_the_store(tmp_path: Path) -> None:
     path = tmp_path / "memlib.sqlite"
     store = open_store(f"sqlite:{path}", user_id=USER)
     for n in (1, 2):
-        store.append(kind="conversation", memory_id=f"m-{n}", content="layered memory",
-                     summary="s", source=_source())
+        store.append(
+            kind="conversation",
+            memory_id=f"m-{n}",
+            content="layered memory",
+            summary="s",
+            source=_source(),
+        )
     store.close()
     conn = sqlite3.connect(path)
     (text,) = conn.execute("SELECT body FROM records WHERE memory_id = 'm-2'").fetchone()
@@ -320,14 +358,16 @@ def test_sqlite_a_damaged_record_row_names_the_store(tmp_path: Path) -> None:
     conn.close()
     store = open_store(f"sqlite:{path}", user_id=USER)
     for read in (store.read_all, lambda: RecallEngine(store).recall("layered memory")):
-        with pytest.raises(RemoteMemoryCorruptionError,
-                           match="invalid timestamp: 'yesterday'") as caught:
+        with pytest.raises(
+            RemoteMemoryCorruptionError, match="invalid timestamp: 'yesterday'"
+        ) as caught:
             read()
         assert str(path) in str(caught.value)
     store.close()
 
 
 # -- file modes ----------------------------------------------------------------------------
+
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
@@ -341,8 +381,9 @@ def test_jsonl_store_and_lock_files_are_0600_and_its_folder_0700(
     try:
         path = tmp_path / "root" / "users" / SCOPE / "records.jsonl"
         store = RemoteMemoryStore(path, user_id=USER)
-        store.append(kind="conversation", memory_id="m-1", content="c", summary="s",
-                     source=_source())
+        store.append(
+            kind="conversation", memory_id="m-1", content="c", summary="s", source=_source()
+        )
     finally:
         os.umask(old)
     assert _mode(path) == 0o600
@@ -375,8 +416,10 @@ def test_sqlite_database_and_its_wal_and_shm_files_are_0600(tmp_path: Path) -> N
 
 # -- memlib doctor -------------------------------------------------------------------------
 
-def doctor(*args: str, user: str | None = None,
-           capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+
+def doctor(
+    *args: str, user: str | None = None, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     argv = (["--user", user] if user else []) + ["doctor", *args]
     code = cli_main(argv)
     out, err = capsys.readouterr()
@@ -387,12 +430,24 @@ def doctor(*args: str, user: str | None = None,
 def _healthy_store(tmp_path: Path) -> Path:
     path = tmp_path / "users" / SCOPE / "records.jsonl"
     store = RemoteMemoryStore(path, user_id=USER)
-    store.append_many([
-        {"kind": "conversation", "memory_id": "m-1", "content": "layered memory", "summary": "s",
-         "source": _source()},
-        {"kind": "profile", "memory_id": "p-1", "content": "Prefers short answers.",
-         "summary": "profile", "source": _source()},
-    ])
+    store.append_many(
+        [
+            {
+                "kind": "conversation",
+                "memory_id": "m-1",
+                "content": "layered memory",
+                "summary": "s",
+                "source": _source(),
+            },
+            {
+                "kind": "profile",
+                "memory_id": "p-1",
+                "content": "Prefers short answers.",
+                "summary": "profile",
+                "source": _source(),
+            },
+        ]
+    )
     store.retract("m-1", reason="wrong", source=_source(2))
     return path
 
@@ -448,8 +503,14 @@ def test_doctor_finds_every_problem_not_only_the_first(
     report = check_store(path)
     found = [(p.kind, p.line) for p in report.problems]
     assert found == [
-        ("permissions", None), ("parse", 2), ("scope", 3), ("duplicate", 4), ("parse", 7),
-        ("retraction", 5), ("retraction", 6), ("torn_tail", None),
+        ("permissions", None),
+        ("parse", 2),
+        ("scope", 3),
+        ("duplicate", 4),
+        ("parse", 7),
+        ("retraction", 5),
+        ("retraction", 6),
+        ("torn_tail", None),
     ]
     assert "mode 0644; expected 0600" in report.problems[0].message
     assert "duplicate memory_id m-1 (first at line 1)" in report.problems[3].message
@@ -555,7 +616,13 @@ def test_doctor_repair_waits_for_the_writer_lock(tmp_path: Path) -> None:
 def test_doctor_from_the_command_line(tmp_path: Path) -> None:
     path = _write_store(tmp_path / "users" / SCOPE, [GOOD[0], b"nope\n"])
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKBUDDY_", "MEMLIB_"))}
-    done = subprocess.run([sys.executable, "-m", "memlib", "doctor", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "memlib", "doctor", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stderr == ""
     assert "problem: line 2: invalid JSON" in done.stdout and "Traceback" not in done.stdout

@@ -61,8 +61,12 @@ def _item(memory_id: str) -> dict[str, Any]:
         "memory_id": memory_id,
         "content": _content(memory_id),
         "summary": f"crash {memory_id}",
-        "source": {"source_id": "crash-child", "source_type": "crash_test", "title": "crash",
-                   "captured_at": "2026-08-09T12:00:00Z"},
+        "source": {
+            "source_id": "crash-child",
+            "source_type": "crash_test",
+            "title": "crash",
+            "captured_at": "2026-08-09T12:00:00Z",
+        },
     }
 
 
@@ -276,8 +280,10 @@ def crash_backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, 
 def test_sigkill_50_times_loses_nothing_acknowledged(crash_backend: tuple[str, int]) -> None:
     url, batch = crash_backend
     verifier = run_kills(url, KILLS, batch, seed=7)
-    print(f"{url.split(':')[0]}: {KILLS} kills survived, {len(verifier.acked)} records, "
-          f"{verifier.torn_tails} torn tails, {verifier.in_flight_seen} in-flight units whole")
+    print(
+        f"{url.split(':')[0]}: {KILLS} kills survived, {len(verifier.acked)} records, "
+        f"{verifier.torn_tails} torn tails, {verifier.in_flight_seen} in-flight units whole"
+    )
 
 
 @pytest.mark.stress
@@ -288,9 +294,11 @@ def test_sigkill_stress(crash_backend: tuple[str, int], segment: int) -> None:
     its time parsing rather than being killed."""
     url, batch = crash_backend
     verifier = run_kills(url, STRESS_PER_STORE, batch, seed=11 + segment, full_every=10)
-    print(f"{url.split(':')[0]} segment {segment}: {STRESS_PER_STORE} kills survived, "
-          f"{len(verifier.acked)} records, {verifier.torn_tails} torn tails, "
-          f"{verifier.in_flight_seen} in-flight units whole")
+    print(
+        f"{url.split(':')[0]} segment {segment}: {STRESS_PER_STORE} kills survived, "
+        f"{len(verifier.acked)} records, {verifier.torn_tails} torn tails, "
+        f"{verifier.in_flight_seen} in-flight units whole"
+    )
 
 
 def test_a_torn_tail_is_ignored_and_cut_by_the_next_writer(tmp_path: Path) -> None:
@@ -343,8 +351,11 @@ def test_sigkill_inside_a_large_append_many_leaves_nothing_half_present(tmp_path
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         acked = first == b"A" or b"A" in _read_all(ack)
-        present = [r.memory_id for r in RemoteMemoryStore(path, user_id=USER).read_all()
-                   if r.memory_id.startswith(f"b{attempt}-")]
+        present = [
+            r.memory_id
+            for r in RemoteMemoryStore(path, user_id=USER).read_all()
+            if r.memory_id.startswith(f"b{attempt}-")
+        ]
         assert len(present) in ((BIG_BATCH,) if acked else (0, BIG_BATCH)), (
             f"attempt {attempt}: {len(present)} of {BIG_BATCH} records of an "
             f"unacknowledged batch are readable"

@@ -26,8 +26,13 @@ SOURCE = {"source_id": "a", "source_type": "b", "title": "t", "captured_at": "20
 
 
 def _item(memory_id: str) -> dict:
-    return {"kind": "conversation", "memory_id": memory_id, "content": "c", "summary": "s",
-            "source": SOURCE}
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": "c",
+        "summary": "s",
+        "source": SOURCE,
+    }
 
 
 def _line(memory_id: str) -> str:
@@ -54,7 +59,10 @@ def _memlib(
     # A hang is the failure these tests exist for: the timeout turns it into an error.
     return subprocess.run(
         [sys.executable, "-m", "memlib", "--user", USER, "--store", f"jsonl:{store}", *args],
-        input=stdin, capture_output=True, text=True, timeout=timeout,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -215,8 +223,7 @@ def test_a_sticky_shared_folder_like_tmp_is_fine(tmp_path: Path) -> None:
     shared.chmod(0o1777)
     path = shared / "records.jsonl"
     RemoteMemoryStore(path, user_id=USER).append_many([_item("m-1"), _item("m-2")])
-    assert [r.memory_id for r in RemoteMemoryStore(path, user_id=USER).read_all()] == [
-        "m-1", "m-2"]
+    assert [r.memory_id for r in RemoteMemoryStore(path, user_id=USER).read_all()] == ["m-1", "m-2"]
 
 
 def test_a_records_path_that_is_a_folder_says_so(tmp_path: Path) -> None:

@@ -46,8 +46,13 @@ STRESS_RACE_SECONDS = 60.0
 
 
 def _item(memory_id: str, content: str = "c") -> dict:
-    return {"kind": "conversation", "memory_id": memory_id, "content": content,
-            "summary": "s", "source": SOURCE}
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": content,
+        "summary": "s",
+        "source": SOURCE,
+    }
 
 
 def _line(memory_id: str) -> str:
@@ -62,8 +67,13 @@ def _tree(root: Path) -> dict[str, tuple]:
         if stat.S_ISLNK(st.st_mode):
             found[str(path)] = ("link", os.readlink(path))
         elif stat.S_ISREG(st.st_mode):
-            found[str(path)] = ("file", path.read_bytes(), stat.S_IMODE(st.st_mode), st.st_uid,
-                                st.st_nlink)
+            found[str(path)] = (
+                "file",
+                path.read_bytes(),
+                stat.S_IMODE(st.st_mode),
+                st.st_uid,
+                st.st_nlink,
+            )
         else:
             found[str(path)] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), st.st_uid)
     return found
@@ -72,7 +82,10 @@ def _tree(root: Path) -> dict[str, tuple]:
 def _memlib(store: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "memlib", "--user", USER, "--store", store, *args],
-        input=stdin, capture_output=True, text=True, timeout=60,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -165,8 +178,9 @@ def _race(tmp_path: Path, seconds: float) -> None:
     swaps = context.Value("q", 0)
     outs = [tmp_path / f"writer-{who}.json" for who in range(WRITERS)]
     writers = [
-        context.Process(target=_writer,
-                        args=(str(root / "a" / "records.jsonl"), who, seconds, start, str(out)))
+        context.Process(
+            target=_writer, args=(str(root / "a" / "records.jsonl"), who, seconds, start, str(out))
+        )
         for who, out in enumerate(outs)
     ]
     swapper = context.Process(target=_swapper, args=(str(root), stop, swaps))
@@ -323,7 +337,8 @@ def test_the_issue_repro_a_store_moved_away_by_another_account_is_not_read_as_em
     with pytest.raises(RemoteMemoryUnsafePathError) as caught:
         store.read_all()
     assert str(caught.value) == (
-        f"refusing to use {shared}: it is owned by uid {NOBODY}, not by this user (uid 0)")
+        f"refusing to use {shared}: it is owned by uid {NOBODY}, not by this user (uid 0)"
+    )
     proc = _memlib(f"jsonl:{path}", "recall", "c")
     _refused(proc, shared, f"owned by uid {NOBODY}")
     with pytest.raises(RemoteMemoryUnsafePathError, match=str(shared)):
@@ -359,7 +374,8 @@ def test_a_folder_above_others_may_write_is_refused(tmp_path: Path, mode: int) -
         with pytest.raises(RemoteMemoryUnsafePathError) as caught:
             action(RemoteMemoryStore(path, user_id=USER))
         assert str(caught.value) == (
-            f"refusing to use {shared}: it is writable by other users (mode {mode:04o})")
+            f"refusing to use {shared}: it is writable by other users (mode {mode:04o})"
+        )
     assert _tree(tmp_path) == before
 
 
@@ -402,7 +418,8 @@ def test_a_link_on_the_way_is_followed_to_the_folders_really_above(tmp_path: Pat
     with pytest.raises(RemoteMemoryUnsafePathError) as caught:
         RemoteMemoryStore(path, user_id=USER).read_all()
     assert str(caught.value) == (
-        f"refusing to use {shared.resolve()}: it is writable by other users (mode 0777)")
+        f"refusing to use {shared.resolve()}: it is writable by other users (mode 0777)"
+    )
 
 
 def test_a_link_in_a_folder_others_may_write_is_refused(tmp_path: Path) -> None:
@@ -438,5 +455,6 @@ def test_sqlite_checks_the_folders_above_too(tmp_path: Path, mode: int) -> None:
         with pytest.raises(RemoteMemoryUnsafePathError) as caught:
             action(SqliteMemoryStore(db, user_id=USER))
         assert str(caught.value) == (
-            f"refusing to use {shared}: it is writable by other users (mode 0777)")
+            f"refusing to use {shared}: it is writable by other users (mode 0777)"
+        )
     assert _tree(tmp_path) == before

@@ -536,8 +536,11 @@ def _store_with_bad_line(run, line: str) -> Path:
 @pytest.mark.parametrize("name", sorted(STORE_LINE_CASES))
 @pytest.mark.parametrize(
     "command",
-    [("recall", "layered memory"), ("append",),
-     ("--user", USER, "chat", "--scripted", "-m", "layered memory?")],
+    [
+        ("recall", "layered memory"),
+        ("append",),
+        ("--user", USER, "chat", "--scripted", "-m", "layered memory?"),
+    ],
 )
 def test_a_pathological_store_line_is_one_line_naming_it(run, name: str, command) -> None:
     line, fragment = STORE_LINE_CASES[name]
@@ -555,6 +558,6 @@ def test_a_pathological_store_line_is_corruption_in_the_library(tmp_path: Path) 
     store = open_store(f"jsonl:{path}", user_id=USER)
     store.append(**_item("m-1"))
     with path.open("ab") as handle:
-        handle.write(("{\"a\": " + DEEP + "}\n").encode())
+        handle.write(('{"a": ' + DEEP + "}\n").encode())
     with pytest.raises(RemoteMemoryCorruptionError, match="invalid JSON at line 2"):
         open_store(f"jsonl:{path}", user_id=USER).read_all()

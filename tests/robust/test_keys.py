@@ -101,7 +101,9 @@ def _client(
     handler: Callable[[httpx2.Request], httpx2.Response], retries: int = 0
 ) -> anthropic.Anthropic:
     return anthropic.Anthropic(
-        api_key=KEY, base_url="https://api.anthropic.com", max_retries=retries,
+        api_key=KEY,
+        base_url="https://api.anthropic.com",
+        max_retries=retries,
         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
     )
 
@@ -126,9 +128,13 @@ def test_agent_loop_failures_never_show_the_key(
     store = open_sample_store(tmp_path)
     retries = 1 if failure in ("429", "529", "timeout") else 0  # the SDK's retry path logs too
     with pytest.raises(ModelAPIError) as caught:
-        agent_loop("What did we decide about layered memory?",
-                   client=_client(FAILURES[failure], retries),
-                   model=MODEL, store=store, as_of=SAMPLE_AS_OF)
+        agent_loop(
+            "What did we decide about layered memory?",
+            client=_client(FAILURES[failure], retries),
+            model=MODEL,
+            store=store,
+            as_of=SAMPLE_AS_OF,
+        )
     error = caught.value
     assert isinstance(error, RemoteMemoryError) and "\n" not in str(error)
     assert_clean(*exception_texts(error), *log_texts(every_log))
@@ -139,7 +145,8 @@ def test_the_test_would_see_a_leak(every_log: pytest.LogCaptureFixture) -> None:
     """The checks can fail: the SDK's own exception carries the echoed key."""
     with pytest.raises(anthropic.AuthenticationError) as caught:
         _client(FAILURES["401"]).messages.create(
-            model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+            model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        )
     with pytest.raises(AssertionError, match="leaked"):
         assert_clean(*exception_texts(caught.value))
 
@@ -169,8 +176,10 @@ def test_a_built_client_does_not_show_the_key_in_its_repr(monkeypatch: pytest.Mo
 
 @pytest.mark.parametrize("failure", ["401", "529", "timeout", "connect"])
 def test_cli_chat_failures_never_print_the_key(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    every_log: pytest.LogCaptureFixture, failure: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    every_log: pytest.LogCaptureFixture,
+    failure: str,
 ) -> None:
     from memlib import _runtime as runtime
     from memlib import cli
@@ -185,7 +194,8 @@ def test_cli_chat_failures_never_print_the_key(
 
 
 def test_interactive_cli_chat_failures_never_print_the_key(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     every_log: pytest.LogCaptureFixture,
 ) -> None:
     import io
@@ -216,8 +226,11 @@ def _closed_port() -> int:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "WORKBUDDY_", "MEMLIB_")) and k != "MODEL_ID"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "WORKBUDDY_", "MEMLIB_")) and k != "MODEL_ID"
+    }
     env.update(PYTHONIOENCODING="utf-8", **extra)
     return env
 
@@ -225,13 +238,21 @@ def _env(**extra: str) -> dict[str, str]:
 @pytest.mark.parametrize("log_level", ["", "debug"])
 def test_memlib_chat_process_against_an_unreachable_api(tmp_path: Path, log_level: str) -> None:
     """The real SDK over a real socket (refused), with its own logging on or off."""
-    env = _env(ANTHROPIC_API_KEY=KEY, MODEL_ID=MODEL, HOME=str(tmp_path),
-               ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}")
+    env = _env(
+        ANTHROPIC_API_KEY=KEY,
+        MODEL_ID=MODEL,
+        HOME=str(tmp_path),
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}",
+    )
     if log_level:
         env["ANTHROPIC_LOG"] = log_level
     done = subprocess.run(
         [sys.executable, "-m", "memlib", "chat", "--sample", "--message", "layered memory?"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
     )
     assert done.returncode == 2 and done.stdout == ""
     assert "could not connect to the Anthropic API" in done.stderr
@@ -243,14 +264,20 @@ def test_memlib_chat_process_against_an_unreachable_api(tmp_path: Path, log_leve
 
 
 def test_memlib_chat_without_model_id_never_prints_the_key(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "memlib", "chat", "--message", "hello"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60,
-                          env=_env(ANTHROPIC_API_KEY=KEY, HOME=str(tmp_path)))
+    done = subprocess.run(
+        [sys.executable, "-m", "memlib", "chat", "--message", "hello"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=_env(ANTHROPIC_API_KEY=KEY, HOME=str(tmp_path)),
+    )
     assert done.returncode == 2 and "MODEL_ID" in done.stderr and done.stderr.count("\n") == 1
     assert_clean(done.stdout, done.stderr)
 
 
 # -- notebooks --------------------------------------------------------------------------
+
 
 def _outputs_text(cell: dict[str, Any]) -> str:
     return json.dumps(cell.get("outputs", []), ensure_ascii=False)
@@ -277,19 +304,32 @@ def test_the_agent_notebooks_online_cell_with_a_key_set_shows_no_key(tmp_path: P
     source = nbformat.read(ROOT / "notebooks" / "10_agent_loop.ipynb", as_version=4)
     code = [c for c in source.cells if c.cell_type == "code"]
     # The online cell is the one that runs only when the key and the model are set.
-    online = [c for c in code if "runtime_client" in "".join(c.source)
-              and 'os.environ.get("ANTHROPIC_API_KEY")' in "".join(c.source)]
+    online = [
+        c
+        for c in code
+        if "runtime_client" in "".join(c.source)
+        and 'os.environ.get("ANTHROPIC_API_KEY")' in "".join(c.source)
+    ]
     assert len(online) == 1
     trimmed = nbformat.v4.new_notebook(metadata=source.metadata)
     trimmed.cells = [code[0], online[0]]
-    env = _env(ANTHROPIC_API_KEY=KEY, MODEL_ID=MODEL, HOME=str(tmp_path),
-               ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}")
+    env = _env(
+        ANTHROPIC_API_KEY=KEY,
+        MODEL_ID=MODEL,
+        HOME=str(tmp_path),
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}",
+    )
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)  # the kernel inherits this environment
     try:
-        NotebookClient(trimmed, timeout=120, kernel_name="python3", allow_errors=True,
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            trimmed,
+            timeout=120,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(tmp_path)}},
+        ).execute()
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -39,8 +39,12 @@ from memlib.score import score_recall_candidate
 from memlib.stores.jsonl._store import encode_record
 
 EXAMPLES = 1_000
-PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 SCOPE = user_scope_for("alice")
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 
@@ -61,6 +65,7 @@ texts = st.one_of(
 
 
 # -- normalize ----------------------------------------------------------------------------
+
 
 @PROPERTY
 @given(texts)
@@ -87,8 +92,9 @@ def test_normalize_recall_query_is_idempotent_on_its_output(text: str, limit: in
     # NFKC can expand a query past the length limit (U+FDFA is 18 characters); the limit is
     # on what the caller sent, so only outputs within it can be sent back in.
     assume(len(query.normalized_text) <= QUERY_MAX_CHARS)
-    again = normalize_recall_query(query.normalized_text, user_scope=SCOPE, limit=limit,
-                                   issued_at=AS_OF)
+    again = normalize_recall_query(
+        query.normalized_text, user_scope=SCOPE, limit=limit, issued_at=AS_OF
+    )
     assert again.normalized_text == query.normalized_text
     assert again.terms == query.terms
     assert query.terms and list(query.terms) == sorted(set(query.terms))
@@ -108,8 +114,13 @@ def test_an_expanding_query_past_the_limit_is_refused_with_the_contract_error() 
 
 
 anything = st.one_of(
-    texts, st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
-    st.binary(max_size=20), st.lists(st.text(max_size=5), max_size=3),
+    texts,
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.binary(max_size=20),
+    st.lists(st.text(max_size=5), max_size=3),
     st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
 )
 
@@ -118,8 +129,9 @@ anything = st.one_of(
 @given(anything, anything, st.one_of(st.none(), anything))
 def test_normalize_raises_only_the_contract_error(text: Any, limit: Any, query_id: Any) -> None:
     try:
-        query = normalize_recall_query(text, user_scope=SCOPE, limit=limit, query_id=query_id,
-                                       issued_at=AS_OF)
+        query = normalize_recall_query(
+            text, user_scope=SCOPE, limit=limit, query_id=query_id, issued_at=AS_OF
+        )
     except RemoteMemoryValidationError as exc:
         message = str(exc)
         assert message and "\n" not in message
@@ -134,23 +146,48 @@ def test_normalize_raises_only_the_contract_error(text: Any, limit: Any, query_i
 timestamps = st.one_of(
     texts,
     st.datetimes(timezones=st.one_of(st.none(), st.timezones())).map(lambda d: d.isoformat()),
-    st.sampled_from(["2026-08-01T12:00:00Z", "2026-08-01T12:00:00.250+02:00", "yesterday",
-                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2026-08-01"]),
+    st.sampled_from(
+        [
+            "2026-08-01T12:00:00Z",
+            "2026-08-01T12:00:00.250+02:00",
+            "yesterday",
+            "0001-01-01T00:00:00+01:00",
+            "9999-12-31T23:59:59-01:00",
+            "2026-08-01",
+        ]
+    ),
 )
 
 
 @PROPERTY
-@given(st.one_of(texts, st.just("m-1")), texts, texts, texts, timestamps, timestamps,
-       st.sampled_from(["conversation", "profile", "note", MemoryKind.PROFILE]))
+@given(
+    st.one_of(texts, st.just("m-1")),
+    texts,
+    texts,
+    texts,
+    timestamps,
+    timestamps,
+    st.sampled_from(["conversation", "profile", "note", MemoryKind.PROFILE]),
+)
 def test_records_raise_only_contract_errors_and_round_trip(
-    memory_id: str, content: str, summary: str, title: str, captured_at: str,
-    stored_at: str, kind: Any,
+    memory_id: str,
+    content: str,
+    summary: str,
+    title: str,
+    captured_at: str,
+    stored_at: str,
+    kind: Any,
 ) -> None:
     try:
         record = StoredMemory(
-            memory_id=memory_id, user_scope=SCOPE, kind=kind, content=content, summary=summary,
-            source=MemorySource(source_id="s-1", source_type="t", title=title,
-                                captured_at=captured_at),
+            memory_id=memory_id,
+            user_scope=SCOPE,
+            kind=kind,
+            content=content,
+            summary=summary,
+            source=MemorySource(
+                source_id="s-1", source_type="t", title=title, captured_at=captured_at
+            ),
             stored_at=stored_at,
         )
     except (RemoteMemoryValidationError, RemoteMemoryCorruptionError) as exc:
@@ -191,30 +228,36 @@ _ROW = st.tuples(
 def _record(row: tuple[str, list[str], str, int, int]) -> StoredMemory:
     memory_id, words, summary, moment, kind = row
     return StoredMemory(
-        memory_id=memory_id, user_scope=SCOPE,
+        memory_id=memory_id,
+        user_scope=SCOPE,
         kind=MemoryKind.PROFILE if kind == 0 else MemoryKind.CONVERSATION,
-        content=" ".join(words), summary=summary,
-        source=MemorySource(source_id="s", source_type="t", title="t",
-                            captured_at=MOMENTS[moment].isoformat()),
+        content=" ".join(words),
+        summary=summary,
+        source=MemorySource(
+            source_id="s", source_type="t", title="t", captured_at=MOMENTS[moment].isoformat()
+        ),
         stored_at="2026-08-10T08:00:00Z",
     )
 
 
 corpora = st.tuples(
     st.lists(_ROW, max_size=12, unique_by=lambda row: row[0]).map(
-        lambda rows: [_record(r) for r in rows]),
+        lambda rows: [_record(r) for r in rows]
+    ),
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
     st.integers(min_value=1, max_value=10),
 )
 
 
 def _rank(records: list[StoredMemory], text: str, limit: int) -> RecallResult:
-    query = normalize_recall_query(text, user_scope=SCOPE, limit=limit, query_id="q-prop",
-                                   issued_at=AS_OF)
+    query = normalize_recall_query(
+        text, user_scope=SCOPE, limit=limit, query_id="q-prop", issued_at=AS_OF
+    )
     candidates = build_recall_candidates(query, records)
     hits = stable_rank_recall_candidates(query, candidates, as_of=AS_OF)
-    return RecallResult(query=query, hits=hits, searched_records=len(records),
-                        candidate_records=len(candidates))
+    return RecallResult(
+        query=query, hits=hits, searched_records=len(records), candidate_records=len(candidates)
+    )
 
 
 def check_storage_order(
@@ -271,11 +314,17 @@ def test_ranking_properties(corpus: Any, rng: Any) -> None:
 def test_the_properties_can_fail() -> None:
     """A storage-order-dependent ranker is caught by the same comparison."""
     records = [
-        StoredMemory(memory_id=i, user_scope=SCOPE, kind=MemoryKind.CONVERSATION,
-                     content="layered memory", summary="layered",
-                     source=MemorySource(source_id="s", source_type="t", title="t",
-                                         captured_at="2026-08-09T12:00:00Z"),
-                     stored_at="2026-08-10T08:00:00Z")
+        StoredMemory(
+            memory_id=i,
+            user_scope=SCOPE,
+            kind=MemoryKind.CONVERSATION,
+            content="layered memory",
+            summary="layered",
+            source=MemorySource(
+                source_id="s", source_type="t", title="t", captured_at="2026-08-09T12:00:00Z"
+            ),
+            stored_at="2026-08-10T08:00:00Z",
+        )
         for i in ("b", "a")
     ]
     result = _rank(records, "layered memory", 1)
@@ -285,8 +334,9 @@ def test_the_properties_can_fail() -> None:
     reordered = _rank(list(reversed(records)), "layered memory", 1)
     assert reordered.hits == result.hits
     two = _rank(records, "layered memory", 2).hits
-    broken = RecallResult(query=result.query, hits=tuple(reversed(two)),
-                          searched_records=2, candidate_records=2)
+    broken = RecallResult(
+        query=result.query, hits=tuple(reversed(two)), searched_records=2, candidate_records=2
+    )
     try:
         check_ranks(records, broken, 2)
     except AssertionError:

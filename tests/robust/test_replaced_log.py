@@ -42,10 +42,28 @@ USER = "alice"
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 EMBEDDER = HashingEmbedder(64)
 # All six letters: swapping one for another keeps every line's length.
-WORDS = ("needle", "pinned", "harbor", "copper", "garden", "cedars", "orbits", "window",
-         "travel", "budget", "kettle", "rivers", "ambers", "lights")
-SOURCE = {"source_id": "s-1", "source_type": "test", "title": "t",
-          "captured_at": "2026-08-01T12:00:00Z"}
+WORDS = (
+    "needle",
+    "pinned",
+    "harbor",
+    "copper",
+    "garden",
+    "cedars",
+    "orbits",
+    "window",
+    "travel",
+    "budget",
+    "kettle",
+    "rivers",
+    "ambers",
+    "lights",
+)
+SOURCE = {
+    "source_id": "s-1",
+    "source_type": "test",
+    "title": "t",
+    "captured_at": "2026-08-01T12:00:00Z",
+}
 # Over the 4 KiB and 64 KiB the index file hashes at both ends of the log, so that an
 # edit in the middle is seen by nothing but a check of every byte.
 N = 420
@@ -57,9 +75,13 @@ MIDDLE = 120
 def _item(i: int) -> dict[str, Any]:
     step = 1 + i % (len(WORDS) - 1)  # never a multiple of len(WORDS): two words at least
     words = " ".join(WORDS[(i + j * step) % len(WORDS)] for j in range(5))
-    return {"kind": "conversation", "memory_id": f"m-{i:05d}",
-            "content": f"record {i:05d} about {words} and more text to fill the line",
-            "summary": f"summary {i:05d}", "source": SOURCE}
+    return {
+        "kind": "conversation",
+        "memory_id": f"m-{i:05d}",
+        "content": f"record {i:05d} about {words} and more text to fill the line",
+        "summary": f"summary {i:05d}",
+        "source": SOURCE,
+    }
 
 
 def _store(path: Path, embedder: Any = None) -> RemoteMemoryStore:
@@ -94,7 +116,8 @@ def _copy(template: Path, scratch: Path) -> Path:
     log = os.stat(path)
     index = template.with_name("records.jsonl.index").read_bytes()
     (folder / "records.jsonl.index").write_bytes(
-        resign(index, header={"log_identity": [log.st_dev, log.st_ino]}))
+        resign(index, header={"log_identity": [log.st_dev, log.st_ino]})
+    )
     os.chmod(folder / "records.jsonl.index", 0o600)
     return path
 
@@ -147,14 +170,18 @@ def _put(path: Path, data: bytes, how: str) -> None:
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
 
 
-def _answers(path: Path, queries: list[str], store: RemoteMemoryStore | None = None
-             ) -> dict[tuple[str, str], Any]:
+def _answers(
+    path: Path, queries: list[str], store: RemoteMemoryStore | None = None
+) -> dict[tuple[str, str], Any]:
     out = {}
     for ranker in RANKERS:
         reader = store or _store(path)
         for text in queries:
-            out[ranker, text] = RecallEngine(reader, ranker=ranker).recall(
-                text, limit=5, as_of=AS_OF, query_id="q").to_json()
+            out[ranker, text] = (
+                RecallEngine(reader, ranker=ranker)
+                .recall(text, limit=5, as_of=AS_OF, query_id="q")
+                .to_json()
+            )
     return out
 
 
@@ -170,17 +197,20 @@ def _log_alone(path: Path, scratch: Path, queries: list[str]) -> dict[tuple[str,
 
 def _dense_is_right(store: RemoteMemoryStore, text: str) -> None:
     """Every dense score given is the one of the record the log holds now."""
-    query = normalize_recall_query(text, user_scope=store.user_scope, limit=5, query_id="q",
-                                   issued_at=AS_OF)
-    scores = store.dense_scores(query, EMBEDDER.encode([text])[0], model=EMBEDDER.name,
-                                dimension=EMBEDDER.dimension)
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=5, query_id="q", issued_at=AS_OF
+    )
+    scores = store.dense_scores(
+        query, EMBEDDER.encode([text])[0], model=EMBEDDER.name, dimension=EMBEDDER.dimension
+    )
     now = {r.memory_id: r.content for r in _store(store.path).read_all()}
     expected = EMBEDDER.encode([now[m] for m in scores.ids]) @ EMBEDDER.encode([text])[0]
     assert scores.scores.tolist() == pytest.approx(expected.tolist(), abs=1e-5)
 
 
-def _same_or_typed(path: Path, reader: RemoteMemoryStore | None, expected: Any,
-                   queries: list[str]) -> None:
+def _same_or_typed(
+    path: Path, reader: RemoteMemoryStore | None, expected: Any, queries: list[str]
+) -> None:
     try:
         got = _answers(path, queries, reader)
     except RemoteMemoryError:
@@ -192,13 +222,17 @@ def _same_or_typed(path: Path, reader: RemoteMemoryStore | None, expected: Any,
 @given(
     how=st.sampled_from(["rewrite", "replace", "regrow", "restore"]),
     # Records in the middle (neither hashed window sees them), and some near the ends.
-    docs=st.lists(st.one_of(st.integers(MIDDLE - 20, MIDDLE + 40), st.integers(0, N - 1)),
-                  min_size=1, max_size=3, unique=True),
+    docs=st.lists(
+        st.one_of(st.integers(MIDDLE - 20, MIDDLE + 40), st.integers(0, N - 1)),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    ),
     word=st.sampled_from(WORDS[:4]),
     warm=st.booleans(),
 )
 def test_the_answer_is_the_logs_whatever_the_inode_size_and_mtime_say(
-    template: Path, scratch: Path, how: str, docs: list[int], word: str, warm: bool,
+    template: Path, scratch: Path, how: str, docs: list[int], word: str, warm: bool
 ) -> None:
     path = _copy(template, scratch)
     original = path.read_bytes()
@@ -211,8 +245,11 @@ def test_the_answer_is_the_logs_whatever_the_inode_size_and_mtime_say(
         assert made.write_index_file()
         missing = made.records_without_vectors(10)
         assert {r.memory_id for r in missing} == {f"m-{d:05d}" for d in docs}
-        made.put_vectors(EMBEDDER.name, EMBEDDER.dimension, {
-            r.memory_id: pack(EMBEDDER.encode([r.content])[0]) for r in missing})
+        made.put_vectors(
+            EMBEDDER.name,
+            EMBEDDER.dimension,
+            {r.memory_id: pack(EMBEDDER.encode([r.content])[0]) for r in missing},
+        )
         new, how = original, "rewrite"
     else:
         new = edited
@@ -231,7 +268,7 @@ def test_the_answer_is_the_logs_whatever_the_inode_size_and_mtime_say(
 
 
 def test_a_cold_reader_checks_every_byte_even_when_nothing_else_changed(
-    template: Path, scratch: Path,
+    template: Path, scratch: Path
 ) -> None:
     """The red team's case, at the library: one word in the middle, same inode."""
     path = _copy(template, scratch)
@@ -242,8 +279,9 @@ def test_a_cold_reader_checks_every_byte_even_when_nothing_else_changed(
     assert os.stat(path).st_ino == ino
     fd = os.open(path, os.O_RDONLY)
     try:
-        image, why = jsonl_index.read_index(str(path) + ".index", _store(path).user_scope,
-                                            fd, os.stat(path).st_size)
+        image, why = jsonl_index.read_index(
+            str(path) + ".index", _store(path).user_scope, fd, os.stat(path).st_size
+        )
     finally:
         os.close(fd)
     assert image is None and why == "the log's covered prefix is not the one it was built from"
@@ -254,7 +292,7 @@ def test_a_cold_reader_checks_every_byte_even_when_nothing_else_changed(
 
 
 def test_a_warm_reader_reads_again_when_a_line_it_reads_is_not_the_one_it_indexed(
-    template: Path, scratch: Path,
+    template: Path, scratch: Path
 ) -> None:
     """A rewrite in the middle of a log that also grew is the one change a warm reader's
     cheap checks do not see; the line digests of the records it parses still do: a typed
@@ -278,13 +316,16 @@ def test_a_warm_reader_reads_again_when_a_line_it_reads_is_not_the_one_it_indexe
     for ranker in RANKERS:
         try:
             result = RecallEngine(reader, ranker=ranker).recall(
-                word, limit=10, as_of=AS_OF, query_id="q")
+                word, limit=10, as_of=AS_OF, query_id="q"
+            )
         except RemoteMemoryError as exc:
             assert "changed under its index" in str(exc)
             result = RecallEngine(reader, ranker=ranker).recall(
-                word, limit=10, as_of=AS_OF, query_id="q")
+                word, limit=10, as_of=AS_OF, query_id="q"
+            )
         expected = RecallEngine(_store(path), ranker=ranker).recall(
-            word, limit=10, as_of=AS_OF, query_id="q")
+            word, limit=10, as_of=AS_OF, query_id="q"
+        )
         assert result.to_json() == expected.to_json()
         assert result.hits == ()
 
@@ -302,22 +343,34 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memlib", *args], capture_output=True,
-                          text=True, check=False, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memlib", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_red_team_sed_then_rm_and_cp_over_the_log(
-    cli_env: Path, capsys: pytest.CaptureFixture[str],
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = cli_env / "records.jsonl"
     data = cli_env / "import.jsonl"
     with data.open("w", encoding="utf-8") as out:
         for i in range(1, 1501):
             word = "needle" if i == 700 else "hay"
-            out.write(json.dumps({
-                "memory_id": f"m-{i:05d}", "content": f"record {i} about {word} stack",
-                "summary": f"s{i}", "source": {**SOURCE, "source_id": f"c{i % 9}"},
-            }) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "memory_id": f"m-{i:05d}",
+                        "content": f"record {i} about {word} stack",
+                        "summary": f"s{i}",
+                        "source": {**SOURCE, "source_id": f"c{i % 9}"},
+                    }
+                )
+                + "\n"
+            )
     store = ["--store", f"jsonl:{log}", "--user", USER]
     assert main([*store, "import", str(data), "--no-progress"]) == 0
     assert main([*store, "recall", "needle", "--json"]) == 0
@@ -325,8 +378,7 @@ def test_red_team_sed_then_rm_and_cp_over_the_log(
     capsys.readouterr()
     inode = os.stat(log).st_ino
     copy = cli_env / "copy.jsonl"
-    done = subprocess.run(["sed", "s/needle/pinned/", str(log)], capture_output=True,
-                          check=True)
+    done = subprocess.run(["sed", "s/needle/pinned/", str(log)], capture_output=True, check=True)
     copy.write_bytes(done.stdout)
     os.chmod(copy, 0o600)
     os.unlink(log)
@@ -335,7 +387,8 @@ def test_red_team_sed_then_rm_and_cp_over_the_log(
     # doctor first: the index file is no longer the log's.
     doctor = _cli("doctor", str(log))
     assert "index file: invalid, not used: the log's covered prefix is not the one" in (
-        doctor.stdout), doctor.stdout + doctor.stderr
+        doctor.stdout
+    ), doctor.stdout + doctor.stderr
     for ranker in ("baseline", "bm25"):
         capsys.readouterr()
         assert main([*store, "recall", "pinned", "--ranker", ranker, "--json"]) == 0

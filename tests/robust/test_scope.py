@@ -42,15 +42,27 @@ from memlib.sample import fixed_clock, scope_path
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 ALICE, BOB = "alice", "bob"
 MARKER = "zebrafish"  # only in bob's records
-QUERIES = ["layered memory", f"{MARKER} layered memory", MARKER, "persistence sqlite",
-           "shared record"]
+QUERIES = [
+    "layered memory",
+    f"{MARKER} layered memory",
+    MARKER,
+    "persistence sqlite",
+    "shared record",
+]
 
 
 def _item(memory_id: str, text: str, *, kind: str = "conversation", day: int = 5) -> dict[str, Any]:
     return {
-        "kind": kind, "memory_id": memory_id, "content": text, "summary": text[:60],
-        "source": {"source_id": f"src-{memory_id}", "source_type": "conversation_transcript",
-                   "title": text[:30], "captured_at": f"2026-08-{day:02d}T12:00:00Z"},
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": text,
+        "summary": text[:60],
+        "source": {
+            "source_id": f"src-{memory_id}",
+            "source_type": "conversation_transcript",
+            "title": text[:30],
+            "captured_at": f"2026-08-{day:02d}T12:00:00Z",
+        },
     }
 
 
@@ -72,9 +84,16 @@ BOB_WORDS = (MARKER, "bob", "b-1", "b-2", "b-p", user_scope_for(BOB))
 
 def fill(store: Any, items: list[dict[str, Any]], retract: str) -> None:
     store.append_many(items)
-    store.retract(retract, reason="withdrawn", source={
-        "source_id": "cli", "source_type": "manual_retraction", "title": "retraction",
-        "captured_at": "2026-08-09T13:00:00Z"})
+    store.retract(
+        retract,
+        reason="withdrawn",
+        source={
+            "source_id": "cli",
+            "source_type": "manual_retraction",
+            "title": "retraction",
+            "captured_at": "2026-08-09T13:00:00Z",
+        },
+    )
 
 
 @pytest.fixture(params=["jsonl", "sqlite", "postgresql"])
@@ -95,9 +114,16 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     alice = open_store(out[ALICE], user_id=ALICE, clock=fixed_clock())
     fill(alice, ALICE_ITEMS, retract="a-3")
     bob.append_many(BOB_ITEMS[2:])
-    bob.retract("b-2", reason="withdrawn", source={
-        "source_id": "cli", "source_type": "manual_retraction", "title": "retraction",
-        "captured_at": "2026-08-09T14:00:00Z"})
+    bob.retract(
+        "b-2",
+        reason="withdrawn",
+        source={
+            "source_id": "cli",
+            "source_type": "manual_retraction",
+            "title": "retraction",
+            "captured_at": "2026-08-09T14:00:00Z",
+        },
+    )
     alice.close()
     bob.close()
     return out
@@ -106,8 +132,9 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def alone(tmp_path: Path) -> Any:
     """alice's records in a JSONL store of their own: what alice must see, exactly."""
-    store = open_store(f"jsonl:{tmp_path / 'alone' / 'records.jsonl'}", user_id=ALICE,
-                       clock=fixed_clock())
+    store = open_store(
+        f"jsonl:{tmp_path / 'alone' / 'records.jsonl'}", user_id=ALICE, clock=fixed_clock()
+    )
     fill(store, ALICE_ITEMS, retract="a-3")
     return store
 
@@ -164,8 +191,9 @@ def test_the_recall_history_tool_and_the_profile_prompt(urls: dict[str, str], al
     alice = open_store(urls[ALICE], user_id=ALICE)
     try:
         for n, text in enumerate(QUERIES):
-            outcome = run_recall_history(RecallEngine(alice), {"query": text, "limit": 10},
-                                         as_of=AS_OF, query_id=f"tool-{n}")
+            outcome = run_recall_history(
+                RecallEngine(alice), {"query": text, "limit": 10}, as_of=AS_OF, query_id=f"tool-{n}"
+            )
             want = RecallEngine(alone).recall(text, limit=10, as_of=AS_OF, query_id=f"tool-{n}")
             assert not outcome.is_error and outcome.content == want.to_json()
             no_bob(outcome.content, text)
@@ -188,8 +216,9 @@ def test_the_cli_keeps_users_apart(
 ) -> None:
     store = ["--store", urls[ALICE], "--user", ALICE]
     for text in QUERIES:
-        code, out, err = _cli(capsys, *store, "recall", text, "--limit", "10", "--as-of",
-                              AS_OF.isoformat(), "--json")
+        code, out, err = _cli(
+            capsys, *store, "recall", text, "--limit", "10", "--as-of", AS_OF.isoformat(), "--json"
+        )
         assert code == 0 and err == ""
         data = json.loads(out)
         assert all(h["scope"]["user_scope"] == user_scope_for(ALICE) for h in data["hits"])
@@ -207,8 +236,9 @@ def test_the_cli_keeps_users_apart(
     assert code == 0 and MARKER in out  # bob's is there, for bob
 
 
-def test_a_jsonl_file_of_another_user_is_refused(urls: dict[str, str],
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_jsonl_file_of_another_user_is_refused(
+    urls: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     """alice pointed at bob's JSONL file: a one-line scope error, not bob's records."""
     if not urls[BOB].startswith("jsonl:"):
         assert urls[ALICE] == urls[BOB]  # SQL: one database, the scope is in every query
@@ -216,8 +246,11 @@ def test_a_jsonl_file_of_another_user_is_refused(urls: dict[str, str],
     path = Path(urls[BOB].partition(":")[2])
     before = path.read_bytes()
     wrong = open_store(urls[BOB], user_id=ALICE)
-    for read in (wrong.read_all, wrong.latest_profile,
-                 lambda: RecallEngine(wrong).recall("layered memory", as_of=AS_OF)):
+    for read in (
+        wrong.read_all,
+        wrong.latest_profile,
+        lambda: RecallEngine(wrong).recall("layered memory", as_of=AS_OF),
+    ):
         with pytest.raises(RemoteMemoryScopeError, match="belongs to another user scope"):
             read()
     for argv in (["recall", "layered memory"], ["profile"]):
@@ -232,16 +265,18 @@ def test_writes_never_cross_scopes(urls: dict[str, str]) -> None:
     alice = open_store(urls[ALICE], user_id=ALICE)
     bob = open_store(urls[BOB], user_id=BOB)
     try:
-        with pytest.raises(RemoteMemoryValidationError,
-                           match="cannot retract unknown memory_id: b-1"):
+        with pytest.raises(
+            RemoteMemoryValidationError, match="cannot retract unknown memory_id: b-1"
+        ):
             alice.retract("b-1", reason="x", source=BOB_ITEMS[0]["source"])
         alice.append(**_item("b-1", "alice may use bob's id for her own record"))
         assert [r.memory_id for r in bob.read_all()].count("b-1") == 1
         assert bob.existing_ids(["b-1"]) == {"b-1"}
         assert next(r for r in bob.read_all() if r.memory_id == "b-1").content.startswith(MARKER)
         # A query made for another scope is refused by the store, not answered.
-        foreign = normalize_recall_query("layered memory", user_scope=user_scope_for(BOB),
-                                         limit=5, issued_at=AS_OF)
+        foreign = normalize_recall_query(
+            "layered memory", user_scope=user_scope_for(BOB), limit=5, issued_at=AS_OF
+        )
         with pytest.raises(RemoteMemoryScopeError):
             alice.scan_candidates(foreign)
     finally:
@@ -249,10 +284,9 @@ def test_writes_never_cross_scopes(urls: dict[str, str]) -> None:
         bob.close()
 
 
-@pytest.mark.parametrize("forged", [
-    {"user_scope": user_scope_for(BOB)},
-    {"user_scope": user_scope_for(ALICE)},
-])
+@pytest.mark.parametrize(
+    "forged", [{"user_scope": user_scope_for(BOB)}, {"user_scope": user_scope_for(ALICE)}]
+)
 def test_a_caller_cannot_choose_the_scope_of_a_record(
     urls: dict[str, str], forged: dict[str, str]
 ) -> None:
@@ -266,9 +300,12 @@ def test_a_caller_cannot_choose_the_scope_of_a_record(
         alice.close()
 
 
-def test_the_cli_refuses_a_forged_scope(urls: dict[str, str], tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_refuses_a_forged_scope(
+    urls: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import io
 
     forged = {**_item("forged-2", "forged layered memory"), "user_scope": user_scope_for(BOB)}
@@ -277,11 +314,19 @@ def test_the_cli_refuses_a_forged_scope(urls: dict[str, str], tmp_path: Path,
     code, out, err = _cli(capsys, "--store", urls[ALICE], "--user", ALICE, "append")
     assert code == 2 and out == "" and "unknown record fields: user_scope" in err
     export = tmp_path / "export.jsonl"
-    export.write_text(json.dumps({**_item("forged-3", "forged layered memory"),
-                                  "user_scope": user_scope_for(BOB),
-                                  "stored_at": "2026-08-10T08:00:00Z"}) + "\n")
-    code, out, err = _cli(capsys, "--store", urls[ALICE], "--user", ALICE, "import", str(export),
-                          "--no-progress")
+    export.write_text(
+        json.dumps(
+            {
+                **_item("forged-3", "forged layered memory"),
+                "user_scope": user_scope_for(BOB),
+                "stored_at": "2026-08-10T08:00:00Z",
+            }
+        )
+        + "\n"
+    )
+    code, out, err = _cli(
+        capsys, "--store", urls[ALICE], "--user", ALICE, "import", str(export), "--no-progress"
+    )
     assert code == 2 and "line 1: memory forged-3 belongs to another user scope" in err
     store = open_store(urls[ALICE], user_id=ALICE)
     assert store.existing_ids(["forged-2", "forged-3"]) == set()
@@ -290,19 +335,29 @@ def test_the_cli_refuses_a_forged_scope(urls: dict[str, str], tmp_path: Path,
 
 # -- SQL: the scope is in the query, and the stored body is checked against it --------------
 
+
 def _forge_sql(url: str, memory_id: str, column_scope: str, body_scope: str) -> None:
     """A row whose ``user_scope`` column and body JSON disagree (written around the store)."""
-    body = json.dumps({
-        "memory_id": memory_id, "user_scope": body_scope, "kind": "conversation",
-        "content": f"forged {MARKER} layered memory", "summary": "forged",
-        "source": _item(memory_id, "x")["source"], "stored_at": "2026-08-10T08:00:00Z",
-    })
+    body = json.dumps(
+        {
+            "memory_id": memory_id,
+            "user_scope": body_scope,
+            "kind": "conversation",
+            "content": f"forged {MARKER} layered memory",
+            "summary": "forged",
+            "source": _item(memory_id, "x")["source"],
+            "stored_at": "2026-08-10T08:00:00Z",
+        }
+    )
     ts = datetime(2026, 8, 5, 12, tzinfo=UTC)
     row = (column_scope, memory_id, "conversation", ts.timestamp(), int(ts.timestamp() * 1e6), body)
     if url.startswith("sqlite:"):
         conn = sqlite3.connect(url.partition(":")[2])
-        conn.execute("INSERT INTO records (user_scope, memory_id, kind, captured_ts, captured_us, "
-                     "body) VALUES (?, ?, ?, ?, ?, ?)", row)
+        conn.execute(
+            "INSERT INTO records (user_scope, memory_id, kind, captured_ts, captured_us, "
+            "body) VALUES (?, ?, ?, ?, ?, ?)",
+            row,
+        )
         conn.commit()
         conn.close()
     else:
@@ -312,8 +367,11 @@ def _forge_sql(url: str, memory_id: str, column_scope: str, body_scope: str) -> 
 
         dsn, schema = split_url(url)
         with psycopg.connect(dsn) as conn:
-            conn.execute(f"INSERT INTO {schema}.records (user_scope, memory_id, kind, captured_ts, "
-                         "captured_us, body) VALUES (%s, %s, %s, %s, %s, %s)", row)
+            conn.execute(
+                f"INSERT INTO {schema}.records (user_scope, memory_id, kind, captured_ts, "
+                "captured_us, body) VALUES (%s, %s, %s, %s, %s, %s)",
+                row,
+            )
 
 
 def test_a_forged_scope_in_a_stored_record_is_refused(urls: dict[str, str], tmp_path: Path) -> None:
@@ -332,15 +390,17 @@ def test_a_forged_scope_in_a_stored_record_is_refused(urls: dict[str, str], tmp_
         # (the scope is in the WHERE clause), bob's reads refuse it.
         _forge_sql(urls[ALICE], "forged-for-alice", bob_scope, alice_scope)
         bob = open_store(urls[BOB], user_id=BOB)
-        with pytest.raises(RemoteMemoryScopeError,
-                           match="forged-for-alice belongs to another user scope"):
+        with pytest.raises(
+            RemoteMemoryScopeError, match="forged-for-alice belongs to another user scope"
+        ):
             bob.read_all()
         bob.close()
     alice = open_store(urls[ALICE], user_id=ALICE)
     try:
         for read in (alice.read_all, lambda: alice.records("conversation")):
-            with pytest.raises(RemoteMemoryScopeError,
-                               match="memory forged belongs to another user scope"):
+            with pytest.raises(
+                RemoteMemoryScopeError, match="memory forged belongs to another user scope"
+            ):
                 read()
         if not urls[ALICE].startswith("jsonl:"):
             # The forged row has no postings: recall never reaches it, and says nothing
@@ -397,11 +457,14 @@ def _reads(log: list[str]) -> list[str]:
     out = []
     for sql in log:
         flat = " ".join(sql.split())
-        if flat.upper().startswith(("SELECT", "WITH")) and any(
-            f"{t} " in flat or flat.endswith(t) or f".{t}" in flat for t in tables
-        ) and "sqlite_master" not in flat and "memlib_meta" not in flat \
-                and "to_regclass" not in flat \
-                and ".meta " not in flat:
+        if (
+            flat.upper().startswith(("SELECT", "WITH"))
+            and any(f"{t} " in flat or flat.endswith(t) or f".{t}" in flat for t in tables)
+            and "sqlite_master" not in flat
+            and "memlib_meta" not in flat
+            and "to_regclass" not in flat
+            and ".meta " not in flat
+        ):
             out.append(flat)
     return out
 

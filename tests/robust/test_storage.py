@@ -50,12 +50,15 @@ def _item(memory_id: str, size: int = 2_000) -> dict[str, Any]:
         "kind": "conversation",
         "memory_id": memory_id,
         # Distinct words per record: every write adds pages, so the disk does fill.
-        "content": f"storage record {memory_id} " + " ".join(
-            f"w{memory_id.replace('-', '')}x{n}" for n in range(size // 12)
-        ),
+        "content": f"storage record {memory_id} "
+        + " ".join(f"w{memory_id.replace('-', '')}x{n}" for n in range(size // 12)),
         "summary": f"storage {memory_id}",
-        "source": {"source_id": "s", "source_type": "storage_test", "title": "storage",
-                   "captured_at": "2026-08-09T12:00:00Z"},
+        "source": {
+            "source_id": "s",
+            "source_type": "storage_test",
+            "title": "storage",
+            "captured_at": "2026-08-09T12:00:00Z",
+        },
     }
 
 
@@ -106,13 +109,23 @@ def _integrity(path: Path) -> None:
 
 # -- a small tmpfs -----------------------------------------------------------------------
 
+
 def _mount(where: Path, size: str, *options: str) -> None:
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root; the max_page_count tests cover disk full")
     result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join((f"size={size}", "mode=0700", *options)),
-         "tmpfs", str(where)],
-        capture_output=True, text=True, check=False,
+        [
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            ",".join((f"size={size}", "mode=0700", *options)),
+            "tmpfs",
+            str(where),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
@@ -154,6 +167,7 @@ def _fill_disk(folder: Path, leave: int) -> Path:
 
 
 # -- SQLite: disk full -------------------------------------------------------------------
+
 
 def test_sqlite_max_page_count_is_a_typed_disk_full_and_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "db" / "memlib.sqlite"
@@ -215,6 +229,7 @@ def test_sqlite_first_write_on_a_full_disk_is_a_typed_error(small_disk: Path) ->
 
 # -- JSONL: disk full ----------------------------------------------------------------------
 
+
 def test_jsonl_enospc_names_the_cause_and_loses_nothing(small_disk: Path) -> None:
     # A nearly full disk first gives a short write; the store used to report
     # "short write … 985 of 1153 bytes" instead of the reason.
@@ -239,8 +254,12 @@ def test_jsonl_enospc_names_the_cause_and_loses_nothing(small_disk: Path) -> Non
 
 def _memlib(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memlib", *args], input=stdin, capture_output=True, text=True,
-        check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        [sys.executable, "-m", "memlib", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
 
 
@@ -252,11 +271,23 @@ def test_cli_on_a_full_sqlite_store_prints_one_line_and_fails(small_disk: Path) 
     store.close()
     ballast = _fill_disk(small_disk, leave=0)
 
-    batch = "".join(json.dumps({
-        "memory_id": f"cli-{n}", "content": " ".join(f"cliword{n}x{k}" for k in range(400)),
-        "summary": "s", "source": {"source_id": "a", "source_type": "b", "title": "t",
-                                   "captured_at": "2026-01-01T00:00:00Z"},
-    }) + "\n" for n in range(40))
+    batch = "".join(
+        json.dumps(
+            {
+                "memory_id": f"cli-{n}",
+                "content": " ".join(f"cliword{n}x{k}" for k in range(400)),
+                "summary": "s",
+                "source": {
+                    "source_id": "a",
+                    "source_type": "b",
+                    "title": "t",
+                    "captured_at": "2026-01-01T00:00:00Z",
+                },
+            }
+        )
+        + "\n"
+        for n in range(40)
+    )
     result = _memlib("--user", USER, "--store", url, "append", stdin=batch)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr
@@ -329,6 +360,7 @@ def test_sqlite_locked_by_another_connection_is_a_typed_error(tmp_path: Path) ->
 
 # -- SQLite: planted links and foreign files ---------------------------------------------
 
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int, bytes | str]]:
     """Every entry under ``root`` (not following links): mode, owner and content."""
     out: dict[str, tuple[int, int, bytes | str]] = {}
@@ -380,8 +412,17 @@ def _plant(case: str, tmp_path: Path) -> Path:
     return db
 
 
-PLANTED = ["link-db", "link-wal", "link-shm", "link-journal", "fifo-db", "foreign-db",
-           "shared-db", "shared-folder", "link-folder"]
+PLANTED = [
+    "link-db",
+    "link-wal",
+    "link-shm",
+    "link-journal",
+    "fifo-db",
+    "foreign-db",
+    "shared-db",
+    "shared-folder",
+    "link-folder",
+]
 
 
 def _try_store(db: str, action: str, out: str) -> None:
@@ -412,11 +453,19 @@ def test_sqlite_refuses_planted_links_and_foreign_files(
     out = tmp_path.parent / f"{tmp_path.name}-outcome.txt"
     # Not a timing assertion: the limit only keeps a hanging open from stalling the run.
     subprocess.run(
-        [sys.executable, "-c",
-         "import sys; sys.path[:0] = sys.argv[4:]; from test_storage import _try_store; "
-         "_try_store(sys.argv[1], sys.argv[2], sys.argv[3])",
-         str(db), action, str(out), str(Path(__file__).parent), str(Path(__file__).parents[1])],
-        check=False, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path[:0] = sys.argv[4:]; from test_storage import _try_store; "
+            "_try_store(sys.argv[1], sys.argv[2], sys.argv[3])",
+            str(db),
+            action,
+            str(out),
+            str(Path(__file__).parent),
+            str(Path(__file__).parents[1]),
+        ],
+        check=False,
+        timeout=120,
     )
     outcome = out.read_text(encoding="utf-8")
     assert outcome.startswith("refused: refusing to use"), outcome
@@ -427,10 +476,7 @@ def test_sqlite_refuses_planted_links_and_foreign_files(
 
 # -- pathological JSON bodies ------------------------------------------------------------
 
-BODIES = {
-    "nested": "[" * 5_000 + "]" * 5_000,
-    "long integer": '{"memory_id": ' + "9" * 5_000 + "}",
-}
+BODIES = {"nested": "[" * 5_000 + "]" * 5_000, "long integer": '{"memory_id": ' + "9" * 5_000 + "}"}
 
 
 @pytest.mark.parametrize("body", list(BODIES))
@@ -457,8 +503,9 @@ def test_postgres_a_pathological_body_is_a_corruption_error(pg_url: str, body: s
     store.append(**_item("bad"))
     dsn, schema = split_url(pg_url)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"UPDATE {schema}.records SET body = %s WHERE memory_id = 'bad'",
-                     (BODIES[body],))
+        conn.execute(
+            f"UPDATE {schema}.records SET body = %s WHERE memory_id = 'bad'", (BODIES[body],)
+        )
     with pytest.raises(RemoteMemoryCorruptionError) as caught:
         store.read_all()
     _one_line(caught.value)
@@ -466,6 +513,7 @@ def test_postgres_a_pathological_body_is_a_corruption_error(pg_url: str, body: s
 
 
 # -- PostgreSQL --------------------------------------------------------------------------
+
 
 def _with_options(url: str, options: str) -> str:
     from urllib.parse import quote
@@ -477,8 +525,9 @@ def test_postgres_read_only_server_is_a_typed_error(pg_url: str) -> None:  # noq
     store = open_store(pg_url, user_id=USER)
     store.append(**_item("before"))
     store.close()
-    read_only = open_store(_with_options(pg_url, "-c default_transaction_read_only=on"),
-                           user_id=USER)
+    read_only = open_store(
+        _with_options(pg_url, "-c default_transaction_read_only=on"), user_id=USER
+    )
     with pytest.raises(RemoteMemoryStorageError) as caught:
         read_only.append(**_item("refused"))
     _one_line(caught.value, "read-only")
@@ -491,8 +540,7 @@ def test_postgres_read_only_server_is_a_typed_error(pg_url: str) -> None:  # noq
 def test_postgres_db_init_on_a_read_only_server_is_a_typed_error(pg_dsn: str) -> None:  # noqa: F811
     from memlib.stores.sql._postgres import init_schema
 
-    url = _with_options(f"{pg_dsn}?schema=never_created",
-                        "-c default_transaction_read_only=on")
+    url = _with_options(f"{pg_dsn}?schema=never_created", "-c default_transaction_read_only=on")
     with pytest.raises(RemoteMemoryStorageError) as caught:
         init_schema(url)
     _one_line(caught.value, "read-only", "never_created")

@@ -29,10 +29,18 @@ TIMEOUT = 300
 
 
 def _item(memory_id: str, text: str) -> dict[str, Any]:
-    return {"kind": "conversation", "memory_id": memory_id, "content": f"{text} (content)",
-            "summary": text, "source": {"source_id": memory_id, "source_type": "race_test",
-                                        "title": memory_id,
-                                        "captured_at": "2026-08-09T12:00:00Z"}}
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": f"{text} (content)",
+        "summary": text,
+        "source": {
+            "source_id": memory_id,
+            "source_type": "race_test",
+            "title": memory_id,
+            "captured_at": "2026-08-09T12:00:00Z",
+        },
+    }
 
 
 def _racer(url: str, who: int, barrier: Any, out: str) -> None:
@@ -42,8 +50,11 @@ def _racer(url: str, who: int, barrier: Any, out: str) -> None:
         for k in range(ROUNDS):
             barrier.wait(TIMEOUT)  # every round a fresh start line: a real race for s-k
             try:
-                store.supersede(f"s-{k}", _item(f"s-{k}-by-{who}", f"record {k} rewritten"),
-                                reason=f"writer {who}")
+                store.supersede(
+                    f"s-{k}",
+                    _item(f"s-{k}-by-{who}", f"record {k} rewritten"),
+                    reason=f"writer {who}",
+                )
             except RemoteMemoryValidationError as exc:
                 results.append({"k": k, "outcome": "refused", "message": str(exc)})
             else:
@@ -72,8 +83,10 @@ def test_two_processes_superseding_the_same_records_one_wins_each(
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(2)
     outs = [tmp_path / f"racer-{who}.json" for who in range(2)]
-    processes = [context.Process(target=_racer, args=(race_url, who, barrier, str(out)))
-                 for who, out in enumerate(outs)]
+    processes = [
+        context.Process(target=_racer, args=(race_url, who, barrier, str(out)))
+        for who, out in enumerate(outs)
+    ]
     for process in processes:
         process.start()
     for process in processes:

@@ -43,8 +43,12 @@ BACKENDS = ("jsonl", "sqlite", "postgresql")
 Opener = Callable[..., MemoryStore]
 NFC_CAFE = "caf\u00e9"
 NFD_CAFE = "cafe\u0301"
-SOURCE = {"source_id": "t-1", "source_type": "conversation_transcript", "title": "Transcript",
-          "captured_at": "2026-08-01T12:00:00Z"}
+SOURCE = {
+    "source_id": "t-1",
+    "source_type": "conversation_transcript",
+    "title": "Transcript",
+    "captured_at": "2026-08-01T12:00:00Z",
+}
 STORED_AT = "2026-08-02T12:00:00Z"
 
 
@@ -70,10 +74,16 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
         store.close()
 
 
-def _item(memory_id: str = "m-1", text: str = "layered memory design",
-          **source: str) -> dict[str, Any]:
-    return {"kind": "conversation", "memory_id": memory_id, "content": f"{text} (content)",
-            "summary": text, "source": {**SOURCE, **source}}
+def _item(
+    memory_id: str = "m-1", text: str = "layered memory design", **source: str
+) -> dict[str, Any]:
+    return {
+        "kind": "conversation",
+        "memory_id": memory_id,
+        "content": f"{text} (content)",
+        "summary": text,
+        "source": {**SOURCE, **source},
+    }
 
 
 def _refused(call: Callable[[], object]) -> str:
@@ -108,11 +118,14 @@ def test_nul_in_a_retraction_or_a_supersede_is_refused_alike(opener: Opener) -> 
     store = opener()
     store.append_many([_item("m-1"), _item("m-2")])
     assert _refused(lambda: store.retract("m-1", reason="wrong\x00", source=SOURCE)) == (
-        "reason must not contain U+0000 (the NUL character)")
-    assert _refused(lambda: store.retract(
-        "m-1", reason="wrong", source={**SOURCE, "title": "a\x00b"})).startswith("title")
-    assert _refused(lambda: store.supersede(
-        "m-2", _item("m-3", "new\x00text"), reason="newer")).startswith("content")
+        "reason must not contain U+0000 (the NUL character)"
+    )
+    assert _refused(
+        lambda: store.retract("m-1", reason="wrong", source={**SOURCE, "title": "a\x00b"})
+    ).startswith("title")
+    assert _refused(
+        lambda: store.supersede("m-2", _item("m-3", "new\x00text"), reason="newer")
+    ).startswith("content")
     assert [r.memory_id for r in store.read_all()] == ["m-1", "m-2"]
 
 
@@ -130,7 +143,8 @@ def test_ids_holding_nul_are_left_out_alike_by_every_backend(opener: Opener) -> 
     assert "must not contain whitespace or control characters" in message
     engine = RecallEngine(store)
     assert _refused(lambda: engine.explain("layered", "m\x00-1", as_of=SAMPLE_AS_OF)).startswith(
-        "memory_id must not contain")
+        "memory_id must not contain"
+    )
     result = engine.recall("layered\x00memory design", as_of=SAMPLE_AS_OF)
     assert [h.memory_id for h in result.hits][:1] in (["m-1"], ["m-2"])
 
@@ -138,20 +152,26 @@ def test_ids_holding_nul_are_left_out_alike_by_every_backend(opener: Opener) -> 
 def _write_old_store(path: Path, records: list[dict[str, Any]]) -> None:
     """A JSONL store as an older memlib wrote it, before the rules of issue 32."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lines = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
-                    for r in records)
+    lines = "".join(
+        json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records
+    )
     path.write_text(lines, encoding="utf-8")
     path.chmod(0o600)
 
 
 def _old_record(memory_id: str, text: str, scope: str, **source: str) -> dict[str, Any]:
-    return {"memory_id": memory_id, "user_scope": scope, "kind": "conversation",
-            "content": text, "summary": text, "source": {**SOURCE, **source},
-            "stored_at": STORED_AT}
+    return {
+        "memory_id": memory_id,
+        "user_scope": scope,
+        "kind": "conversation",
+        "content": text,
+        "summary": text,
+        "source": {**SOURCE, **source},
+        "stored_at": STORED_AT,
+    }
 
 
-OLD_IDS = {"nfd": NFD_CAFE, "zero width": "m\u200b-1", "bidi": "m\u202e-1",
-           "tag": "m\U000e0041"}
+OLD_IDS = {"nfd": NFD_CAFE, "zero width": "m\u200b-1", "bidi": "m\u202e-1", "tag": "m\U000e0041"}
 
 
 def test_records_an_older_version_stored_stay_readable(tmp_path: Path) -> None:
@@ -183,13 +203,16 @@ def test_doctor_reports_records_that_break_the_text_rules(tmp_path: Path) -> Non
 
     scope = user_scope_for("alice")
     path = scope_path(tmp_path, "alice")
-    _write_old_store(path, [
-        _old_record("ok", "layered memory", scope),
-        _old_record("nul", "layered\x00memory", scope),
-        _old_record(NFD_CAFE, "layered memory", scope),
-        _old_record("m\u200b-1", "layered memory", scope),
-        _old_record("src", "layered memory", scope, source_id="t\x00"),
-    ])
+    _write_old_store(
+        path,
+        [
+            _old_record("ok", "layered memory", scope),
+            _old_record("nul", "layered\x00memory", scope),
+            _old_record(NFD_CAFE, "layered memory", scope),
+            _old_record("m\u200b-1", "layered memory", scope),
+            _old_record("src", "layered memory", scope, source_id="t\x00"),
+        ],
+    )
     report = check_store(path)
     assert report.records == 5
     found = [(p.kind, p.line) for p in report.problems]
@@ -204,21 +227,33 @@ def test_doctor_reports_records_that_break_the_text_rules(tmp_path: Path) -> Non
 
 # -- ids and user ids: NFC, visible ---------------------------------------------------------
 
+
 def test_a_new_memory_id_must_be_nfc(opener: Opener) -> None:
     store = opener()
     message = _refused(lambda: store.append(**_item(NFD_CAFE)))
-    assert message == ("memory_id must be in Unicode NFC form: 'cafe\\u0301' is "
-                       f"{NFC_CAFE} in NFC")
+    assert message == (f"memory_id must be in Unicode NFC form: 'cafe\\u0301' is {NFC_CAFE} in NFC")
     store.append(**_item(NFC_CAFE))
     assert [r.memory_id for r in store.read_all()] == [NFC_CAFE]
     # The NFD spelling is another id, which no store holds: it cannot be shown alike.
     assert getattr(store, "existing_ids")([NFD_CAFE]) == set()  # noqa: B009
 
 
-@pytest.mark.parametrize("memory_id", [
-    "m\u200b1", "m\u200d1", "m\ufeff", "\u202em-1", "m\u2066x\u2069", "m\u00ad1",
-    "m\U000e0041", "m\ufe0f", "\u3164", "m\u034f1", "m\x001",
-])
+@pytest.mark.parametrize(
+    "memory_id",
+    [
+        "m\u200b1",
+        "m\u200d1",
+        "m\ufeff",
+        "\u202em-1",
+        "m\u2066x\u2069",
+        "m\u00ad1",
+        "m\U000e0041",
+        "m\ufe0f",
+        "\u3164",
+        "m\u034f1",
+        "m\x001",
+    ],
+)
 def test_a_new_memory_id_holds_no_invisible_or_format_character(
     opener: Opener, memory_id: str
 ) -> None:
@@ -234,12 +269,14 @@ def test_every_write_path_holds_new_ids_to_the_rule(opener: Opener) -> None:
     store = opener()
     store.append(**_item("m-1"))
     assert _refused(lambda: store.append_many([_item("m-2"), _item(NFD_CAFE)])).startswith(
-        "memory_id must be in Unicode NFC form")
-    assert _refused(lambda: store.retract(
-        "m-1", reason="r", source=SOURCE, retraction_id="r\u200b")).startswith(
-        "memory_id must not contain invisible")
+        "memory_id must be in Unicode NFC form"
+    )
+    assert _refused(
+        lambda: store.retract("m-1", reason="r", source=SOURCE, retraction_id="r\u200b")
+    ).startswith("memory_id must not contain invisible")
     assert _refused(lambda: store.supersede("m-1", _item(NFD_CAFE), reason="r")).startswith(
-        "memory_id must be in Unicode NFC form")
+        "memory_id must be in Unicode NFC form"
+    )
     assert [r.memory_id for r in store.read_all()] == ["m-1"]
 
 
@@ -250,25 +287,41 @@ def test_the_constructor_holds_the_rule_and_ascii_ids_keep_their_fast_path() -> 
     for memory_id in ("m-1", NFC_CAFE, "分层-1", "ｍ-1", "👩🏽"):
         assert record_from_item(_item(memory_id), scope, STORED_AT).memory_id == memory_id
     with pytest.raises(RemoteMemoryValidationError, match="NFC"):
-        StoredMemory(memory_id=NFD_CAFE, user_scope=scope, kind=MemoryKind.CONVERSATION,
-                     content="c", summary="s", source=MemorySource(**SOURCE),
-                     stored_at=STORED_AT)
+        StoredMemory(
+            memory_id=NFD_CAFE,
+            user_scope=scope,
+            kind=MemoryKind.CONVERSATION,
+            content="c",
+            summary="s",
+            source=MemorySource(**SOURCE),
+            stored_at=STORED_AT,
+        )
     with pytest.raises(RemoteMemoryValidationError, match="U\\+0000"):
         MemorySource(**{**SOURCE, "title": "a\x00"})
 
 
 USER_IDS = {
-    "nfd": (unicodedata.normalize("NFD", "jos\u00e9"),
-            "user_id must be in Unicode NFKC form: 'jose\\u0301' is jos\u00e9 in NFKC"),
-    "fullwidth": ("\uff41\uff4c\uff49\uff43\uff45",
-                  "user_id must be in Unicode NFKC form: "
-                  "'\\uff41\\uff4c\\uff49\\uff43\\uff45' is alice in NFKC"),
-    "zero width": ("alice\u200b", "user_id must not contain invisible or format characters: "
-                                  "'alice\\u200b' holds U+200B"),
-    "bidi": ("\u202ealice", "user_id must not contain invisible or format characters: "
-                            "'\\u202ealice' holds U+202E"),
-    "nul": ("alice\x00", "user_id must not contain invisible or format characters: "
-                         "'alice\\x00' holds U+0000"),
+    "nfd": (
+        unicodedata.normalize("NFD", "jos\u00e9"),
+        "user_id must be in Unicode NFKC form: 'jose\\u0301' is jos\u00e9 in NFKC",
+    ),
+    "fullwidth": (
+        "\uff41\uff4c\uff49\uff43\uff45",
+        "user_id must be in Unicode NFKC form: "
+        "'\\uff41\\uff4c\\uff49\\uff43\\uff45' is alice in NFKC",
+    ),
+    "zero width": (
+        "alice\u200b",
+        "user_id must not contain invisible or format characters: 'alice\\u200b' holds U+200B",
+    ),
+    "bidi": (
+        "\u202ealice",
+        "user_id must not contain invisible or format characters: '\\u202ealice' holds U+202E",
+    ),
+    "nul": (
+        "alice\x00",
+        "user_id must not contain invisible or format characters: 'alice\\x00' holds U+0000",
+    ),
 }
 
 
@@ -296,18 +349,29 @@ def test_user_ids_that_pass_keep_their_scope() -> None:
 
 # -- one-line messages, typed errors ---------------------------------------------------
 
+
 def test_unknown_field_names_are_quoted_on_one_line() -> None:
     message = _refused(lambda: MemorySource.from_dict({**SOURCE, "bad\nkey": "x"}))
     assert message == "source has unknown fields: 'bad\\nkey'"
-    message = _refused(lambda: MemorySource.from_dict(
-        {**SOURCE, "url": "x", "a\u2028b": "y", "z\u200b": "w", "c\u034f": "v"}))
-    assert message == ("source has unknown fields: 'a\\u2028b', 'c\\u034f', url, "
-                       "'z\\u200b'")
-    record = {"memory_id": "m-1", "user_scope": user_scope_for("alice"), "kind": "profile",
-              "content": "c", "summary": "s", "source": SOURCE, "stored_at": STORED_AT,
-              "x\r\ny": 1}
+    message = _refused(
+        lambda: MemorySource.from_dict(
+            {**SOURCE, "url": "x", "a\u2028b": "y", "z\u200b": "w", "c\u034f": "v"}
+        )
+    )
+    assert message == ("source has unknown fields: 'a\\u2028b', 'c\\u034f', url, 'z\\u200b'")
+    record = {
+        "memory_id": "m-1",
+        "user_scope": user_scope_for("alice"),
+        "kind": "profile",
+        "content": "c",
+        "summary": "s",
+        "source": SOURCE,
+        "stored_at": STORED_AT,
+        "x\r\ny": 1,
+    }
     assert _refused(lambda: StoredMemory.from_dict(record)) == (
-        "record has unknown fields: 'x\\r\\ny'")
+        "record has unknown fields: 'x\\r\\ny'"
+    )
 
 
 def test_a_huge_min_score_is_a_validation_error(opener: Opener) -> None:
@@ -315,20 +379,39 @@ def test_a_huge_min_score_is_a_validation_error(opener: Opener) -> None:
     store.append(**_item())
     engine = RecallEngine(store)
     for floor in (10**400, -(10**400), "1e400"):
-        assert _refused(lambda f=floor: engine.recall(  # type: ignore[misc]
-            "layered", as_of=SAMPLE_AS_OF, min_score=f)) == "min_score must be a finite number"
+        assert (
+            _refused(
+                lambda f=floor: engine.recall(  # type: ignore[misc]
+                    "layered", as_of=SAMPLE_AS_OF, min_score=f
+                )
+            )
+            == "min_score must be a finite number"
+        )
 
 
 def test_an_invalid_known_at_text_is_a_validation_error(opener: Opener) -> None:
     store = opener()
     store.append(**_item())
     engine = RecallEngine(store)
-    for text in ("yesterday", "2026-13-01T00:00:00Z", "2026-08-01T12:00:00",
-                 "2026-08-01T12:00:00.1234567Z", "bad\ntext"):
-        message = _refused(lambda t=text: engine.recall(  # type: ignore[misc]
-            "layered", as_of=SAMPLE_AS_OF, known_at=t))
+    for text in (
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "2026-08-01T12:00:00",
+        "2026-08-01T12:00:00.1234567Z",
+        "bad\ntext",
+    ):
+        message = _refused(
+            lambda t=text: engine.recall(  # type: ignore[misc]
+                "layered", as_of=SAMPLE_AS_OF, known_at=t
+            )
+        )
         assert message.startswith("known_at: invalid timestamp: ")
-        assert _refused(lambda t=text: engine.explain(  # type: ignore[misc]
-            "layered", "m-1", as_of=SAMPLE_AS_OF, known_at=t)) == message
+        assert (
+            _refused(
+                lambda t=text: engine.explain(  # type: ignore[misc]
+                    "layered", "m-1", as_of=SAMPLE_AS_OF, known_at=t
+                )
+            )
+            == message
+        )
     assert engine.recall("layered", as_of=SAMPLE_AS_OF, known_at="2026-12-01T00:00:00Z").hits
-

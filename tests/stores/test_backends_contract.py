@@ -65,34 +65,54 @@ def opener(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Open
 
 
 def _source(n: str = "1", captured_at: str = "2026-08-01T12:00:00Z") -> MemorySource:
-    return MemorySource(source_id=f"t-{n}", source_type="conversation_transcript",
-                        title=f"Transcript {n}", captured_at=captured_at)
+    return MemorySource(
+        source_id=f"t-{n}",
+        source_type="conversation_transcript",
+        title=f"Transcript {n}",
+        captured_at=captured_at,
+    )
 
 
-def _item(memory_id: str, text: str = "layered memory design", *,
-          kind: MemoryKind = MemoryKind.CONVERSATION,
-          captured_at: str = "2026-08-01T12:00:00Z") -> dict[str, Any]:
-    return {"kind": kind, "memory_id": memory_id, "content": f"{text} (content)",
-            "summary": text, "source": _source(memory_id, captured_at)}
+def _item(
+    memory_id: str,
+    text: str = "layered memory design",
+    *,
+    kind: MemoryKind = MemoryKind.CONVERSATION,
+    captured_at: str = "2026-08-01T12:00:00Z",
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": f"{text} (content)",
+        "summary": text,
+        "source": _source(memory_id, captured_at),
+    }
 
 
-RETRACT_SOURCE = MemorySource(source_id="r-1", source_type="manual_retraction",
-                              title="Retraction", captured_at="2026-08-10T00:00:00Z")
+RETRACT_SOURCE = MemorySource(
+    source_id="r-1",
+    source_type="manual_retraction",
+    title="Retraction",
+    captured_at="2026-08-10T00:00:00Z",
+)
 
 
 def reference_json(store: MemoryStore, text: str, limit: int = 5) -> str:
     """The reference: full scan over read_all(), baseline score, stable rank."""
     from memlib.result import RecallResult
 
-    query = normalize_recall_query(text, user_scope=store.user_scope, limit=limit,
-                                   query_id="q-1", issued_at=SAMPLE_AS_OF)
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=limit, query_id="q-1", issued_at=SAMPLE_AS_OF
+    )
     scan = scan_recall_candidates(query, store.read_all())
     hits = stable_rank_recall_candidates(query, scan.candidates, as_of=SAMPLE_AS_OF)
-    return RecallResult(query, hits, scan.searched_records, scan.candidate_records,
-                        scan.retracted_records).to_json()
+    return RecallResult(
+        query, hits, scan.searched_records, scan.candidate_records, scan.retracted_records
+    ).to_json()
 
 
 # -- append, read back, restart ---------------------------------------------------------
+
 
 def test_empty_store_reads_empty(opener: Opener) -> None:
     store = opener()
@@ -135,6 +155,7 @@ def test_records_written_by_another_store_object_are_seen(opener: Opener) -> Non
 
 # -- duplicates and validation: all or nothing -----------------------------------------
 
+
 def test_duplicate_ids_are_refused_and_nothing_is_written(opener: Opener) -> None:
     store = opener()
     store.append(**_item("m-1"))
@@ -160,6 +181,7 @@ def test_an_invalid_item_writes_nothing(opener: Opener) -> None:
 
 # -- scope --------------------------------------------------------------------------------
 
+
 def test_each_user_sees_only_its_own_scope(opener: Opener) -> None:
     alice, bob = opener("alice"), opener("bob")
     assert alice.user_scope != bob.user_scope
@@ -175,11 +197,17 @@ def test_each_user_sees_only_its_own_scope(opener: Opener) -> None:
 def test_a_query_of_another_scope_is_refused(opener: Opener) -> None:
     alice = opener("alice")
     alice.append(**_item("m-1"))
-    query = normalize_recall_query("layered", user_scope=opener("bob").user_scope, limit=5,
-                                   query_id="q", issued_at=SAMPLE_AS_OF)
+    query = normalize_recall_query(
+        "layered",
+        user_scope=opener("bob").user_scope,
+        limit=5,
+        query_id="q",
+        issued_at=SAMPLE_AS_OF,
+    )
     for scan in (alice.scan_candidates, alice.scan_top_candidates):  # type: ignore[attr-defined]
-        with pytest.raises(RemoteMemoryScopeError,
-                           match="^memory m-1 belongs to another user scope$"):
+        with pytest.raises(
+            RemoteMemoryScopeError, match="^memory m-1 belongs to another user scope$"
+        ):
             scan(query)
 
 
@@ -196,12 +224,16 @@ def test_jsonl_refuses_a_record_of_another_scope_in_its_file(tmp_path: Path) -> 
 
 # -- retraction and profiles ----------------------------------------------------------
 
+
 def test_retraction_hides_a_record_and_is_counted(opener: Opener) -> None:
     store = opener()
     store.append_many([_item("m-1"), _item("m-2", captured_at="2026-08-05T00:00:00Z")])
     retraction = store.retract("m-2", reason="was wrong", source=RETRACT_SOURCE)
     assert (retraction.kind, retraction.retracts, retraction.memory_id) == (
-        MemoryKind.RETRACTION, "m-2", "retract-m-2")
+        MemoryKind.RETRACTION,
+        "m-2",
+        "retract-m-2",
+    )
     result = RecallEngine(store).recall("layered", as_of=SAMPLE_AS_OF, query_id="q")
     assert [h.memory_id for h in result.hits] == ["m-1"]
     counts = (result.searched_records, result.candidate_records, result.retracted_records)
@@ -213,23 +245,29 @@ def test_retraction_hides_a_record_and_is_counted(opener: Opener) -> None:
         store.retract("m-2", reason="again", source=RETRACT_SOURCE)
     with pytest.raises(RemoteMemoryDuplicateError, match="^duplicate memory_id: retract-m-2$"):
         store.retract("m-1", reason="clash", source=RETRACT_SOURCE, retraction_id="retract-m-2")
-    with pytest.raises(RemoteMemoryValidationError,
-                       match="^cannot retract unknown memory_id: nope$"):
+    with pytest.raises(
+        RemoteMemoryValidationError, match="^cannot retract unknown memory_id: nope$"
+    ):
         store.retract("nope", reason="?", source=RETRACT_SOURCE)
-    with pytest.raises(RemoteMemoryValidationError,
-                       match="^cannot retract a retraction: retract-m-2$"):
+    with pytest.raises(
+        RemoteMemoryValidationError, match="^cannot retract a retraction: retract-m-2$"
+    ):
         store.retract("retract-m-2", reason="?", source=RETRACT_SOURCE)
     assert reference_json(opener(), "layered") == reference_json(store, "layered")
 
 
 def test_latest_profile_is_the_greatest_not_retracted(opener: Opener) -> None:
     store = opener()
-    store.append_many([
-        _item("p-b", "profile b", kind=MemoryKind.PROFILE, captured_at="2026-08-02T00:00:00Z"),
-        _item("p-a", "profile a", kind=MemoryKind.PROFILE, captured_at="2026-08-02T00:00:00Z"),
-        _item("p-old", "profile old", kind=MemoryKind.PROFILE, captured_at="2026-07-01T00:00:00Z"),
-        _item("m-1", "a conversation", captured_at="2026-09-01T00:00:00Z"),
-    ])
+    store.append_many(
+        [
+            _item("p-b", "profile b", kind=MemoryKind.PROFILE, captured_at="2026-08-02T00:00:00Z"),
+            _item("p-a", "profile a", kind=MemoryKind.PROFILE, captured_at="2026-08-02T00:00:00Z"),
+            _item(
+                "p-old", "profile old", kind=MemoryKind.PROFILE, captured_at="2026-07-01T00:00:00Z"
+            ),
+            _item("m-1", "a conversation", captured_at="2026-09-01T00:00:00Z"),
+        ]
+    )
     assert store.latest_profile().memory_id == "p-b"  # same captured_at: the greater id
     store.retract("p-b", reason="stale", source=RETRACT_SOURCE)
     assert opener().latest_profile().memory_id == "p-a"
@@ -243,8 +281,16 @@ def test_latest_profile_is_the_greatest_not_retracted(opener: Opener) -> None:
 
 # -- recall results -----------------------------------------------------------------
 
-QUERIES = ("layered memory", "分层记忆 设计", "Café Torstraße", "recall embedding reranker memory",
-           "メモリ設計", "llm记忆 LoCoMo", "sqlite wal jsonl append", "nothing-matches-this")
+QUERIES = (
+    "layered memory",
+    "分层记忆 设计",
+    "Café Torstraße",
+    "recall embedding reranker memory",
+    "メモリ設計",
+    "llm记忆 LoCoMo",
+    "sqlite wal jsonl append",
+    "nothing-matches-this",
+)
 
 
 def test_sample_corpus_recall_is_the_reference_on_every_backend(opener: Opener) -> None:
@@ -257,8 +303,9 @@ def test_sample_corpus_recall_is_the_reference_on_every_backend(opener: Opener) 
             expected = reference_json(reopened, text, limit)
             for result in (
                 RecallEngine(store).recall(text, limit=limit, as_of=SAMPLE_AS_OF, query_id="q-1"),
-                RecallEngine(reopened).recall(text, limit=limit, as_of=SAMPLE_AS_OF,
-                                              query_id="q-1"),
+                RecallEngine(reopened).recall(
+                    text, limit=limit, as_of=SAMPLE_AS_OF, query_id="q-1"
+                ),
             ):
                 assert result.to_json() == expected, (text, limit)
 
@@ -266,14 +313,16 @@ def test_sample_corpus_recall_is_the_reference_on_every_backend(opener: Opener) 
 def test_sample_recall_is_byte_identical_across_backends(
     backend: str, opener: Opener, tmp_path: Path
 ) -> None:
-    reference = open_store(f"jsonl:{tmp_path / 'reference' / 'records.jsonl'}", user_id="alice",
-                           clock=fixed_clock())
+    reference = open_store(
+        f"jsonl:{tmp_path / 'reference' / 'records.jsonl'}", user_id="alice", clock=fixed_clock()
+    )
     reference.append_many(sample_records())
     store = opener()
     store.append_many(sample_records())
     assert store.read_all() == reference.read_all()
-    result = RecallEngine(store).recall("layered memory", as_of=SAMPLE_AS_OF,
-                                        query_id="demo-query-001")
+    result = RecallEngine(store).recall(
+        "layered memory", as_of=SAMPLE_AS_OF, query_id="demo-query-001"
+    )
     expected = reference_json(reference, "layered memory")
     assert result.to_json() == expected.replace('"q-1"', '"demo-query-001"')
     assert json.loads(result.to_json())["hits"][0]["score_breakdown"]["total"] == 0.995161
@@ -349,13 +398,20 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
         store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
         engine = RecallEngine(store)
         queries = ("layered memory", "sqlite persistence", "分层")
-        before = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-                  for q in queries]
+        before = [
+            engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json() for q in queries
+        ]
         conn = store._connection()
-        runs = conn.cursor(binary=True).execute(
-            "SELECT user_scope, term, record_ids FROM upgrade_test.postings").fetchall()
-        pairs = [(scope, term, record_id) for scope, term, blob in runs
-                 for record_id in unpack_docs(bytes(blob), ">i8")]
+        runs = (
+            conn.cursor(binary=True)
+            .execute("SELECT user_scope, term, record_ids FROM upgrade_test.postings")
+            .fetchall()
+        )
+        pairs = [
+            (scope, term, record_id)
+            for scope, term, blob in runs
+            for record_id in unpack_docs(bytes(blob), ">i8")
+        ]
         assert len(pairs) > len(runs) > 0
         # Back to version 1, as an older memlib wrote it.
         conn.execute("DROP TABLE upgrade_test.postings")
@@ -372,11 +428,13 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
         assert init_store_schema(url)[1:] == (1, 6)
         reopened = open_store(url, user_id="alice")
         engine = RecallEngine(reopened)
-        after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-                 for q in queries]
+        after = [
+            engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json() for q in queries
+        ]
         assert after == before
         assert reopened._connection().execute(
-            "SELECT count(*) FROM upgrade_test.postings").fetchone()[0] == len(runs)
+            "SELECT count(*) FROM upgrade_test.postings"
+        ).fetchone()[0] == len(runs)
         reopened.close()
     finally:
         drop_schema(pg_dsn, "upgrade_test")
@@ -393,13 +451,18 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     store.append_many(sample_records())
     store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
     engine = RecallEngine(store)
-    before = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-              for q in ("layered memory", "sqlite persistence", "分层")]
+    before = [
+        engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        for q in ("layered memory", "sqlite persistence", "分层")
+    ]
     store.close()
     # Turn the file back into version 1, as an older memlib wrote it.
     conn = sqlite3.connect(path, isolation_level=None)
-    pairs = [(term_id, doc) for term_id, blob in conn.execute("SELECT term_id, docs FROM postings")
-             for doc in unpack_ids(blob)]
+    pairs = [
+        (term_id, doc)
+        for term_id, blob in conn.execute("SELECT term_id, docs FROM postings")
+        for doc in unpack_ids(blob)
+    ]
     assert pairs
     conn.executescript(
         "DROP TABLE postings; CREATE TABLE postings (term_id INTEGER NOT NULL, "
@@ -410,11 +473,16 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     conn.close()
     reopened = open_store(f"sqlite:{path}", user_id="alice")
     engine = RecallEngine(reopened)
-    after = [engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-             for q in ("layered memory", "sqlite persistence", "分层")]
+    after = [
+        engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
+        for q in ("layered memory", "sqlite persistence", "分层")
+    ]
     assert after == before
-    version = sqlite3.connect(path).execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone()
+    version = (
+        sqlite3.connect(path)
+        .execute("SELECT value FROM memlib_meta WHERE key = 'schema_version'")
+        .fetchone()
+    )
     assert version == ("6",)
     reopened.close()
 
@@ -425,6 +493,7 @@ def test_sqlite_posting_rows_are_the_jsonl_index(tmp_path: Path) -> None:
     for store in (jsonl, sqlite):
         store.append_many(sample_records())
         store.retract("conversation-003", reason="wrong", source=sample_records()[0]["source"])
+
     # The JSONL index keeps a retracted record's postings and clears its live flag;
     # SQLite takes it out of its runs. Without it, the two are the same sets.
     def live(rows: list[dict[str, Any]], keep_empty: bool) -> list[dict[str, Any]]:
@@ -445,15 +514,22 @@ def test_sqlite_posting_rows_are_the_jsonl_index(tmp_path: Path) -> None:
 
 # -- schema 3: term frequencies and lengths for BM25 from the index ----------------------
 
-_BM25_QUERIES = ("layered memory", "sqlite persistence", "分层", "the memory of the store",
-                 "the of")
+_BM25_QUERIES = (
+    "layered memory",
+    "sqlite persistence",
+    "分层",
+    "the memory of the store",
+    "the of",
+)
 
 
 def _bm25_recalls(store: MemoryStore) -> list[str]:
     return [
-        RecallEngine(store, ranker=ranker).recall(
-            q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json()
-        for ranker in ("bm25", "bm25+stopwords") for q in _BM25_QUERIES
+        RecallEngine(store, ranker=ranker)
+        .recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q")
+        .to_json()
+        for ranker in ("bm25", "bm25+stopwords")
+        for q in _BM25_QUERIES
     ]
 
 
@@ -466,25 +542,42 @@ def _reference_bm25_recalls(store: MemoryStore) -> list[str]:
     for name in ("bm25", "bm25+stopwords"):
         for q in _BM25_QUERIES:
             ranker = get_ranker(name)
-            query = normalize_recall_query(q, user_scope=store.user_scope, limit=5,
-                                           query_id="q", issued_at=SAMPLE_AS_OF)
+            query = normalize_recall_query(
+                q, user_scope=store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+            )
             scan = scan_recall_candidates(query, store.read_all())
             breakdowns = ranker.score_candidates(query, scan, as_of=SAMPLE_AS_OF)
-            hits = rank_scored_candidates(query, list(zip(scan.candidates, breakdowns,
-                                                          strict=True)))
-            out.append(RecallResult(query, hits, scan.searched_records, scan.candidate_records,
-                                    scan.retracted_records).to_json())
+            hits = rank_scored_candidates(
+                query, list(zip(scan.candidates, breakdowns, strict=True))
+            )
+            out.append(
+                RecallResult(
+                    query,
+                    hits,
+                    scan.searched_records,
+                    scan.candidate_records,
+                    scan.retracted_records,
+                ).to_json()
+            )
     return out
 
 
 def _load_for_bm25(store: MemoryStore) -> None:
     records = sample_records()
     store.append_many(records)
-    store.append_many([
-        {**records[0], "memory_id": f"extra-{i}", "content": text, "summary": "the memory"}
-        for i, text in enumerate(("memory memory memory of the store", "the of the of",
-                                  "layered layered memory", "persistence the sqlite"))
-    ])
+    store.append_many(
+        [
+            {**records[0], "memory_id": f"extra-{i}", "content": text, "summary": "the memory"}
+            for i, text in enumerate(
+                (
+                    "memory memory memory of the store",
+                    "the of the of",
+                    "layered layered memory",
+                    "persistence the sqlite",
+                )
+            )
+        ]
+    )
     store.retract("conversation-002", reason="wrong", source=records[0]["source"])
     store.retract("extra-1", reason="wrong", source=records[0]["source"])
 
@@ -505,7 +598,8 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     store.close()
     conn = sqlite3.connect(path, isolation_level=None)
     lengths_before = conn.execute(
-        "SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall()
+        "SELECT id, tokens, content_tokens FROM records ORDER BY id"
+    ).fetchall()
     # Back to version 2, as the previous memlib wrote it.
     conn.executescript(
         "ALTER TABLE postings DROP COLUMN tfs; ALTER TABLE records DROP COLUMN tokens;"
@@ -518,9 +612,12 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     reopened.close()
     conn = sqlite3.connect(path)
     assert conn.execute(
-        "SELECT value FROM memlib_meta WHERE key = 'schema_version'").fetchone() == ("6",)
-    assert conn.execute(
-        "SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall() == lengths_before
+        "SELECT value FROM memlib_meta WHERE key = 'schema_version'"
+    ).fetchone() == ("6",)
+    assert (
+        conn.execute("SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall()
+        == lengths_before
+    )
     conn.close()
 
 
@@ -539,13 +636,12 @@ def test_db_init_upgrades_a_version_2_postgresql_schema(pg_dsn: str) -> None:  #
         before = _bm25_recalls(store)
         assert before == _reference_bm25_recalls(store)
         conn = store._connection()  # type: ignore[attr-defined]
-        lengths_query = (
-            "SELECT id, tokens, content_tokens FROM upgrade_tf_test.records ORDER BY id"
-        )
+        lengths_query = "SELECT id, tokens, content_tokens FROM upgrade_tf_test.records ORDER BY id"
         lengths_before = conn.execute(lengths_query).fetchall()
         conn.execute("ALTER TABLE upgrade_tf_test.postings DROP COLUMN tfs")
-        conn.execute("ALTER TABLE upgrade_tf_test.records DROP COLUMN tokens, "
-                     "DROP COLUMN content_tokens")
+        conn.execute(
+            "ALTER TABLE upgrade_tf_test.records DROP COLUMN tokens, DROP COLUMN content_tokens"
+        )
         conn.execute("UPDATE upgrade_tf_test.meta SET value = '2' WHERE key = 'schema_version'")
         store.close()
         with pytest.raises(RemoteMemoryError, match="version 2, need 6"):

@@ -9,12 +9,7 @@ from typing import Any
 import pytest
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
-from memlib import (
-    RecallEngine,
-    RemoteMemoryDuplicateError,
-    RemoteMemoryValidationError,
-    open_store,
-)
+from memlib import RecallEngine, RemoteMemoryDuplicateError, RemoteMemoryValidationError, open_store
 from memlib._bulk import import_jsonl
 from memlib.cli import main
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, sample_records, scope_path
@@ -34,12 +29,20 @@ def _write(path: Path, lines: list[str]) -> Path:
 
 def _items(n: int, prefix: str = "bulk") -> list[str]:
     return [
-        json.dumps({
-            "kind": "conversation", "memory_id": f"{prefix}-{i:04d}", "summary": f"bulk record {i}",
-            "content": f"layered memory bulk import number {i} 记忆",
-            "source": {"source_id": f"s-{i}", "source_type": "import", "title": "bulk",
-                       "captured_at": f"2026-08-0{1 + i % 9}T00:00:00Z"},
-        })
+        json.dumps(
+            {
+                "kind": "conversation",
+                "memory_id": f"{prefix}-{i:04d}",
+                "summary": f"bulk record {i}",
+                "content": f"layered memory bulk import number {i} 记忆",
+                "source": {
+                    "source_id": f"s-{i}",
+                    "source_type": "import",
+                    "title": "bulk",
+                    "captured_at": f"2026-08-0{1 + i % 9}T00:00:00Z",
+                },
+            }
+        )
         for i in range(n)
     ]
 
@@ -87,22 +90,30 @@ def test_duplicates_in_file_or_store_are_reported_by_id_and_nothing_is_written(
 def test_a_bad_line_names_its_number_and_nothing_is_written(tmp_path: Path) -> None:
     url = f"jsonl:{scope_path(tmp_path, 'alice')}"
     store = open_store(url, user_id="alice")
+
     def source(captured_at: str) -> dict[str, str]:
         return {"source_id": "s", "source_type": "t", "title": "t", "captured_at": captured_at}
 
     cases = {
         "{not json": "line 3: invalid JSON",
-        json.dumps({"memory_id": "x", "summary": "s", "content": " ",
-                    "source": source("2026-08-01T00:00:00Z")}):
-            "line 3: content must not be empty",
-        json.dumps({"memory_id": "x", "summary": "s", "content": "c",
-                    "source": source("yesterday")}):
-            "line 3: invalid timestamp: 'yesterday'",
+        json.dumps(
+            {
+                "memory_id": "x",
+                "summary": "s",
+                "content": " ",
+                "source": source("2026-08-01T00:00:00Z"),
+            }
+        ): "line 3: content must not be empty",
+        json.dumps(
+            {"memory_id": "x", "summary": "s", "content": "c", "source": source("yesterday")}
+        ): "line 3: invalid timestamp: 'yesterday'",
         json.dumps({"memory_id": "x"}): "line 3: record is missing content, summary, source",
-        json.dumps({"memory_id": "x", "kind": "retraction"}):
-            "line 3: retractions are not imported",
-        json.dumps({"memory_id": "x", "user_scope": "0" * 16}):
-            "line 3: memory x belongs to another user scope",
+        json.dumps(
+            {"memory_id": "x", "kind": "retraction"}
+        ): "line 3: retractions are not imported",
+        json.dumps(
+            {"memory_id": "x", "user_scope": "0" * 16}
+        ): "line 3: memory x belongs to another user scope",
         "[1, 2]": "line 3: not a JSON object",
     }
     for bad, message in cases.items():
@@ -117,8 +128,10 @@ def test_exported_records_import_into_another_store(tmp_path: Path) -> None:
     from memlib.sample import open_sample_store
 
     origin = open_sample_store(tmp_path / "origin")
-    exported = _write(tmp_path / "export.jsonl",
-                      [json.dumps(r.to_dict(), ensure_ascii=False) for r in origin.read_all()])
+    exported = _write(
+        tmp_path / "export.jsonl",
+        [json.dumps(r.to_dict(), ensure_ascii=False) for r in origin.read_all()],
+    )
     target = open_store(f"sqlite:{tmp_path / 't.db'}", user_id="alice", clock=fixed_clock())
     assert import_jsonl(target, exported).records == 15
     assert target.read_all() == origin.read_all()
@@ -127,8 +140,22 @@ def test_exported_records_import_into_another_store(tmp_path: Path) -> None:
 def test_import_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = _write(tmp_path / "in.jsonl", _items(12))
     url = f"sqlite:{tmp_path / 'cli.db'}"
-    assert main(["--store", url, "--user", "alice", "import", str(source), "--batch-size", "5",
-                 "--progress"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                url,
+                "--user",
+                "alice",
+                "import",
+                str(source),
+                "--batch-size",
+                "5",
+                "--progress",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.out == "imported 12 records in 3 batches\n"
     assert "importing" in captured.err  # the tqdm bar
@@ -167,8 +194,10 @@ def test_append_many_is_one_write_per_batch(
     monkeypatch.setattr(os, "write", write)
     monkeypatch.setattr(os, "fsync", fsync)
     store.append_many([json.loads(x) for x in _items(500)])
-    once = {"write": ["records.jsonl"],
-            "fsync": ["records.jsonl.lock", "records.jsonl", "records.jsonl.lock"]}
+    once = {
+        "write": ["records.jsonl"],
+        "fsync": ["records.jsonl.lock", "records.jsonl", "records.jsonl.lock"],
+    }
     assert calls == once
     with pytest.raises(RemoteMemoryValidationError):
         store.append_many([json.loads(x) for x in _items(3, "new")] + [{"memory_id": "bad"}])
@@ -177,7 +206,8 @@ def test_append_many_is_one_write_per_batch(
 
 
 def test_a_postgresql_import_and_embed_leave_the_planner_statistics(
-    tmp_path: Path, pg_url: str,  # noqa: F811
+    tmp_path: Path,
+    pg_url: str,  # noqa: F811
 ) -> None:
     """Until autovacuum runs, PostgreSQL plans on guesses (a scope scan for a neighbour
     lookup, a sort on disk to load vectors): an import and ``memlib embed`` ANALYZE."""
@@ -189,8 +219,9 @@ def test_a_postgresql_import_and_embed_leave_the_planner_statistics(
 
     def analysed(table: str) -> bool:
         row = conn.execute(
-            "SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = %s "
-            "AND relname = %s", (schema, table)).fetchone()
+            "SELECT last_analyze FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
+            (schema, table),
+        ).fetchone()
         return row is not None and row[0] is not None
 
     assert not analysed("records")

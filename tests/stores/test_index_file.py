@@ -39,8 +39,24 @@ USER = "alice"
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 RANKERS = ("baseline", "bm25", "bm25+stopwords")
 QUERIES = ("amber river lantern", "the quiet harbor", "copper garden notes meeting", "zzz")
-WORDS = ("amber", "river", "lantern", "quiet", "harbor", "copper", "garden", "notes",
-         "meeting", "the", "of", "budget", "travel", "window", "orbit", "cedar")
+WORDS = (
+    "amber",
+    "river",
+    "lantern",
+    "quiet",
+    "harbor",
+    "copper",
+    "garden",
+    "notes",
+    "meeting",
+    "the",
+    "of",
+    "budget",
+    "travel",
+    "window",
+    "orbit",
+    "cedar",
+)
 N = 1_200  # over INDEX_WRITE_MIN, and a log well over the hashed 4 KiB + 64 KiB windows
 
 
@@ -52,7 +68,9 @@ def _item(i: int, tag: str = "") -> dict[str, Any]:
         "content": f"record {i} {tag} about {words}",
         "summary": f"{WORDS[i % len(WORDS)]} {tag}",
         "source": {
-            "source_id": f"s-{i % 7}", "source_type": "test", "title": f"t {i}",
+            "source_id": f"s-{i % 7}",
+            "source_type": "test",
+            "title": f"t {i}",
             "captured_at": f"2026-0{1 + i % 8}-{1 + i % 27:02d}T{i % 24:02d}:00:00Z",
         },
     }
@@ -66,14 +84,19 @@ def _fill(path: Path, count: int = N, tag: str = "", user: str = USER) -> None:
     store = RemoteMemoryStore(path, user_id=user)
     items = [_item(i, tag) for i in range(count)]
     for start in range(0, count, 400):
-        store.append_many(items[start: start + 400])
+        store.append_many(items[start : start + 400])
 
 
 def _extras(path: Path) -> None:
     store = RemoteMemoryStore(path, user_id=USER)
     store.retract("m-00003", reason="wrong", source=_item(0)["source"])
-    store.append(kind="profile", memory_id="p-1", content="likes amber harbors",
-                 summary="profile", source=_item(1)["source"])
+    store.append(
+        kind="profile",
+        memory_id="p-1",
+        content="likes amber harbors",
+        summary="profile",
+        source=_item(1)["source"],
+    )
 
 
 def _answers(path: Path) -> dict[tuple[str, str], str]:
@@ -83,7 +106,8 @@ def _answers(path: Path) -> dict[tuple[str, str], str]:
         store = RemoteMemoryStore(path, user_id=USER)
         for text in QUERIES:
             result = RecallEngine(store, ranker=ranker).recall(
-                text, limit=5, as_of=AS_OF, query_id="q")
+                text, limit=5, as_of=AS_OF, query_id="q"
+            )
             out[ranker, text] = result.to_json()
     profile = RemoteMemoryStore(path, user_id=USER).latest_profile()
     out["profile", ""] = repr(profile)
@@ -176,7 +200,7 @@ def test_a_line_rewritten_in_the_middle_is_seen(log: Path) -> None:
     middle = len(lines) // 2
     start = sum(len(line) + 1 for line in lines[:middle])
     assert "m-00003" not in lines[middle].decode()
-    data[start: start + len(lines[middle])] = b"{" * len(lines[middle])
+    data[start : start + len(lines[middle])] = b"{" * len(lines[middle])
     with open(log, "r+b") as handle:
         handle.write(data)
     with pytest.raises(RemoteMemoryCorruptionError, match="invalid JSON at line"):
@@ -231,8 +255,9 @@ def test_stale_index_catches_up_from_the_tail(log: Path, tmp_path: Path) -> None
         "import sys; sys.path[:0] = [sys.argv[2]]; from test_index_file import _fill; "
         "from pathlib import Path; _fill(Path(sys.argv[1]), 30, tag='late')"
     )
-    subprocess.run([sys.executable, "-c", code, str(log), str(Path(__file__).parent)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", code, str(log), str(Path(__file__).parent)], check=True, timeout=120
+    )
     assert _index_of(log).read_bytes() == before
     state = check_store(log, user_id=USER).index
     assert state is not None and state.status == "stale" and state.covered_lines == N + 2
@@ -241,6 +266,7 @@ def test_stale_index_catches_up_from_the_tail(log: Path, tmp_path: Path) -> None
 
 def _damaged(kind: str, log: Path, tmp_path: Path) -> None:
     from support.index_files import resign  # not at import: a child imports this file
+
     index = _index_of(log)
     data = index.read_bytes()
     if kind == "truncated":
@@ -308,15 +334,23 @@ def _damaged(kind: str, log: Path, tmp_path: Path) -> None:
         raise AssertionError(kind)
 
 
-DAMAGE = ("truncated", "bit-flipped", "other-scope", "older-format", "bob's file",
-          "log-truncated", "log-truncated-then-appended", "log-replaced-same-size",
-          "log-replaced-middle-changed", "log-rewritten-in-place", "log-restored-from-backup")
+DAMAGE = (
+    "truncated",
+    "bit-flipped",
+    "other-scope",
+    "older-format",
+    "bob's file",
+    "log-truncated",
+    "log-truncated-then-appended",
+    "log-replaced-same-size",
+    "log-replaced-middle-changed",
+    "log-rewritten-in-place",
+    "log-restored-from-backup",
+)
 
 
 @pytest.mark.parametrize("kind", DAMAGE)
-def test_a_damaged_or_foreign_index_is_never_used(
-    log: Path, tmp_path: Path, kind: str
-) -> None:
+def test_a_damaged_or_foreign_index_is_never_used(log: Path, tmp_path: Path, kind: str) -> None:
     _damaged(kind, log, tmp_path)
     expected = _reference(log, tmp_path)
     state = check_store(log, user_id=USER).index
@@ -327,8 +361,6 @@ def test_a_damaged_or_foreign_index_is_never_used(
     state = check_store(log, user_id=USER).index
     assert state is not None and state.status == "fresh", state
     assert _answers(log) == expected
-
-
 
 
 def _term_list_at(index: Path, term: str, section: str) -> int:
@@ -365,7 +397,8 @@ def test_a_posting_list_damaged_after_load_is_never_used(
     assert "damaged" in state.reason
     for ranker in RANKERS:
         result = RecallEngine(reader, ranker=ranker).recall(
-            QUERIES[0], limit=5, as_of=AS_OF, query_id="q")
+            QUERIES[0], limit=5, as_of=AS_OF, query_id="q"
+        )
         assert result.to_json() == expected[ranker, QUERIES[0]]
     assert _answers(log) == expected
 
@@ -373,6 +406,7 @@ def test_a_posting_list_damaged_after_load_is_never_used(
 @pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_format_index_is_rebuilt(log: Path, tmp_path: Path, version: int) -> None:
     from support.index_files import older_format  # not at import: a child imports this file
+
     # Format 2 added each posting's term frequency (BM25 scores from the postings), format
     # 3 each record's line digest (the vectors file's rows are checked against it), 4 a
     # checksum per section and per term, 5 each record's place in its source: an older
@@ -391,8 +425,12 @@ def test_an_older_format_index_is_rebuilt(log: Path, tmp_path: Path, version: in
     assert _answers(log) == expected
 
 
-@settings(max_examples=8, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=8,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     where=st.floats(min_value=0, max_value=1, exclude_max=True),
     bit=st.integers(min_value=0, max_value=7),
@@ -410,15 +448,20 @@ def test_any_flipped_bit_or_cut_means_rebuild(
         made.mkdir(mode=0o700)
         _fill(made / "records.jsonl")
         RemoteMemoryStore(made / "records.jsonl", user_id=USER).write_index_file()
-        _PROPERTY_LOG.extend([(made / "records.jsonl").read_bytes(),
-                              (made / "records.jsonl.index").read_bytes(),
-                              sorted(_reference(made / "records.jsonl", tmp).items())])
+        _PROPERTY_LOG.extend(
+            [
+                (made / "records.jsonl").read_bytes(),
+                (made / "records.jsonl.index").read_bytes(),
+                sorted(_reference(made / "records.jsonl", tmp).items()),
+            ]
+        )
     raw, index, expected = _PROPERTY_LOG
     log.write_bytes(raw)
     log.chmod(0o600)
     at = int(where * len(index))
-    damaged = index[:at] if cut else (
-        index[:at] + bytes([index[at] ^ (1 << bit)]) + index[at + 1:])
+    damaged = (
+        index[:at] if cut else (index[:at] + bytes([index[at] ^ (1 << bit)]) + index[at + 1 :])
+    )
     _index_of(log).write_bytes(damaged)
     _index_of(log).chmod(0o600)
     assert sorted(_answers(log).items()) == expected
@@ -449,8 +492,9 @@ def test_writers_and_readers_in_several_processes(folder: Path, tmp_path: Path) 
     _fill(path, 200)
     ctx = multiprocessing.get_context("fork")
     barrier, errors = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(path), who, 6, barrier, errors))
-             for who in range(4)]
+    procs = [
+        ctx.Process(target=_worker, args=(str(path), who, 6, barrier, errors)) for who in range(4)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -512,8 +556,20 @@ def test_a_link_at_the_index_path_is_refused(log: Path, tmp_path: Path) -> None:
     with pytest.raises(RemoteMemoryUnsafePathError, match="symbolic link"):
         _recall(RemoteMemoryStore(log, user_id=USER), "amber")
     proc = subprocess.run(
-        [sys.executable, "-m", "memlib", "--user", USER, "--store", f"jsonl:{log}", "recall",
-         "amber"], capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "memlib",
+            "--user",
+            USER,
+            "--store",
+            f"jsonl:{log}",
+            "recall",
+            "amber",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert str(_index_of(log)) in proc.stderr and "symbolic link" in proc.stderr
@@ -524,8 +580,12 @@ def test_a_link_at_the_index_path_is_refused(log: Path, tmp_path: Path) -> None:
 
 
 def _doctor(path: Path, *args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "memlib", "doctor", str(path), *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlib", "doctor", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.stdout
 
 

@@ -31,25 +31,53 @@ from memlib.stores.jsonl import _index as jsonl_index
 USER = "alice"
 TURNS = HashingEmbedder(64)
 PAIRS = PairEmbedder(TURNS)
-MANUAL = MemorySource(source_id="manual", source_type="manual_retraction",
-                      title="Retraction", captured_at="2026-08-10T00:00:00Z")
-WORDS = ("amber", "river", "lantern", "quiet", "harbor", "copper", "garden", "notes",
-         "meeting", "budget", "travel", "window", "orbit", "cedar", "tea", "kettle")
+MANUAL = MemorySource(
+    source_id="manual",
+    source_type="manual_retraction",
+    title="Retraction",
+    captured_at="2026-08-10T00:00:00Z",
+)
+WORDS = (
+    "amber",
+    "river",
+    "lantern",
+    "quiet",
+    "harbor",
+    "copper",
+    "garden",
+    "notes",
+    "meeting",
+    "budget",
+    "travel",
+    "window",
+    "orbit",
+    "cedar",
+    "tea",
+    "kettle",
+)
 # Two sources, interleaved: a turn's neighbours are never simply the lines beside it.
 ORDER = ("a0", "b0", "a1", "a2", "b1", "a3", "b2")
 
 
 def source(name: str) -> MemorySource:
-    return MemorySource(source_id=name, source_type="conversation_transcript",
-                        title=f"Session {name}", captured_at="2026-08-01T12:00:00Z")
+    return MemorySource(
+        source_id=name,
+        source_type="conversation_transcript",
+        title=f"Session {name}",
+        captured_at="2026-08-01T12:00:00Z",
+    )
 
 
 def item(memory_id: str, src: str | None = None) -> dict[str, Any]:
     n = sum(map(ord, memory_id))
     words = " ".join(WORDS[(n * k) % len(WORDS)] for k in (1, 3, 5, 7))
-    return {"kind": MemoryKind.CONVERSATION, "memory_id": memory_id,
-            "content": f"turn {memory_id} {words}", "summary": f"turn {memory_id}",
-            "source": source(src or memory_id[0])}
+    return {
+        "kind": MemoryKind.CONVERSATION,
+        "memory_id": memory_id,
+        "content": f"turn {memory_id} {words}",
+        "summary": f"turn {memory_id}",
+        "source": source(src or memory_id[0]),
+    }
 
 
 def open_store(log: Path) -> RemoteMemoryStore:
@@ -74,8 +102,11 @@ def pair_of(store: RemoteMemoryStore, memory_id: str, previous: str | None) -> b
     return pack(PAIRS.encode([pair_text(before, content(store, memory_id))])[0])
 
 
-def put_pairs(store: RemoteMemoryStore, memory_ids: Iterable[str],
-              previous: dict[str, str | None] | None = None) -> int:
+def put_pairs(
+    store: RemoteMemoryStore,
+    memory_ids: Iterable[str],
+    previous: dict[str, str | None] | None = None,
+) -> int:
     """Pair vectors of ``memory_ids`` made with ``previous`` (default: the store's
     turns before now), stored with that ``previous``."""
     ids = list(memory_ids)
@@ -87,10 +118,12 @@ def put_pairs(store: RemoteMemoryStore, memory_ids: Iterable[str],
 
 
 def dense(store: RemoteMemoryStore, model: Any = PAIRS) -> DenseScores:
-    query = normalize_recall_query("amber river", user_scope=store.user_scope, limit=5,
-                                   query_id="q", issued_at=SAMPLE_AS_OF)
-    return store.dense_scores(query, query_vector(model, "amber river"),
-                              model=model.name, dimension=model.dimension)
+    query = normalize_recall_query(
+        "amber river", user_scope=store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+    )
+    return store.dense_scores(
+        query, query_vector(model, "amber river"), model=model.name, dimension=model.dimension
+    )
 
 
 def stored(store: RemoteMemoryStore) -> set[str]:
@@ -108,14 +141,20 @@ def check_scores(store: RemoteMemoryStore, pairs: dict[str, str | None]) -> None
     assert set(scores.ids) == set(pairs)
     for memory_id, previous in pairs.items():
         vector = np.frombuffer(pair_of(store, memory_id, previous), dtype="<f4")
-        assert scores.of([memory_id])[memory_id] == pytest.approx(float(vector @ query),
-                                                                  abs=1e-6)
+        assert scores.of([memory_id])[memory_id] == pytest.approx(float(vector @ query), abs=1e-6)
 
 
 def retraction(store: RemoteMemoryStore, target: str) -> StoredMemory:
-    return StoredMemory(memory_id=f"retract-{target}", user_scope=store.user_scope,
-                        kind=MemoryKind.RETRACTION, content="wrong", summary=f"Retracts {target}",
-                        source=MANUAL, stored_at="2026-08-10T00:00:00Z", retracts=target)
+    return StoredMemory(
+        memory_id=f"retract-{target}",
+        user_scope=store.user_scope,
+        kind=MemoryKind.RETRACTION,
+        content="wrong",
+        summary=f"Retracts {target}",
+        source=MANUAL,
+        stored_at="2026-08-10T00:00:00Z",
+        retracts=target,
+    )
 
 
 def no_trace(log: Path, vectors: Sequence[bytes]) -> None:
@@ -125,7 +164,14 @@ def no_trace(log: Path, vectors: Sequence[bytes]) -> None:
 
 
 ALL_PREVIOUS: dict[str, str | None] = {
-    "a0": None, "a1": "a0", "a2": "a1", "a3": "a2", "b0": None, "b1": "b0", "b2": "b1"}
+    "a0": None,
+    "a1": "a0",
+    "a2": "a1",
+    "a3": "a2",
+    "b0": None,
+    "b1": "b0",
+    "b2": "b1",
+}
 
 
 @pytest.fixture
@@ -138,6 +184,7 @@ def paired(log: Path) -> RemoteMemoryStore:
 
 
 # -- put_vectors ------------------------------------------------------------------------
+
 
 def test_pairs_need_previous_and_turns_refuse_it(log: Path) -> None:
     store = open_store(log)
@@ -182,6 +229,7 @@ def test_a_retraction_between_embedding_and_put_skips_the_pair(log: Path) -> Non
 
 # -- retraction ---------------------------------------------------------------------------
 
+
 def test_retracting_a_middle_turn_takes_its_successors_pair(
     log: Path, paired: RemoteMemoryStore
 ) -> None:
@@ -212,9 +260,7 @@ def test_retracting_the_first_turn_takes_the_second(paired: RemoteMemoryStore) -
     assert put_pairs(paired, ["b1"], {"b1": None}) == 1
 
 
-def test_retracting_the_last_turn_takes_only_its_own(
-    log: Path, paired: RemoteMemoryStore
-) -> None:
+def test_retracting_the_last_turn_takes_only_its_own(log: Path, paired: RemoteMemoryStore) -> None:
     paired.retract("a3", reason="wrong", source=MANUAL)
     check_scores(paired, {m: p for m, p in ALL_PREVIOUS.items() if m != "a3"})
     no_trace(log, [pair_of(paired, "a3", "a2")])
@@ -229,8 +275,9 @@ def test_a_supersede_is_a_retraction(log: Path, paired: RemoteMemoryStore) -> No
     # The new record is last in its source: after a3.
     assert paired.source_neighbours(["a2", "a1-new"])["a1-new"].previous == "a3"
     assert put_pairs(paired, ["a2", "a1-new"]) == 2
-    check_scores(paired, {**{m: p for m, p in ALL_PREVIOUS.items() if m != "a1"},
-                          "a2": "a0", "a1-new": "a3"})
+    check_scores(
+        paired, {**{m: p for m, p in ALL_PREVIOUS.items() if m != "a1"}, "a2": "a0", "a1-new": "a3"}
+    )
 
 
 def test_two_retractions_in_one_batch_go_through_the_chain(
@@ -247,8 +294,9 @@ def test_two_retractions_in_one_batch_go_through_the_chain(
 
 def test_retractions_in_two_sources_in_one_batch(paired: RemoteMemoryStore) -> None:
     paired._append_batch((retraction(paired, "a0"), retraction(paired, "b1")))
-    check_scores(paired, {m: p for m, p in ALL_PREVIOUS.items()
-                          if m not in ("a0", "a1", "b1", "b2")})
+    check_scores(
+        paired, {m: p for m, p in ALL_PREVIOUS.items() if m not in ("a0", "a1", "b1", "b2")}
+    )
     assert without(paired) == ["a1", "b2"]
 
 
@@ -268,6 +316,7 @@ def test_turn_vectors_lose_only_the_retracted_records(log: Path) -> None:
 
 # -- another process's view -----------------------------------------------------------------
 
+
 def test_another_store_object_sees_the_successor_missing(
     log: Path, paired: RemoteMemoryStore
 ) -> None:
@@ -284,8 +333,12 @@ def test_another_store_object_sees_the_successor_missing(
     check_scores(paired, kept)
     assert without(paired) == ["a2", "b2"]
     # A pair made by the stale view (b2 after b1) is refused by the other's put.
-    assert paired.put_vectors(PAIRS.name, PAIRS.dimension, {"b2": pair_of(paired, "b2", "b1")},
-                              previous={"b2": "b1"}) == 0
+    assert (
+        paired.put_vectors(
+            PAIRS.name, PAIRS.dimension, {"b2": pair_of(paired, "b2", "b1")}, previous={"b2": "b1"}
+        )
+        == 0
+    )
     assert put_pairs(other, ["a2", "b2"]) == 2
     check_scores(paired, {**kept, "a2": "a0", "b2": "b0"})
 
@@ -300,7 +353,7 @@ def test_a_retraction_over_damaged_source_links_still_takes_the_successor(
     at, nbytes, _ = jsonl_index._places(jsonl_index._parse_header(file), file)["source_after"]
     assert nbytes
     data = bytearray(index.read_bytes())
-    data[at: at + nbytes] = b"\xff" * nbytes  # every doc: "no turn after"
+    data[at : at + nbytes] = b"\xff" * nbytes  # every doc: "no turn after"
     writer, putter = open_store(log), open_store(log)
     for store in (writer, putter):  # the index file loaded, its source sections unread
         assert store.existing_ids(["a1"]) == {"a1"}
@@ -311,6 +364,10 @@ def test_a_retraction_over_damaged_source_links_still_takes_the_successor(
     # put_vectors checks each pair against links it has to read too.
     for previous, count in (("a1", 0), ("a0", 1)):
         vector = pair_of(putter, "a2", previous)
-        assert putter.put_vectors(PAIRS.name, PAIRS.dimension, {"a2": vector},
-                                  previous={"a2": previous}) == count
+        assert (
+            putter.put_vectors(
+                PAIRS.name, PAIRS.dimension, {"a2": vector}, previous={"a2": previous}
+            )
+            == count
+        )
     check_scores(open_store(log), {**kept, "a2": "a0"})

@@ -25,17 +25,26 @@ from memlib.stores.jsonl import _index as jsonl_index
 from memlib.stores.jsonl._doctor import check_store
 
 USER = "alice"
-MANUAL = MemorySource(source_id="manual", source_type="manual_retraction",
-                      title="Retraction", captured_at="2026-08-10T00:00:00Z")
+MANUAL = MemorySource(
+    source_id="manual",
+    source_type="manual_retraction",
+    title="Retraction",
+    captured_at="2026-08-10T00:00:00Z",
+)
 
 
-def turn(memory_id: str, source: str, kind: MemoryKind = MemoryKind.CONVERSATION
-         ) -> dict[str, Any]:
+def turn(memory_id: str, source: str, kind: MemoryKind = MemoryKind.CONVERSATION) -> dict[str, Any]:
     return {
-        "kind": kind, "memory_id": memory_id, "content": f"turn {memory_id} of {source}",
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": f"turn {memory_id} of {source}",
         "summary": f"turn {memory_id}",
-        "source": MemorySource(source_id=source, source_type="conversation_transcript",
-                               title=f"Session {source}", captured_at="2026-08-01T12:00:00Z"),
+        "source": MemorySource(
+            source_id=source,
+            source_type="conversation_transcript",
+            title=f"Session {source}",
+            captured_at="2026-08-01T12:00:00Z",
+        ),
     }
 
 
@@ -43,8 +52,9 @@ def index_of(log: Path) -> Path:
     return log.with_name(log.name + ".index")
 
 
-def fill(store: RemoteMemoryStore, rng: random.Random, start: int, count: int,
-         sources: Sequence[str]) -> list[str]:
+def fill(
+    store: RemoteMemoryStore, rng: random.Random, start: int, count: int, sources: Sequence[str]
+) -> list[str]:
     """``count`` turns over ``sources`` (and a profile now and then), in small batches."""
     made: list[str] = []
     batch: list[dict[str, Any]] = []
@@ -69,6 +79,7 @@ def reference(log: Path, ids: Sequence[str]) -> dict[str, SourceNeighbours]:
 
 def no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Answering by reading or parsing records (the slow, O(records) path) fails."""
+
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("source_neighbours parsed records")
 
@@ -113,8 +124,7 @@ def test_a_new_reader_answers_from_the_index_file(
     no_parsing(monkeypatch)
     assert reader.source_neighbours(ids) == expected
     assert not sources_unread(reader)
-    assert reader.source_neighbours(ids[:3]) == {
-        m: expected[m] for m in ids[:3] if m in expected}
+    assert reader.source_neighbours(ids[:3]) == {m: expected[m] for m in ids[:3] if m in expected}
 
 
 def test_a_recall_leaves_the_sources_unread(log: Path) -> None:
@@ -176,9 +186,15 @@ def test_an_index_file_of_the_format_before_sources_is_rebuilt(
     # A real format-4 file: the sections of then, without the sources.
     with monkeypatch.context() as then:
         then.setattr(jsonl_index, "FORMAT", 4)
-        then.setattr(jsonl_index, "SECTIONS", tuple(
-            (name, code) for name, code in jsonl_index.SECTIONS
-            if not name.startswith("source_")))
+        then.setattr(
+            jsonl_index,
+            "SECTIONS",
+            tuple(
+                (name, code)
+                for name, code in jsonl_index.SECTIONS
+                if not name.startswith("source_")
+            ),
+        )
         index_of(log).unlink()
         assert RemoteMemoryStore(log, user_id=USER).write_index_file()
     state = check_store(log, user_id=USER).index
@@ -194,9 +210,7 @@ def test_an_index_file_of_the_format_before_sources_is_rebuilt(
 
 
 @pytest.mark.parametrize("section", ["source_before", "source_names", "source_last"])
-def test_a_source_section_damaged_after_load_is_never_used(
-    log: Path, section: str
-) -> None:
+def test_a_source_section_damaged_after_load_is_never_used(log: Path, section: str) -> None:
     ids = all_ids(log)
     expected = reference(log, ids)
     index = index_of(log)
@@ -222,7 +236,7 @@ def test_a_long_source_with_retracted_runs(folder: Path, monkeypatch: pytest.Mon
     turns = [f"t{i:05d}" for i in range(5_000)]
     items = [turn(m, "long" if i % 50 else "short") for i, m in enumerate(turns)]
     for start in range(0, len(items), 500):
-        store.append_many(items[start: start + 500])
+        store.append_many(items[start : start + 500])
     long = [m for i, m in enumerate(turns) if i % 50]
     rng = random.Random(3)
     gone = set(long[:3]) | set(long[-2:]) | set(long[1000:1400]) | set(rng.sample(long, 300))
@@ -237,7 +251,8 @@ def test_a_long_source_with_retracted_runs(folder: Path, monkeypatch: pytest.Mon
     assert expected[survivors[0]] == SourceNeighbours(None, survivors[1])
     assert expected[survivors[-1]] == SourceNeighbours(survivors[-2], None)
     assert expected[long[999]] == SourceNeighbours(
-        survivors[survivors.index(long[999]) - 1], survivors[survivors.index(long[999]) + 1])
+        survivors[survivors.index(long[999]) - 1], survivors[survivors.index(long[999]) + 1]
+    )
     assert len(expected) == 5_000 - len(gone)
     assert store.source_neighbours(ids) == expected  # the writer's own index
     view = store_known_at(store, store.read_all()[-1].stored_at)

@@ -9,19 +9,18 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib._retrieval.strings import (
-    PackedStrings,
-    SortedPositions,
-    hashed_order,
-    pack_strings,
-)
+from memlib._retrieval.strings import PackedStrings, SortedPositions, hashed_order, pack_strings
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(st.lists(_TEXT, unique=True, max_size=30), st.lists(_TEXT, max_size=10),
-       st.lists(_TEXT, max_size=8), st.booleans())
+@given(
+    st.lists(_TEXT, unique=True, max_size=30),
+    st.lists(_TEXT, max_size=10),
+    st.lists(_TEXT, max_size=8),
+    st.booleans(),
+)
 def test_packed_strings_and_their_positions_act_as_list_and_dict(
     strings: list[str], added: list[str], probes: list[str], collide: bool
 ) -> None:

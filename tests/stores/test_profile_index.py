@@ -12,12 +12,23 @@ from memlib.stores import open_store
 
 def test_latest_profile_reads_the_partial_index_not_the_scope(tmp_path: Path) -> None:
     store = open_store(f"sqlite:{tmp_path / 'memory.db'}", user_id="alice")
-    source = MemorySource(source_id="s", source_type="t", title="t",
-                          captured_at="2026-08-01T12:00:00Z")
-    store.append(kind=MemoryKind.CONVERSATION, memory_id="c-1", content="a turn",
-                 summary="a turn", source=source)
-    store.append(kind=MemoryKind.PROFILE, memory_id="p-1", content="Alice likes tea.",
-                 summary="profile", source=source)
+    source = MemorySource(
+        source_id="s", source_type="t", title="t", captured_at="2026-08-01T12:00:00Z"
+    )
+    store.append(
+        kind=MemoryKind.CONVERSATION,
+        memory_id="c-1",
+        content="a turn",
+        summary="a turn",
+        source=source,
+    )
+    store.append(
+        kind=MemoryKind.PROFILE,
+        memory_id="p-1",
+        content="Alice likes tea.",
+        summary="profile",
+        source=source,
+    )
     conn = store._connection()  # type: ignore[attr-defined]
     seen: list[str] = []
     conn.set_trace_callback(seen.append)

@@ -48,15 +48,25 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Location]
 
 def turn(memory_id: str, source: str, kind: MemoryKind = MemoryKind.CONVERSATION) -> dict[str, Any]:
     return {
-        "kind": kind, "memory_id": memory_id, "content": f"turn {memory_id} of {source}",
+        "kind": kind,
+        "memory_id": memory_id,
+        "content": f"turn {memory_id} of {source}",
         "summary": f"turn {memory_id}",
-        "source": MemorySource(source_id=source, source_type="conversation_transcript",
-                               title=f"Session {source}", captured_at="2026-08-01T12:00:00Z"),
+        "source": MemorySource(
+            source_id=source,
+            source_type="conversation_transcript",
+            title=f"Session {source}",
+            captured_at="2026-08-01T12:00:00Z",
+        ),
     }
 
 
-MANUAL = MemorySource(source_id="manual", source_type="manual_retraction",
-                      title="Retraction", captured_at="2026-08-10T00:00:00Z")
+MANUAL = MemorySource(
+    source_id="manual",
+    source_type="manual_retraction",
+    title="Retraction",
+    captured_at="2026-08-10T00:00:00Z",
+)
 
 
 def N(previous: str | None, next_: str | None) -> SourceNeighbours:  # noqa: N802
@@ -68,31 +78,57 @@ def test_the_reference_by_hand() -> None:
 
     def add(item: dict[str, Any]) -> None:
         source = item["source"]
-        store_records.append(StoredMemory(
-            memory_id=item["memory_id"], user_scope=user_scope_for("alice"), kind=item["kind"],
-            content=item["content"], summary=item["summary"], source=source,
-            stored_at="2026-09-01T00:00:00Z",
-        ))
+        store_records.append(
+            StoredMemory(
+                memory_id=item["memory_id"],
+                user_scope=user_scope_for("alice"),
+                kind=item["kind"],
+                content=item["content"],
+                summary=item["summary"],
+                source=source,
+                stored_at="2026-09-01T00:00:00Z",
+            )
+        )
 
     # s1: a1 a2 a3 a4, s2: b1 b2, interleaved as they were appended
-    for memory_id, source in (("a1", "s1"), ("b1", "s2"), ("a2", "s1"), ("a3", "s1"),
-                              ("b2", "s2"), ("a4", "s1")):
+    for memory_id, source in (
+        ("a1", "s1"),
+        ("b1", "s2"),
+        ("a2", "s1"),
+        ("a3", "s1"),
+        ("b2", "s2"),
+        ("a4", "s1"),
+    ):
         add(turn(memory_id, source))
     add(turn("p1", "s1", MemoryKind.PROFILE))
     ids = ["a1", "a2", "a3", "a4", "b1", "b2", "p1", "nope"]
     assert source_neighbours_of(store_records, ids) == {
-        "a1": N(None, "a2"), "a2": N("a1", "a3"), "a3": N("a2", "a4"), "a4": N("a3", None),
-        "b1": N(None, "b2"), "b2": N("b1", None),
+        "a1": N(None, "a2"),
+        "a2": N("a1", "a3"),
+        "a3": N("a2", "a4"),
+        "a4": N("a3", None),
+        "b1": N(None, "b2"),
+        "b2": N("b1", None),
     }
     # retracting a2 and a4 joins a1 to a3 and makes a3 the last turn
     for target in ("a2", "a4"):
-        store_records.append(StoredMemory(
-            memory_id=f"retract-{target}", user_scope=user_scope_for("alice"),
-            kind=MemoryKind.RETRACTION, content="gone", summary="gone", source=MANUAL,
-            stored_at="2026-09-01T00:00:00Z", retracts=target,
-        ))
+        store_records.append(
+            StoredMemory(
+                memory_id=f"retract-{target}",
+                user_scope=user_scope_for("alice"),
+                kind=MemoryKind.RETRACTION,
+                content="gone",
+                summary="gone",
+                source=MANUAL,
+                stored_at="2026-09-01T00:00:00Z",
+                retracts=target,
+            )
+        )
     assert source_neighbours_of(store_records, ids + ["retract-a2"]) == {
-        "a1": N(None, "a3"), "a3": N("a1", None), "b1": N(None, "b2"), "b2": N("b1", None),
+        "a1": N(None, "a3"),
+        "a3": N("a1", None),
+        "b1": N(None, "b2"),
+        "b2": N("b1", None),
     }
 
 
@@ -102,12 +138,13 @@ def test_every_backend_keeps_append_order_not_id_order(opener: Opener) -> None:
     store.append_many([turn("z9", "s1"), turn("a1", "s1"), turn("m5", "s2")])
     store.append(**turn("b0", "s1"))
     assert store.source_neighbours(["a1", "b0", "z9", "m5"]) == {
-        "z9": N(None, "a1"), "a1": N("z9", "b0"), "b0": N("a1", None), "m5": N(None, None),
+        "z9": N(None, "a1"),
+        "a1": N("z9", "b0"),
+        "b0": N("a1", None),
+        "m5": N(None, None),
     }
     store.retract("a1", reason="wrong", source=MANUAL)
-    assert store.source_neighbours(["z9", "a1", "b0"]) == {
-        "z9": N(None, "b0"), "b0": N("z9", None),
-    }
+    assert store.source_neighbours(["z9", "a1", "b0"]) == {"z9": N(None, "b0"), "b0": N("z9", None)}
     assert opener().source_neighbours(["b0"]) == {"b0": N("z9", None)}
 
 
@@ -116,9 +153,7 @@ def test_other_users_turns_are_not_neighbours(opener: Opener) -> None:
     alice.append(**turn("a1", "shared"))
     bob.append(**turn("b1", "shared"))
     alice.append(**turn("a2", "shared"))
-    assert alice.source_neighbours(["a1", "a2", "b1"]) == {
-        "a1": N(None, "a2"), "a2": N("a1", None),
-    }
+    assert alice.source_neighbours(["a1", "a2", "b1"]) == {"a1": N(None, "a2"), "a2": N("a1", None)}
     assert bob.source_neighbours(["b1", "a1"]) == {"b1": N(None, None)}
 
 
@@ -138,8 +173,7 @@ def random_history(store: MemoryStore, rng: random.Random, steps: int) -> Iterat
                 made += 1
                 batch.append(turn(f"p{made}", "profile", MemoryKind.PROFILE))
             store.append_many(batch)
-            live += [item["memory_id"] for item in batch
-                     if item["kind"] is MemoryKind.CONVERSATION]
+            live += [item["memory_id"] for item in batch if item["kind"] is MemoryKind.CONVERSATION]
         elif roll < 0.85:
             target = live.pop(rng.randrange(len(live)))
             store.retract(target, reason="not so", source=MANUAL)

@@ -50,11 +50,14 @@ def _compact(record: StoredMemory) -> bytes:
 
 
 def test_provenance_survives_a_restart(store, store_path, make_item):
-    written = store.append_many([
-        make_item("m-1", "Layered memory", "We agreed on layered memory.", days_before=3),
-        make_item("m-2", "分层记忆", "讨论分层记忆的边界。", days_before=2,
-                  kind=MemoryKind.PROFILE),
-    ])
+    written = store.append_many(
+        [
+            make_item("m-1", "Layered memory", "We agreed on layered memory.", days_before=3),
+            make_item(
+                "m-2", "分层记忆", "讨论分层记忆的边界。", days_before=2, kind=MemoryKind.PROFILE
+            ),
+        ]
+    )
     again = RemoteMemoryStore(store_path, user_id="alice")
     records = again.read_all()
     assert records == written
@@ -188,7 +191,8 @@ def test_one_write_of_whole_lines_on_an_o_append_descriptor_under_the_lock(
     # Files are opened by name inside their (already opened) folder.
     opened = {
         call[2]: (os.path.basename(call[1][0]), call[1][1])
-        for call in syscalls if call[0] == "open"
+        for call in syscalls
+        if call[0] == "open"
     }
     fd_of = {path: fd for fd, (path, _) in opened.items()}
     records_fd, lock_fd = fd_of[store_path.name], fd_of[store_path.name + ".lock"]
@@ -487,9 +491,16 @@ def test_reader_parses_only_the_appended_lines(store, store_path, make_item, mon
 def _append_in_child(path: str, memory_id: str) -> None:
     store = RemoteMemoryStore(path, user_id="alice")
     store.append(
-        kind="conversation", memory_id=memory_id, content="from a child process",
-        summary="child", source={"source_id": "child", "source_type": "test", "title": "child",
-                                 "captured_at": "2026-08-09T12:00:00Z"},
+        kind="conversation",
+        memory_id=memory_id,
+        content="from a child process",
+        summary="child",
+        source={
+            "source_id": "child",
+            "source_type": "test",
+            "title": "child",
+            "captured_at": "2026-08-09T12:00:00Z",
+        },
     )
 
 
@@ -535,8 +546,12 @@ def test_retraction_by_another_store_object_is_seen_incrementally(tmp_path):
     before = engine.recall("layered memory", limit=10, as_of=SAMPLE_AS_OF, query_id="q")
     assert before.hits[0].memory_id == "conversation-003"
     writer = RemoteMemoryStore(reader.path, user_id="alice")
-    source = {"source_id": "m", "source_type": "manual", "title": "t",
-              "captured_at": "2026-08-10T09:00:00Z"}
+    source = {
+        "source_id": "m",
+        "source_type": "manual",
+        "title": "t",
+        "captured_at": "2026-08-10T09:00:00Z",
+    }
     writer.retract("profile-002", reason="outdated", source=source)
     writer.retract("conversation-003", reason="wrong", source=source)
     assert reader.latest_profile().memory_id == "profile-001"

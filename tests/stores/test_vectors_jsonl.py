@@ -50,10 +50,30 @@ from memlib.stores.jsonl._doctor import (
 USER = "alice"
 EMBEDDER = HashingEmbedder(64)
 OTHER = HashingEmbedder(32)
-WORDS = ("amber", "river", "lantern", "quiet", "harbor", "copper", "garden", "notes",
-         "meeting", "budget", "travel", "window", "orbit", "cedar", "tea", "kettle")
-SOURCE = {"source_id": "s-1", "source_type": "test", "title": "t",
-          "captured_at": "2026-08-01T12:00:00Z"}
+WORDS = (
+    "amber",
+    "river",
+    "lantern",
+    "quiet",
+    "harbor",
+    "copper",
+    "garden",
+    "notes",
+    "meeting",
+    "budget",
+    "travel",
+    "window",
+    "orbit",
+    "cedar",
+    "tea",
+    "kettle",
+)
+SOURCE = {
+    "source_id": "s-1",
+    "source_type": "test",
+    "title": "t",
+    "captured_at": "2026-08-01T12:00:00Z",
+}
 
 
 def _text(i: int, tag: str = "") -> str:
@@ -62,8 +82,13 @@ def _text(i: int, tag: str = "") -> str:
 
 
 def _item(i: int, tag: str = "", kind: str = "conversation") -> dict[str, Any]:
-    return {"kind": kind, "memory_id": f"m{tag}-{i:04d}", "content": _text(i, tag),
-            "summary": f"summary {i}", "source": SOURCE}
+    return {
+        "kind": kind,
+        "memory_id": f"m{tag}-{i:04d}",
+        "content": _text(i, tag),
+        "summary": f"summary {i}",
+        "source": SOURCE,
+    }
 
 
 def _open(path: Path, embedder: Any = None, user: str = USER) -> RemoteMemoryStore:
@@ -74,19 +99,25 @@ def _vectors_of(path: Path) -> Path:
     return path.with_name(path.name + ".vectors")
 
 
-def _dense(store: RemoteMemoryStore, text: str = "amber river", embedder: Any = EMBEDDER
-           ) -> DenseScores:
-    query = normalize_recall_query(text, user_scope=store.user_scope, limit=5, query_id="q",
-                                   issued_at=SAMPLE_AS_OF)
-    return store.dense_scores(query, embedder.encode([text])[0], model=embedder.name,
-                              dimension=embedder.dimension)
+def _dense(
+    store: RemoteMemoryStore, text: str = "amber river", embedder: Any = EMBEDDER
+) -> DenseScores:
+    query = normalize_recall_query(
+        text, user_scope=store.user_scope, limit=5, query_id="q", issued_at=SAMPLE_AS_OF
+    )
+    return store.dense_scores(
+        query, embedder.encode([text])[0], model=embedder.name, dimension=embedder.dimension
+    )
 
 
 def _expected(store: RemoteMemoryStore, text: str = "amber river") -> dict[str, float]:
     """Each searched conversation record's score, from the content the log holds now."""
     retracted = {r.retracts for r in store.read_all() if r.retracts}
-    records = [r for r in store.read_all()
-               if r.kind.value == "conversation" and r.memory_id not in retracted]
+    records = [
+        r
+        for r in store.read_all()
+        if r.kind.value == "conversation" and r.memory_id not in retracted
+    ]
     if not records:
         return {}
     scores = EMBEDDER.encode([r.content for r in records]) @ EMBEDDER.encode([text])[0]
@@ -187,8 +218,9 @@ def test_backfill_appends_and_a_replaced_vector_rewrites(folder: Path) -> None:
     while batch := store.records_without_vectors(3):
         packed = {r.memory_id: pack(EMBEDDER.encode([r.content])[0]) for r in batch}
         assert store.put_vectors(EMBEDDER.name, 64, packed) == len(batch)
-    header_bytes = len(jsonl_vectors.encode_header(
-        jsonl_vectors.Header(store.user_scope, EMBEDDER.name, 64)))
+    header_bytes = len(
+        jsonl_vectors.encode_header(jsonl_vectors.Header(store.user_scope, EMBEDDER.name, 64))
+    )
     row = jsonl_vectors.row_bytes(64)
     assert _vectors_of(path).stat().st_size == header_bytes + 10 * row  # appended, no repeats
     old = pack(EMBEDDER.encode([_text(4)])[0])
@@ -226,10 +258,14 @@ def test_a_replaced_log_never_gets_a_wrong_vector(log: Path) -> None:
     for store in (cached, _open(log)):
         scores = _assert_never_wrong(store)
         assert sorted(scores.ids) == sorted(
-            f"m-{i:04d}" for i in range(12) if i not in (1, 3, 5, 9))
+            f"m-{i:04d}" for i in range(12) if i not in (1, 3, 5, 9)
+        )
         assert store.vector_state() == VectorState(EMBEDDER.name, 64, 8, 3)
         assert [r.memory_id for r in store.records_without_vectors(10)] == [
-            "m-0001", "m-0005", "m-0009"]
+            "m-0001",
+            "m-0005",
+            "m-0009",
+        ]
     state = check_store(log, user_id=USER).vectors_file
     assert state is not None and state.status == "stale" and state.rows - state.used == 3
 
@@ -292,7 +328,7 @@ def test_a_damaged_row_is_dropped_by_the_next_retraction(log: Path) -> None:
     assert state is not None and (state.status, state.damaged) == ("stale", 1)
     store.retract("m-0001", reason="wrong", source=SOURCE)
     raw = _vectors_of(log).read_bytes()
-    assert bytes(data[at: at + 256]) not in raw  # the damaged row went too
+    assert bytes(data[at : at + 256]) not in raw  # the damaged row went too
     state = check_store(log, user_id=USER).vectors_file
     assert state is not None and state.status == "fresh" and state.rows == 9
 
@@ -304,8 +340,10 @@ def test_a_torn_last_row_is_ignored_and_cut_by_the_next_writer(log: Path) -> Non
     assert len(_assert_never_wrong(store).ids) == 11
     state = check_store(log, user_id=USER).vectors_file
     assert state is not None and (state.status, state.torn_bytes) == ("stale", 100)
-    assert any("torn last row of 100 bytes" in line
-               for line in vector_lines(check_store(log, user_id=USER)))
+    assert any(
+        "torn last row of 100 bytes" in line
+        for line in vector_lines(check_store(log, user_id=USER))
+    )
     _open(log, EMBEDDER).append(**_item(20))
     assert len(_assert_never_wrong(_open(log)).ids) == 12
     state = check_store(log, user_id=USER).vectors_file
@@ -313,8 +351,7 @@ def test_a_torn_last_row_is_ignored_and_cut_by_the_next_writer(log: Path) -> Non
 
 
 @pytest.mark.parametrize("damage", ["header-bit", "cut-in-header", "not-ours", "bob's file"])
-def test_an_unreadable_or_foreign_file_is_not_used(log: Path, tmp_path: Path, damage: str
-                                                   ) -> None:
+def test_an_unreadable_or_foreign_file_is_not_used(log: Path, tmp_path: Path, damage: str) -> None:
     data = _vectors_of(log).read_bytes()
     if damage == "header-bit":
         data = data[:30] + bytes([data[30] ^ 4]) + data[31:]
@@ -340,8 +377,9 @@ def test_an_unreadable_or_foreign_file_is_not_used(log: Path, tmp_path: Path, da
     assert report.vectors_file.status == "unreadable"
     if damage == "bob's file":
         assert "another user scope" in report.vectors_file.reason
-    assert any(line.startswith("vectors file: unreadable, not used:")
-               for line in vector_lines(report))
+    assert any(
+        line.startswith("vectors file: unreadable, not used:") for line in vector_lines(report)
+    )
     # An embedder's next append starts the file again; doctor --repair would remove it.
     _open(log, EMBEDDER).append(**_item(20))
     assert _open(log).vector_state() == VectorState(EMBEDDER.name, 64, 1, 11)
@@ -368,21 +406,18 @@ def test_a_link_at_the_vectors_path_is_refused(log: Path, tmp_path: Path) -> Non
 # -- reading only --------------------------------------------------------------------------
 
 
-def test_a_read_only_folder_still_recalls(
-    log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_read_only_folder_still_recalls(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = _files(log.parent)
     expected = sorted(_dense(_open(log)).top(5))
     if os.geteuid() == 0:  # root writes anyway: make every creation fail as EROFS would
         for module in (jsonl_index, jsonl_vectors):
             real = module.open_private
 
-            def read_only(
-                name: str, flags: int, real: Callable[..., int] = real, **kw: Any
-            ) -> int:
+            def read_only(name: str, flags: int, real: Callable[..., int] = real, **kw: Any) -> int:
                 if flags & (os.O_CREAT | os.O_WRONLY | os.O_RDWR):
-                    raise failure(f"cannot open {name}",
-                                  OSError(errno.EROFS, "Read-only file system"))
+                    raise failure(
+                        f"cannot open {name}", OSError(errno.EROFS, "Read-only file system")
+                    )
                 return real(name, flags, **kw)
 
             monkeypatch.setattr(module, "open_private", read_only)
@@ -436,9 +471,13 @@ def _writer(path: str, who: int, barrier: Any, errors: Any) -> None:
         store = RemoteMemoryStore(path, user_id=USER, embedder=EMBEDDER)
         barrier.wait(timeout=60)
         for k in range(15):
-            own = {"kind": "conversation", "memory_id": f"w{who}-{k}", "source": SOURCE,
-                   "content": f"writer {who} round {k} {WORDS[(who + k) % 16]}",
-                   "summary": "own"}
+            own = {
+                "kind": "conversation",
+                "memory_id": f"w{who}-{k}",
+                "source": SOURCE,
+                "content": f"writer {who} round {k} {WORDS[(who + k) % 16]}",
+                "summary": "own",
+            }
             shared = {**own, "memory_id": f"shared-{k}", "summary": "shared"}
             store.append(**own)
             # Every writer tries; one wins, the others are refused whole.
@@ -454,8 +493,9 @@ def test_two_processes_appending_keep_every_vector(folder: Path) -> None:
     path = folder / "records.jsonl"
     ctx = multiprocessing.get_context("fork")
     barrier, errors = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(path), who, barrier, errors))
-             for who in range(3)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(path), who, barrier, errors)) for who in range(3)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -545,11 +585,14 @@ def test_doctor_reports_the_vectors_and_changes_nothing(log: Path, folder: Path)
     _open(log).append(**_item(60))  # no embedder: one missing
     report = check_store(log, user_id=USER)
     assert describe_vectors(report.vectors) == (  # type: ignore[arg-type]
-        f"vectors: 11 stored, 1 missing ({EMBEDDER.name}, 64 dimensions)")
+        f"vectors: 11 stored, 1 missing ({EMBEDDER.name}, 64 dimensions)"
+    )
     _vectors_of(log).unlink()
     report = check_store(log, user_id=USER)
-    assert vector_lines(report) == ["vectors file: absent",
-                                    "vectors: none stored, 12 records without one"]
+    assert vector_lines(report) == [
+        "vectors file: absent",
+        "vectors: none stored, 12 records without one",
+    ]
     assert _open(log).vector_state() == VectorState(None, 0, 0, 12)
 
 

@@ -14,13 +14,14 @@ __all__ = ["older_format", "resign"]
 _PREFIX = len(jsonl_index.MAGIC) + 8
 
 
-def resign(data: bytes, *, header: dict[str, Any] | None = None, version: int | None = None
-           ) -> bytes:
+def resign(
+    data: bytes, *, header: dict[str, Any] | None = None, version: int | None = None
+) -> bytes:
     """``data`` (a current index file) with its header fields or version changed and its
     checksum valid again: whole and undamaged, only what the test changed differs."""
     size = int.from_bytes(data[12:16], "little")
-    old = json.loads(data[_PREFIX: _PREFIX + size])
-    sections = data[(_PREFIX + size + 7) & ~7: -32]  # offsets count from the first
+    old = json.loads(data[_PREFIX : _PREFIX + size])
+    sections = data[(_PREFIX + size + 7) & ~7 : -32]  # offsets count from the first
     encoded = json.dumps({**old, **(header or {})}, sort_keys=True).encode()
     ver = (version if version is not None else jsonl_index.FORMAT).to_bytes(4, "little")
     head = jsonl_index.MAGIC + ver + len(encoded).to_bytes(4, "little") + encoded

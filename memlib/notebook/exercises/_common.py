@@ -19,8 +19,6 @@ from ...stores._base import MemoryStore
 from .._common import ANY_SCOPE
 from . import Verdict, wrong
 
-__all__ = ["as_int", "as_number", "as_text", "missing_keys", "sample_store", "terms_of"]
-
 
 @functools.cache
 def sample_store() -> MemoryStore:
