@@ -570,7 +570,7 @@ def test_scripted_model_is_error_round_trip(store: RemoteMemoryStore) -> None:
 
 
 def test_scripted_model_rejects_a_tool_result_with_a_wrong_id(store: RemoteMemoryStore) -> None:
-    broken = [
+    broken: list[dict[str, Any]] = [
         {"role": "user", "content": QUESTION},
         {"role": "assistant", "content": [tool_use("toolu_real", query="layered memory")]},
         {

@@ -376,7 +376,7 @@ def test_bad_arguments_are_one_line_tool_errors_and_the_session_goes_on(alice, m
         assert outcome.is_error
         return outcome.content
 
-    recall_cases = [
+    recall_cases: list[dict[str, Any]] = [
         {"query": ""},
         {"query": "?!… —"},
         {"query": SAMPLE_QUERY, "limit": LIMIT_MIN - 1},

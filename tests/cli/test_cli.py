@@ -10,6 +10,7 @@ import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,7 +66,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, message: str) -> None:
 
 # -- read-only commands on one shared sample store, run concurrently ---------------------
 
-READ_ONLY = {
+READ_ONLY: dict[str, tuple[Any, ...]] = {
     "json": (("recall", "layered memory", "--json", "--as-of", AS_OF_TEXT, "--query-id", "q-cli"),),
     "limit_as_of": (
         (
@@ -98,7 +99,7 @@ READ_ONLY = {
     "demo_2": (("demo",),),
 }
 
-BAD_INPUT = {
+BAD_INPUT: dict[str, tuple[Any, ...]] = {
     "punctuation": (("recall", "!!!"), "recall query has no searchable terms"),
     "limit_0": (("recall", "memory", "--limit", "0"), "limit must be between 1 and 10"),
     "limit_11": (("recall", "memory", "--limit", "11"), "limit must be between 1 and 10"),
@@ -194,7 +195,7 @@ def shared(tmp_path_factory, clean_env, python):
     assert store.path == scope_path(home / "remote-memory", SAMPLE_USER_ID)
     before = store.path.read_bytes()
     env = _env(clean_env(root / "home"), home, root / "tmp")
-    commands = {name: spec for name, spec in READ_ONLY.items()}
+    commands: dict[str, tuple[Any, ...]] = dict(READ_ONLY)
     commands.update(
         {name: (spec[0], spec[2] if len(spec) > 2 else "") for name, spec in BAD_INPUT.items()}
     )

@@ -36,16 +36,13 @@ def public_names(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in tree.body:
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id == "__all__":
-                return sorted(ast.literal_eval(node.value))  # type: ignore[arg-type]
-            if isinstance(target, ast.Name):
-                names.add(target.id)
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    return sorted(ast.literal_eval(node.value))
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
     return sorted(n for n in names if not n.startswith("_"))

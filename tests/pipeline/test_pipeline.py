@@ -658,12 +658,19 @@ def test_render_escapes_everything_a_record_or_query_carries(make_store, make_it
     assert root.attrib["query"] == query_text
     assert root.attrib["query_id"] == "q<&>"
     (hit,) = list(root)
-    assert hit.find("snippet").text == INJECTION + " layered memory"
-    assert hit.find("provenance").attrib["source_id"] == "src\"1'<x>"
-    assert hit.find("provenance").attrib["title"] == "Title with \"quotes\" & 'apostrophes' <b>"
-    assert hit.find("provenance").attrib["source_type"] == "transcript&co"
+    provenance = _child(hit, "provenance")
+    assert _child(hit, "snippet").text == INJECTION + " layered memory"
+    assert provenance.attrib["source_id"] == "src\"1'<x>"
+    assert provenance.attrib["title"] == "Title with \"quotes\" & 'apostrophes' <b>"
+    assert provenance.attrib["source_type"] == "transcript&co"
     # exactly one opening and one closing wrapper tag survive
     assert text.count("<recalled_context") == 1 and text.count("</recalled_context>") == 1
+
+
+def _child(node: ET.Element, path: str) -> ET.Element:
+    found = node.find(path)
+    assert found is not None, path
+    return found
 
 
 def test_render_of_control_characters_still_parses(make_store, make_item):
@@ -671,7 +678,7 @@ def test_render_of_control_characters_still_parses(make_store, make_item):
     store.append(**make_item("ctl-1", "memory \x01\x08 bell\x07", "memory"))
     result = RecallEngine(store).recall("memory", as_of=AS_OF)
     root = ET.fromstring(render_recall_context(result))
-    assert "bell" in root.find("hit/snippet").text
+    assert "bell" in (_child(root, "hit/snippet").text or "")
 
 
 # -- profile (§4) -----------------------------------------------------------------------
@@ -691,7 +698,7 @@ def test_latest_profile_is_injected_and_never_a_hit(sample_store, sample_items):
         "source_id": latest["source"].source_id,
         "captured_at": latest["source"].captured_at,
     }
-    assert root.text.strip() == latest["content"]
+    assert (root.text or "").strip() == latest["content"]
     assert block.startswith("<remote_profile ") and block.endswith("\n</remote_profile>")
     # a query made of profile words finds no profile
     conversations = sum(1 for i in sample_items if i["kind"] is CONV)
@@ -741,7 +748,7 @@ def test_profile_block_escapes_content(make_store, make_item):
     block = render_remote_profile(store.latest_profile())
     root = ET.fromstring(block)
     assert root.tag == "remote_profile" and list(root) == []
-    assert root.text.strip() == evil
+    assert (root.text or "").strip() == evil
     assert root.attrib["memory_id"] == "p&1"
     assert "<system>" not in block
 

@@ -113,9 +113,9 @@ def test_duplicate_error_message_names_the_id():
 def test_records_are_frozen():
     record = _record()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        record.content = "changed"  # type: ignore[misc]
+        record.content = "changed"
     with pytest.raises(dataclasses.FrozenInstanceError):
-        record.source.title = "changed"  # type: ignore[misc]
+        record.source.title = "changed"
 
 
 def test_text_fields_collapse_whitespace():
