@@ -28,6 +28,7 @@ import pytest
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import RemoteMemoryDuplicateError, open_store
+from memlib.stores import IdLookup
 
 PROCESSES = 8
 # Appends per process: the 8 × 500, single and batched. The stress run is 10 ×.
@@ -176,15 +177,18 @@ def stored_rows(url: str) -> list[tuple[str, str]]:
     from memlib.stores.sql._postgres import split_url
 
     dsn, schema = split_url(url)
-    with psycopg.connect(dsn) as conn:
+    with psycopg.connect(dsn) as pg_conn:
         return [
             (m, json.loads(body)["source"]["source_id"])
-            for m, body in conn.execute(f"SELECT memory_id, body FROM {schema}.records ORDER BY id")
+            for m, body in pg_conn.execute(
+                f"SELECT memory_id, body FROM {schema}.records ORDER BY id"
+            )
         ]
 
 
 def check_reopens(url: str, expected: dict[str, str]) -> None:
     store = open_store(url, user_id=USER)
+    assert isinstance(store, IdLookup)
     try:
         records = store.read_all()
         assert {r.memory_id: r.source.source_id for r in records} == expected

@@ -274,13 +274,18 @@ def _lock_is_a_link_loop(lock: Path) -> None:
     lock.symlink_to(lock)
 
 
+def _lock_is_mode_000(lock: Path) -> None:
+    lock.write_bytes(b"")
+    lock.chmod(0)
+
+
 LOCK_CASES: dict[str, Callable[[Path], None]] = {
     "folder": _lock_is_a_folder,
     "dangling link": _lock_is_a_dangling_link,
     "link loop": _lock_is_a_link_loop,
 }
 if os.geteuid() != 0:  # root opens a mode-000 file anyway
-    LOCK_CASES["mode 000"] = lambda lock: (lock.write_bytes(b""), lock.chmod(0))  # type: ignore[func-returns-value]
+    LOCK_CASES["mode 000"] = _lock_is_mode_000
 
 
 @pytest.mark.parametrize("case", list(LOCK_CASES))

@@ -40,6 +40,7 @@ import pytest
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 from memlib import RemoteMemoryError, RemoteMemoryStore, open_store
+from memlib.stores import IdLookup
 
 KILLS = 50
 STRESS_KILLS = 500
@@ -216,6 +217,7 @@ class Verifier:
     def _quick_check(self, cycle: int, units: list[list[str]], in_flight: set[str]) -> None:
         mine = {m for unit in units for m in unit}
         store = open_store(self.url, user_id=USER)
+        assert isinstance(store, IdLookup)
         try:
             present = store.existing_ids(sorted(mine | in_flight))
         finally:

@@ -21,7 +21,7 @@ import re
 import unicodedata
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -370,10 +370,14 @@ def test_hostile_text_renders_inert(tmp_path: Path, name: str, text: str, memory
     # The snippet and the titles come back exactly (modulo the documented U+FFFD).
     parsed = ET.fromstring(block)
     first = next(h for h in parsed if h.attrib["memory_id"] == xml_text(memory_id))
-    assert first.find("snippet").text == xml_text(records[memory_id].summary)
-    assert first.find("provenance").attrib["title"] == xml_text(records[memory_id].source.title)
+    snippet = first.find("snippet")
+    provenance = first.find("provenance")
+    assert snippet is not None and provenance is not None
+    assert snippet.text == xml_text(records[memory_id].summary)
+    assert provenance.attrib["title"] == xml_text(records[memory_id].source.title)
 
     profile = store.latest_profile()
+    assert profile is not None
     block = render_remote_profile(profile)
     check_profile_block(block, profile)
     prompt = build_system_prompt(store)
@@ -479,7 +483,9 @@ def test_every_xml_illegal_character_becomes_the_replacement_character() -> None
     block = render_recall_context(result)
     assert not ILLEGAL.search(block)
     parsed = ET.fromstring(block)
-    snippet = parsed.find("hit/snippet").text
+    snippet_element = parsed.find("hit/snippet")
+    assert snippet_element is not None
+    snippet = snippet_element.text
     assert snippet == " ".join(f"layered memory {text}".split()).translate(
         {ord(c): "\ufffd" for c in illegal}
     )
@@ -488,7 +494,9 @@ def test_every_xml_illegal_character_becomes_the_replacement_character() -> None
     legal = "\x7f\x80\x9f\u202e\u200b\ufeff\ufffd\U0010ffff"
     result, _ = _in_memory_result(legal)
     block = render_recall_context(result)
-    assert ET.fromstring(block).find("hit/snippet").text == f"layered memory {legal}"
+    legal_snippet = ET.fromstring(block).find("hit/snippet")
+    assert legal_snippet is not None
+    assert legal_snippet.text == f"layered memory {legal}"
     assert (
         "<snippet>layered memory &#x007F;&#x0080;&#x009F;&#x202E;&#x200B;&#xFEFF;"
         "\ufffd\U0010ffff</snippet>"
@@ -506,6 +514,11 @@ class _FixedEngine:
 
     def recall(self, *args: Any, **kwargs: Any) -> RecallResult:
         return self.result
+
+
+def _fixed_engine(result: RecallResult) -> RecallEngine:
+    """A ``_FixedEngine`` typed as the ``RecallEngine`` the tool handler takes (duck-typed)."""
+    return cast(RecallEngine, _FixedEngine(result))
 
 
 def _profile(content: str) -> StoredMemory:
@@ -537,7 +550,7 @@ def test_every_invisible_character_is_shown_in_each_place() -> None:
         block = render_recall_context(result)
         check_visible(block, record.summary, xml_escape_of)
         check_recall_block(block, result)
-        content = run_recall_history(_FixedEngine(result), {"query": "layered memory"}).content
+        content = run_recall_history(_fixed_engine(result), {"query": "layered memory"}).content
         check_visible(content, record.summary, json_escape_of)
         assert json.loads(content) == result.to_dict()
 
@@ -559,7 +572,7 @@ def test_emoji_and_joined_scripts_stay_as_they_are() -> None:
     result, record = _in_memory_result(KEPT)
     assert f"<snippet>layered memory {KEPT}</snippet>" in render_recall_context(result)
     assert f"\n{KEPT}\n" in render_remote_profile(_profile(KEPT))
-    content = run_recall_history(_FixedEngine(result), {"query": "layered memory"}).content
+    content = run_recall_history(_fixed_engine(result), {"query": "layered memory"}).content
     assert f'"snippet": "layered memory {KEPT}"' in content
     # The same characters out of place are shown: no base, a run, an ASCII neighbour.
     for text, shown in [
@@ -603,7 +616,7 @@ SHOWN = [
     )
 ]
 ALPHABET = st.one_of(
-    st.characters(exclude_categories=("Cs",)),
+    st.characters(exclude_categories=["Cs"]),
     st.sampled_from(SHOWN + list("a1#* &<>\"'\\;xX") + ["é", "分", "❤", "🌈", "ی", "\u094d"]),
 )
 texts = (
@@ -637,7 +650,7 @@ def test_what_the_model_reads_is_visible_and_reads_back_as_stored(text: str) -> 
     block = render_remote_profile(profile)
     assert hidden_left(block) == []
     check_profile_block(block, profile)
-    content = run_recall_history(_FixedEngine(result), {"query": "layered memory"}).content
+    content = run_recall_history(_fixed_engine(result), {"query": "layered memory"}).content
     assert hidden_left(content) == []
     assert json.loads(content) == result.to_dict()
     if not any(invisible(c) for c in text):

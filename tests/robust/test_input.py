@@ -238,7 +238,7 @@ def test_an_import_that_fails_midway_says_how_many_records_landed(tmp_path: Path
     real = open_store(f"jsonl:{scope_path(tmp_path, USER)}", user_id=USER)
     store = _FailingStore(real, 3, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "disk"))
     with pytest.raises(RemoteMemoryError) as info:
-        import_jsonl(store, path, batch_size=4)  # type: ignore[arg-type]
+        import_jsonl(store, path, batch_size=4)
     message = str(info.value)
     assert "No space left on device" in message
     assert "8 records in 2 batches were imported before the failure" in message

@@ -89,7 +89,7 @@ def _error(status: int, kind: str) -> Callable[[httpx2.Request], httpx2.Response
     return respond
 
 
-def _raise(exception: type[Exception]) -> Callable[[httpx2.Request], httpx2.Response]:
+def _raise(exception: type[httpx2.TransportError]) -> Callable[[httpx2.Request], httpx2.Response]:
     def fail(request: httpx2.Request) -> httpx2.Response:
         assert _sent_key(request) == KEY
         raise exception("the transport gave up", request=request)

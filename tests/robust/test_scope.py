@@ -38,6 +38,8 @@ from memlib import (
 from memlib.agent import build_system_prompt, run_recall_history
 from memlib.cli import main as cli_main
 from memlib.sample import fixed_clock, scope_path
+from memlib.stores import IdLookup
+from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 AS_OF = datetime(2026, 8, 10, 12, tzinfo=UTC)
 ALICE, BOB = "alice", "bob"
@@ -166,6 +168,7 @@ def test_alice_sees_exactly_what_she_would_see_alone(urls: dict[str, str], alone
         assert [r.memory_id for r in alice.read_all()] == [r.memory_id for r in alone.read_all()]
         assert alice.records("profile") == alone.records("profile")
         assert alice.latest_profile() == alone.latest_profile()  # bob's newer profile is not hers
+        assert isinstance(alice, IdLookup)
         assert alice.existing_ids(["b-1", "b-2", "b-p", "shared-1", "a-1"]) == {"shared-1", "a-1"}
         assert "Alice prefers" in render_remote_profile(alice.latest_profile())
         no_bob(render_remote_profile(alice.latest_profile()))
@@ -181,7 +184,9 @@ def test_bob_sees_his_own_and_not_alices(urls: dict[str, str]) -> None:
         result = RecallEngine(bob).recall(f"{MARKER} layered memory", limit=10, as_of=AS_OF)
         assert [h.memory_id for h in result.hits] == ["b-1", "shared-1"]
         assert (result.searched_records, result.retracted_records) == (2, 1)
-        assert bob.latest_profile().memory_id == "b-p"
+        profile = bob.latest_profile()
+        assert profile is not None
+        assert profile.memory_id == "b-p"
         assert "alice" not in result.to_json().lower() and "a-1" not in result.to_json()
     finally:
         bob.close()
@@ -265,6 +270,7 @@ def test_writes_never_cross_scopes(urls: dict[str, str]) -> None:
     alice = open_store(urls[ALICE], user_id=ALICE)
     bob = open_store(urls[BOB], user_id=BOB)
     try:
+        assert isinstance(bob, IdLookup)
         with pytest.raises(
             RemoteMemoryValidationError, match="cannot retract unknown memory_id: b-1"
         ):
@@ -329,6 +335,7 @@ def test_the_cli_refuses_a_forged_scope(
     )
     assert code == 2 and "line 1: memory forged-3 belongs to another user scope" in err
     store = open_store(urls[ALICE], user_id=ALICE)
+    assert isinstance(store, IdLookup)
     assert store.existing_ids(["forged-2", "forged-3"]) == set()
     store.close()
 
@@ -366,8 +373,8 @@ def _forge_sql(url: str, memory_id: str, column_scope: str, body_scope: str) -> 
         from memlib.stores.sql._postgres import split_url
 
         dsn, schema = split_url(url)
-        with psycopg.connect(dsn) as conn:
-            conn.execute(
+        with psycopg.connect(dsn) as pg_conn:
+            pg_conn.execute(
                 f"INSERT INTO {schema}.records (user_scope, memory_id, kind, captured_ts, "
                 "captured_us, body) VALUES (%s, %s, %s, %s, %s, %s)",
                 row,
@@ -433,6 +440,7 @@ def traced(urls: dict[str, str]) -> Iterator[tuple[Any, list[str]]]:
     url = urls[ALICE]
     if url.startswith("sqlite:"):
         store = open_store(url, user_id=ALICE)
+        assert isinstance(store, SqliteMemoryStore)
         store.read_all()  # connects
         store._conn.set_trace_callback(log.append)
         yield store, log
@@ -496,6 +504,7 @@ def test_sqlite_top_k_path_filters_by_scope_inside_every_query(tmp_path: Path) -
     url = f"sqlite:{tmp_path / 'shared.sqlite'}"
     open_store(url, user_id=BOB).append_many(BOB_ITEMS)
     store = open_store(url, user_id=ALICE)
+    assert isinstance(store, SqliteMemoryStore)
     store.append_many(ALICE_ITEMS)
     log: list[str] = []
     store._conn.set_trace_callback(log.append)

@@ -39,6 +39,7 @@ from memlib import (
     RemoteMemoryUnsafePathError,
     open_store,
 )
+from memlib.stores.sql._postgres import PostgresMemoryStore
 from memlib.stores.sql._sqlite import SqliteMemoryStore
 
 USER = "alice"
@@ -583,6 +584,7 @@ def test_postgres_a_killed_connection_is_a_typed_error_then_reconnects(pg_url: s
 
     dsn, _ = split_url(pg_url)
     store = open_store(pg_url, user_id=USER)
+    assert isinstance(store, PostgresMemoryStore)
     store.append(**_item("before"))
     calls = [
         ("read", store.read_all),
@@ -613,6 +615,7 @@ def test_postgres_disk_full_tablespace_is_a_typed_error(pg_url: str) -> None:  #
     except KeyError:
         pytest.skip("no postgres account to own the tablespace")
     dsn, schema = split_url(pg_url)
+    assert schema is not None
     # In /tmp, not under pytest's 0700 folder: the server (user postgres) must reach it.
     where = Path(tempfile.mkdtemp(prefix="memlib-tablespace-"))
     try:
