@@ -9,7 +9,7 @@ session's throwaway cluster (tests/support/pgserver.py) with a fresh schema per 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def opener(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Opener:
+def opener(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Opener]:
     opened: list[MemoryStore] = []
     if backend == "postgresql":
         url = request.getfixturevalue("pg_url")
@@ -268,9 +268,13 @@ def test_latest_profile_is_the_greatest_not_retracted(opener: Opener) -> None:
             _item("m-1", "a conversation", captured_at="2026-09-01T00:00:00Z"),
         ]
     )
-    assert store.latest_profile().memory_id == "p-b"  # same captured_at: the greater id
+    profile = store.latest_profile()
+    assert profile is not None
+    assert profile.memory_id == "p-b"  # same captured_at: the greater id
     store.retract("p-b", reason="stale", source=RETRACT_SOURCE)
-    assert opener().latest_profile().memory_id == "p-a"
+    profile = opener().latest_profile()
+    assert profile is not None
+    assert profile.memory_id == "p-a"
     store.retract("p-a", reason="stale", source=RETRACT_SOURCE)
     store.retract("p-old", reason="stale", source=RETRACT_SOURCE)
     assert opener().latest_profile() is None
@@ -389,11 +393,13 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
 
     from memlib._retrieval import unpack_docs
     from memlib.stores._admin import init_store_schema
+    from memlib.stores.sql._postgres import PostgresMemoryStore
 
     url = f"{pg_dsn}?schema=upgrade_test"
     try:
         init_store_schema(url)
         store = open_store(url, user_id="alice", clock=fixed_clock())
+        assert isinstance(store, PostgresMemoryStore)
         store.append_many(sample_records())
         store.retract("conversation-002", reason="wrong", source=sample_records()[0]["source"])
         engine = RecallEngine(store)
@@ -427,6 +433,7 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
             open_store(url, user_id="alice").read_all()
         assert init_store_schema(url)[1:] == (1, 6)
         reopened = open_store(url, user_id="alice")
+        assert isinstance(reopened, PostgresMemoryStore)
         engine = RecallEngine(reopened)
         after = [
             engine.recall(q, limit=5, as_of=SAMPLE_AS_OF, query_id="q").to_json() for q in queries
@@ -488,8 +495,13 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
 
 
 def test_sqlite_posting_rows_are_the_jsonl_index(tmp_path: Path) -> None:
+    from memlib.stores.jsonl._store import RemoteMemoryStore
+    from memlib.stores.sql._sqlite import SqliteMemoryStore
+
     jsonl = open_store(f"jsonl:{tmp_path / 'a.jsonl'}", user_id="alice", clock=fixed_clock())
     sqlite = open_store(f"sqlite:{tmp_path / 'a.db'}", user_id="alice", clock=fixed_clock())
+    assert isinstance(jsonl, RemoteMemoryStore)
+    assert isinstance(sqlite, SqliteMemoryStore)
     for store in (jsonl, sqlite):
         store.append_many(sample_records())
         store.retract("conversation-003", reason="wrong", source=sample_records()[0]["source"])

@@ -347,7 +347,7 @@ def _plan(history: list[tuple[tuple[Any, ...], timedelta]]) -> Plan:
     for op, step in history:
         moment += step
         if op[0] == "append":
-            items = []
+            items: list[dict[str, Any]] = []
             for text, captured, profile in op[1]:
                 memory_id = f"r-{next(serial)}"
                 kind = "profile" if profile else "conversation"

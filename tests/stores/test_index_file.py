@@ -31,7 +31,7 @@ from memlib import (
     RemoteMemoryUnsafePathError,
 )
 from memlib.records import user_scope_for
-from memlib.stores._files import failure
+from memlib.stores._files import failure, open_private
 from memlib.stores.jsonl import _index as jsonl_index
 from memlib.stores.jsonl._doctor import check_store
 
@@ -531,7 +531,7 @@ def test_a_read_only_folder_still_recalls(
     _fill(path)
     expected = _reference(path, tmp_path)
     if os.geteuid() == 0:  # root writes anyway: make the folder refuse creation
-        real = jsonl_index.open_private
+        real = open_private  # what the index module calls, until patched below
 
         def read_only(name: str, flags: int, **kw: Any) -> int:
             if flags & os.O_CREAT:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memlib._retrieval.strings import PackedStrings, SortedPositions, hashed_order, pack_strings
 
-_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)
+_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=6)
 
 
 @settings(max_examples=150, deadline=None, database=None)

@@ -145,11 +145,15 @@ def test_every_backend_keeps_append_order_not_id_order(opener: Opener) -> None:
     }
     store.retract("a1", reason="wrong", source=MANUAL)
     assert store.source_neighbours(["z9", "a1", "b0"]) == {"z9": N(None, "b0"), "b0": N("z9", None)}
-    assert opener().source_neighbours(["b0"]) == {"b0": N("z9", None)}
+    reopened = opener()
+    assert isinstance(reopened, SourceOrdering)
+    assert reopened.source_neighbours(["b0"]) == {"b0": N("z9", None)}
 
 
 def test_other_users_turns_are_not_neighbours(opener: Opener) -> None:
     alice, bob = opener("alice"), opener("bob")
+    assert isinstance(alice, SourceOrdering)
+    assert isinstance(bob, SourceOrdering)
     alice.append(**turn("a1", "shared"))
     bob.append(**turn("b1", "shared"))
     alice.append(**turn("a2", "shared"))
@@ -189,6 +193,7 @@ def random_history(store: MemoryStore, rng: random.Random, steps: int) -> Iterat
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_every_backend_answers_as_the_reference(opener: Opener, seed: int) -> None:
     store = opener(clock=Ticker())
+    assert isinstance(store, SourceOrdering)
     rng = random.Random(seed)
     for _ in random_history(store, rng, 40):
         records = store.read_all()
@@ -196,7 +201,9 @@ def test_every_backend_answers_as_the_reference(opener: Opener, seed: int) -> No
         rng.shuffle(ids)
         expected = source_neighbours_of(records, ids)
         assert store.source_neighbours(ids) == expected
-    assert opener().source_neighbours(ids) == expected  # a new store object, from disk
+    reopened = opener()  # a new store object, from disk
+    assert isinstance(reopened, SourceOrdering)
+    assert reopened.source_neighbours(ids) == expected
     assert neighbours_in_source(store, ids) == expected
 
 

@@ -129,6 +129,7 @@ def test_db_init_gives_a_version_5_postgresql_schema_the_source_index(
     try:
         init_store_schema(url)
         store = open_store(url, user_id="alice")
+        assert isinstance(store, SqlMemoryStore)
         expected = filled(store)
         conn = store._connection()
         conn.execute("DROP INDEX sources_upgrade_test.records_source")
@@ -140,6 +141,7 @@ def test_db_init_gives_a_version_5_postgresql_schema_the_source_index(
             open_store(url, user_id="alice").read_all()
         assert init_store_schema(url)[1:] == (5, 6)
         reopened = open_store(url, user_id="alice")
+        assert isinstance(reopened, SqlMemoryStore)
         assert reopened.source_neighbours(list(expected)) == expected
         indexes = {
             row[0]

@@ -461,7 +461,9 @@ def test_reader_sees_appends_by_another_store_object(store, store_path, make_ite
     assert [r.memory_id for r in reader.read_all()] == ["m-1"]
     store.append_many([make_item("m-2"), make_item("m-3", kind=MemoryKind.PROFILE)])
     assert [r.memory_id for r in reader.read_all()] == ["m-1", "m-2", "m-3"]
-    assert reader.latest_profile().memory_id == "m-3"
+    profile = reader.latest_profile()
+    assert profile is not None
+    assert profile.memory_id == "m-3"
     # and the reader, turned writer, knows every id without rereading by hand
     with pytest.raises(RemoteMemoryDuplicateError):
         reader.append(**make_item("m-2"))
@@ -474,7 +476,7 @@ def test_reader_parses_only_the_appended_lines(store, store_path, make_item, mon
     reader = RemoteMemoryStore(store_path, user_id="alice")
     assert len(reader.read_all()) == 20
     parsed: list[str] = []
-    original = StoredMemory.from_dict.__func__
+    original = vars(StoredMemory)["from_dict"].__func__  # the classmethod's plain function
 
     def counting(cls, data):
         parsed.append(data.get("memory_id"))
@@ -542,7 +544,9 @@ def test_reader_rereads_a_replaced_or_shrunk_file(
 def test_retraction_by_another_store_object_is_seen_incrementally(tmp_path):
     reader = open_sample_store(tmp_path / "root")
     engine = RecallEngine(reader)
-    assert reader.latest_profile().memory_id == "profile-002"
+    profile = reader.latest_profile()
+    assert profile is not None
+    assert profile.memory_id == "profile-002"
     before = engine.recall("layered memory", limit=10, as_of=SAMPLE_AS_OF, query_id="q")
     assert before.hits[0].memory_id == "conversation-003"
     writer = RemoteMemoryStore(reader.path, user_id="alice")
@@ -554,7 +558,9 @@ def test_retraction_by_another_store_object_is_seen_incrementally(tmp_path):
     }
     writer.retract("profile-002", reason="outdated", source=source)
     writer.retract("conversation-003", reason="wrong", source=source)
-    assert reader.latest_profile().memory_id == "profile-001"
+    profile = reader.latest_profile()
+    assert profile is not None
+    assert profile.memory_id == "profile-001"
     after = engine.recall("layered memory", limit=10, as_of=SAMPLE_AS_OF, query_id="q")
     assert "conversation-003" not in [h.memory_id for h in after.hits]
     assert after.retracted_records == 1

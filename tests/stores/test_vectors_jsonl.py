@@ -471,7 +471,7 @@ def _writer(path: str, who: int, barrier: Any, errors: Any) -> None:
         store = RemoteMemoryStore(path, user_id=USER, embedder=EMBEDDER)
         barrier.wait(timeout=60)
         for k in range(15):
-            own = {
+            own: dict[str, Any] = {
                 "kind": "conversation",
                 "memory_id": f"w{who}-{k}",
                 "source": SOURCE,
