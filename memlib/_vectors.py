@@ -37,12 +37,10 @@ class Embedder(Protocol):
 PAIR_SUFFIX = "+pair"
 
 
-def reads_pairs(model: Embedder | str | None) -> bool:
-    """Whether ``model``'s vectors (an embedder's, or those recorded under that name)
-    embed each record with its predecessor."""
-    if model is None or isinstance(model, str):
-        return model is not None and model.endswith(PAIR_SUFFIX)
-    return model.pairs
+def reads_pairs(model: str | None) -> bool:
+    """Whether vectors recorded under ``model`` embed each record with its predecessor
+    (an embedder says so itself: ``Embedder.pairs``)."""
+    return model is not None and model.endswith(PAIR_SUFFIX)
 
 
 def check_previous(model: str, previous: Mapping[str, str | None] | None) -> None:
