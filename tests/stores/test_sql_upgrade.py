@@ -143,3 +143,22 @@ def test_two_openers_of_an_old_sqlite_store_upgrade_it_once(tmp_path: Path) -> N
     assert not errors
     MAKE["main"](f"sqlite:{tmp_path / 'fresh.db'}", vectors=False)
     assert answers[0] == answers[1] == _answers(f"sqlite:{tmp_path / 'fresh.db'}", "alice")
+
+
+def test_db_status_reads_an_old_sqlite_store_without_upgrading_it_and_db_init_upgrades_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memlib.cli import main
+
+    path = tmp_path / "old.db"
+    _sqlite_copy(sorted(FIXTURES.glob("sqlite-v*.sql"))[0], path)
+    before = path.read_bytes()
+    assert main(["--store", f"sqlite:{path}", "db", "status"]) == 0
+    assert capsys.readouterr().out == "SQLite store: schema version 1\n"
+    assert path.read_bytes() == before
+    assert main(["--store", f"sqlite:{path}", "db", "init"]) == 0
+    assert capsys.readouterr().out == (
+        f"SQLite store: upgraded schema from version 1 to {SCHEMA_VERSION}\n"
+    )
+    assert main(["--store", f"sqlite:{path}", "db", "status"]) == 0
+    assert capsys.readouterr().out == f"SQLite store: schema version {SCHEMA_VERSION}\n"

@@ -229,12 +229,18 @@ class SqliteMemoryStore(SqlMemoryStore):
             self._write_cache = conn
 
     def schema_version(self) -> int:
-        """The file's schema version (0: no store yet); opening upgrades an older one."""
-        conn = self._connection()
-        if conn is None:
+        """The file's schema version (0: no store yet), read without upgrading it: what
+        ``memlib db status`` reports and ``db init`` upgrades from."""
+        self._check_files()
+        if not self.path.exists():
             return 0
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
         with self._failures("read"):
-            return self._version(conn)
+            conn = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout)
+            try:
+                return self._version(conn)
+            finally:
+                conn.close()
 
     def init_schema(self) -> tuple[int, int]:
         before = self.schema_version()
