@@ -451,7 +451,8 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     """Version 1 kept one postings row per (term, record); version 2 packs runs."""
     import sqlite3
 
-    from memlib.stores.sql._sqlite import unpack_ids
+    from memlib._retrieval import unpack_docs
+    from memlib.stores.sql._sqlite import SqliteMemoryStore
 
     path = tmp_path / "old.db"
     store = open_store(f"sqlite:{path}", user_id="alice", clock=fixed_clock())
@@ -468,7 +469,7 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
     pairs = [
         (term_id, doc)
         for term_id, blob in conn.execute("SELECT term_id, docs FROM postings")
-        for doc in unpack_ids(blob)
+        for doc in unpack_docs(blob, SqliteMemoryStore.RUN_FORMAT)
     ]
     assert pairs
     conn.executescript(

@@ -523,7 +523,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
         searched = retracted = tokens = content_tokens = 0
         if conn is not None:
-            with self._failures("read"), self._transaction(conn, write=False):
+            with self._transaction(conn, write=False):
                 searched, retracted, tokens, content_tokens = self._counts(conn, query)
                 sql, listed = self.TF_RUNS_OF_TERMS, self._many(query.terms)
                 for term, run, tfs, lengths in self._run(self._blobs(conn), sql, scope, listed):
@@ -608,7 +608,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         conn = self._connection()
         if conn is None:
             return VectorState(None, 0, 0, 0)
-        with self._failures("read"), self._transaction(conn, write=False):
+        with self._transaction(conn, write=False):
             searched, model, dimension, _ = self._vector_stats(conn)
             sql = "SELECT count(*) FROM {s}vectors WHERE user_scope = ?"
             (stored,) = self._run(conn, sql, self.user_scope).fetchone()

@@ -15,13 +15,11 @@ import json
 import os
 import sqlite3
 import time
-from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..._retrieval import unpack_docs
 from ..._vectors import Embedder
 from ...errors import (
     RemoteMemoryCorruptionError,
@@ -54,11 +52,6 @@ _STORAGE_CAUSES = {
     sqlite3.SQLITE_PROTOCOL: "locking protocol error",
 }
 _CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT)
-
-
-def unpack_ids(blob: bytes) -> array[int]:
-    """A ``postings.docs`` run: record ids as little-endian int64."""
-    return unpack_docs(blob, _RUN)
 
 
 def sqlite_path(url: str | os.PathLike[str]) -> Path:
