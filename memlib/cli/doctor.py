@@ -91,7 +91,7 @@ def _repair(path: Path, user_id: str | None, report: DoctorReport) -> DoctorRepo
         )
         report, repaired = check_store(path, user_id=user_id), True
     if not repaired:
-        write_line("repair: no torn tail, nothing to do (nothing else is ever changed)")
+        write_line("repair: no torn tail, nothing to do")
     return report
 
 
@@ -130,6 +130,9 @@ def register(subparsers: Any) -> None:
     )
     doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")
     doctor.add_argument(
-        "--repair", action="store_true", help="remove a torn tail, after writing a backup copy"
+        "--repair",
+        action="store_true",
+        help="cut a torn tail (after a backup copy), remove stale temporary files, rebuild "
+        "the index and vectors files from the log",
     )
     doctor.set_defaults(func=cmd_doctor)

@@ -448,3 +448,21 @@ def test_stale_temporary_files_are_reported_and_removed(template: Path, scratch:
     store.retract("m-00005", reason="wrong", source=SOURCE)
     assert not dead_vectors.exists()
     assert jsonl_vectors.vectors_path_for(str(path)) == str(path) + ".vectors"
+
+
+def test_temporary_files_are_never_removed_through_a_linked_folder(
+    template: Path, scratch: Path
+) -> None:
+    from memlib.stores.jsonl._doctor import RepairError, remove_temp_files
+
+    real = _copy(template, scratch).parent
+    dead = real / f".records.jsonl.index.{_dead_pid()}.0123abcd.tmp"
+    dead.write_bytes(b"\0" * 16)
+    link = scratch / "linked"
+    link.symlink_to(real, target_is_directory=True)
+    report = check_store(link / "records.jsonl")
+    assert any(p.kind == "temp_file" for p in report.problems)
+    with pytest.raises(RepairError, match="symbolic link"):
+        remove_temp_files(report)
+    assert dead.exists()
+    assert remove_temp_files(check_store(real / "records.jsonl")) == [(str(dead), 16)]

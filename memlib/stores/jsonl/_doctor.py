@@ -26,7 +26,7 @@ from ..._vectors import VectorState
 from ..._visible import first_hidden, shown_name
 from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
 from ...records import MemoryKind, StoredMemory, user_scope_for
-from .._files import DIR_MODE, FILE_MODE, check_path, open_private, write_all
+from .._files import DIR_MODE, FILE_MODE, check_path, open_folder, open_private, write_all
 from ._index import IndexState, index_path_for, inspect_index, remove_stale_temps, stale_temps
 from ._store import RemoteMemoryStore, pending_batch_offset
 from ._vectors import VectorFileState, fsync_folder, vectors_path_for
@@ -445,7 +445,14 @@ def remove_temp_files(report: DoctorReport) -> list[tuple[str, int]]:
     """Remove the stale temporary files the report found; ``(path, bytes)`` of each."""
     if not any(p.kind == "temp_file" for p in report.problems):
         return []
-    return remove_stale_temps(str(report.path))
+    try:  # through the folder the store would use: never through a link or a shared one
+        folder = open_folder(str(report.path.parent))
+    except (OSError, RemoteMemoryError) as exc:
+        raise RepairError(describe(exc)) from None
+    try:
+        return remove_stale_temps(str(report.path), folder_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def rebuild_index_file(report: DoctorReport) -> bool:
@@ -464,7 +471,7 @@ def rebuild_index_file(report: DoctorReport) -> bool:
             pass
         except OSError as exc:
             raise RepairError(f"cannot remove the index file: {exc.strerror}") from None
-    return RemoteMemoryStore.for_scope(report.path, report.scope).write_index_file()
+    return _reader(report).write_index_file()  # one write: the reader's refresh writes none
 
 
 def _open_or_refuse(path: Path, flags: int, missing: str, refused: str = "") -> int:
