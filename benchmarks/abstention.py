@@ -111,10 +111,11 @@ def score_questions(
         for question in headline_questions(conversation):
             own = rank_hits(ranker_obj, indexes[i], conversation, question, DEPTH)
             foreign = rank_hits(ranker_obj, indexes[j], conversations[j], question, DEPTH)
+            evidence = set(question.evidence)
             out.append(
                 QuestionScores(
                     evidence=len(question.evidence),
-                    found=tuple(h.score for h in own if h.memory_id in set(question.evidence)),
+                    found=tuple(h.score for h in own if h.memory_id in evidence),
                     own_top=own[0].score if own else None,
                     foreign_top=foreign[0].score if foreign else None,
                 )

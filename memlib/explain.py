@@ -50,6 +50,9 @@ _LINE_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#xA;", "\r": "&
 _LINE_SPECIAL = re.compile("[&<>\n\r]")
 
 
+_ALWAYS = ("memory_id", "verdict", "message", "query", "ranker")
+
+
 @dataclass(frozen=True)
 class RecallExplanation:
     """Why one record is, or is not, among one recall's hits."""
@@ -90,7 +93,9 @@ class RecallExplanation:
             "query": self.query.to_dict(),
             "ranker": self.ranker,
         }
-        for optional in dataclasses.fields(self)[5:]:  # known_at on: only when given
+        for optional in dataclasses.fields(self):  # the rest: only when given
+            if optional.name in _ALWAYS:
+                continue
             value = getattr(self, optional.name)
             if isinstance(value, RecallScoreBreakdown | RecallHit):
                 value = value.to_dict()
@@ -232,7 +237,7 @@ def explain_recall(
             f"memory {memory_id} is a {record.kind.value} record: {why}",
             kind=record.kind.value,
         )
-    record_terms = tuple(sorted(set(searchable_terms(searchable_text(record)))))
+    record_terms = searchable_terms(searchable_text(record))  # sorted, distinct
     shared = sorted(set(record_terms) & set(query.terms))
     dense = (
         isinstance(ranker, DenseScoring)

@@ -199,7 +199,9 @@ def _append(
     if isinstance(lists, _PackedLists):
         lists.add(term, values)
         return
-    target = lists.setdefault(term, array("I"))
+    target = lists.get(term)
+    if target is None:  # no throw-away array for a term already there
+        target = lists[term] = array("I")
     target.frombytes(values) if isinstance(values, bytes) else target.extend(values)
 
 

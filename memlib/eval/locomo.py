@@ -107,7 +107,17 @@ def clean_evidence(raw: Iterable[Any], turn_ids: set[str]) -> tuple[str, ...]:
 
 
 def parse_locomo(data: Sequence[Mapping[str, Any]]) -> tuple[LocomoConversation, ...]:
-    """LoCoMo JSON (a list of samples) → conversations with records and questions."""
+    """LoCoMo JSON (a list of samples) → conversations with records and questions; data
+    of another shape is one validation error, never a traceback."""
+    try:
+        return _parse(data)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise RemoteMemoryValidationError(
+            f"LoCoMo data is malformed: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _parse(data: Sequence[Mapping[str, Any]]) -> tuple[LocomoConversation, ...]:
     if not isinstance(data, list):
         raise RemoteMemoryValidationError("LoCoMo data must be a JSON list of samples")
     conversations = []
@@ -182,7 +192,7 @@ def load_locomo(path: str | Path) -> tuple[LocomoConversation, ...]:
             data = json.load(handle)
     except FileNotFoundError:
         raise RemoteMemoryValidationError(f"LoCoMo data not found: {path}") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, or not UTF-8
         raise RemoteMemoryValidationError(f"LoCoMo data is not JSON: {path}: {exc}") from None
     return parse_locomo(data)
 

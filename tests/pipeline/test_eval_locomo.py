@@ -260,3 +260,20 @@ def test_cli_reads_hybrid_through_the_global_embedder(data_file, tmp_path, capsy
     )
     assert code == 0
     assert list(json.loads(out.read_text(encoding="utf-8"))) == ["hybrid", "hybrid/lexical-only"]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"\xff\xfe\x00bad", "not JSON"),
+        (b"[1]", "malformed: TypeError"),
+        (b'[{"sample_id": 1}]', "malformed: KeyError"),
+    ],
+)
+def test_data_of_another_shape_is_one_line_not_a_traceback(tmp_path, capsys, content, words):
+    path = tmp_path / "data.json"
+    path.write_bytes(content)
+    assert main(["eval", "locomo", "--data", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memlib: error: LoCoMo data is ") and words in err
+    assert err.count("\n") == 1 and "Traceback" not in err
