@@ -407,11 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         report = run(args)
+        args.out.write_text(dumps(report) + "\n", encoding="utf-8")
     except RemoteMemoryError as exc:
         # Bad input (data file, ranker name, a single conversation): one line, as memlib.
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.out.write_text(dumps(report) + "\n", encoding="utf-8")
+    except OSError as exc:  # the report's file, after the whole run: still one line
+        print(f"error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
     print(f"suggested floors: {report['suggested_floors']}")
     print(f"report written to {args.out} ({report['seconds']['total']} s)")
     return 0
