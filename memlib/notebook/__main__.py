@@ -20,14 +20,32 @@ def _solutions(args: argparse.Namespace) -> None:
 
 def _slides(args: argparse.Namespace) -> None:
     from ._common import write_notebook
-    from .slides import with_slides
+    from .slides import split_catalog, with_slides
+    from .translate import catalog_path
 
+    root = Path.cwd()
+    # The English notebooks are the folder whose editions (notebooks/LANG/, i18n/LANG/)
+    # are built from them: the sections of the cells split there are split alike.
+    editions = sorted(
+        p.name for p in (root / "i18n").glob("*") if p.is_dir() and (args.folder / p.name).is_dir()
+    )
     for path in sorted(args.folder.glob("*.ipynb")):
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        updated = with_slides(notebook)
+        catalogs = {}
+        for lang in editions:
+            catalog_file = catalog_path(root, lang, path.name)
+            if catalog_file.exists():
+                text = catalog_file.read_text(encoding="utf-8")
+                new = split_catalog(text, notebook, path.name)
+                if new != text:
+                    catalogs[catalog_file] = new
+        updated = with_slides(notebook)  # everything checked before anything is written
         if updated != notebook:
             write_notebook(path, updated)
             print(f"wrote {path}")
+        for catalog_file, text in catalogs.items():
+            catalog_file.write_text(text, encoding="utf-8")
+            print(f"wrote {catalog_file.relative_to(root)}")
 
 
 def _translate(args: argparse.Namespace) -> None:
@@ -77,7 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="write sources only (the twin then has no outputs)",
     )
     solutions.set_defaults(run=_solutions)
-    slides = commands.add_parser("slides", help="set the RISE slide metadata of every notebook")
+    slides = commands.add_parser(
+        "slides",
+        help="split markdown cells at headings, set the RISE slide metadata and settings of "
+        "every notebook; for the English notebooks, split the catalogs' sections alike",
+    )
     slides.add_argument("--folder", type=Path, default=Path("notebooks"))
     slides.set_defaults(run=_slides)
     translate = commands.add_parser(

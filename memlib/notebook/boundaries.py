@@ -223,9 +223,11 @@ def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> Ou
     params = [p for p in inspect.signature(RecallEngine.recall).parameters if p != "self"]
     sees_chat = [p for p in params if p in ("messages", "history", "chat", "conversation")]
     warns = "'continue last time'" in RECALL_HISTORY_DESCRIPTION
-    fact = (
+    fact = tr(
         f"recall takes only ({', '.join(params)}) — no chat; the tool description "
-        f"{'says' if warns else 'does not say'} 'continue last time' is not a query"
+        f"{'says' if warns else 'does not say'} 'continue last time' is not a query",
+        f"recall 只接受（{', '.join(params)}），不接受对话；工具说明"
+        f"{'写明了' if warns else '没有写明'}「continue last time」不是查询",
     )
     return not sees_chat and warns, fact
 
@@ -240,9 +242,11 @@ def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     chinese = "分层记忆"
     pairs = tuple(sorted({chinese[i : i + 2] for i in range(len(chinese) - 1)}))
     cjk = recall_query(store, chinese, as_of).terms
-    fact = (
-        f"{len(forms)} spellings ({', '.join(repr(f) for f in forms)}) → "
-        f"{len(terms)} term set; {chinese} → {', '.join(cjk)}"
+    spellings = ", ".join(repr(f) for f in forms)
+    fact = tr(
+        f"{len(forms)} spellings ({spellings}) → {len(terms)} term set; "
+        f"{chinese} → {', '.join(cjk)}",
+        f"{len(forms)} 种写法（{spellings}）→ {len(terms)} 组词项；{chinese} → {'、'.join(cjk)}",
     )
     return len(terms) == 1 and cjk == pairs, fact
 
@@ -253,10 +257,13 @@ def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     retracted = {r.retracts for r in store.read_all() if r.kind is MemoryKind.RETRACTION}
     live = [r for r in _conversations(store) if r.memory_id not in retracted]
     sharing = [r for r in live if terms & set(tokenize(searchable_text(r)))]
-    fact = (
+    fact = tr(
         f"{result.searched_records} searched (counted here: {len(live)}), "
         f"{result.candidate_records} candidates (counted here: {len(sharing)}), "
-        f"{len(result.hits)} hits"
+        f"{len(result.hits)} hits",
+        f"检索 {result.searched_records} 条（此处数得 {len(live)}），"
+        f"候选 {result.candidate_records} 条（此处数得 {len(sharing)}），"
+        f"命中 {len(result.hits)} 条",
     )
     holds = (
         result.searched_records == len(live)
@@ -272,24 +279,29 @@ def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     candidates = scan_recall_candidates(q, store.read_all()).candidates
     hits = RecallEngine(store).recall(query, as_of=as_of, query_id="review-1").hits
     ids = {c.query_id for c in candidates} | {h.query_id for h in hits}
-    refused = (
+    refused, said = (
         _refusal(lambda: score_recall_candidate(other, candidates[0], as_of=as_of))
         if candidates
-        else "(no candidate to try)"
+        else (False, tr("(no candidate to try)", "（没有可试的候选）"))
     )
-    fact = (
-        f"{len(candidates)} candidates and {len(hits)} hits all carry "
-        f"{', '.join(sorted(ids))}; scoring one for review-2: {refused}"
+    carried = ", ".join(sorted(ids))
+    fact = tr(
+        f"{len(candidates)} candidates and {len(hits)} hits all carry {carried}; "
+        f"scoring one for review-2: {said}",
+        f"{len(candidates)} 个候选和 {len(hits)} 个命中都带着 {carried}；"
+        f"拿其中一个为 review-2 评分：{said}",
     )
-    return ids == {"review-1"} and refused.startswith("refused"), fact
+    return ids == {"review-1"} and refused, fact
 
 
-def _refusal(action: Callable[[], Any]) -> str:
+def _refusal(action: Callable[[], Any]) -> tuple[bool, str]:
+    """Whether ``action`` was refused with a memlib error, and that in words."""
     try:
         action()
     except RemoteMemoryError as exc:
-        return f"refused ({type(exc).__name__}: {exc})"
-    return "accepted"
+        said = f"{type(exc).__name__}: {exc}"
+        return True, tr(f"refused ({said})", f"被拒绝（{said}）")
+    return False, tr("accepted", "被接受")
 
 
 def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
@@ -302,9 +314,10 @@ def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> 
         and h.scope.memory_kind is by_id[h.memory_id].kind
         and h.provenance == by_id[h.memory_id].source
     ]
-    fact = (
+    fact = tr(
         f"{len(complete)} of {len(hits)} hits carry the store's scope and exactly "
-        "their record's source"
+        "their record's source",
+        f"{len(hits)} 个命中中有 {len(complete)} 个带着存储的作用域和其记录的原样来源",
     )
     return len(complete) == len(hits), fact
 
@@ -312,12 +325,15 @@ def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> 
 def _check_contributions(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     hits = recall(store, query, as_of, LIMIT_MAX).hits
     if not hits:
-        return True, "no hit to explain"
+        return True, tr("no hit to explain", "没有可解释的命中")
     explained = [h for h in hits if _explained(h)]
     b = hits[0].score_breakdown
-    fact = (
-        f"rank 1: {b.lexical_weight} × {b.lexical_coverage} + {b.recency_weight} × "
-        f"{b.recency} = {b.total}; {len(explained)} of {len(hits)} hits add up"
+    sum_ = (
+        f"{b.lexical_weight} × {b.lexical_coverage} + {b.recency_weight} × {b.recency} = {b.total}"
+    )
+    fact = tr(
+        f"rank 1: {sum_}; {len(explained)} of {len(hits)} hits add up",
+        f"第 1 名：{sum_}；{len(hits)} 个命中中有 {len(explained)} 个加得上",
     )
     return len(explained) == len(hits), fact
 
@@ -342,9 +358,11 @@ def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Out
         tuple(h.memory_id for h in stable_rank_recall_candidates(q, order, as_of=as_of))
         for order in orders
     }
-    fact = (
+    fact = tr(
         f"{len(candidates)} candidates in {len(orders)} orders (as stored, reversed, "
-        f"shuffled) → {len(ranked)} ranking"
+        f"shuffled) → {len(ranked)} ranking",
+        f"{len(candidates)} 个候选按 {len(orders)} 种顺序（存储顺序、倒序、打乱）"
+        f"→ {len(ranked)} 种排名",
     )
     return len(ranked) == 1, fact
 
@@ -355,12 +373,13 @@ def _check_limit_scope(store: MemoryStore, query: str, as_of: datetime) -> Outco
     stranger = normalize_recall_query(
         query, user_scope=user_scope_for("mallory"), query_id=QUERY_ID, issued_at=as_of
     )
-    refused = _refusal(lambda: build_recall_candidates(stranger, store.read_all()))
-    fact = (
-        f"limit 1…{LIMIT_MAX} → {', '.join(map(str, counts))} hits; "
-        f"another user's query over these records: {refused}"
+    refused, said = _refusal(lambda: build_recall_candidates(stranger, store.read_all()))
+    shown = ", ".join(map(str, counts))
+    fact = tr(
+        f"limit 1…{LIMIT_MAX} → {shown} hits; another user's query over these records: {said}",
+        f"limit 1…{LIMIT_MAX} → 命中 {shown} 条；另一个用户的查询作用于这些记录：{said}",
     )
-    return within and refused.startswith("refused"), fact
+    return within and refused, fact
 
 
 def _fingerprint(store: MemoryStore) -> tuple[int, dict[str, str]]:
@@ -378,9 +397,12 @@ def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     for limit in (1, 5, LIMIT_MAX):
         recall(store, query, as_of, limit)
     after = _fingerprint(store)
-    fact = (
+    same = before == after
+    fact = tr(
         f"3 recalls: {before[0]} records before, {after[0]} after; "
-        f"{len(after[1])} store files, {'none' if before == after else 'some'} changed"
+        f"{len(after[1])} store files, {'none' if same else 'some'} changed",
+        f"3 次召回：之前 {before[0]} 条记录，之后 {after[0]} 条；"
+        f"{len(after[1])} 个存储文件，{'没有' if same else '有'}文件改变",
     )
     return before == after, fact
 
@@ -505,36 +527,64 @@ def audit_result(result: RecallResult) -> dict[int, Outcome]:
     return {
         2: (
             stable,
-            f"normalizing {q.text!r} again gives the same terms ({', '.join(q.terms)})"
+            tr(
+                f"normalizing {q.text!r} again gives the same terms ({', '.join(q.terms)})",
+                f"再次规范化 {q.text!r} 得到相同的词项（{', '.join(q.terms)}）",
+            )
             if stable
-            else f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
-            f"not ({', '.join(q.terms)})",
+            else tr(
+                f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
+                f"not ({', '.join(q.terms)})",
+                f"再次规范化 {q.text!r} 得到（{', '.join(again.terms)}），"
+                f"而不是（{', '.join(q.terms)}）",
+            ),
         ),
         3: (
             result.searched_records >= result.candidate_records >= len(hits),
-            f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
-            f"{len(hits)} hits",
+            tr(
+                f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
+                f"{len(hits)} hits",
+                f"被检索 {result.searched_records} 条 ≥ 候选 {result.candidate_records} 条 ≥ "
+                f"命中 {len(hits)} 条",
+            ),
         ),
         4: (
             len(bound) == len(hits),
-            f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}",
+            tr(
+                f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}",
+                f"{len(hits)} 个命中中有 {len(bound)} 个带着查询的 id {q.query_id!r}",
+            ),
         ),
         5: (
             len(complete) == len(hits),
-            f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source",
+            tr(
+                f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source",
+                f"{len(hits)} 个命中中有 {len(complete)} 个具有 conversation 作用域和完整的来源",
+            ),
         ),
         6: (
             len(explained) == len(hits),
-            f"{len(explained)} of {len(hits)} totals are weight × value summed",
+            tr(
+                f"{len(explained)} of {len(hits)} totals are weight × value summed",
+                f"{len(hits)} 个总分中有 {len(explained)} 个等于各项权重 × 取值之和",
+            ),
         ),
         7: (
             ordered,
-            f"{'ranks 1…n' if ordered else 'the ranks do not'} follow total ↓, coverage ↓, "
-            "captured_at ↓, memory_id ↑",
+            tr(
+                f"{'ranks 1…n' if ordered else 'the ranks do not'} follow total ↓, coverage ↓, "
+                "captured_at ↓, memory_id ↑",
+                f"名次{'按' if ordered else '没有按'} total ↓、coverage ↓、captured_at ↓、"
+                "memory_id ↑ 排列",
+            ),
         ),
         8: (
             len(hits) <= q.limit and len(scoped) == len(hits),
-            f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope",
+            tr(
+                f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope",
+                f"limit 为 {q.limit} 时有 {len(hits)} 个命中；其中 {len(scoped)} 个在查询的"
+                "用户作用域内",
+            ),
         ),
     }
 

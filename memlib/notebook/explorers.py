@@ -9,8 +9,18 @@ from typing import Any
 
 from ..errors import RemoteMemoryError
 from ..stores._base import MemoryStore
-from ._common import pyplot
+from .language import tr
+from .plots import pyplot
 from .views import View, as_of_at_noon
+
+
+def status_line(name: str, moment: datetime, rows: int | None) -> str:
+    """The explorer's status line (HTML): which view, at which moment, how many rows."""
+    when = f"{moment:%Y-%m-%d %H:%M} UTC"
+    line = tr(f"<code>{name}</code> at {when}", f"<code>{name}</code>，时刻 {when}")
+    if rows is not None:
+        line += tr(f" — {rows} rows", f" — {rows} 行")
+    return line
 
 
 def explorer(
@@ -41,7 +51,7 @@ def explorer(
     # A None choice reads "(all)": the view as the plain cell under the explorer calls it.
     picks = {
         name: widgets.Dropdown(
-            options=[("(all)" if o is None else str(o), o) for o in options],
+            options=[(tr("(all)", "（全部）") if o is None else str(o), o) for o in options],
             value=options[0],
             description=name,
         )
@@ -58,12 +68,10 @@ def explorer(
             value = view(store, text.value, moment, size.value, **picked)
         except RemoteMemoryError as exc:
             status.value = ""
-            out.append_stdout(f"error: {exc}\n")
+            out.append_stdout(tr(f"error: {exc}\n", f"错误：{exc}\n"))
             return
         rows = getattr(value, "shape", (None,))[0]
-        status.value = f"<code>{view.__name__}</code> at {moment:%Y-%m-%d %H:%M} UTC" + (
-            f" — {rows} rows" if rows is not None else ""
-        )
+        status.value = status_line(view.__name__, moment, rows)
         out.append_display_data(value)
         if after is not None:
             extra = after(value)

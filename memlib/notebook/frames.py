@@ -21,6 +21,7 @@ from ..score import RecallScoreBreakdown
 from ..stores._base import MemoryStore
 from ..stores.jsonl._store import RemoteMemoryStore
 from ._common import ANY_SCOPE, QUERY_ID, pandas
+from .language import tr
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -184,7 +185,7 @@ def payload_outline(payload: str) -> pd.DataFrame:
         if isinstance(value, dict):
             preview = "{" + ", ".join(value) + "}"
         elif isinstance(value, list):
-            preview = f"{len(value)} item(s)"
+            preview = tr(f"{len(value)} item(s)", f"{len(value)} 项")
         else:
             preview = json.dumps(value, ensure_ascii=False)
         rows.append({"key": key, "json_type": names.get(type(value), "number"), "value": preview})
@@ -268,7 +269,7 @@ def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
         try:
             memory_id = json.loads(raw)["memory_id"]
         except (ValueError, KeyError, TypeError):
-            memory_id = "(not a JSON record)"
+            memory_id = tr("(not a JSON record)", "（不是 JSON 记录）")
         rows.append(
             {
                 "line": number,

@@ -1,10 +1,12 @@
 """Plots: matplotlib pictures of views and frames, one Axes or Figure each (matplotlib is
-imported on first use).
+imported on first use). Every label goes through ``tr``; Chinese is drawn in Noto Sans CJK
+from the PyPI package ``noto-cjk-sans-otc`` (the ``notebook`` extra), registered with
+matplotlib's font manager by ``_common.pyplot``, so no system font package is needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,12 @@ def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
     return plt.subplots(figsize=figsize)[1] if ax is None else ax
 
 
+def _kind(value: str) -> str:
+    """A record kind as the edition names it."""
+    names = {"conversation": "对话记录", "profile": "用户画像", "retraction": "撤回记录"}
+    return tr(value, names.get(value))
+
+
 def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
     """Per record (a ``records_frame``): a dot at ``captured_at`` (what ranking uses), a
     diamond at ``stored_at``; the line between is how late the evidence reached the store."""
@@ -34,9 +42,11 @@ def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
     stored = [parse_timestamp(t) for t in records["stored_at"]][::-1]
     for y, (c, s) in enumerate(zip(captured, stored, strict=True)):
         ax.plot([c, s], [y, y], color="lightgrey", lw=1, zorder=1)
-    ax.scatter(captured, range(len(labels)), color="tab:blue", zorder=2, label="captured_at")
+    captured_label = tr("captured_at", "captured_at（事件时间）")
+    stored_label = tr("stored_at", "stored_at（入库时间）")
+    ax.scatter(captured, range(len(labels)), color="tab:blue", zorder=2, label=captured_label)
     ax.scatter(
-        stored, range(len(labels)), color="tab:orange", marker="D", zorder=2, label="stored_at"
+        stored, range(len(labels)), color="tab:orange", marker="D", zorder=2, label=stored_label
     )
     ax.set_yticks(range(len(labels)), labels)
     ax.legend(loc="lower left", fontsize="small")
@@ -47,7 +57,7 @@ def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     title = tr(
         "captured_at (the event) vs stored_at (the write)",
-        "captured_at（事件发生）与 stored_at（写入存储）",
+        "captured_at（事件时间）与 stored_at（入库时间）",
     )
     ax.set_title(title, fontsize="medium")
     return ax
@@ -70,9 +80,9 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
         live = [when(r) for r in subset if r.memory_id not in retracted]
         dead = [when(r) for r in subset if r.memory_id in retracted]
         color = "tab:blue" if row == 0 else "tab:green"
-        ax.scatter(live, [row] * len(live), color=color, zorder=3, label=f"{kind.value}")
+        ax.scatter(live, [row] * len(live), color=color, zorder=3, label=_kind(kind.value))
         if dead:
-            label = tr(f"{kind.value}, retracted", f"{kind.value}，已撤回")
+            label = tr(f"{kind.value}, retracted", f"{_kind(kind.value)}，已撤回")
             ax.scatter(
                 dead, [row] * len(dead), marker="x", s=80, color="tab:red", zorder=4, label=label
             )
@@ -93,10 +103,10 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
                 fontsize="small",
             )
     ax.margins(x=0.12)
-    ax.set_yticks(range(len(kinds)), [k.value for k in kinds])
+    ax.set_yticks(range(len(kinds)), [_kind(k.value) for k in kinds])
     ax.set_ylim(-0.6, 1.6)
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))  # type: ignore[no-untyped-call]
-    ax.set_xlabel("captured_at (2026)")
+    ax.set_xlabel(tr("captured_at (2026)", "captured_at（事件时间，2026 年）"))
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     ax.set_title(title or tr("records by captured_at", "按 captured_at 排列的记录"))
     fig.tight_layout()
@@ -159,7 +169,7 @@ def recency_curve(
     moment = as_of_at_noon(as_of) if as_of is not None else SAMPLE_AS_OF
     # The curve is drawn with the library's own recency function, never a copy of it.
     curve = [recency_of(moment - timedelta(days=a), moment) for a in ages]
-    ax.plot(ages, curve, color="tab:blue", label="1 / (1 + age / 30)")
+    ax.plot(ages, curve, color="tab:blue", label=tr("1 / (1 + age / 30)", "1 / (1 + 天数 / 30)"))
     if scores is not None and as_of is not None and len(scores):
         for memory_id, captured, value in zip(
             scores["memory_id"], scores["captured_at"], scores["recency"], strict=True
@@ -171,7 +181,7 @@ def recency_curve(
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.axvline(RECENCY_HALF_LIFE_DAYS, color="grey", lw=0.8, ls=":")
     ax.set_xlabel(tr("age in days (as_of − captured_at)", "距今天数（as_of − captured_at）"))
-    ax.set_ylabel("recency")
+    ax.set_ylabel(tr("recency", "新近度（recency）"))
     ax.set_ylim(0, 1.05)
     ax.set_title(tr("Recency decays but never reaches 0", "新近度会衰减，但永不归零"))
     return ax
@@ -184,7 +194,7 @@ def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
     lexical = list(scores["lexical_contribution"])[::-1]
     recency = list(scores["recency_contribution"])[::-1]
     lexical_label = tr(
-        f"lexical ({LEXICAL_WEIGHT} × coverage)", f"词项（{LEXICAL_WEIGHT} × 覆盖率）"
+        f"lexical ({LEXICAL_WEIGHT} × coverage)", f"词面（{LEXICAL_WEIGHT} × 覆盖率）"
     )
     recency_label = tr(
         f"recency ({RECENCY_WEIGHT} × recency)", f"新近度（{RECENCY_WEIGHT} × 新近度）"
@@ -198,7 +208,7 @@ def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
             ax.text(left + width + 0.01, y, f"{total:.6f}", va="center", fontsize="small")
     ax.set_xlim(0, 1.15)
     ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_xlabel(tr("score (total = lexical + recency)", "评分（total = 词项 + 新近度）"))
+    ax.set_xlabel(tr("score (total = lexical + recency)", "评分（total = 词面 + 新近度）"))
     ax.legend(
         loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize="small", frameon=False
     )
@@ -261,7 +271,7 @@ def order_vs_rank_plot(
     left.set_title(tr("line in the JSONL file (shuffled)", "在 JSONL 文件中的行（已打乱）"))
     left.set_ylabel(tr("position", "位置"))
     right.set_title(tr("rank (the same in every store)", "rank（在每个存储中都相同）"))
-    right.set_ylabel("rank")
+    right.set_ylabel(tr("rank", "名次（rank）"))
     for ax in (left, right):
         ax.invert_yaxis()
         ax.tick_params(axis="x", labelrotation=30)
@@ -278,7 +288,9 @@ def order_vs_rank_plot(
 def hits_per_limit_plot(sweeps: Mapping[str, pd.DataFrame]) -> Any:
     """Hits against limit per query (``limit_sweep`` frames)."""
     fig, ax = pyplot().subplots(figsize=(6.5, 3.6))
-    ax.plot([1, 10], [1, 10], color="grey", lw=0.8, ls=":", label="hits = limit")
+    ax.plot(
+        [1, 10], [1, 10], color="grey", lw=0.8, ls=":", label=tr("hits = limit", "命中数 = limit")
+    )
     # Thick lines first, so a line that runs along another stays visible on top of it.
     widths = [7 - 2 * i for i in range(len(sweeps))]
     for (label, frame), width in zip(sweeps.items(), widths, strict=True):
@@ -314,5 +326,123 @@ def budget_plot(sweep: pd.DataFrame, budget: int = 4_000) -> Any:
         "渲染块随每个命中增长（红色：超出预算）",
     )
     ax.set_title(label)
+    fig.tight_layout()
+    return fig
+
+
+# -- notebooks 11 and 12: the rankers on LoCoMo, cold and warm recall against N ------------
+# One colour per ranker, of distinct hues (the two hybrid variants too), the same in both
+# panels; a ranker not listed takes the next colour of the tab10 cycle.
+RANKER_COLOURS: Mapping[str, str] = {
+    "baseline": "#7f7f7f",
+    "bm25": "#1f77b4",
+    "bm25+stopwords": "#2ca02c",
+    "hybrid": "#ff7f0e",
+    "hybrid/lexical-only": "#9467bd",
+}
+# The project's R@10 targets on the LoCoMo dev split (notebook 11).
+# LoCoMo's question categories 1-4, as the report keys them.
+LOCOMO_CATEGORIES: Mapping[str, tuple[str, str]] = {
+    "1": ("1 multi-hop", "1 多跳"),
+    "2": ("2 temporal", "2 时间"),
+    "3": ("3 open-domain", "3 开放域"),
+    "4": ("4 single-hop", "4 单跳"),
+}
+
+
+def _ranker_colours(names: Sequence[str]) -> list[str]:
+    spare = iter(["#d62728", "#8c564b", "#e377c2", "#bcbd22", "#17becf"])
+    return [RANKER_COLOURS.get(name) or next(spare, "#000000") for name in names]
+
+
+def rankers_recall_plot(report: Mapping[str, Any]) -> Any:
+    """A rankers report (``load_report("rankers-dev-split")``): overall R@10 per ranker as
+    horizontal bars (names never collide), then R@10 per question category, a bar per ranker
+    in the same colours."""
+    names = list(report)
+    colours = _ranker_colours(names)
+    overall = [float(report[name]["overall"]["R@10"]) for name in names]
+    fig, (left, right) = pyplot().subplots(
+        1, 2, figsize=(11.5, 3.8), gridspec_kw={"width_ratios": [1, 1.25]}
+    )
+    positions = list(range(len(names)))
+    left.barh(positions, overall, color=colours, height=0.7)
+    left.set_yticks(positions, names)
+    left.invert_yaxis()
+    for y, value in enumerate(overall):
+        left.text(value + 0.015, y, f"{value:.3f}", va="center", fontsize=8)
+    left.set_xlim(0, 1.15)
+    left.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    left.set_xlabel(tr("R@10 (categories 1-4)", "R@10（类别 1–4）"))
+    left.set_title(tr("overall (in-sample)", "总体（样本内）"))
+    categories = [c for c in LOCOMO_CATEGORIES if all(c in report[n]["by_category"] for n in names)]
+    width = 0.8 / max(len(names), 1)
+    for i, (name, colour) in enumerate(zip(names, colours, strict=True)):
+        xs = [c + (i - (len(names) - 1) / 2) * width for c in range(len(categories))]
+        values = [float(report[name]["by_category"][c]["R@10"]) for c in categories]
+        right.bar(xs, values, width=width, color=colour, label=name)
+    # "1 multi-hop" as "1" over "multi-hop": four names fit under their groups at any width.
+    names_shown = [tr(*LOCOMO_CATEGORIES[c]).replace(" ", "\n", 1) for c in categories]
+    right.set_xticks(range(len(categories)), names_shown)
+    right.set_ylim(0, 1)
+    right.set_ylabel("R@10")
+    right.set_title(tr("R@10 by question category", "各问题类别的 R@10"))
+    right.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def cold_warm_plot(against_n: pd.DataFrame, floor_ms: float) -> Any:
+    """Notebook 12's ``against_n`` (per N and ranker: warm and cold rare-term p50, and the
+    bm25s peer) on log axes, with the floor (python + ``import memlib``) as a line named in
+    the legend, outside the plot, where no line can run through its label."""
+    fig, ax = pyplot().subplots(figsize=(10, 4.5))
+    for ranker in dict.fromkeys(against_n["ranker"]):
+        part = against_n[against_n["ranker"] == ranker]
+        (line,) = ax.plot(
+            part["N"],
+            part["warm, rare (ms)"],
+            marker="o",
+            label=tr(f"{ranker}, warm", f"{ranker}，热启动"),
+        )
+        ax.plot(
+            part["N"],
+            part["cold, rare (ms)"],
+            marker="s",
+            linestyle=":",
+            color=line.get_color(),
+            label=tr(f"{ranker}, cold (new process)", f"{ranker}，冷启动（新进程）"),
+        )
+    peer = against_n.drop_duplicates("N")
+    ax.plot(
+        peer["N"],
+        peer["bm25s warm, rare (ms)"],
+        marker="^",
+        linestyle="--",
+        color="gray",
+        label=tr("bm25s, warm (peer)", "bm25s，热启动（对照）"),
+    )
+    ax.axhline(
+        floor_ms,
+        color="black",
+        linewidth=0.8,
+        label=tr(
+            f"floor: python + import memlib ({floor_ms:.0f} ms)",
+            f"下限：python 启动 + import memlib（{floor_ms:.0f} 毫秒）",
+        ),
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(tr("records N", "记录数 N"))
+    ax.set_ylabel(
+        tr("recall p50, JSONL store (ms, log scale)", "召回 p50，JSONL 存储（毫秒，对数刻度）")
+    )
+    ax.set_title(
+        tr(
+            "Cold and warm recall against N (rare-term queries)",
+            "冷启动与热启动召回随 N 的变化（罕见词项查询）",
+        )
+    )
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig

@@ -15,6 +15,7 @@ from ..normalize import normalize_recall_query
 from ..sample import SAMPLE_AS_OF
 from ..stores._base import MemoryStore
 from ._common import ANY_SCOPE, QUERY_ID, pandas
+from .language import tr
 from .views import recall
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,13 +31,17 @@ def redact(text: str, *roots: str | os.PathLike[str]) -> str:
 
 
 def capture(action: Callable[[], Any], *roots: str | os.PathLike[str]) -> dict[str, str]:
-    """The memlib error ``action`` raised (paths redacted), or what it returned."""
+    """The memlib error ``action`` raised (paths redacted), or what it returned (in the
+    edition's language: the library's own messages stay as they are)."""
     try:
         value = action()
     except RemoteMemoryError as exc:
         return {"error_type": type(exc).__name__, "message": redact(str(exc), *roots)}
-    shown = f"{len(value)} item(s)" if isinstance(value, (tuple, list)) else type(value).__name__
-    return {"error_type": "(no error)", "message": f"returned {shown}"}
+    if isinstance(value, (tuple, list)):
+        returned = tr(f"returned {len(value)} item(s)", f"返回了 {len(value)} 项")
+    else:
+        returned = tr(f"returned {type(value).__name__}", f"返回了 {type(value).__name__}")
+    return {"error_type": tr("(no error)", "（无错误）"), "message": returned}
 
 
 def error_table(

@@ -26,6 +26,7 @@ from ..stores._base import MemoryStore
 from ._common import QUERY_ID, pandas
 from .fixtures import conversation_store
 from .frames import records_frame
+from .language import tr
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -84,7 +85,11 @@ class Rendered:
     text: str
 
     def __repr__(self) -> str:
-        return self.text if self.text else "(empty string: nothing is injected)"
+        return (
+            self.text
+            if self.text
+            else tr("(empty string: nothing is injected)", "（空字符串：不注入任何内容）")
+        )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
@@ -133,13 +138,14 @@ def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int)
     rows = []
     for r in records:
         if r.kind is not MemoryKind.CONVERSATION:
-            decision = f"not searched ({r.kind.value})"
+            kind = {"profile": "用户画像", "retraction": "撤回记录"}.get(r.kind.value)
+            decision = tr(f"not searched ({r.kind.value})", f"未检索（{kind or r.kind.value}）")
         elif r.memory_id in retracted:
-            decision = "not searched (retracted)"
+            decision = tr("not searched (retracted)", "未检索（已撤回）")
         elif r.memory_id in matched:
-            decision = "candidate"
+            decision = "candidate"  # the stage's own name, as exercise 03 compares it
         else:
-            decision = "searched, no shared term"
+            decision = tr("searched, no shared term", "已检索，无共同词项")
         rows.append(
             {
                 "memory_id": r.memory_id,
@@ -253,7 +259,7 @@ def deciding_key(ahead: Mapping[str, Any], behind: Mapping[str, Any]) -> str:
     for key in SORT_KEYS:
         if ahead[key] != behind[key]:
             return key
-    return "(identical)"
+    return tr("(identical)", "（完全相同）")
 
 
 def rank_keys_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -472,7 +478,9 @@ def api_failures_frame(
                 query_id_prefix="nb-api",
             )
             ended: dict[str, Any] = {
-                "loop ends with": f"an answer ({transcript.stop_reason})",
+                "loop ends with": tr(
+                    f"an answer ({transcript.stop_reason})", f"回答（{transcript.stop_reason}）"
+                ),
                 "reason": "",
                 "status_code": None,
                 "message": transcript.final_text.splitlines()[0],

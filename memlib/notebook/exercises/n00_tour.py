@@ -6,15 +6,26 @@ from typing import Any
 
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
+from ..language import tr
 from ..views import rank_keys_view, recall
 from . import Exercise, Verdict, right, wrong
-from ._common import as_text, sample_store, terms_of
+from ._common import sample_store, terms_of
 
 TARGET = "conversation-010"
 
 
+def as_string(answer: Any, what: str, what_zh: str) -> str:
+    """``answer`` as a string, or a ``TypeError`` saying so in the edition's language."""
+    if not isinstance(answer, str):
+        kind = type(answer).__name__
+        raise TypeError(
+            tr(f"{what} should be a string, not {kind}", f"{what_zh}应当是字符串，而不是 {kind}")
+        )
+    return answer
+
+
 def _top_hit(answer: Any) -> Verdict:
-    text = as_text(answer, "the query")
+    text = as_string(answer, "the query", "查询")
     try:
         hits = recall(sample_store(), text, SAMPLE_AS_OF, 10).hits
     except RemoteMemoryError as exc:
@@ -74,6 +85,14 @@ Exercise(
 
 
 STAGES = ("normalize", "candidate", "score", "stable rank", "render")
+# The names the zh edition gives the stages (its map, its contents, its takeaways).
+STAGES_ZH = {
+    "normalize": "规范化",
+    "candidate": "候选",
+    "score": "评分",
+    "stable rank": "稳定排序",
+    "render": "渲染",
+}
 _SPELLINGS = {
     "rank": "stable rank",
     "ranking": "stable rank",
@@ -84,17 +103,23 @@ _SPELLINGS = {
     "rendering": "render",
     "normalise": "normalize",
     "normalization": "normalize",
+    **{zh: en for en, zh in STAGES_ZH.items()},
+    "候选构造": "candidate",
+    "排序": "stable rank",
+    "打分": "score",
 }
 TIE_QUERY = "embedding reranker"
 
 
 def _deciding_stage(answer: Any) -> Verdict:
-    text = " ".join(as_text(answer, "the stage").lower().split())
-    stage = _SPELLINGS.get(text, text)
+    text = " ".join(as_string(answer, "the stage", "阶段名").lower().split())
+    # 稳定 排序 is 稳定排序: Chinese is written without spaces.
+    stage = _SPELLINGS.get(text, _SPELLINGS.get(text.replace(" ", ""), text))
     if stage not in STAGES:
         return wrong(
             f"{text!r} is not a stage: name one of {', '.join(STAGES)}",
-            zh=f"{text!r} 不是一个阶段：请从 {', '.join(STAGES)} 中选一个",
+            zh=f"{text!r} 不是一个阶段：请从 {'、'.join(STAGES_ZH.values())}"
+            f"（英文名 {', '.join(STAGES)}）中选一个",
         )
     keys = rank_keys_view(sample_store(), TIE_QUERY, SAMPLE_AS_OF, 10)
     first, second = keys.loc[0], keys.loc[1]
@@ -106,8 +131,8 @@ def _deciding_stage(answer: Any) -> Verdict:
             f"({first['total']:.6f}); the stable rank's last key, "
             f"{keys.loc[0, 'ahead_of_next_by']}, orders them",
             zh=f"{first['memory_id']} 与 {second['memory_id']} 的 total 并列"
-            f"（{first['total']:.6f}）；由稳定排序的最后一个排序键 "
-            f"{keys.loc[0, 'ahead_of_next_by']} 决定先后",
+            f"（{first['total']:.6f}）；由稳定排序的并列规则决定先后：最后比较的是 "
+            f"{keys.loc[0, 'ahead_of_next_by']}",
         )
     reasons = {
         "score": f"both totals are {first['total']:.6f}: the score cannot tell them apart",
@@ -123,7 +148,7 @@ def _deciding_stage(answer: Any) -> Verdict:
     }
     return wrong(
         reasons.get(stage, f"{stage} is not where the order is decided"),
-        zh=reasons_zh.get(stage, f"{stage} 不是决定顺序的阶段"),
+        zh=reasons_zh.get(stage, f"{STAGES_ZH[stage]}不是决定顺序的阶段"),
     )
 
 
@@ -146,5 +171,6 @@ Exercise(
         ("candidate", "says nothing about order"),
         ("render", "in the order it is given"),
         ("the database", "is not a stage"),
+        (3, "should be a string"),
     ),
 ).register()

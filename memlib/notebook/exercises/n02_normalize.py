@@ -2,18 +2,41 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
 from typing import Any
 
 from ...errors import RemoteMemoryError
+from ...sample import SAMPLE_AS_OF, open_sample_store
+from ...stores._base import MemoryStore
+from ..language import language, tr
+from ..views import candidates_view
 from . import Exercise, Verdict, right, wrong
-from ._common import as_text, terms_of
+from ._common import sample_store, terms_of
+from .n00_tour import as_string
 
 TARGET = ("layered", "memory", "分层", "层记", "记忆")
 FULL_WIDTH = "ＬＬＭ記憶"
+FOUND = "conversation-010"
+
+
+@functools.cache
+def _chinese_store() -> MemoryStore:
+    root = tempfile.mkdtemp(prefix="memlib-grader-zh-")
+    atexit.register(shutil.rmtree, root, True)
+    return open_sample_store(root, lang="zh")
+
+
+def edition_store() -> MemoryStore:
+    """The sample corpus the edition's exercises are about: the Chinese one in the zh
+    edition (its notebooks open it as ``zh_store``), else the English one."""
+    return _chinese_store() if language() == "zh" else sample_store()
 
 
 def _one_query(answer: Any) -> Verdict:
-    text = as_text(answer, "the query")
+    text = as_string(answer, "the query", "查询")
     try:
         got = terms_of(text)
     except RemoteMemoryError as exc:
@@ -44,22 +67,38 @@ def _one_query(answer: Any) -> Verdict:
 
 def _as_terms(answer: Any) -> tuple[str, ...]:
     if isinstance(answer, str) or not isinstance(answer, (tuple, list)):
-        raise TypeError("the answer should be a tuple of terms, like ('a', 'b')")
+        raise TypeError(
+            tr(
+                "the answer should be a tuple of terms, like ('a', 'b')",
+                "答案应当是由词项组成的 tuple，例如 ('a', 'b')",
+            )
+        )
     if not all(isinstance(t, str) for t in answer):
-        raise TypeError("every term should be a string")
+        raise TypeError(tr("every term should be a string", "每个词项都应当是字符串"))
     return tuple(answer)
+
+
+def _found_through(terms: tuple[str, ...]) -> tuple[str, str]:
+    """Which records of the edition's corpus ``terms`` find, and through which terms
+    (in English, in Chinese)."""
+    view = candidates_view(edition_store(), " ".join(terms), SAMPLE_AS_OF, 10)
+    found = list(view.loc[view["decision"] == "candidate"].itertuples())
+    return (
+        "; ".join(f"{row.memory_id} through {row.matched_terms} only" for row in found),
+        "；".join(f"{row.memory_id}，只通过 {row.matched_terms}" for row in found),
+    )
 
 
 def _full_width_terms(answer: Any) -> Verdict:
     guess = _as_terms(answer)
     got = terms_of(FULL_WIDTH)
     if sorted(guess) == sorted(got):
+        found, found_zh = _found_through(got)
         return right(
             f"{FULL_WIDTH} → {', '.join(got)}. NFKC does not turn 記憶 into 记忆 "
-            "(they are different characters), so it finds conversation-010 only "
-            "through llm",
+            f"(they are different characters), so it finds {found}",
             zh=f"{FULL_WIDTH} → {', '.join(got)}。NFKC 不会把 記憶 变成 记忆"
-            "（它们是不同的字符），所以它只能通过 llm 找到 conversation-010",
+            f"（它们是不同的字符），所以在中文样例语料中它找到 {found_zh}",
         )
     if "记忆" in guess:
         return wrong(

@@ -13,7 +13,7 @@ from ...sample import SAMPLE_AS_OF
 from ..fixtures import conversation_store
 from ..views import deciding_key, rank_keys_view
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store
+from ._common import sample_store, shape_error
 
 ORDER_QUERY = "retention conversation memory reranker"
 # The query of the notebook's tie-breaker cases; the rows of 05.2 are ranked for it.
@@ -27,7 +27,10 @@ def _ids(answer: Any) -> list[str]:
         or not isinstance(answer, Sequence)
         or not all(isinstance(item, str) for item in answer)
     ):
-        raise TypeError("the answer should be a list of memory ids (strings), in rank order")
+        raise shape_error(
+            "the answer should be a list of memory ids (strings), in rank order",
+            "答案应是按名次排列的 memory id（字符串）列表",
+        )
     return list(answer)
 
 
@@ -92,9 +95,12 @@ def _order(answer: Any) -> Verdict:
 
 
 def _rows(answer: Any) -> list[tuple[str, str, str]]:
-    shape = "the answer should be two rows (memory_id, captured_at, text), like the rows of `cases`"
+    shape = (
+        "the answer should be two rows (memory_id, captured_at, text), like the rows of `cases`",
+        "答案应是两行 (memory_id, captured_at, text)，格式与 `cases` 的行相同",
+    )
     if isinstance(answer, str) or not isinstance(answer, Sequence) or len(answer) != 2:
-        raise TypeError(shape)
+        raise shape_error(*shape)
     rows = []
     for row in answer:
         if (
@@ -103,7 +109,7 @@ def _rows(answer: Any) -> list[tuple[str, str, str]]:
             or len(row) != 3
             or not all(isinstance(cell, str) for cell in row)
         ):
-            raise TypeError(shape)
+            raise shape_error(*shape)
         rows.append((row[0], row[1], row[2]))
     return rows
 
@@ -114,7 +120,7 @@ def _captured_at_decides(answer: Any) -> Verdict:
         try:
             store = conversation_store(root, "pair", rows)
         except RemoteMemoryError as exc:
-            return wrong(f"the store refuses these rows: {exc}", zh=f"存储拒绝了这些行：{exc}")
+            return wrong(f"the store refuses these rows: {exc}", zh=f"存储拒绝了这些行：“{exc}”")
         frame = rank_keys_view(store, TIES_QUERY, SAMPLE_AS_OF, 10)
     if len(frame) < 2:
         return wrong(
@@ -129,7 +135,7 @@ def _captured_at_decides(answer: Any) -> Verdict:
         return wrong(
             f"these were captured {gap} apart, less than a day: that is the case "
             "above — find a pair a day or more apart",
-            zh=f"这两条的捕获时间只相差 {gap}，不到一天：那是上面的例子——"
+            zh=f"这两条的事件时间只相差 {gap}，不到一天：那是上面的例子——"
             "请找一对相隔一天或更久的记录",
         )
     key = first["ahead_of_next_by"]
@@ -141,7 +147,7 @@ def _captured_at_decides(answer: Any) -> Verdict:
             else "both are so old that a day changes recency by less than 6-decimal rounding"
         )
         why_zh = (
-            "两条都在 as_of 之后捕获，新近度都是 1.0，total 也相同"
+            "两条的事件时间都晚于 as_of，新近度都是 1.0，total 也相同"
             if both_later
             else "两条都很旧，相差一天对新近度的影响小于 6 位小数的舍入"
         )
@@ -162,7 +168,7 @@ def _captured_at_decides(answer: Any) -> Verdict:
         "hides. For which dates is recency the same whatever the day? (notebook 04)",
         zh=f"决定顺序的是 `total`（{first['total']:.6f} 对 {second['total']:.6f}）："
         "相隔一天或更久，新近度之差远大于 6 位小数舍入所能掩盖的。"
-        "什么样的日期，无论哪一天新近度都相同？（第 04 篇）",
+        "什么样的日期，无论哪一天新近度都相同？（笔记本 04）",
     )
 
 
@@ -254,8 +260,8 @@ Exercise(
     hints_zh=(
         "只有总分在 6 位小数内相等时，才会比较 captured_at；而总分包含 0.15 × 新近度。"
         "文本相同，覆盖率就相等：剩下的只有新近度。",
-        "第 04 篇：在 as_of 之后捕获的记录，年龄被截断为 0。它的新近度是多少？",
-        "让两条记录都在 SAMPLE_AS_OF（2026-08-10T12:00:00Z）之后捕获，且在不同的日子。",
+        "笔记本 04：事件时间晚于 as_of 的记录，年龄被截断为 0。它的新近度是多少？",
+        "让两条记录的事件时间都晚于 SAMPLE_AS_OF（2026-08-10T12:00:00Z），且落在不同的日子。",
     ),
     solution=(
         "# Exercise 05.2 — solution\nanswer = [\n"

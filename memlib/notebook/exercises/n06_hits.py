@@ -11,7 +11,7 @@ from typing import Any
 from ...sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store
 from ..views import recall
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store
+from ._common import sample_store, shape_error
 
 FIELD_QUERY_ID = "nb-06-fields"
 QUESTIONS = ("whose", "when", "recency added", "which recall")
@@ -95,7 +95,10 @@ def _field(question: str, path: str, hit: Mapping[str, Any], wanted: Any) -> tup
 
 def _which_field(answer: Any) -> Verdict:
     if not isinstance(answer, Mapping):
-        raise TypeError("the answer should be a dict from each question to a dotted field name")
+        raise shape_error(
+            "the answer should be a dict from each question to a dotted field name",
+            "答案应是一个 dict：每个问题对应一个带点的字段名",
+        )
     missing = [q for q in QUESTIONS if q not in answer]
     if missing:
         return wrong(
@@ -152,14 +155,18 @@ def _expected(payload: str) -> str:
 
 def _classify(answer: Any) -> Verdict:
     if not callable(answer):
-        raise TypeError("the answer should be a function that takes the JSON payload (a str)")
+        raise shape_error(
+            "the answer should be a function that takes the JSON payload (a str)",
+            "答案应是一个函数：它接收 JSON 载荷（一个 str）",
+        )
     classify: Callable[[str], Any] = answer
     for name, payload in _payloads().items():
         name_zh = _PAYLOAD_ZH.get(name, name)
         try:
             got = classify(payload)
         except (TypeError, KeyError, IndexError, AttributeError, ValueError) as exc:
-            reason = reason_zh = f"{type(exc).__name__}: {exc}"
+            reason = f"{type(exc).__name__}: {exc}"
+            reason_zh = f"{type(exc).__name__}：“{exc}”"
             if isinstance(exc, (TypeError, AttributeError)) and "str" in str(exc):
                 reason += " — the payload is JSON text: json.loads(payload) gives the dict"
                 reason_zh += "——载荷是 JSON 文本：json.loads(payload) 才得到 dict"

@@ -21,7 +21,7 @@ _BARE_AMPERSAND = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#\d+|#x[0-9a-fA-F]+);)
 
 
 def _escaped_title(answer: Any) -> Verdict:
-    text = as_text(answer, "the attribute value")
+    text = as_text(answer, "the attribute value", zh="属性值")
     expected = escape_xml(TITLE)
     if text == expected:
         return right(
@@ -92,7 +92,7 @@ def _largest_fitting(query: str, budget: int) -> tuple[int, dict[int, int]]:
 
 
 def _largest_limit(answer: Any) -> Verdict:
-    as_int(answer, shape="a whole number (a limit)")
+    as_int(answer, shape="a whole number (a limit)", shape_zh="整数（一个 limit）")
     expected, sizes = _largest_fitting(BUDGET_QUERY, BUDGET)
     if answer == expected:
         after = (

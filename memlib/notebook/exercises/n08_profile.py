@@ -15,7 +15,7 @@ from ...stores._base import MemoryStore
 from ...stores.jsonl._store import RemoteMemoryStore
 from ..views import recall
 from . import Exercise, Verdict, right, wrong
-from ._common import missing_keys
+from ._common import missing_keys, shape_error
 
 # 08.2: a fresh sample store, two retractions, then a session that starts on SESSION_DAY.
 RETRACTED = ("profile-001", "conversation-005")
@@ -39,7 +39,9 @@ _REQUEST = MemorySource(
 def _copy_of(store: Any, folder: Path) -> RemoteMemoryStore:
     """A JSONL store over a byte copy of ``store``'s file: the learner's store is only read."""
     if not isinstance(store, RemoteMemoryStore):
-        raise TypeError("store= should be the notebook's JSONL store")
+        raise shape_error(
+            "store= should be the notebook's JSONL store", "store= 应是笔记本中的 JSONL 存储"
+        )
     target = folder / "records.jsonl"
     folder.mkdir(parents=True)
     if store.path.exists():
@@ -61,12 +63,12 @@ def _withdraws_every_profile(
             return wrong(
                 f"on {label}: {exc} — retract only the profiles that still stand "
                 "(store.latest_profile() names the one injected now)",
-                zh=f"在{label_zh}上：{exc}——只撤回仍然有效的用户画像"
+                zh=f"在{label_zh}上：“{exc}”——只撤回仍然有效的用户画像"
                 "（store.latest_profile() 给出当前注入的那一个）",
             )
         return wrong(
             f"on {label} your function raised {type(exc).__name__}: {exc}",
-            zh=f"在{label_zh}上，你的函数抛出了 {type(exc).__name__}: {exc}",
+            zh=f"在{label_zh}上，你的函数抛出了 {type(exc).__name__}：“{exc}”",
         )
     after_bytes = copy.path.read_bytes() if copy.path.exists() else b""
     if not after_bytes.startswith(before_bytes):
@@ -115,7 +117,10 @@ def _withdraws_every_profile(
 
 def _inject_no_profile(answer: Any, store: Any = None) -> Verdict:
     if not callable(answer):
-        raise TypeError("the answer should be a function that takes a store and acts on it")
+        raise shape_error(
+            "the answer should be a function that takes a store and acts on it",
+            "答案应是一个函数：它接收一个存储，并对它进行操作",
+        )
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
         copies = {}
         if store is not None:
@@ -163,7 +168,7 @@ def _session_prediction(answer: Any) -> Verdict:
                 "the profile block takes no as_of: a session gets the latest standing "
                 "snapshot, even one captured after the day the session starts",
                 zh="画像块不接受 as_of：会话拿到的是仍然有效的最新快照，"
-                "哪怕它的捕获时间晚于会话启动的那一天",
+                "哪怕它的事件时间晚于会话启动的那一天",
             )
         if injected in RETRACTED:
             return wrong(
@@ -284,7 +289,7 @@ Exercise(
         "两条路径：画像块（仍然有效的最新用户画像，不看查询，也不看 as_of）和召回"
         "（仍然有效的对话记录，在 as_of 时刻评分）。",
         "撤回会把目标从两条路径上同时移除；召回的计数只统计对话记录。",
-        "哪些对话记录含有“embedding”或“reranker”？第 01 篇或第 03 篇的记录表列出了它们的文本。",
+        "哪些对话记录含有“embedding”或“reranker”？笔记本 01 或 03 的记录表列出了它们的文本。",
     ),
     solution=(
         "# Exercise 08.2 — solution\n"

@@ -13,7 +13,7 @@ from ...stores.jsonl._store import RemoteMemoryStore
 from ..fixtures import conversation_item
 from ..views import recall
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store
+from ._common import sample_store, shape_error
 
 LIMIT_MESSAGE = "limit must be an integer"
 USER_MESSAGE = "user_id must not be empty"
@@ -30,7 +30,10 @@ def _refusal(action: Any) -> RemoteMemoryError | None:
 
 def _two_refusals(answer: Any) -> Verdict:
     if not isinstance(answer, Mapping) or set(answer) != {"limit", "user_id"}:
-        raise TypeError('the answer should be a dict {"limit": ..., "user_id": ...}')
+        raise shape_error(
+            'the answer should be a dict {"limit": ..., "user_id": ...}',
+            '答案应是一个 dict {"limit": ..., "user_id": ...}',
+        )
     limit, user_id = answer["limit"], answer["user_id"]
     if isinstance(limit, str):
         return wrong(
@@ -97,8 +100,9 @@ def _handles() -> dict[str, Any]:
 
 def _two_handles(answer: Any) -> Verdict:
     if not isinstance(answer, Mapping) or not set(HANDLES) <= set(answer):
-        raise TypeError(
-            'the answer should be a dict {"outcome": ..., "lines": ..., "records": ...}'
+        raise shape_error(
+            'the answer should be a dict {"outcome": ..., "lines": ..., "records": ...}',
+            '答案应是一个 dict {"outcome": ..., "lines": ..., "records": ...}',
         )
     want = _handles()
     outcome = answer["outcome"]

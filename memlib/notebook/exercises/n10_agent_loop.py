@@ -43,7 +43,11 @@ def turn_limit_outcome() -> str:
 
 
 def _outcome(answer: Any) -> Verdict:
-    text = as_text(answer, "the outcome (an exception's class name, or 'end_turn')")
+    text = as_text(
+        answer,
+        "the outcome (an exception's class name, or 'end_turn')",
+        zh="结局（一个异常的类名，或 'end_turn'）",
+    )
     given = text.strip().rsplit(".", 1)[-1]
     expected = turn_limit_outcome()
     if given == expected:
@@ -108,7 +112,7 @@ def http_requests(statuses: Sequence[int] = STATUSES, max_retries: int = 2) -> i
 
 
 def _requests(answer: Any) -> Verdict:
-    as_int(answer, "the number of HTTP requests", "an int")
+    as_int(answer, "the number of HTTP requests", "an int", zh="HTTP 请求数")
     expected = http_requests()
     failed = len(STATUSES)
     if answer == expected:

@@ -15,6 +15,7 @@ from ...stores._base import MemoryStore
 from ...stores.jsonl._store import RemoteMemoryStore
 from .._common import QUERY_ID
 from ..history import LATER_AS_OF, RETENTION_ITEM, history_store
+from ..language import tr
 from . import Exercise, Verdict, right, wrong
 from ._common import as_number, missing_keys
 
@@ -87,7 +88,7 @@ def _predict_explain(answer: Any) -> Verdict:
             return wrong(
                 "conversation-005 and conversation-006 were captured at the same "
                 "instant: their recency and captured_at are equal",
-                zh="conversation-005 与 conversation-006 的捕获时刻相同："
+                zh="conversation-005 与 conversation-006 的事件时间（captured_at）相同："
                 "它们的新近度和 captured_at 都相等",
             )
         if deciding.startswith(("lexical", "lexical_coverage")):
@@ -99,7 +100,7 @@ def _predict_explain(answer: Any) -> Verdict:
             f"{deciding!r} did not decide: the totals are equal, so stage 4's "
             "tie-breakers are read in order — which is the first that differs?",
             zh=f"决定因素不是 {deciding!r}：两者总分相等，于是按顺序比较第 4 阶段的"
-            "平局规则——第一个不同的是哪一个？",
+            "并列规则——第一个不同的是哪一个？",
         )
     return right(
         "a perfect tie down to the last key: memory_id, the one key that is unique, "
@@ -121,7 +122,12 @@ def _known_hits() -> list[str]:
 
 def _predict_known_at(answer: Any) -> Verdict:
     if isinstance(answer, str) or not isinstance(answer, list | tuple):
-        raise TypeError("the answer should be the list of hit memory ids, in rank order")
+        raise TypeError(
+            tr(
+                "the answer should be the list of hit memory ids, in rank order",
+                "答案应是命中的 memory_id 列表，按名次排列",
+            )
+        )
     hits = list(answer)
     want = _known_hits()
     if hits == want:
@@ -154,7 +160,7 @@ def _predict_known_at(answer: Any) -> Verdict:
             "conversation-014 was stored at 09:00, before known_at, and it shares "
             "“memory”; captured the day before as_of, it is very recent",
             zh="conversation-014 在 09:00 存储，早于 known_at，并且含有 “memory”；"
-            "它在 as_of 前一天捕获，非常新",
+            "它的事件时间在 as_of 前一天，非常新",
         )
     return wrong(
         f"the right records, but not in rank order (or not {PAST_LIMIT} of them): "
@@ -173,7 +179,12 @@ def _copy_of(folder: Path) -> RemoteMemoryStore:
 
 def _replace_retention(answer: Any) -> Verdict:
     if not callable(answer):
-        raise TypeError("the answer should be a function that takes a store and acts on it")
+        raise TypeError(
+            tr(
+                "the answer should be a function that takes a store and acts on it",
+                "答案应是一个函数：接收一个存储，并对它进行操作",
+            )
+        )
     new_id = RETENTION_ITEM["memory_id"]
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
         store = _copy_of(Path(root))
@@ -280,7 +291,7 @@ def _full_coverage_floor(answer: Any) -> Verdict:
         return right(
             f"every hit under {floor:g} covers fewer terms: with all three terms the "
             "lexical part alone is 0.85, and recency adds at most 0.15",
-            zh=f"低于 {floor:g} 的命中覆盖的词都更少：三个词全中时词法部分就有 0.85，"
+            zh=f"低于 {floor:g} 的命中覆盖的词都更少：三个词全中时词面部分就有 0.85，"
             "新近度最多再加 0.15",
         )
     if floor > lowest_full:
@@ -312,7 +323,7 @@ Exercise(
         "有共同词项吗？"
         "它被撤回了吗？",
         "逐个键比较 conversation-005 和 conversation-006：total、lexical_coverage、"
-        "captured_at、memory_id（第 05 篇）。",
+        "captured_at、memory_id（笔记本 05）。",
         "在草稿单元格里确认：对一个新的 open_sample_store 调用 history.explain(fresh_store, "
         '"embedding reranker", "conversation-006", SAMPLE_AS_OF, 1)。',
     ),

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib.errors import RemoteMemoryError
-from memlib.notebook.language import language, use_language
+from memlib.notebook.language import language, tr, use_language
 from memlib.notebook.views import as_of_at_noon
 
 
@@ -78,12 +78,13 @@ def expected_value(
     try:
         value = view(store, query, as_of, limit)
     except RemoteMemoryError as exc:
-        return {"error": f"error: {exc}"}
-    status = [f"{view.__name__} at {as_of:%Y-%m-%d %H:%M} UTC"]
+        return {"error": tr(f"error: {exc}", f"错误：{exc}")}
+    when = f"{as_of:%Y-%m-%d %H:%M} UTC"
+    status = [tr(f"{view.__name__} at {when}", f"{view.__name__}，时刻 {when}")]
     if not hasattr(value, "columns"):
         return {"status": status, "text": " ".join(repr(value).split())}
     rows = len(value)
-    status.append(f"— {rows} rows")
+    status.append(tr(f"— {rows} rows", f"— {rows} 行"))
     columns = [str(c) for c in value.columns]
     cells: dict[str, list[str | None]] = {}
     for column in columns:
