@@ -214,7 +214,6 @@ def curve_from_scores(
 def abstention_curve(
     conversations: Sequence[LocomoConversation], ranker: str | Ranker, *, progress: Progress = None
 ) -> dict[str, Any]:
-    """One ranker's abstention curve on ``conversations``."""
     ranker_obj = get_ranker(ranker)
     name = ranker if isinstance(ranker, str) else str(getattr(ranker_obj, "name", ranker_obj))
     scores = score_questions(conversations, ranker_obj, progress=progress)

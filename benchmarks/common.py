@@ -98,11 +98,6 @@ def recall_series(
     return summary(times), digests
 
 
-def close(store: Any) -> None:
-    if hasattr(store, "close"):
-        store.close()
-
-
 def new_store_url(backend: str, folder: Path, pg: Any, tag: str) -> tuple[str, str | None]:
     """A new store's URL, and the PostgreSQL schema to drop afterwards (None otherwise)."""
     if backend in ("jsonl", "sqlite"):
@@ -119,7 +114,7 @@ def drop(store: Any, schema: str | None) -> None:
     """Close ``store``, dropping its PostgreSQL schema first when it has one."""
     if schema is not None:
         store._connection().execute(f"DROP SCHEMA {schema} CASCADE")
-    close(store)
+    store.close()
 
 
 # The child prints its own peak memory (VmHWM) to stderr at exit; the wall time is the
@@ -196,3 +191,9 @@ def cold_run(
         "answer": answers[0],
         "same_answer_every_round": len(set(answers)) == 1,
     }
+
+
+def recall_args(url: str, query: str, ranker: str) -> list[str]:
+    # A fixed --as-of: the printed answer is then the same on every backend and round.
+    tail = f"--limit 10 --ranker {ranker} --as-of {AS_OF:%Y-%m-%dT%H:%M:%SZ} --query-id cold"
+    return ["--store", url, "--user", USER, "recall", query, *tail.split()]

@@ -17,18 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus
-from benchmarks.cold import recall_args
 from benchmarks.common import (
     BATCH,
     USER,
     ColdRunError,
     Log,
     bench_recall,
-    close,
     cold_run,
     drop,
     new_store_url,
     p50_p95,
+    recall_args,
     recall_series,
     timed,
 )
@@ -136,7 +135,7 @@ def _filled(
         lambda: sum(store.put_vectors(model.name, model.dimension, c) for c in chunks)
     )
     state = store.vector_state()
-    close(store)
+    store.close()
     if state.stored != len(items) or state.missing:
         raise RuntimeError(
             f"{url}: {state.stored:,} vectors stored, {state.missing:,} missing, "
@@ -187,7 +186,7 @@ def _warm(
                 }
             cell["warm"][name] = stats
             digests.extend(d)
-    close(store)
+    store.close()
     return digests, first_s
 
 

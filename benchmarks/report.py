@@ -136,13 +136,12 @@ def targets_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| target | N | case | measured | limit | measured / limit | |",
         "|---|---:|---|---:|---:|---:|---|",
+        *(
+            f"| {t['target']} | {t['n']:,} | {t['what']} | {_num(t['measured'])} {t['unit']} "
+            f"| {_num(t['limit'])} {t['unit']} | {t['ratio']} | {_status(t)} |"
+            for t in rows
+        ),
     ]
-    for t in rows:
-        lines.append(
-            f"| {t['target']} | {t['n']:,} | {t['what']} | {_num(t['measured'])} "
-            f"{t['unit']} | {_num(t['limit'])} {t['unit']} | {t['ratio']} | "
-            f"{_status(t)} |"
-        )
     return "\n".join(lines)
 
 
@@ -321,13 +320,12 @@ def embedding_table(emb: Mapping[str, Any]) -> str:
         f"dimensions) | records/s | over the raw encode |",
         "|---|---:|---:|",
         f"| `model.encode(texts)`, one call | {emb['raw_encode_rps']:,.0f} | 1× |",
+        *(
+            f"| {BACKENDS.get(backend, backend)} `append_many` (batches of {emb['batch']:,}) "
+            f"with the embedder | {s['rps']:,.0f} | {s['over_raw']}× |"
+            for backend, s in emb.get("stores", {}).items()
+        ),
     ]
-    for backend, s in emb.get("stores", {}).items():
-        lines.append(
-            f"| {BACKENDS.get(backend, backend)} `append_many` (batches of "
-            f"{emb['batch']:,}) with the embedder | {s['rps']:,.0f} | "
-            f"{s['over_raw']}× |"
-        )
     return "\n".join(lines)
 
 

@@ -208,20 +208,23 @@ def agent_loop(
         for entry in _entries_of_message(0, message):
             record(entry)
 
+    import anthropic  # the client exists, so the SDK is installed and loaded
+
     tools = [recall_history_tool()]
     secrets = (getattr(client, "api_key", None),)
     numbers = itertools.count(1)
     query_ids = (f"{query_id_prefix}-{n:03d}" if query_id_prefix else None for n in numbers)
     for turn in range(1, max_turns + 1):
-        response = _create(
-            client,
-            model=model,
-            system=system,
-            tools=tools,
-            messages=conversation,
-            max_tokens=max_tokens,
-            secrets=secrets,
-        )
+        try:
+            response = client.messages.create(
+                model=model,
+                system=system,
+                tools=tools,
+                messages=conversation,
+                max_tokens=max_tokens,
+            )
+        except anthropic.APIError as exc:
+            raise explain_api_error(exc, model=model, secrets=secrets) from None
         transcript.requests = turn
         transcript.stop_reason = response.stop_reason
         assistant = [_block_to_param(block) for block in response.content]
@@ -273,12 +276,3 @@ def _run_tools(
         else:
             outcome = error_outcome(f"unknown tool: {block['name']}")
         yield outcome.to_block(block["id"])
-
-
-def _create(client: Any, *, secrets: Sequence[str | None], **params: Any) -> Any:
-    import anthropic  # the client exists, so the SDK is installed and loaded
-
-    try:
-        return client.messages.create(**params)
-    except anthropic.APIError as exc:
-        raise explain_api_error(exc, model=params.get("model"), secrets=secrets) from None

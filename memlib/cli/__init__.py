@@ -47,8 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         # An empty user id is an error, never "the default user" — for every command
         # (docs/reference.md "Records").

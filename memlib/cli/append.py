@@ -53,8 +53,7 @@ def cmd_append(args: argparse.Namespace) -> int:
         items = _items_from_stdin()
         for item in items:
             item.setdefault("kind", args.kind)
-    store = open_cli_store(args)
-    for record in store.append_many(items):
+    for record in open_cli_store(args).append_many(items):
         write_json(record.to_dict())
     return 0
 

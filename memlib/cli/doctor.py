@@ -98,9 +98,7 @@ def _repair(path: Path, user_id: str | None, report: DoctorReport) -> DoctorRepo
 def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         path = _path_of(args.path)
-        user_id = getattr(args, "user", None)
-        if user_id is not None and not user_id.strip():
-            raise RepairError("--user must not be empty")
+        user_id = getattr(args, "user", None)  # an empty one is refused by main()
         report = check_store(path, user_id=user_id)
         if args.repair:
             report = _repair(path, user_id, report)

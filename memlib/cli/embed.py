@@ -29,8 +29,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     if not isinstance(store, VectorStoring):
         raise RemoteMemoryValidationError(f"this store ({type(store).__name__}) keeps no vectors")
     if args.rebuild:
-        dropped = store.drop_vectors()
-        write_line(f"dropped {dropped} stored vectors")
+        write_line(f"dropped {store.drop_vectors()} stored vectors")
     embedder = store_embedder(store, args)
     state = store.vector_state()
     check_model(state.model, state.dimension, embedder.name, embedder.dimension)  # before any batch

@@ -10,8 +10,7 @@ from ._common import EXIT_FAILURE, open_cli_store, write_error, write_line
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    store = open_cli_store(args)
-    profile = store.latest_profile()
+    profile = open_cli_store(args).latest_profile()
     if profile is None:
         write_error("no profile stored for this user")
         return EXIT_FAILURE

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from ..errors import RemoteMemoryValidationError
@@ -101,16 +102,14 @@ def cross_validate(
     base = get_ranker(ranker)
     grid: tuple[Mapping[str, Any], ...] = tuple(getattr(base, "grid", ()) or ({},))
     ks = tuple(sorted(set(ks) | {10}))
+    rows_of = partial(
+        conversation_rows, depth=max(ks), stored_vectors=stored_vectors, progress=progress
+    )
     # rows[setting][conversation]: every setting measured once on every conversation.
     rows: list[list[list[Row]]] = []
     for params in grid:
         tuned = base.with_params(**params) if params else base  # type: ignore[attr-defined]
-        options: dict[str, Any] = {
-            "depth": max(ks),
-            "stored_vectors": stored_vectors,
-            "progress": progress,
-        }
-        rows.append([conversation_rows(c, tuned, **options) for c in conversations])
+        rows.append([rows_of(c, tuned) for c in conversations])
 
     def metrics(setting: int, members: Sequence[int]) -> dict[str, float]:
         return _metrics(_headline([r for m in members for r in rows[setting][m]]), ks)
