@@ -9,8 +9,7 @@ from __future__ import annotations
 from .._tokens import index_terms, index_tokens, record_stats, term_stats
 from .inverted import InvertedIndex, lexical_from_index, scan_from_index
 from .postings import count_matches, unpack_docs
-from .times import micros_of
-from .walk import candidates_for, top_of_matches
+from .walk import candidates_for, micros_of, top_of_matches
 
 __all__ = [
     "InvertedIndex",

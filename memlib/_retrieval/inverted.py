@@ -22,8 +22,7 @@ from ..records import MemoryKind, StoredMemory
 from . import postings as runs
 from .neighbours import NONE, SourceLinks, SourceOrder
 from .strings import PackedStrings, SortedPositions
-from .times import micros_of, query_as_of, timestamp_of_micros
-from .walk import Entry, candidates_for, walk_groups
+from .walk import Entry, candidates_for, micros_of, query_as_of, timestamp_of_micros, walk_groups
 
 KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRACTION: 2}
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
@@ -51,6 +50,9 @@ class _TermSource:
             got = pair[which]
         return got
 
+
+# ``walk_groups`` with the query's terms, limit, moment and bound: groups → top docs.
+_Walk = Callable[[Iterable[tuple[int, list[Entry]]]], list[int]]
 
 # A tail's records as a reader catching up settles them: ``(doc, term → tf)`` each.
 Batch = list[tuple[int, "Counter[str]"]]
@@ -483,9 +485,7 @@ class InvertedIndex:
 
     def candidate_docs(self, terms: Sequence[str]) -> list[int]:
         """Every live doc sharing a term with ``terms``, in append order (the reference's)."""
-        docs: set[int] = set()
-        for posting in self._postings_of(terms):
-            docs.update(posting)
+        docs = set(chain.from_iterable(self._postings_of(terms)))
         live = self.live
         return sorted(d for d in docs if live[d])
 
@@ -548,21 +548,20 @@ class InvertedIndex:
         postings = self._postings_of(terms)
         if not postings:
             return [], 0
+
+        def walk(groups: Iterable[tuple[int, list[Entry]]]) -> list[int]:
+            return walk_groups(groups, len(terms), limit, as_of, bound)
+
         if runs.postings_numpy(sum(len(p) for p in postings)) is not None:
-            return self._top_numpy(postings, len(terms), limit, as_of, bound)
-        return self._top_python(postings, len(terms), limit, as_of, bound)
+            return self._top_numpy(postings, len(terms), limit, walk)
+        return self._top_python(postings, limit, walk)
 
     def _entries(self, docs: Iterable[int]) -> list[Entry]:
         ts, micros, ids = self.timestamps, self.micros, self.ids
         return [(ts[d], timestamp_of_micros(micros[d]), ids[d], d) for d in docs]
 
     def _top_python(
-        self,
-        postings: list[array[int]],
-        term_count: int,
-        limit: int,
-        as_of: datetime,
-        bound: ScoreBound,
+        self, postings: list[array[int]], limit: int, walk: _Walk
     ) -> tuple[list[int], int]:
         counts: dict[int, int] = {}
         for posting in postings:
@@ -584,15 +583,10 @@ class InvertedIndex:
                     docs = [d for d in docs if ts[d] >= threshold]
                 yield matched, self._entries(docs)
 
-        return walk_groups(groups(), term_count, limit, as_of, bound), total
+        return walk(groups()), total
 
     def _top_numpy(
-        self,
-        postings: list[array[int]],
-        term_count: int,
-        limit: int,
-        as_of: datetime,
-        bound: ScoreBound,
+        self, postings: list[array[int]], term_count: int, limit: int, walk: _Walk
     ) -> tuple[list[int], int]:
         import numpy as np
 
@@ -636,7 +630,7 @@ class InvertedIndex:
                     if matched:
                         yield matched, self._entries(select(matched))
 
-            top = walk_groups(groups(), term_count, limit, as_of, bound)
+            top = walk(groups())
             found = len(cand)
         finally:
             del views, live

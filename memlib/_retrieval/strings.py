@@ -7,7 +7,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import overload
 
 
@@ -94,21 +94,10 @@ class SortedPositions(MutableMapping[str, int]):
                     return order[at]
                 at += 1
             return None
-        # str comparison is code-point order: the UTF-8 byte order the file was sorted in.
-        strings, order = self._strings, self._order
-        lo, hi = 0, self._count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            n = order[mid] if order is not None else mid
-            if strings[n] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < self._count:
-            n = order[lo] if order is not None else lo
-            if strings[n] == key:
-                return n
-        return None
+        # No order: the strings are sorted themselves, and str comparison is code-point
+        # order, the UTF-8 byte order the file was sorted in.
+        at = bisect_left(self._strings, key, 0, self._count)
+        return at if at < self._count and self._strings[at] == key else None
 
     def __getitem__(self, key: str) -> int:
         if key in self._added:
@@ -133,9 +122,7 @@ class SortedPositions(MutableMapping[str, int]):
         self._gone.add(key)
 
     def __iter__(self) -> Iterator[str]:
-        for n, text in enumerate(self._strings):
-            if n >= self._count:
-                break
+        for text in islice(self._strings, self._count):
             if text not in self._gone and text not in self._added:
                 yield text
         yield from self._added

@@ -2,21 +2,41 @@
 
 Groups by matched-term count are visited best first; the walk stops once the
 ``limit``-th best total beats every group left's bound. In a group the total grows with
-``captured_at``, so its best ``limit`` are its most recent (ties kept)."""
+``captured_at``, so its best ``limit`` are its most recent (ties kept).
+
+An index keeps instants as whole microseconds since the epoch, exactly: a float
+timestamp orders records (as ``rank.rank_key`` does); the microseconds give back the
+exact ``captured_at`` a score is computed from."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .._capabilities import ScoreBound
 from .._tokens import searchable_terms
 from ..candidates import RecallCandidate, check_scope, make_candidate, searchable_text
 from ..normalize import RecallQuery
-from ..records import StoredMemory
+from ..records import StoredMemory, parse_timestamp
 from ..score import DECIMALS
-from .times import query_as_of, timestamp_of_micros
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+
+def micros_of(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICRO
+
+
+def timestamp_of_micros(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def query_as_of(query: RecallQuery) -> datetime:
+    """The engine puts ``as_of`` into ``query.issued_at`` (microseconds kept)."""
+    return parse_timestamp(query.issued_at)
+
 
 # An entry of a group: (captured timestamp as float, captured datetime, memory_id, payload)
 Entry = tuple[float, datetime, str, Any]
@@ -94,13 +114,8 @@ def top_of_matches(
             (ts, timestamp_of_micros(us), memory_id, row_id) for row_id, ts, us, memory_id in rows
         ]
 
-    return walk_groups(
-        ((m, entries(groups[m])) for m in sorted(groups, reverse=True)),
-        len(query.terms),
-        limit,
-        query_as_of(query),
-        bound,
-    )
+    best_first = ((m, entries(groups[m])) for m in sorted(groups, reverse=True))
+    return walk_groups(best_first, len(query.terms), limit, query_as_of(query), bound)
 
 
 def candidates_for(
@@ -110,8 +125,7 @@ def candidates_for(
     out = []
     for record in records:
         check_scope(query, record)
-        terms = searchable_terms(searchable_text(record))
-        candidate = make_candidate(query, record, terms)
+        candidate = make_candidate(query, record, searchable_terms(searchable_text(record)))
         if candidate is not None:  # always, for records found through the index
             out.append(candidate)
     return tuple(out)

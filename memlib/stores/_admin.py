@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import closing
 
 from ..errors import RemoteMemoryValidationError
-from . import open_store
+from . import _BACKENDS, open_store
 from .sql._common import SqlMemoryStore
 
 _NO_SCHEMA = "JSONL store (no schema)"
@@ -19,7 +19,7 @@ def _sql_store(url: str, user_id: str) -> SqlMemoryStore | None:
     scheme = scheme.lower()
     if scheme == "jsonl":
         return None
-    if scheme not in ("postgresql", "postgres", "sqlite"):
+    if scheme not in _BACKENDS:
         raise RemoteMemoryValidationError(f"unknown store scheme {scheme!r}")
     store = open_store(url, user_id=user_id)
     assert isinstance(store, SqlMemoryStore)

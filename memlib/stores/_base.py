@@ -194,8 +194,7 @@ def records_by_id_of(store: object, memory_ids: Sequence[str]) -> list[StoredMem
     """``store.records_by_id``, else a walk of ``read_all`` (a store of the protocol only)."""
     by_id = getattr(store, "records_by_id", None)
     if by_id is not None:
-        found: list[StoredMemory] = by_id(memory_ids)
-        return found
+        return list(by_id(memory_ids))
     wanted = set(memory_ids)
     return [r for r in getattr(store, "read_all")() if r.memory_id in wanted]  # noqa: B009
 
@@ -295,14 +294,13 @@ class BaseMemoryStore:
                 raise RemoteMemoryValidationError(f"memory {target} is already retracted")
             retracted_here.add(target)
         counted: set[str] = set()
-        duplicates: list[str] = []
+        duplicates: dict[str, None] = {}  # in batch order, each once
         for record in batch:
-            known = record.memory_id in counted or state.kind_of(record.memory_id) is not None
-            if known and record.memory_id not in duplicates:
-                duplicates.append(record.memory_id)
+            if record.memory_id in counted or state.kind_of(record.memory_id) is not None:
+                duplicates[record.memory_id] = None
             counted.add(record.memory_id)
         if duplicates:
-            raise RemoteMemoryDuplicateError(duplicates)
+            raise RemoteMemoryDuplicateError(list(duplicates))
 
     @staticmethod
     def _check_supersede(
@@ -401,12 +399,8 @@ class BaseMemoryStore:
             return 0
         matrix = embedder.encode(texts)
         put: Callable[..., int] = getattr(self, "put_vectors")  # noqa: B009 (VectorStoring)
-        return put(
-            embedder.name,
-            embedder.dimension,
-            {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
-            previous=previous,
-        )
+        vectors = {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)}
+        return put(embedder.name, embedder.dimension, vectors, previous=previous)
 
     # -- the public surface -------------------------------------------------------
 

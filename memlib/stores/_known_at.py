@@ -120,14 +120,11 @@ class KnownAtVectorStore(KnownAtStore):
             return VectorState(None, 0, 0, self.index.searched)
         import numpy as np  # a store with a model has vectors, and so numpy
 
-        scores = self.dense_scores(
-            normalize_recall_query(
-                "vector state", user_scope=self.user_scope, limit=1, issued_at=self.known_at
-            ),
-            np.zeros(now.dimension, dtype=np.float32),
-            model=now.model,
-            dimension=now.dimension,
+        query = normalize_recall_query(
+            "vector state", user_scope=self.user_scope, limit=1, issued_at=self.known_at
         )
+        zeros = np.zeros(now.dimension, dtype=np.float32)
+        scores = self.dense_scores(query, zeros, model=now.model, dimension=now.dimension)
         return VectorState(now.model, now.dimension, len(scores.ids), scores.missing)
 
     def dense_scores(
@@ -157,12 +154,8 @@ class KnownAtVectorStore(KnownAtStore):
             ids += revived
             scores = np.concatenate([scores, matrix @ query_vector])
             rows += list(matrix)
-        return DenseScores(
-            ids,
-            scores,
-            self.index.searched - len(ids),
-            vector_of=rows.__getitem__ if now.vector_of is not None or not keep else None,
-        )
+        vector_of = rows.__getitem__ if now.vector_of is not None or not keep else None
+        return DenseScores(ids, scores, self.index.searched - len(ids), vector_of=vector_of)
 
     def _stale_pairs(self, live: set[str], model: str) -> set[str]:
         """Pair vectors: the records live at T whose turn before then was retracted later."""

@@ -76,14 +76,9 @@ def describe(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _mode_problem(report: DoctorReport, path: Path, what: str, expected: int) -> None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        report.add("permissions", f"cannot stat {what} {path}: {exc.strerror}")
-        return
+def _mode_problem(
+    report: DoctorReport, st: os.stat_result, what: str, path: Path, expected: int
+) -> None:
     mode = stat.S_IMODE(st.st_mode)
     if mode & ~expected:
         report.add(
@@ -135,26 +130,25 @@ def _log_stat(report: DoctorReport, path: Path) -> os.stat_result | None:
 
 def _check_folder(report: DoctorReport, folder: Path) -> None:
     try:
-        st: os.stat_result | None = os.lstat(folder)
-    except OSError:
-        st = None
-    if st is not None and stat.S_ISLNK(st.st_mode):
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        report.add("permissions", f"cannot stat folder {folder}: {exc.strerror}")
+        return
+    if stat.S_ISLNK(st.st_mode):
         report.add("path", f"folder {folder} is a symbolic link; the store never follows one")
         return
-    _mode_problem(report, folder, "folder", DIR_MODE)
-    if st is not None:
-        _owner_problem(report, st, "folder", folder)
+    _mode_problem(report, st, "folder", folder, DIR_MODE)
+    _owner_problem(report, st, "folder", folder)
 
 
 def _check_lock(report: DoctorReport, lock_path: Path) -> int | None:
     """Check the lock file; where a batch whose writer died before its fsync returned
     begins, as the lock notes it (the store ignores everything from there on)."""
-    if not os.path.lexists(lock_path):
-        return None
     try:
         st = os.lstat(lock_path)
-    except OSError as exc:
-        report.add("permissions", f"cannot stat lock file {lock_path}: {exc.strerror}")
+    except OSError:  # absent, or out of reach: no note to read
         return None
     if stat.S_ISLNK(st.st_mode):
         report.add("path", f"lock file is a symbolic link: {lock_path}")
@@ -163,11 +157,11 @@ def _check_lock(report: DoctorReport, lock_path: Path) -> int | None:
         report.add("path", f"lock file is not a regular file: {lock_path}")
         return None
     _owner_problem(report, st, "lock file", lock_path)
-    _mode_problem(report, lock_path, "lock file", FILE_MODE)
+    _mode_problem(report, st, "lock file", lock_path, FILE_MODE)
     try:
         fd = _open_to_read(lock_path)
         try:
-            return pending_batch_offset(os.pread(fd, 64, 0))
+            return pending_batch_offset(fd)
         finally:
             os.close(fd)
     except OSError:
@@ -276,7 +270,7 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
     if st is None:
         return report
     _owner_problem(report, st, "records file", path)
-    _mode_problem(report, path, "records file", FILE_MODE)
+    _mode_problem(report, st, "records file", path, FILE_MODE)
     _check_folder(report, path.parent)
     pending = _check_lock(report, path.with_name(path.name + ".lock"))
     try:
@@ -534,10 +528,10 @@ def _backup(path: Path, fd: int, size: int) -> Path:
             copied += len(data)
         os.fsync(out)
     except OSError as exc:
-        os.close(out)
         os.unlink(backup)
-        raise RepairError(f"cannot write backup {backup}: {exc.strerror}") from None
-    os.close(out)
+        raise RepairError(f"{cannot}{exc.strerror}") from None
+    finally:
+        os.close(out)
     if copied != size:
         os.unlink(backup)
         raise RepairError(f"{path} changed while it was being backed up")
@@ -549,7 +543,7 @@ def _backup(path: Path, fd: int, size: int) -> Path:
 def _cut(path: Path, fd: int, lock_fd: int) -> tuple[Path, int] | None:
     size = os.fstat(fd).st_size
     good = _last_line_end(fd, size)
-    pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+    pending = pending_batch_offset(lock_fd)
     if pending is not None:
         good = min(good, pending)
     if good == size:

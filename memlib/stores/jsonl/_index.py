@@ -19,7 +19,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -307,9 +307,7 @@ def _places(header: dict[str, Any], file: _IndexFile) -> dict[str, tuple[int, in
     for name, code in SECTIONS:
         offset, nbytes, crc = (int(v) for v in header["sections"][name])
         offset += base
-        if offset < base or nbytes < 0 or offset + nbytes > end:
-            raise _Invalid("its sections are cut short")
-        if nbytes % _ITEMSIZE[code]:
+        if offset < base or nbytes < 0 or offset + nbytes > end or nbytes % _ITEMSIZE[code]:
             raise _Invalid("its sections are cut short")
         places[name] = (offset, nbytes, crc)
     return places
@@ -532,51 +530,35 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
     given = image.sections
     if any("\n" in s for s in given["retracted"]):
         return None  # not representable: stay in memory only
-    ids = list(given["ids"])
-    terms = list(given["terms"])
-    postings, tfs = given["postings"], given["tfs"]
-    id_blob, id_ends = pack_strings(ids)
-    term_blob, text_ends = pack_strings(terms)
-    id_order, id_hashes = hashed_order(ids)
-    source_names = list(given["source_names"])
-    source_blob, source_ends = pack_strings(source_names)
-    source_order, source_hashes = hashed_order(source_names)
-    sections = {
-        **given,
-        "ids": id_blob,
-        "id_ends": id_ends,
-        "id_order": id_order,
-        "id_hashes": id_hashes,
-        "terms": term_blob,
-        "term_text_ends": text_ends,
-        "source_names": source_blob,
-        "source_name_ends": source_ends,
-        "source_order": source_order,
-        "source_hashes": source_hashes,
-        "postings_crcs": _block_crcs(memoryview(postings).cast("B")),
-        "tfs_crcs": _block_crcs(memoryview(tfs).cast("B")),
-    }
+    ids, names = list(given["ids"]), list(given["source_names"])
+    sections = dict(given)
+    sections["ids"], sections["id_ends"] = pack_strings(ids)
+    sections["id_order"], sections["id_hashes"] = hashed_order(ids)
+    sections["terms"], sections["term_text_ends"] = pack_strings(given["terms"])
+    sections["source_names"], sections["source_name_ends"] = pack_strings(names)
+    sections["source_order"], sections["source_hashes"] = hashed_order(names)
+    for name in _BY_TERM:
+        sections[f"{name}_crcs"] = _block_crcs(memoryview(given[name]).cast("B"))
     blobs = [_blob(code, sections[name]) for name, code in SECTIONS]
-    head_hashes = _window_hashes(log_fd, image.covered_bytes)
-    header = {
-        "scope": image.scope,
-        "covered_bytes": image.covered_bytes,
-        "covered_lines": image.covered_lines,
-        "log_crc32": image.log_crc,
-        "log_head_sha256": head_hashes[0],
-        "log_tail_sha256": head_hashes[1],
-        "log_identity": list(identity),
-        "byteorder": sys.byteorder,
-        "counters": image.counters,
-        "sections": {},
-    }
     # Offsets count from the first section (the first 8-byte boundary after the header).
     places: dict[str, list[int]] = {}
     at = 0
     for (name, _), blob in zip(SECTIONS, blobs, strict=True):
         places[name] = [at, len(blob), zlib.crc32(blob)]
         at += (len(blob) + 7) & ~7
-    header["sections"] = places
+    log_head, log_tail = _window_hashes(log_fd, image.covered_bytes)
+    header = {
+        "scope": image.scope,
+        "covered_bytes": image.covered_bytes,
+        "covered_lines": image.covered_lines,
+        "log_crc32": image.log_crc,
+        "log_head_sha256": log_head,
+        "log_tail_sha256": log_tail,
+        "log_identity": list(identity),
+        "byteorder": sys.byteorder,
+        "counters": image.counters,
+        "sections": places,
+    }
     encoded = json.dumps(header, sort_keys=True).encode("utf-8")
     head = MAGIC + FORMAT.to_bytes(4, "little") + len(encoded).to_bytes(4, "little") + encoded
     parts = [head, b"\0" * (-len(head) % 8)]
@@ -590,6 +572,27 @@ def _pack(image: IndexImage, log_fd: int, identity: tuple[int, int]) -> bytes | 
 # over an hour old: a pid may be reused) is garbage nothing else would ever remove.
 _TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.[0-9a-f]{8}\.tmp")
 STALE_TEMP_SECONDS = 3600
+
+
+def write_temp(
+    path: str, parts: Iterable[Any], *, folder_fd: int | None
+) -> tuple[str, os.stat_result]:
+    """A new temporary file beside ``path``, named as ``_TEMP`` says, holding ``parts``
+    (bytes or buffers) and fsynced: its path and stat. Removed again if writing failed."""
+    folder, name = os.path.split(path)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
+    try:
+        for part in parts:
+            write_all(fd, part)
+        os.fsync(fd)
+        return temp, os.fstat(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            unlink_in(folder_fd, temp)
+        raise
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:
@@ -669,21 +672,12 @@ def write_index(
     data = _pack(image, log_fd, identity)
     if data is None:
         return False
-    folder, name = os.path.split(path)
-    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temp = ""
     try:
-        fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
-    except (FileNotFoundError, RemoteMemoryError):
-        return False
-    try:
-        try:
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        temp, _ = write_temp(path, [data], folder_fd=folder_fd)
         # A descriptor of its own on the folder: closing it releases the flock.
         dir_fd = os.open(
-            (folder or ".") if folder_fd is None else ".",
+            (os.path.dirname(path) or ".") if folder_fd is None else ".",
             os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
             dir_fd=folder_fd,
         )
@@ -706,6 +700,8 @@ def write_index(
         finally:
             os.close(dir_fd)  # releases the flock
         return True
+    except RemoteMemoryError:  # the temporary file refused (link, foreign file)
+        return False
     except OSError as exc:
         if exc.errno in _UNWRITABLE or exc.errno == errno.ENOENT:
             return False

@@ -95,8 +95,9 @@ _PENDING = b"pending "
 _NOT_CONVERSATION = re.compile(rb"[^\x00]")
 
 
-def pending_batch_offset(data: bytes) -> int | None:
-    """Where an unacknowledged multi-record batch begins, from a lock file's content."""
+def pending_batch_offset(lock_fd: int) -> int | None:
+    """Where an unacknowledged multi-record batch begins, as the open lock file notes it."""
+    data = os.pread(lock_fd, 64, 0)
     if not data.startswith(_PENDING):
         return None
     try:
@@ -156,9 +157,7 @@ class _Cache:
         for size in sizes:
             self.starts.append(start)
             start += size
-        for record in records:
-            if record.kind is not MemoryKind.CONVERSATION:
-                self.extras.append(record)
+        self.extras.extend(r for r in records if r.kind is not MemoryKind.CONVERSATION)
         if self.records is not None:
             self.records.extend(records)
         self.lines += len(records)
@@ -371,10 +370,9 @@ class RemoteMemoryStore(IndexedMemoryStore):
             # ours. Readers take no lock, so they read on; the next writer refuses it.
             return None
         try:
-            data = os.pread(fd, 64, 0)
+            return pending_batch_offset(fd)
         finally:
             os.close(fd)
-        return pending_batch_offset(data)
 
     @staticmethod
     def _note_pending(lock_fd: int, offset: int | None) -> None:
@@ -690,12 +688,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 asked = [m for m in vectors if m in previous]
                 now = self._neighbours(cache, asked)
                 vectors = {m: vectors[m] for m in asked if m in now and now[m][0] == previous[m]}
-            index = cache.index
-            rows: dict[int, bytes] = {}
-            for memory_id, packed in vectors.items():
-                doc = index.doc_of.get(memory_id)
-                if doc is not None and index.live[doc]:
-                    rows[doc] = pack_row(doc, cache.digests[doc], bytes(packed), dimension)
+            rows = self._rows(cache, vectors, dimension)
             if not rows:
                 return 0
             if header is None:
@@ -704,15 +697,22 @@ class RemoteMemoryStore(IndexedMemoryStore):
             np = require_numpy()
             matched = self._matched(cache, table)
             if bool(np.isin(matched.docs, list(rows)).any()):
-                table.rewrite(
-                    self._vectors_path,
-                    table.kept(matched, list(rows)),
-                    list(rows.values()),
-                    folder_fd=self._dir_fd,
-                )
+                kept = table.kept(matched, list(rows))
+                table.rewrite(self._vectors_path, kept, list(rows.values()), folder_fd=self._dir_fd)
             else:
                 self._append_rows(header, table.start, list(rows.values()))
             return len(rows)
+
+    @staticmethod
+    def _rows(cache: _Cache, vectors: Mapping[str, bytes], dimension: int) -> dict[int, bytes]:
+        """``doc → row`` of the searched conversation records of ``vectors`` (others skipped)."""
+        index = cache.index
+        rows: dict[int, bytes] = {}
+        for memory_id, packed in vectors.items():
+            doc = index.doc_of.get(memory_id)
+            if doc is not None and index.live[doc]:
+                rows[doc] = pack_row(doc, cache.digests[doc], bytes(packed), dimension)
+        return rows
 
     def drop_vectors(self) -> int:
         """``VectorStoring``: remove the vectors file; how many vectors in use it held."""
@@ -850,22 +850,12 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return fresh.index.neighbours(memory_ids)
 
     def _vectors_after_write(
-        self,
-        cache: _Cache,
-        batch: Sequence[StoredMemory],
-        first: int,
-        vectors: Mapping[str, bytes],
-        found: tuple[Header, int] | None,
+        self, cache: _Cache, vectors: Mapping[str, bytes], found: tuple[Header, int] | None
     ) -> None:
         """Under the lock, the log written (never before): append the batch's rows."""
         embedder = self.embedder
         assert embedder is not None
-        live = cache.index.live
-        rows = [
-            pack_row(doc, cache.digests[doc], vectors[record.memory_id], embedder.dimension)
-            for doc, record in enumerate(batch, first)
-            if live[doc] and record.memory_id in vectors
-        ]
+        rows = list(self._rows(cache, vectors, embedder.dimension).values())
         if not rows:
             return
         # The records are written and acknowledged; their vectors are derived, so failing
@@ -963,7 +953,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 fcntl.flock(lock_fd, fcntl.LOCK_EX)
                 fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:
-                    pending = pending_batch_offset(os.pread(lock_fd, 64, 0))
+                    pending = pending_batch_offset(lock_fd)
                     if pending is not None:
                         # A batch whose writer died before its fsync returned: never
                         # acknowledged, so it goes whole.
@@ -983,7 +973,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
                         header = self._vectors_before_write(cache, vectors, targets)
                     self._write_all_or_nothing(fd, lock_fd, payload, cache.offset, len(batch) > 1)
                     cache.crc = zlib.crc32(payload, cache.crc)
-                    first = cache.lines
                     cache.add_many(batch, map(len, lines), digests)
                 except OSError as exc:
                     error = failure(f"cannot write {self.path}", exc)
@@ -991,7 +980,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 finally:
                     os.close(fd)
                 if vectors:
-                    self._vectors_after_write(cache, batch, first, vectors, header)
+                    self._vectors_after_write(cache, vectors, header)
             finally:
                 os.close(lock_fd)  # closing the descriptor releases the flock
 

@@ -13,7 +13,6 @@ import functools
 import hashlib
 import json
 import os
-import secrets
 import struct
 import zlib
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from ..._safejson import loads as load_json
 from ..._vectors import require_numpy
 from ...errors import RemoteMemoryError
 from .._files import open_private, rename_in, unlink_in, write_all
-from ._index import remove_stale_temps
+from ._index import remove_stale_temps, write_temp
 
 MAGIC = b"MEMLIBVE"
 FORMAT = 1
@@ -130,28 +129,18 @@ def replace_file(
 ) -> os.stat_result:
     """Write ``parts`` (bytes or buffers) to ``path`` atomically (temporary file, ``fsync``,
     ``rename``, ``fsync`` of the folder); the new file's stat."""
-    folder, name = os.path.split(path)
-    if name.endswith(".vectors"):
+    if path.endswith(".vectors"):
         # Under the store's lock: a temporary file of a writer killed mid-way goes now.
         remove_stale_temps(path[: -len(".vectors")], kinds=(".vectors",), folder_fd=folder_fd)
-    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, folder_fd=folder_fd)
+    temp, st = write_temp(path, parts, folder_fd=folder_fd)
     try:
-        try:
-            for part in parts:
-                write_all(fd, part)
-            os.fsync(fd)
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
         rename_in(folder_fd, temp, path)
-        temp = ""
-        fsync_folder(folder, folder_fd=folder_fd)
-        return st
-    finally:
-        if temp:
-            with contextlib.suppress(OSError):
-                unlink_in(folder_fd, temp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            unlink_in(folder_fd, temp)
+        raise
+    fsync_folder(os.path.dirname(path), folder_fd=folder_fd)
+    return st
 
 
 def fsync_folder(folder: str, *, folder_fd: int | None = None) -> None:
@@ -365,16 +354,9 @@ class VectorTable:
             return VectorFileState("unreadable", reason=self.problem)
         used = 0 if matched is None else len(matched.rows)
         damaged = int(self.count - int(self.ok.sum())) if self.count else 0
-        fresh = used == self.count and not self.torn
-        return VectorFileState(
-            "fresh" if fresh else "stale",
-            self.header.model,
-            self.header.dimension,
-            self.count,
-            used,
-            damaged,
-            self.torn,
-        )
+        status = "fresh" if used == self.count and not self.torn else "stale"
+        model, dimension = self.header.model, self.header.dimension
+        return VectorFileState(status, model, dimension, self.count, used, damaged, self.torn)
 
     def rewrite(
         self, path: str, rows: Any, extra: Sequence[bytes] = (), *, folder_fd: int | None = None
@@ -395,12 +377,9 @@ class VectorTable:
             ends = (rows[np.concatenate((breaks - 1, [len(rows) - 1]))] + 1).tolist()
             runs = list(zip(firsts, ends, strict=True))
         view = memoryview(self.buf)
-        st = replace_file(
-            path,
-            [head, *(view[self.start + a * rb : self.start + b * rb] for a, b in runs), *extra],
-            folder_fd=folder_fd,
-        )
-        del view
+        parts = [head, *(view[self.start + a * rb : self.start + b * rb] for a, b in runs), *extra]
+        st = replace_file(path, parts, folder_fd=folder_fd)
+        del view, parts
         count = len(rows) + len(extra)
         total = len(head) + count * rb
         target = self.buf

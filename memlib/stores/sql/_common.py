@@ -65,6 +65,7 @@ _CLAIM = (
     "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
     "ON CONFLICT (user_scope) DO UPDATE SET user_scope = excluded.user_scope"
 )
+# Adds (searched, retracted, tokens, content tokens) to a scope's counts.
 _COUNT = (
     "UPDATE {s}scope_stats SET searched = searched + ?, retracted = retracted + ?, "
     "tokens = tokens + ?, content_tokens = content_tokens + ? WHERE user_scope = ?"
@@ -367,7 +368,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 self._add_postings(conn, scope, live)
                 tokens = sum(len(terms) for _, terms, _ in live)
                 content = sum(n for *_, n in live)
-                self._count(conn, scope, len(live), len(rows) - len(live), tokens, content)
+                self._run(conn, _COUNT, len(live), len(rows) - len(live), tokens, content, scope)
 
     def _parse(self, body: str) -> StoredMemory:
         record = self._parse_any(body)
@@ -409,7 +410,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return self._read(sql, self.user_scope, self._many(memory_ids))
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
-        """Which of ``memory_ids`` this scope already holds."""
         return {m for (m,) in self._by_memory_ids("memory_id", _storable(memory_ids))}
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
@@ -807,10 +807,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """Create the scope's stats row or lock it: writers of one scope queue here."""
         self._run(conn, _CLAIM, scope)
 
-    def _count(self, conn: Any, scope: str, *counts: int) -> None:
-        """Add (searched, retracted, tokens, content tokens) to the scope's counts."""
-        self._run(conn, _COUNT, *counts, scope)
-
     def _state(self, conn: Any, batch: Sequence[StoredMemory]) -> _State:
         ids = self._many({r.memory_id for r in batch} | {r.retracts for r in batch if r.retracts})
         state = _State()
@@ -845,7 +841,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         gone = len(here) + len(before)
         tokens = sum(len(terms) for *_, (terms, _) in indexed) - gone_tokens
         content = sum(n for *_, (_, n) in indexed) - gone_content
-        self._count(conn, self.user_scope, len(indexed) - gone, gone, tokens, content)
+        self._run(conn, _COUNT, len(indexed) - gone, gone, tokens, content, self.user_scope)
         # Vectors: the batch's searched conversations gain theirs; the stored records it
         # retracts lose theirs, in this transaction.
         added = [
@@ -870,8 +866,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         vectors never join the scope's); the model to record if the scope has none yet."""
         if vectors is None:
             return None
-        if self.embedder is None:
-            raise RemoteMemoryValidationError("vectors need the store's embedder")
+        assert self.embedder is not None  # ``_vectors_of`` embeds only with one
         name, dimension = self.embedder.name, self.embedder.dimension
         _, stored_model, stored_dimension, _ = self._vector_stats(conn)
         check_model(stored_model, stored_dimension, name, dimension)
