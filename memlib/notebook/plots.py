@@ -14,7 +14,8 @@ from ..records import MemoryKind, StoredMemory, parse_timestamp
 from ..sample import SAMPLE_AS_OF
 from ..score import LEXICAL_WEIGHT, RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, recency_of
 from ..stores._base import MemoryStore
-from ._common import pandas, pyplot
+from ._common import pandas
+from ._common import pyplot as pyplot  # the notebooks import it from here
 from .language import tr
 from .views import as_of_at_noon, recall
 
