@@ -9,7 +9,6 @@ and that the twins are rebuilt from the students'.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from memlib.notebook.exercises import Feedback, all_exercises, check, hint
 from memlib.notebook.solutions import answer_cells, solution_notebook, sources
+from tests.support.notebooks import output_text, read_cells, source
 
 FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 STUDENT = sorted(FOLDER.glob("*.ipynb"))
@@ -26,21 +26,7 @@ CHECK_CALL = re.compile(r"^check\(\"(\d\d\.\d+)\", answer\b")
 
 
 def _load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _source(cell: dict[str, Any]) -> str:
-    return "".join(cell["source"])
-
-
-def _output_text(cell: dict[str, Any]) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append("".join(output.get("text", "")))
-        for key, value in output.get("data", {}).items():
-            if key.startswith("text/"):
-                parts.append(value if isinstance(value, str) else "".join(value))
-    return "\n".join(parts)
+    return {"cells": read_cells(path)}
 
 
 def test_every_notebook_has_an_exercise() -> None:
@@ -86,16 +72,16 @@ def test_student_cells_start_unanswered(path: Path) -> None:
     found = answer_cells(notebook)
     assert found, f"{path.name} has no answer cell (# Exercise NN.N)"
     for index, exercise_id in found:
-        body = [line for line in _source(cells[index]).splitlines()[1:] if line.strip()]
+        body = [line for line in source(cells[index]).splitlines()[1:] if line.strip()]
         assert body and all(re.fullmatch(r"\w+ = \.\.\.", line) for line in body), (
             f"{path.name} cell {index}: a learner's answer cell must start unanswered "
             f"(`answer = ...`), not {body}"
         )
         following = cells[index + 1]
-        call = CHECK_CALL.match(_source(following))
+        call = CHECK_CALL.match(source(following))
         assert call, f"{path.name} cell {index + 1} should be check({exercise_id!r}, answer)"
         assert call.group(1) == exercise_id
-        assert f"{exercise_id} · not attempted" in _output_text(following), (
+        assert f"{exercise_id} · not attempted" in output_text(following), (
             f"{path.name}: the committed output of {exercise_id}'s check is not "
             "'not attempted' — re-run the student notebook"
         )
@@ -112,7 +98,7 @@ def test_solution_twin_is_rebuilt_from_the_student_notebook(path: Path) -> None:
         f"run python -m memlib.notebook solutions {path.stem}"
     )
     for index, exercise_id in answer_cells(twin):
-        assert f"{exercise_id} · correct" in _output_text(twin["cells"][index + 1]), (
+        assert f"{exercise_id} · correct" in output_text(twin["cells"][index + 1]), (
             f"solutions/{path.name}: the solution of {exercise_id} is not graded correct"
         )
 
@@ -141,7 +127,7 @@ def test_no_answer_is_printed_before_its_exercise(path: Path) -> None:
         answer = _literal_answer(by_id[exercise_id].solution)
         if answer is None or isinstance(answer, bool):
             continue
-        shown = "\n".join(_output_text(c) for c in cells[:index])
+        shown = "\n".join(output_text(c) for c in cells[:index])
         forms = {str(answer), repr(answer)} if not isinstance(answer, str) else {answer}
         if isinstance(answer, float):
             forms |= {f"{answer:.6f}", f"{answer:.4f}"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from memlib.notebook.exercises import n04_score as n04
 from memlib.notebook.language import use_language
 from memlib.notebook.solutions import answer_cells
 from memlib.sample import SAMPLE_AS_OF, open_sample_store, sample_records
+from tests.support.notebooks import output_text, read_cells, source
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "notebooks"
@@ -28,25 +28,6 @@ CATALOGS = REPO / "i18n" / "zh"
 MINE = ("00", "01", "02", "03", "04")
 EDITIONS = {"en": ("", "solutions"), "zh": ("zh", "zh/solutions")}
 EXERCISES = [e for e in all_exercises() if e.id[:2] in MINE]
-
-
-def _cells(path: Path) -> list[dict[str, Any]]:
-    cells: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return cells
-
-
-def _source(cell: dict[str, Any]) -> str:
-    return "".join(cell["source"])
-
-
-def _outputs(cell: dict[str, Any]) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append("".join(output.get("text", "")))
-        for key, value in output.get("data", {}).items():
-            if key.startswith("text/"):
-                parts.append(value if isinstance(value, str) else "".join(value))
-    return "\n".join(parts)
 
 
 def _editions(name: str) -> list[tuple[str, Path]]:
@@ -58,14 +39,7 @@ def _editions(name: str) -> list[tuple[str, Path]]:
 
 
 def _cell(path: Path, cell_id: str) -> str:
-    return next(_source(c) for c in _cells(path) if c["id"] == cell_id)
-
-
-@pytest.fixture
-def zh() -> Iterator[None]:
-    use_language("zh")
-    yield
-    use_language("en")
+    return next(source(c) for c in read_cells(path) if c["id"] == cell_id)
 
 
 # 1 · 04.2 can be answered from what notebook 04 shows, and no hint gives the word away.
@@ -89,10 +63,10 @@ def _held_terms(lang: str) -> tuple[str, tuple[str, ...]]:
 def test_the_text_04_2_needs_is_shown_before_it(case: tuple[str, Path]) -> None:
     lang, path = case
     query, held = _held_terms(lang)
-    cells = _cells(path)
+    cells = read_cells(path)
     index = next(i for i, exercise in answer_cells({"cells": cells}) if exercise == "04.2")
-    assert f"`{query}`" in _source(cells[index - 1]), f"04.2 should ask about {query!r}"
-    shown = "\n".join(_outputs(c) for c in cells[:index])
+    assert f"`{query}`" in source(cells[index - 1]), f"04.2 should ask about {query!r}"
+    shown = "\n".join(output_text(c) for c in cells[:index])
     unseen = [term for term in held if term not in shown]
     assert unseen == [], f"{path.name}: no output above 04.2 shows {unseen}"
 
@@ -189,12 +163,14 @@ DRIFT = ("本篇", "notebook", "词法", "排序键", "平局规则", "捕获时
 )
 def test_rewritten_zh_sentences_stay_rewritten(name: str, rewritten: str) -> None:
     assert rewritten not in ZH[name]
-    assert rewritten not in json.dumps(_cells(FOLDER / "zh" / f"{name}.ipynb"), ensure_ascii=False)
+    assert rewritten not in json.dumps(
+        read_cells(FOLDER / "zh" / f"{name}.ipynb"), ensure_ascii=False
+    )
 
 
 @pytest.mark.parametrize("name", ["03_candidates", "04_score"])
 def test_zh_stage_arrow_is_in_chinese(name: str) -> None:
-    first = _source(_cells(FOLDER / "zh" / f"{name}.ipynb")[0])
+    first = source(read_cells(FOLDER / "zh" / f"{name}.ipynb")[0])
     assert "normalize →" not in first and "→ render" not in first
     arrow = re.sub(r"\*\*|\s", "", first)
     assert "规范化→候选→评分→稳定排序→渲染" in arrow
@@ -218,27 +194,27 @@ EN_RECORDS = {item["memory_id"]: item for item in sample_records("en")}
 
 
 def _exercise_text(path: Path, exercise_id: str) -> str:
-    cells = _cells(path)
+    cells = read_cells(path)
     index = next(i for i, e in answer_cells({"cells": cells}) if e == exercise_id)
-    return _source(cells[index - 1])
+    return source(cells[index - 1])
 
 
 @pytest.mark.parametrize("name", ["02_normalize", "03_candidates", "04_score"])
 def test_zh_exercises_name_the_chinese_corpus_and_open_it_above(name: str) -> None:
     for folder in EDITIONS["zh"]:
-        cells = _cells(FOLDER / folder / f"{name}.ipynb")
+        cells = read_cells(FOLDER / folder / f"{name}.ipynb")
         first = answer_cells({"cells": cells})[0][0]
         opened = [
             i
             for i, c in enumerate(cells[:first])
-            if c["cell_type"] == "code" and 'lang="zh"' in _source(c)
+            if c["cell_type"] == "code" and 'lang="zh"' in source(c)
         ]
         assert opened, f"{folder}/{name}: no code cell opens the Chinese corpus above"
-        heading = next(i for i, c in enumerate(cells) if "## 练习" in _source(c))
+        heading = next(i for i, c in enumerate(cells) if "## 练习" in source(c))
         for index, exercise_id in answer_cells({"cells": cells}):
             if exercise_id == "02.1":  # about normalize alone: no corpus
                 continue
-            told = "".join(_source(c) for c in cells[heading:index] if c["cell_type"] == "markdown")
+            told = "".join(source(c) for c in cells[heading:index] if c["cell_type"] == "markdown")
             assert "zh_store" in told, f"{folder}/{name}: {exercise_id} does not name zh_store"
 
 
@@ -325,6 +301,6 @@ def test_the_03_1_answer_of_each_edition_is_not_printed_above_it(case: tuple[str
         assert check("03.1", answer).status == "correct"
     finally:
         use_language("en")
-    cells = _cells(path)
+    cells = read_cells(path)
     index = next(i for i, e in answer_cells({"cells": cells}) if e == "03.1")
-    assert answer not in "\n".join(_outputs(c) for c in cells[:index])
+    assert answer not in "\n".join(output_text(c) for c in cells[:index])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,15 +169,6 @@ DRAWINGS: dict[str, tuple[Callable[[Path], Any], tuple[str, ...]]] = {
         ("title", "xlabel", "ylabel"),
     ),
 }
-
-
-@pytest.fixture
-def zh() -> Iterator[None]:
-    use_language("zh")
-    try:
-        yield
-    finally:
-        use_language("en")
 
 
 def _figure(drawn: Any) -> Any:

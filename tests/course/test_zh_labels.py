@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 
 from memlib import MemorySource
 from memlib.notebook import explorers, frames, views
-from memlib.notebook.language import use_language
 from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -55,15 +53,6 @@ def test_the_rule_finds_english_and_passes_identifiers() -> None:
     assert english_phrases("下限：python 启动 + import memlib（85 毫秒）") == []
     assert english_phrases("not searched (profile)") == ["not searched"]
     assert english_phrases("floor: python + import memlib") == ["floor: python"]
-
-
-@pytest.fixture
-def zh() -> Iterator[None]:
-    use_language("zh")
-    try:
-        yield
-    finally:
-        use_language("en")
 
 
 def _store(root: Path) -> Any:
