@@ -1,30 +1,47 @@
 """Many records at once from a JSONL file, checked first, written in batches.
 
 Each line holds ``store.append``'s keywords (``kind`` defaults to ``conversation``) or an
-exported record of the target's scope. Every line is checked before the first write, so
-bad input writes nothing; each batch is all or nothing, and a failure says how many
-records were imported before it."""
+exported record of the target's scope (``memlib export``: it has ``stored_at``). Every
+line is checked before the first write, so bad input writes nothing; each batch is all or
+nothing, and a failure says how many records were imported before it.
+
+An exported record is imported as it was stored: a retraction by ``store.retract``, a
+supersede's pair by ``store.supersede``, and, with a store opened with a ``ReplayClock``
+passed here too, at its own ``stored_at`` (docs/reference.md#export)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from itertools import islice
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ._progress import progress_bar
 from ._safejson import loads_input_line
 from ._visible import shown_name
-from .errors import RemoteMemoryDuplicateError, RemoteMemoryError, RemoteMemoryValidationError
-from .records import MemoryKind, record_from_item
-from .stores._base import IdLookup, MemoryStore
+from .errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryValidationError,
+)
+from .records import (
+    MemoryKind,
+    MemorySource,
+    StoredMemory,
+    format_timestamp,
+    parse_timestamp,
+    record_from_item,
+    record_json,
+)
+from .stores._base import IdLookup, MemoryStore, records_by_id_of
 
 DEFAULT_BATCH = 5_000
 # Ids named in an error line; a re-import of 10,000 records must not print them all.
 SHOWN_IDS = 5
 _ITEM_KEYS = ("kind", "memory_id", "content", "summary", "source")
-_EXPORT_KEYS = ("user_scope", "stored_at")
+_LINK_KEYS = ("retracts", "supersedes", "superseded_by")
 _CHECK_AT = "2000-01-01T00:00:00Z"
 
 
@@ -32,37 +49,102 @@ _CHECK_AT = "2000-01-01T00:00:00Z"
 class ImportReport:
     records: int
     batches: int
+    # Records an importer found already stored (the same message imported before).
+    skipped: int = 0
 
 
-def _item(data: Any, number: int, user_scope: str) -> dict[str, Any]:
+class ReplayClock:
+    """A store clock (``open_store(…, clock=ReplayClock())``) that says the ``stored_at``
+    of the exported record being imported, and the real time otherwise."""
+
+    def __init__(self) -> None:
+        self.moment: datetime | None = None
+
+    def __call__(self) -> datetime:
+        return self.moment if self.moment is not None else datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One line to import: append keywords, and an exported record's time and links."""
+
+    number: int
+    item: dict[str, Any]
+    stored_at: str | None = None
+    retracts: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def memory_id(self) -> str:
+        return str(self.item["memory_id"])
+
+
+def _fail(number: int, message: str) -> RemoteMemoryValidationError:
+    return RemoteMemoryValidationError(f"line {number}: {message}")
+
+
+def _line(data: Any, number: int, user_scope: str, project: str | None = None) -> _Line:
     if not isinstance(data, dict):
-        raise RemoteMemoryValidationError(f"line {number}: not a JSON object")
+        raise _fail(number, "not a JSON object")
+    name = shown_name(str(data.get("memory_id")))
     if "user_scope" in data and data["user_scope"] != user_scope:
-        raise RemoteMemoryValidationError(
-            f"line {number}: memory {shown_name(str(data.get('memory_id')))} belongs to "
-            "another user scope"
-        )
+        raise _fail(number, f"memory {name} belongs to another user scope")
+    if data.get("project", project) != project:
+        raise _fail(number, f"memory {name} belongs to another project")
+    data = {k: v for k, v in data.items() if k != "project"}  # the store's own, checked
+    if "stored_at" in data:
+        return _exported(data, number)
     if "retracts" in data or data.get("kind") == MemoryKind.RETRACTION.value:
-        raise RemoteMemoryValidationError(
-            f"line {number}: retractions are not imported; use `memlib retract`"
+        raise _fail(
+            number,
+            "retractions are not imported; use `memlib retract` "
+            "(or import the whole record as `memlib export` writes it, with stored_at)",
         )
-    item = {k: v for k, v in data.items() if k not in _EXPORT_KEYS}
+    item = {k: v for k, v in data.items() if k != "user_scope"}
+    return _Line(number, _complete(item, number, set(_ITEM_KEYS)))
+
+
+def _complete(item: dict[str, Any], number: int, allowed: set[str]) -> dict[str, Any]:
     item.setdefault("kind", MemoryKind.CONVERSATION.value)
-    unknown = sorted(set(item) - set(_ITEM_KEYS))
+    unknown = sorted(set(item) - allowed)
     if unknown:
-        raise RemoteMemoryValidationError(
-            f"line {number}: unknown record fields: {', '.join(map(shown_name, unknown))}"
-        )
+        raise _fail(number, f"unknown record fields: {', '.join(map(shown_name, unknown))}")
     missing = [k for k in _ITEM_KEYS if k not in item]
     if missing:
-        raise RemoteMemoryValidationError(f"line {number}: record is missing {', '.join(missing)}")
+        raise _fail(number, f"record is missing {', '.join(missing)}")
     return item
+
+
+def _exported(data: dict[str, Any], number: int) -> _Line:
+    """A record as ``memlib export`` writes it (``StoredMemory.to_dict``)."""
+    item = {k: v for k, v in data.items() if k not in ("user_scope", "stored_at", *_LINK_KEYS)}
+    item = _complete(item, number, set(_ITEM_KEYS))
+    links: dict[str, str | None] = {}
+    for name in ("stored_at", *_LINK_KEYS):
+        value = data.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _fail(number, f"{name} must be a string")
+        links[name] = value
+    stored_at = links.pop("stored_at")
+    try:
+        stored_at = format_timestamp(parse_timestamp(stored_at))
+    except RemoteMemoryCorruptionError as exc:
+        raise _fail(number, f"stored_at: {exc}") from None
+    return _Line(number, item, stored_at, **links)
 
 
 def read_import_items(
     path: str | os.PathLike[str], user_scope: str
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, append item)`` for each non-blank line; JSON errors name the line."""
+    for line in _read_lines(path, user_scope):
+        yield line.number, line.item
+
+
+def _read_lines(
+    path: str | os.PathLike[str], user_scope: str, project: str | None = None
+) -> Iterator[_Line]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
@@ -71,16 +153,37 @@ def read_import_items(
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
-            yield number, _item(loads_input_line(raw, f"line {number}"), number, user_scope)
+            data = loads_input_line(raw, f"line {number}")
+            yield _line(data, number, user_scope, project)
 
 
-def _check(number: int, item: dict[str, Any], user_scope: str) -> str:
-    """Validate one item exactly as an append would (the record is thrown away)."""
+def _record(line: _Line, user_scope: str) -> StoredMemory:
+    """The record the line becomes, validated exactly as its write would (thrown away)."""
+    item, number = line.item, line.number
     try:
-        record = record_from_item(item, user_scope, _CHECK_AT)
+        if line.stored_at is None or line.item["kind"] != MemoryKind.RETRACTION.value:
+            record = record_from_item(item, user_scope, line.stored_at or _CHECK_AT)
+            if line.retracts is not None or line.superseded_by is not None:
+                name = "retracts" if line.retracts is not None else "superseded_by"
+                raise RemoteMemoryValidationError(
+                    f"{name}: only a retraction record may name {name!r}"
+                )
+            return record
+        source = item["source"]
+        return StoredMemory(
+            memory_id=item["memory_id"],
+            user_scope=user_scope,
+            kind=MemoryKind.RETRACTION,
+            content=item["content"],
+            summary=item["summary"],
+            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            stored_at=line.stored_at,
+            retracts=line.retracts,
+            supersedes=line.supersedes,
+            superseded_by=line.superseded_by,
+        )
     except RemoteMemoryError as exc:
         raise type(exc)(f"line {number}: {exc}") from None
-    return record.memory_id
 
 
 def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
@@ -88,6 +191,113 @@ def existing_ids(store: MemoryStore, memory_ids: Sequence[str]) -> set[str]:
         return set(store.existing_ids(memory_ids))
     wanted = set(memory_ids)
     return {r.memory_id for r in store.read_all() if r.memory_id in wanted}
+
+
+@dataclass
+class _Checker:
+    """Pass 1: every line valid, every id new, every retraction and supersede one the
+    store will accept in this order. Only ids and kinds are kept in memory."""
+
+    user_scope: str
+    kinds: dict[str, MemoryKind] = field(default_factory=dict)
+    repeated: list[str] = field(default_factory=list)
+    retracted: set[str] = field(default_factory=set)
+    # Retraction targets not in the file before their retraction: (line, successor's kind).
+    outside: dict[str, tuple[int, MemoryKind | None]] = field(default_factory=dict)
+    pending: _Line | None = None  # a record that supersedes, before its retraction
+
+    def add(self, line: _Line) -> None:
+        record = _record(line, self.user_scope)
+        if self.pending is not None and line.superseded_by != self.pending.memory_id:
+            raise self._unpaired(self.pending)
+        if record.kind is MemoryKind.RETRACTION:
+            self._retraction(line, record)
+        elif line.supersedes is not None:
+            self.pending = line
+        if record.memory_id in self.kinds:
+            if record.memory_id not in self.repeated:
+                self.repeated.append(record.memory_id)
+        else:
+            self.kinds[record.memory_id] = record.kind
+
+    @staticmethod
+    def _unpaired(line: _Line) -> RemoteMemoryValidationError:
+        return _fail(
+            line.number,
+            f"supersedes: the retraction of {line.supersedes} naming {line.memory_id} in "
+            "superseded_by must come on the next line, as `memlib export` writes it",
+        )
+
+    def _retraction(self, line: _Line, record: StoredMemory) -> None:
+        target = str(record.retracts)
+        successor = self.pending
+        self.pending = None
+        if record.superseded_by is None:
+            wanted = f"Retracts {target}"
+        elif successor is None or successor.supersedes != target:
+            raise _fail(
+                line.number,
+                f"superseded_by: {record.superseded_by} must come on the line before, "
+                f"naming {target} in supersedes",
+            )
+        else:
+            wanted = f"Superseded {target} by {successor.memory_id}"
+            if successor.stored_at != line.stored_at:
+                raise _fail(line.number, "stored_at: differs from its successor's line before")
+        if record.summary != wanted:
+            raise _fail(
+                line.number,
+                f"summary: a retraction's summary is {wanted!r}, as the store writes it; "
+                "another cannot be imported as it was",
+            )
+        kind = self.kinds.get(target)
+        new_kind = _kind_of(successor)
+        if target in self.retracted:
+            raise _fail(line.number, f"retracts: memory {target} is already retracted")
+        self.retracted.add(target)
+        if kind is None:
+            self.outside[target] = (line.number, new_kind)
+            return
+        _check_target(line.number, target, kind, new_kind)
+
+    def finish(self, store: MemoryStore) -> list[str]:
+        """Checks that need the whole file and the store; the ids, in file order."""
+        if self.pending is not None:
+            raise self._unpaired(self.pending)
+        if self.repeated:
+            raise RemoteMemoryDuplicateError(self.repeated)
+        ids = list(self.kinds)
+        stored = existing_ids(store, ids)
+        if stored:
+            raise RemoteMemoryDuplicateError([i for i in ids if i in stored])
+        later = [t for t in self.outside if t in self.kinds]
+        if later:
+            number = self.outside[later[0]][0]
+            raise _fail(number, f"retracts: memory {later[0]} comes later in the file")
+        if self.outside:
+            found = {r.memory_id: r.kind for r in records_by_id_of(store, list(self.outside))}
+            for target, (number, new_kind) in self.outside.items():
+                kind = found.get(target)
+                if kind is None:
+                    raise _fail(number, f"retracts: cannot retract unknown memory_id: {target}")
+                _check_target(number, target, kind, new_kind)
+                if store.retraction_of(target) is not None:
+                    raise _fail(number, f"retracts: memory {target} is already retracted")
+        return ids
+
+
+def _kind_of(line: _Line | None) -> MemoryKind | None:
+    return None if line is None else MemoryKind(line.item["kind"])
+
+
+def _check_target(number: int, target: str, kind: MemoryKind, new: MemoryKind | None) -> None:
+    if kind is MemoryKind.RETRACTION:
+        raise _fail(number, f"retracts: cannot retract a retraction: {target}")
+    if new is not None and new is not kind:
+        raise _fail(
+            number,
+            f"retracts: cannot supersede {kind.value} record {target} with a {new.value} record",
+        )
 
 
 def _bar(total: int | None, desc: str, enabled: bool) -> Any:
@@ -109,44 +319,95 @@ def error_line(exc: BaseException) -> str:
     return message
 
 
+def _writes(lines: Iterable[_Line], batch_size: int) -> Iterator[list[_Line]]:
+    """The file cut into writes: a retraction alone, a supersede's pair, else runs of
+    records of one ``stored_at`` (one run: one ``append_many``) of ``batch_size`` at most."""
+    run: list[_Line] = []
+    for line in lines:
+        if line.retracts is not None and line.superseded_by is not None:
+            yield [*run, line]  # run is the one record that supersedes
+            run = []
+        elif line.retracts is not None or line.supersedes is not None:
+            if run:
+                yield run
+            run = [line]
+            if line.retracts is not None:
+                yield run
+                run = []
+        else:
+            if run and (len(run) >= batch_size or run[0].stored_at != line.stored_at):
+                yield run
+                run = []
+            run.append(line)
+    if run:
+        yield run
+
+
+def _write(store: MemoryStore, lines: list[_Line], clock: ReplayClock | None) -> None:
+    first, last = lines[0], lines[-1]
+    if clock is not None:
+        clock.moment = None if first.stored_at is None else parse_timestamp(first.stored_at)
+    if last.retracts is None:
+        store.append_many([line.item for line in lines])
+    elif len(lines) == 1:
+        store.retract(
+            last.retracts,
+            reason=last.item["content"],
+            source=last.item["source"],
+            retraction_id=last.memory_id,
+        )
+    else:
+        store.supersede(
+            last.retracts,
+            first.item,
+            reason=last.item["content"],
+            source=last.item["source"],
+            retraction_id=last.memory_id,
+        )
+
+
 def import_jsonl(
     store: MemoryStore,
     path: str | os.PathLike[str],
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: bool = False,
+    clock: ReplayClock | None = None,
 ) -> ImportReport:
-    """Check every line of ``path``, then append them all in batches of ``batch_size``."""
+    """Check every line of ``path``, then append them all in batches of ``batch_size``.
+    ``clock``: the ``ReplayClock`` ``store`` was opened with, so exported records keep
+    their ``stored_at`` (without it they are stored at the store's own time)."""
     if batch_size < 1:
         raise RemoteMemoryValidationError("batch size must be at least 1")
     scope = store.user_scope
-    # Pass 1: every line valid, every id new. Only the ids are kept in memory.
-    seen: dict[str, int] = {}
-    repeated: list[str] = []
+    # [beyond] A store opened for a project (docs/contract.md, "Projects") takes its own.
+    project: str | None = getattr(store, "project", None)
+    checker = _Checker(scope)
     with _bar(None, "checking", progress) as bar:
-        for number, item in read_import_items(path, scope):
-            memory_id = _check(number, item, scope)
-            if memory_id in seen:
-                if memory_id not in repeated:
-                    repeated.append(memory_id)
-            else:
-                seen[memory_id] = number
+        for line in _read_lines(path, scope, project):
+            checker.add(line)
             bar.update()
-    if repeated:
-        raise RemoteMemoryDuplicateError(repeated)
-    ids = list(seen)
-    stored = existing_ids(store, ids)
-    if stored:
-        raise RemoteMemoryDuplicateError([i for i in ids if i in stored])
-    # Pass 2: the writes, one append_many per batch.
+    ids = checker.finish(store)
+    lines = _read_lines(path, scope, project)
+    return _write_all(store, lines, len(ids), batch_size, progress, clock)
+
+
+def _write_all(
+    store: MemoryStore,
+    lines: Iterable[_Line],
+    total: int,
+    batch_size: int,
+    progress: bool,
+    clock: ReplayClock | None,
+) -> ImportReport:
+    """Pass 2: the writes, in file order; a failure says what landed before it."""
     written = batches = 0
-    next_id = ids[0] if ids else None
-    with _bar(len(ids), "importing", progress) as bar:
+    next_id: str | None = None
+    with _bar(total, "importing", progress) as bar:
         try:
-            rest = (item for _, item in read_import_items(path, scope))
-            while batch := list(islice(rest, batch_size)):
-                next_id = batch[0]["memory_id"]
-                store.append_many(batch)
+            for batch in _writes(lines, batch_size):
+                next_id = batch[0].memory_id
+                _write(store, batch, clock)
                 written += len(batch)
                 batches += 1
                 bar.update(len(batch))
@@ -158,10 +419,47 @@ def import_jsonl(
                 f"{cause} — {written} records in {batches} batches were imported before "
                 f"the failure; the first record not imported is {next_id}"
             ) from None
+        finally:
+            if clock is not None:
+                clock.moment = None
     refresh = getattr(store, "refresh_statistics", None)
     if written and refresh is not None:  # PostgreSQL: plan the next recall on what is there
         refresh()
     return ImportReport(records=written, batches=batches)
+
+
+def import_items(
+    store: MemoryStore,
+    items: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: bool = False,
+) -> ImportReport:
+    """Append ``(where, item)`` pairs an importer made (``where`` names the input and its
+    place), each checked first; an id the store holds already, or the input repeats, is
+    the same message imported before: skipped, and counted in ``skipped``."""
+    if batch_size < 1:
+        raise RemoteMemoryValidationError("batch size must be at least 1")
+    scope = store.user_scope
+    fresh: dict[str, dict[str, Any]] = {}
+    for where, item in items:
+        try:
+            record = record_from_item(item, scope, _CHECK_AT)
+        except RemoteMemoryError as exc:
+            raise type(exc)(f"{where}: {exc}") from None
+        fresh.setdefault(record.memory_id, item)
+    stored = existing_ids(store, list(fresh))
+    new = [item for memory_id, item in fresh.items() if memory_id not in stored]
+    lines = (_Line(number, item) for number, item in enumerate(new, start=1))
+    report = _write_all(store, lines, len(new), batch_size, progress, None)
+    return ImportReport(report.records, report.batches, skipped=len(items) - len(new))
+
+
+def export_lines(store: MemoryStore) -> Iterator[str]:
+    """Every record of the scope in append order, as the line ``import_jsonl`` reads back
+    to the same record (the JSONL store's own line, without its newline)."""
+    for record in store.read_all():
+        yield record_json(record)
 
 
 def _os_error(exc: OSError) -> str:

@@ -20,7 +20,8 @@ __all__ = ["main", "build_parser"]
 
 # In this order in ``memlib --help``: the module of each command.
 COMMANDS = (  # noqa: SIM905 (a word list reads better as prose)
-    "demo recall explain append profile retract supersede chat mcp imports embed evaluate doctor db"
+    "demo recall explain append profile retract supersede chat mcp imports export embed evaluate "
+    "doctor db"
 ).split()
 
 

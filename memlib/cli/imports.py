@@ -1,5 +1,9 @@
-"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line. A
+"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line (an
+exported record keeps its ``stored_at``: the store is opened with a ``ReplayClock``). A
 stream (``-``, a pipe) is read once into a private temporary file: the import reads twice.
+
+``memlib import --format claude-code|chatgpt PATH…``: conversations people already have,
+through ``memlib._importers``; a message imported before is not written again.
 """
 
 from __future__ import annotations
@@ -10,12 +14,18 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .._bulk import DEFAULT_BATCH, import_jsonl
+from .._bulk import DEFAULT_BATCH, ReplayClock, import_items, import_jsonl
+from .._runtime import default_project, default_store_url, default_user_id
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from ._common import int_arg, open_cli_store, write_line
+from ..stores import open_store
+from ..stores._base import MemoryStore
+from ._common import embedder_name, int_arg, write_line
+
+FORMATS = ("jsonl", "claude-code", "chatgpt")
 
 
 def _is_stream(name: str) -> bool:
@@ -28,35 +38,98 @@ def _is_stream(name: str) -> bool:
         return False  # missing: said as "no such file" below
 
 
+def _open(args: argparse.Namespace, clock: ReplayClock | None = None) -> MemoryStore:
+    """``open_cli_store(args)`` with the store's clock given (it passes no options)."""
+    user_id = default_user_id() if args.user is None else args.user
+    url = args.store or default_store_url(user_id)
+    options: dict[str, Any] = {} if clock is None else {"clock": clock}
+    project = getattr(args, "project", None)
+    project = default_project() if project is None else project
+    if project is not None:
+        options["project"] = project
+    name = embedder_name(args)
+    if name is not None:
+        from ..rankers.embeddings import get_embedder  # the model only when one is named
+
+        options["embedder"] = get_embedder(name)
+    return open_store(url, user_id=user_id, **options)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
-    if _is_stream(args.file):
+    if args.format != "jsonl":
+        return _import_conversations(args)
+    if len(args.paths) != 1:
+        raise RemoteMemoryValidationError("--format jsonl imports one FILE (or -) at a time")
+    name = args.paths[0]
+    if _is_stream(name):
         # Read once, whole, before the store opens: checking and writing read it twice.
         # The spool is created mode 0600 and removed on the way out.
         with tempfile.NamedTemporaryFile(prefix="memlib-import-", suffix=".jsonl") as spool:
-            if args.file == "-":
+            if name == "-":
                 shutil.copyfileobj(sys.stdin.buffer, spool)
             else:
                 try:
-                    with open(args.file, "rb") as stream:
+                    with open(name, "rb") as stream:
                         shutil.copyfileobj(stream, spool)
                 except OSError as exc:
-                    raise RemoteMemoryError(f"cannot read {args.file}: {exc.strerror}") from None
+                    raise RemoteMemoryError(f"cannot read {name}: {exc.strerror}") from None
             spool.flush()
-            return _import(args, spool.name)
-    if not Path(args.file).is_file():
-        raise RemoteMemoryValidationError(f"no such file: {args.file}")
-    return _import(args, args.file)
+            return _import(args, spool.name, "<stdin>" if name == "-" else name)
+    if not Path(name).is_file():
+        raise RemoteMemoryValidationError(f"no such file: {name}")
+    return _import(args, name, name)
 
 
-def _import(args: argparse.Namespace, path: str) -> int:
-    store = open_cli_store(args)
+def _progress(args: argparse.Namespace) -> bool:
+    return bool(args.progress or (not args.no_progress and sys.stderr.isatty()))
+
+
+def _import(args: argparse.Namespace, path: str, shown: str) -> int:
+    clock = ReplayClock()
+    store = _open(args, clock)
     try:
-        progress = args.progress or (not args.no_progress and sys.stderr.isatty())
-        report = import_jsonl(store, path, batch_size=args.batch_size, progress=progress)
+        report = import_jsonl(
+            store, path, batch_size=args.batch_size, progress=_progress(args), clock=clock
+        )
+    except RemoteMemoryError as exc:
+        if str(exc).startswith("line "):  # a line of the file: say which file
+            raise type(exc)(f"{shown}: {exc}") from None
+        raise
     finally:
         store.close()
     write_line(f"imported {report.records} records in {report.batches} batches")
     return 0
+
+
+def _import_conversations(args: argparse.Namespace) -> int:
+    from .._importers import reader_for
+
+    if "-" in args.paths:
+        raise RemoteMemoryValidationError(f"--format {args.format} reads files, not -")
+    converted = reader_for(args.format)(args.paths)  # every input read before the store opens
+    store = _open(args)
+    try:
+        report = import_items(
+            store, converted.items, batch_size=args.batch_size, progress=_progress(args)
+        )
+    finally:
+        store.close()
+    sources = len(converted.sources)
+    of = f"{sources} source" + ("" if sources == 1 else "s")
+    if report.records == 0 and report.skipped:
+        write_line(f"nothing new: the {report.skipped} records of {of} were imported before")
+    else:
+        line = f"imported {report.records} records in {report.batches} batches from {of}"
+        if report.skipped:
+            line += f"; {report.skipped} imported before, not written again"
+        write_line(line)
+    if converted.skipped:
+        write_line(f"skipped: {_counts(converted.skipped)}")
+    return 0
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{reason} ({n})" for reason, n in sorted(counter.items()))
 
 
 _positive = int_arg(
@@ -69,9 +142,16 @@ def register(subparsers: Any) -> None:
         "import", help="import records from a JSONL file (checked first, then batched)"
     )
     parser.add_argument(
-        "file",
-        help="one JSON object per line: memory_id, content, summary, source[, kind]; "
-        "- reads standard input",
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="jsonl: one file, one JSON object per line: memory_id, content, summary, "
+        "source[, kind], or records as `memlib export` writes them; - reads standard input. "
+        "claude-code: session files or folders (~/.claude/projects); "
+        "chatgpt: conversations.json, its folder or the export's .zip",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default="jsonl", help="what the files are (default: jsonl)"
     )
     parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH)
     parser.add_argument(

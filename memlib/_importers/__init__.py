@@ -1,0 +1,156 @@
+"""Importers for the conversations people already have: one module per format, each
+turning its files into ``store.append`` items (docs/reference.md#export).
+
+Every message becomes a ``conversation`` record: content ``"<role>: <text>"`` (cut into
+parts when past a record's limits), summary its first 2,000 characters, the session or
+conversation as its source and the message's time as ``captured_at``. Its id is derived
+from the source and the message id, so importing the same file again finds every record
+already there and writes nothing. Entries that are not a message someone wrote (tool
+calls and results, meta and system entries) are skipped and counted by reason."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._tokens import normalize_text, terms_of_normalized
+from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
+from ..records import LIMITS, MAX_TERMS, collapse_whitespace, format_timestamp, parse_timestamp
+
+# Room left in ``content`` for the role prefix of a part.
+_PART_CHARS = LIMITS["content"] - 100
+
+
+@dataclass
+class Converted:
+    """What an importer made of its inputs: ``(where, item)`` pairs, and what it skipped."""
+
+    items: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    sources: set[str] = field(default_factory=set)
+
+
+class InputError(RemoteMemoryValidationError):
+    """Input an importer cannot read: the message names the file, place and field."""
+
+
+def memory_id_for(prefix: str, source_id: str, message_id: str) -> str:
+    """``prefix`` and 24 hex digits of sha256 over the source and message ids."""
+    digest = hashlib.sha256(f"{source_id}\n{message_id}".encode()).hexdigest()
+    return f"{prefix}-{digest[:24]}"
+
+
+def timestamp_of(value: object, where: str) -> str:
+    """An aware ISO-8601 text or a Unix time in seconds, as a stored timestamp."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return format_timestamp(datetime.fromtimestamp(value, tz=UTC))
+        except (OverflowError, OSError, ValueError):
+            raise InputError(f"{where}: not a time: {value!r}") from None
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except RemoteMemoryCorruptionError as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+def text_field(value: object, where: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: must be a non-empty string")
+    text = collapse_whitespace(value)
+    if len(text) > limit:
+        raise InputError(f"{where}: longer than {limit:,} characters")
+    return text
+
+
+def _distinct_terms(text: str) -> int:
+    return len(set(terms_of_normalized(normalize_text(text))))
+
+
+def _cut(text: str, size: int) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut at spaces where it can."""
+    pieces: list[str] = []
+    while len(text) > size:
+        at = text.rfind(" ", size // 2, size + 1)
+        at = size if at < 0 else at
+        pieces.append(text[:at].strip())
+        text = text[at:].strip()
+    pieces.append(text)
+    return [p for p in pieces if p]
+
+
+def parts_of(text: str) -> list[str]:
+    """The message text in parts a record can hold (characters and distinct terms)."""
+    done: list[str] = []
+    todo = _cut(text, _PART_CHARS)
+    while todo:
+        piece = todo.pop(0)
+        if len(piece) > 1 and _distinct_terms(piece) > MAX_TERMS - 50:
+            todo[:0] = _cut(piece, max(1, len(piece) // 2))
+        else:
+            done.append(piece)
+    return done
+
+
+def message_items(
+    out: Converted,
+    where: str,
+    *,
+    prefix: str,
+    source: dict[str, str],
+    message_id: str,
+    role: str,
+    text: str,
+) -> None:
+    """Add the records of one message (one, or one per part) to ``out``."""
+    text = collapse_whitespace(text)
+    if not text:
+        out.skipped["messages with no text"] += 1
+        return
+    pieces = parts_of(text)
+    base = memory_id_for(prefix, source["source_id"], message_id)
+    out.sources.add(source["source_id"])
+    for number, piece in enumerate(pieces, start=1):
+        content = f"{role}: {piece}"
+        item = {
+            "kind": "conversation",
+            "memory_id": base if len(pieces) == 1 else f"{base}.{number}",
+            "content": content,
+            "summary": content[: LIMITS["summary"]],
+            "source": dict(source),
+        }
+        out.items.append((where, item))
+
+
+def files_under(paths: Sequence[str | Path], pattern: str) -> list[Path]:
+    """Each path, or for a folder every file under it matching ``pattern``, sorted."""
+    found: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            found += sorted(p for p in path.rglob(pattern) if p.is_file())
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise InputError(f"no such file or folder: {name}")
+    return found
+
+
+Reader = Callable[[Sequence[str | Path]], Converted]
+
+
+def reader_for(name: str) -> Reader:
+    """The importer of ``--format NAME``: ``claude-code`` or ``chatgpt``."""
+    if name == "claude-code":
+        from .claude_code import read_sessions
+
+        return read_sessions
+    if name == "chatgpt":
+        from .chatgpt import read_conversations
+
+        return read_conversations
+    raise RemoteMemoryValidationError(f"unknown import format {name!r}")
