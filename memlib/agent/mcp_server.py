@@ -1,9 +1,11 @@
 """``memlib mcp``: the library as a Model Context Protocol server (stdio, or HTTP on localhost).
 
-The tools ``recall_history`` (the agent's own handler), ``remember``, ``forget`` and
-``explain``, the resource ``memlib://profile`` (``""`` when the scope has none: never a
-placeholder a model could take for data) and the prompt ``session_start``. The user scope
-is fixed when the server starts and no tool takes a user. A refusal is a tool result with
+The tools ``recall_history`` (the agent's own handler), ``remember`` (safe to retry; it
+names similar records), ``update``, ``list``, ``forget`` and ``explain`` (docs/mcp.md), the
+resource ``memlib://profile`` (``""`` when the scope has none: never a placeholder a model
+could take for data) and the prompt ``session_start``. The user scope is fixed when the
+server starts and no tool takes a user. Every answer has a bound in characters
+(``ANSWER_MAX_CHARS``, in each tool's description). A refusal is a tool result with
 ``isError: true`` and one line of visible text, so the session goes on. Both transports
 refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed; HTTP answers 401 without
 the bearer token, so another account on the machine cannot read the memory.
@@ -11,9 +13,12 @@ the bearer token, so another account on the machine cannot read the memory.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import copy
 import fcntl
+import hashlib
 import hmac
 import json
 import logging
@@ -22,7 +27,6 @@ import re
 import socket
 import sys
 import threading
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,18 +44,28 @@ from mcp.shared.message import SessionMessage
 
 from .._visible import shown_name, visible
 from ..engine import RecallEngine
-from ..errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemoryValidationError
+from ..errors import (
+    RemoteMemoryCorruptionError,
+    RemoteMemoryDuplicateError,
+    RemoteMemoryError,
+    RemoteMemoryValidationError,
+)
+from ..normalize import QUERY_MAX_CHARS
 from ..records import (
     LIMITS,
     MEMORY_ID_MAX,
     MemoryKind,
     MemorySource,
+    StoredMemory,
     collapse_whitespace,
     format_timestamp,
+    memory_id_of,
     parse_timestamp,
+    reason_text,
+    record_from_item,
 )
 from ..render import render_remote_profile
-from ..stores._base import MemoryStore
+from ..stores._base import MemoryStore, records_by_id_of
 from .prompt import build_system_prompt
 from .tools import (
     DEFAULT_LIMIT,
@@ -61,8 +75,11 @@ from .tools import (
     STORE_ERROR_PREFIX,
     ToolOutcome,
     check_input,
+    clip_shown,
     error_outcome,
     guarded,
+    note_similarity,
+    note_terms,
     object_schema,
     run_recall_history,
     string_field,
@@ -70,9 +87,11 @@ from .tools import (
 
 __all__ = [
     "DEFAULT_PORT",
+    "ANSWER_MAX_CHARS",
     "EXPLAIN",
     "FORGET",
     "HOST",
+    "LIST",
     "MCP_SOURCE_ID",
     "MESSAGE_MAX_BYTES",
     "MCP_SOURCE_TYPE",
@@ -81,10 +100,13 @@ __all__ = [
     "SERVER_INSTRUCTIONS",
     "SERVER_NAME",
     "SESSION_START",
+    "SIMILAR_FLOOR",
     "TOOLS",
+    "UPDATE",
     "MemoryTools",
     "ToolSpec",
     "build_server",
+    "derived_memory_id",
     "serve",
 ]
 
@@ -92,14 +114,16 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "memlib"
 REMEMBER, FORGET, EXPLAIN = "remember", "forget", "explain"
+UPDATE, LIST = "update", "list"
 PROFILE_URI = "memlib://profile"
 SESSION_START = "session_start"
 # HTTP listens here only, and only to the bearer token: every account can reach it.
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# The biggest message a client has reason to send (a remember call with every field at
-# its limit, each character a 12-byte escape) is 286 KB; 1 MiB leaves room for whitespace
-# and stops a message long before it costs the server memory (100 MB peaked at 1.29 GB).
+# The biggest message a client has reason to send (an update call with every field at
+# its limit, each character a 12-byte escape) is 504 KB (a remember's, 286 KB); 1 MiB
+# leaves room for whitespace and stops a message long before it costs the server memory
+# (100 MB peaked at 1.29 GB).
 MESSAGE_MAX_BYTES = 1 << 20
 MCP_SOURCE_ID = "mcp"
 MCP_SOURCE_TYPE = "mcp_tool"
@@ -113,9 +137,11 @@ SERVER_INSTRUCTIONS = (
     f"profile, also readable as {PROFILE_URI}, and these rules). Call {RECALL_HISTORY} "
     "when the user refers to past work you cannot see here; the service cannot see this "
     "chat, so every query must restate the topic in full words. "
-    f"{REMEMBER} stores one conversation record, {FORGET} retracts one (history is kept), "
-    f"{EXPLAIN} says why a record did or did not come back for a query. A result with "
-    "isError true says what was wrong in one line: fix the call as it says."
+    f"{REMEMBER} stores one conversation record (safe to retry; it names similar ones), "
+    f"{UPDATE} replaces one by a corrected one, {LIST} pages through the records newest "
+    f"first, {FORGET} retracts one (history is kept), {EXPLAIN} says why a record did or "
+    "did not come back for a query. Every answer has a size bound (in its description). "
+    "A result with isError true says what was wrong in one line: fix the call as it says."
 )
 
 PROFILE_DESCRIPTION = (
@@ -129,17 +155,132 @@ SESSION_START_DESCRIPTION = (
     "this memory."
 )
 
+# The most characters each tool's answer can have (the text block, escapes included),
+# for any input and any store (docs/mcp.md): long text in a record is clipped to a
+# budget (``FIELD_BUDGETS``), a memory_id is shown whole (at most ``ID_SHOWN_MAX``
+# characters once escaped), a page of ``list`` stops before its budget.
+ID_SHOWN_MAX = 12 * MEMORY_ID_MAX  # a tag character is a 12-character surrogate pair
+FIELD_BUDGETS: Mapping[str, int] = {
+    "content": 2_000,
+    "summary": 500,
+    "title": 300,
+    "source_id": 200,
+    "source_type": 120,
+}
+# A record's keys, scope, kind, timestamps and "clipped" list, and its (at most three)
+# ids shown whole: memory_id and two of retracts / supersedes / superseded_by.
+NOTE_MAX_CHARS = sum(FIELD_BUDGETS.values()) + 3 * ID_SHOWN_MAX + 700
+SIMILAR_SUMMARY_BUDGET = 300
+SIMILAR_ENTRY_MAX_CHARS = ID_SHOWN_MAX + SIMILAR_SUMMARY_BUDGET + 120
+LIST_ENTRY_SUMMARY_BUDGET = 200
+# A cursor: "c1." and base64 of the UTF-8 JSON ["stored_at", "memory_id"] (an id is at
+# most 800 bytes).
+CURSOR_MAX_CHARS = 1_200
+
+# remember's "similar": the records a content-word cosine (``note_similarity``) puts at
+# or over the floor, among the candidates bm25+stopwords finds for the new note.
+# The floor was measured on LoCoMo (benchmarks/similar_notes.py, docs/mcp.md).
+SIMILAR_MAX = 3
+SIMILAR_CANDIDATES = 10
+SIMILAR_RANKER = "bm25+stopwords"
+SIMILAR_FLOOR = 0.17
+
+LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 20, 50
+# recall_history and explain answer the library's JSON, which a 2,000-character query
+# of escaped characters can make long: over the bound, recall drops hits from the end
+# (``fit_recall``) and explain refuses the query.
+ANSWER_MAX_CHARS: Mapping[str, int] = {
+    RECALL_HISTORY: 60_000,
+    REMEMBER: NOTE_MAX_CHARS + SIMILAR_MAX * SIMILAR_ENTRY_MAX_CHARS + 200,
+    UPDATE: 2 * NOTE_MAX_CHARS + 200,
+    LIST: 20_000,
+    FORGET: NOTE_MAX_CHARS,
+    EXPLAIN: 60_000,
+}
+
+
+def _bounded(description: str, tool: str) -> str:
+    return description.replace("{max_chars}", f"{ANSWER_MAX_CHARS[tool]:,}")
+
+
 REMEMBER_DESCRIPTION = (
     "Store one new conversation record in the user's memory, so that later "
     f"{RECALL_HISTORY} calls (in this session or another) can find it. Records are found "
     "by their words, so write content as full sentences that name the topic, e.g. "
     "'Decided to keep JSONL as the teaching store because it needs no server.', and a "
     "one-line summary. Store what the user decided, prefers or asked to keep; do not "
-    "store secrets. A record is never edited: if one is wrong, call "
-    f"{FORGET} on it and remember the correction. Returns the stored record as JSON "
-    "(memory_id, source, stored_at). An id the memory already holds is refused."
+    "store secrets. Safe to retry: without a memory_id the id is derived from the "
+    "content, summary and source fields, and a call that finds its record already "
+    "stored writes nothing and answers status 'already_stored'. Returns the record as "
+    "JSON (long text clipped) with status ('stored' or 'already_stored') and similar: up to "
+    f"{SIMILAR_MAX} existing records that say much the same (memory_id, similarity, "
+    f"summary); if one of them is the same fact, call {UPDATE} on it instead of keeping "
+    "both. An id the memory holds with other content is refused. "
+    "The answer is at most {max_chars} characters."
 )
 
+UPDATE_DESCRIPTION = (
+    "Replace one record of the user's memory by a corrected one, in one atomic write: "
+    "the new record (its id derived like remember's) supersedes memory_id, which "
+    f"{RECALL_HISTORY} never returns again (the history keeps both and the reason). Use "
+    "it when a stored fact changed or was wrong. Safe to retry: a call whose new record "
+    "already supersedes memory_id answers status 'already_updated'. Returns the new "
+    "record as JSON with status and retraction (the old one's). An unknown, retracted or non-"
+    "conversation memory_id is refused. The answer is at most {max_chars} characters."
+)
+UPDATE_INPUT_SCHEMA = object_schema(
+    {
+        "memory_id": string_field(
+            MEMORY_ID_MAX,
+            f"The memory_id of the record to replace, as {RECALL_HISTORY} or list showed it.",
+        ),
+        "content": string_field(LIMITS["content"], "The corrected content, in full sentences."),
+        "summary": string_field(LIMITS["summary"], "One line saying what the record is about."),
+        "reason": string_field(
+            LIMITS["content"], "Why the record changes, in one sentence (kept with the history)."
+        ),
+    },
+    "memory_id",
+    "content",
+    "summary",
+    "reason",
+)
+
+LIST_DESCRIPTION = (
+    "List the user's records, newest stored first, one page at a time: each entry has "
+    "memory_id, kind, stored_at, captured_at, summary (clipped) and, when they apply, "
+    "retracted and the retracts / supersedes / superseded_by links. Pass the answer's "
+    "next_cursor as cursor for the next page (null: no more); a cursor stays valid while "
+    "records are added (new ones come before it, never inside a later page). since keeps "
+    "records stored at or after that instant; kind keeps one kind. A page holds at most "
+    "limit entries and at most {max_chars} characters."
+)
+LIST_INPUT_SCHEMA = object_schema(
+    {
+        "since": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Only records stored at or after this ISO-8601 instant, e.g. "
+            "2026-08-10T12:00:00Z.",
+        },
+        "kind": {
+            "type": "string",
+            "enum": [kind.value for kind in MemoryKind],
+            "description": "Only records of this kind.",
+        },
+        "cursor": string_field(
+            CURSOR_MAX_CHARS, "next_cursor of the page before (omit for the first page)."
+        ),
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": LIST_LIMIT_MAX,
+            "default": LIST_LIMIT_DEFAULT,
+            "description": f"Most entries on the page, 1-{LIST_LIMIT_MAX} "
+            f"(default {LIST_LIMIT_DEFAULT}).",
+        },
+    }
+)
 
 REMEMBER_INPUT_SCHEMA = object_schema(
     {
@@ -149,8 +290,9 @@ REMEMBER_INPUT_SCHEMA = object_schema(
         "summary": string_field(LIMITS["summary"], "One line saying what the record is about."),
         "memory_id": string_field(
             MEMORY_ID_MAX,
-            "An id for the record, without whitespace (default: a new "
-            f"'{GENERATED_ID_PREFIX}…' id).",
+            "An id for the record, without whitespace (default: "
+            f"'{GENERATED_ID_PREFIX}' and a hash of the content, summary and source fields, "
+            "so a retried call finds its record).",
         ),
         "source_id": string_field(
             LIMITS["source_id"], f"Where the record came from (default '{MCP_SOURCE_ID}')."
@@ -176,8 +318,9 @@ FORGET_DESCRIPTION = (
     "Retract one record of the user's memory by its memory_id, when the user says it is "
     f"wrong or asks you to forget it. {RECALL_HISTORY} never returns it again; the "
     "history is kept (a retraction record names it and the reason), so this cannot be "
-    "undone by calling it again. Returns the retraction record as JSON. An unknown or "
-    "already retracted memory_id is refused."
+    "undone by calling it again. Returns the retraction record as JSON (long text "
+    "clipped). An unknown or already retracted memory_id is refused. The answer is at "
+    "most {max_chars} characters."
 )
 FORGET_INPUT_SCHEMA = object_schema(
     {
@@ -198,7 +341,12 @@ EXPLAIN_DESCRIPTION = (
     "word shared with the query, ranked below the limit (beside the last hit), under the "
     "score floor, or a hit (its rank and score). Use it when a record you expected did "
     "not come back. Returns the explanation as JSON (verdict, message and the facts "
-    "behind it)."
+    "behind it), at most {max_chars} characters (a longer one is refused: shorten the "
+    "query)."
+)
+MCP_RECALL_DESCRIPTION = (
+    f"{RECALL_HISTORY_DESCRIPTION} The answer is at most {{max_chars}} characters: over "
+    "that, hits are dropped from the end and hits_dropped_for_size says how many."
 )
 _RECALL_FIELDS = RECALL_HISTORY_INPUT_SCHEMA["properties"]
 EXPLAIN_INPUT_SCHEMA = object_schema(
@@ -235,11 +383,16 @@ class ToolSpec:
         )
 
 
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(RECALL_HISTORY, RECALL_HISTORY_DESCRIPTION, RECALL_HISTORY_INPUT_SCHEMA, True),
-    ToolSpec(REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, False),
-    ToolSpec(FORGET, FORGET_DESCRIPTION, FORGET_INPUT_SCHEMA, False, destructive=True),
-    ToolSpec(EXPLAIN, EXPLAIN_DESCRIPTION, EXPLAIN_INPUT_SCHEMA, True),
+TOOLS: tuple[ToolSpec, ...] = tuple(
+    ToolSpec(name, _bounded(description, name), schema, read_only, destructive)
+    for name, description, schema, read_only, destructive in (
+        (RECALL_HISTORY, MCP_RECALL_DESCRIPTION, RECALL_HISTORY_INPUT_SCHEMA, True, False),
+        (REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, False, False),
+        (UPDATE, UPDATE_DESCRIPTION, UPDATE_INPUT_SCHEMA, False, True),
+        (LIST, LIST_DESCRIPTION, LIST_INPUT_SCHEMA, True, False),
+        (FORGET, FORGET_DESCRIPTION, FORGET_INPUT_SCHEMA, False, True),
+        (EXPLAIN, EXPLAIN_DESCRIPTION, EXPLAIN_INPUT_SCHEMA, True, False),
+    )
 )
 _SPECS = {spec.name: spec for spec in TOOLS}
 
@@ -260,23 +413,22 @@ def _checked(tool: str, arguments: object) -> dict[str, Any]:
 def _captured_at(value: str | None) -> str:
     if value is None:
         return format_timestamp(datetime.now(UTC))
+    return _instant(value, "captured_at")
+
+
+def _instant(value: str, name: str) -> str:
     try:
         return format_timestamp(parse_timestamp(value))
     except RemoteMemoryCorruptionError:
         # The library calls a bad stored timestamp corruption; here it is the caller's.
         raise RemoteMemoryValidationError(
-            f"captured_at must be an ISO-8601 instant with a time zone, e.g. "
+            f"{name} must be an ISO-8601 instant with a time zone, e.g. "
             f"2026-08-10T12:00:00Z: {value!r}"
         ) from None
 
 
-def _record_json(record_dict: Mapping[str, Any]) -> str:
-    """A record as ``memlib append`` prints it, as visible text."""
-    return visible(json.dumps(record_dict, ensure_ascii=False), "json")
-
-
 class MemoryTools:
-    """The four tools, the profile and the session prompt over one store. One call runs
+    """The tools, the profile and the session prompt over one store. One call runs
     at a time (a lock): a store is never used by two threads, query ids follow the calls."""
 
     def __init__(
@@ -290,6 +442,7 @@ class MemoryTools:
         self.store: MemoryStore = engine.store
         self.as_of = as_of
         self.query_id_prefix = query_id_prefix
+        self._similar_engine = RecallEngine(self.store, ranker=SIMILAR_RANKER)
         self._queries = 0
         self._lock = threading.Lock()
 
@@ -306,10 +459,18 @@ class MemoryTools:
             try:
                 if name == RECALL_HISTORY:
                     return run_recall_history(
-                        self.engine, arguments, as_of=self.as_of, query_id=self._query_id()
+                        self.engine,
+                        arguments,
+                        as_of=self.as_of,
+                        query_id=self._query_id(),
+                        max_chars=ANSWER_MAX_CHARS[RECALL_HISTORY],
                     )
                 handler: Callable[[dict[str, Any]], ToolOutcome] = getattr(self, f"_{name}")
-                return guarded(lambda: handler(_checked(name, arguments)))
+                outcome = guarded(lambda: handler(_checked(name, arguments)))
+                if len(outcome.content) > ANSWER_MAX_CHARS[name]:
+                    # Never expected (each answer is built to fit): a bug, not an answer.
+                    raise AssertionError(f"{name} answered {len(outcome.content)} characters")
+                return outcome
             except Exception as exc:
                 # A bug of ours must not end the session; the traceback goes to the log
                 # (stderr), the model gets one line that names no path.
@@ -329,27 +490,145 @@ class MemoryTools:
         return f"{self.query_id_prefix}-{self._queries:03d}" if self.query_id_prefix else None
 
     def _remember(self, arguments: dict[str, Any]) -> ToolOutcome:
-        summary, title = arguments["summary"], arguments.get("title")
-        if title is None:
-            title = collapse_whitespace(summary)
-            if not title:
-                raise RemoteMemoryValidationError("summary must not be empty")
-            limit = LIMITS["title"]
-            title = title if len(title) <= limit else title[: limit - 1] + "…"
+        item = _new_item(arguments, arguments.get("memory_id"))
+        memory_id = item["memory_id"]
+        # Checked before anything is read: a bad field is refused as the store words it.
+        record_from_item(item, self.store.user_scope, format_timestamp(datetime.now(UTC)))
+        found = self._already(item, "captured_at" in arguments)
+        if found is None:
+            similar = self._similar(item, exclude=memory_id)
+            try:
+                record = self.store.append(**item)
+            except RemoteMemoryDuplicateError:
+                # Another call stored it since: the same record is a retry, not a clash.
+                found = self._already(item, "captured_at" in arguments)
+                if found is None:
+                    raise
+            else:
+                return self._answer(REMEMBER, "stored", record, similar=similar)
+        return self._answer(
+            REMEMBER, "already_stored", found, similar=self._similar(item, exclude=memory_id)
+        )
+
+    def _already(self, item: Mapping[str, Any], dated: bool) -> StoredMemory | None:
+        """The stored record of ``item``'s id when it is ``item`` (a retry); None when the
+        id is free; the duplicate error when it holds something else."""
+        memory_id = item["memory_id"]
+        [*stored] = records_by_id_of(self.store, [memory_id])
+        if not stored:
+            return None
+        record = stored[0]
+        if not _same_record(record, item, dated):
+            raise RemoteMemoryDuplicateError(memory_id)
+        if self.store.retraction_of(memory_id) is not None:
+            raise RemoteMemoryValidationError(
+                f"memory {memory_id} holds this content and was retracted: give a new "
+                "memory_id to store it again"
+            )
+        return record
+
+    def _similar(self, item: Mapping[str, Any], *, exclude: str) -> list[dict[str, Any]]:
+        """Up to ``SIMILAR_MAX`` searched records whose ``note_similarity`` to the note
+        reaches ``SIMILAR_FLOOR``, most similar first (ties by memory_id)."""
+        text = f"{item['summary']} {item['content']}"
+        query = _query_text(text)
+        if query is None:
+            return []
+        try:
+            found = self._similar_engine.recall(
+                query, limit=SIMILAR_CANDIDATES, as_of=self.as_of, min_score=None
+            )
+        except RemoteMemoryValidationError:
+            return []  # no searchable word: nothing can be similar
+        ids = [hit.memory_id for hit in found.hits if hit.memory_id != exclude]
+        mine = note_terms(text)
+        scored = []
+        for record in records_by_id_of(self.store, ids):
+            similarity = note_similarity(mine, note_terms(f"{record.summary} {record.content}"))
+            if similarity >= SIMILAR_FLOOR:
+                scored.append((round(similarity, 4), record))
+        scored.sort(key=lambda pair: (-pair[0], pair[1].memory_id))
+        return [
+            {
+                "memory_id": record.memory_id,
+                "similarity": similarity,
+                "summary": _clip(record.summary, SIMILAR_SUMMARY_BUDGET),
+                "captured_at": record.source.captured_at,
+            }
+            for similarity, record in scored[:SIMILAR_MAX]
+        ]
+
+    def _update(self, arguments: dict[str, Any]) -> ToolOutcome:
+        old_id = memory_id_of(arguments["memory_id"])
+        item = _new_item(arguments, None)
+        record_from_item(item, self.store.user_scope, format_timestamp(datetime.now(UTC)))
+        reason = reason_text(arguments["reason"])
+        new_id = item["memory_id"]
+        retried = self._retried_update(old_id, item)
+        if retried is not None:
+            return retried
         source = MemorySource(
-            source_id=arguments.get("source_id", MCP_SOURCE_ID),
-            source_type=arguments.get("source_type", MCP_SOURCE_TYPE),
-            title=title,
-            captured_at=_captured_at(arguments.get("captured_at")),
+            source_id=MCP_SOURCE_ID,
+            source_type=RETRACTION_SOURCE_TYPE,
+            title=_clip_raw(f"Supersession of {old_id}", LIMITS["title"]),
+            captured_at=format_timestamp(datetime.now(UTC)),
         )
-        record = self.store.append(
-            kind=MemoryKind.CONVERSATION,
-            memory_id=arguments.get("memory_id", f"{GENERATED_ID_PREFIX}{uuid.uuid4().hex}"),
-            content=arguments["content"],
-            summary=summary,
-            source=source,
-        )
-        return ToolOutcome(content=_record_json(record.to_dict()))
+        try:
+            new, retraction = self.store.supersede(old_id, item, reason=reason, source=source)
+        except RemoteMemoryDuplicateError:
+            # The library checked the old record first: only the new id is taken.
+            retried = self._retried_update(old_id, item)  # by a call racing this one
+            if retried is not None:
+                return retried
+            raise RemoteMemoryValidationError(
+                f"this content is already stored as memory {new_id}: forget "
+                f"{old_id} instead if it no longer holds"
+            ) from None
+        return self._answer(UPDATE, "updated", new, retraction=retraction)
+
+    def _retried_update(self, old_id: str, item: Mapping[str, Any]) -> ToolOutcome | None:
+        """The answer to a retried update (its new record supersedes ``old_id``)."""
+        [*stored] = records_by_id_of(self.store, [item["memory_id"]])
+        if not stored or stored[0].supersedes != old_id:
+            return None
+        if not _same_record(stored[0], item, False):
+            return None
+        retraction = self.store.retraction_of(old_id)
+        if retraction is None:
+            return None
+        return self._answer(UPDATE, "already_updated", stored[0], retraction=retraction)
+
+    def _list(self, arguments: dict[str, Any]) -> ToolOutcome:
+        page = _ListPage.of(arguments)
+        # A store may keep the few profiles and retractions apart (JSONL does): a list of
+        # those does not read the conversation records.
+        records = self.store.read_all() if page.kind is None else self.store.records(page.kind)
+        retractions = self.store.records(MemoryKind.RETRACTION)
+        retracted = {r.retracts for r in retractions if r.retracts is not None}
+        keyed = ((_order_key(r), r) for r in records)
+        chosen = [
+            (key, r)
+            for key, r in keyed
+            if (page.kind is None or r.kind is page.kind)
+            and (page.since is None or key[0] >= page.since)
+            and (page.after is None or key < page.after)
+        ]
+        chosen.sort(key=lambda pair: pair[0], reverse=True)
+        entries: list[dict[str, Any]] = []
+        used = len('{"entries": [], "next_cursor": "", "more": false}') + CURSOR_MAX_CHARS
+        last: tuple[str, str] | None = None
+        for key, record in chosen[: page.limit]:
+            entry = _list_entry(record, record.memory_id in retracted)
+            size = len(_json_text(entry)) + 2
+            if used + size > ANSWER_MAX_CHARS[LIST]:
+                break
+            entries.append(entry)
+            used += size
+            last = key
+        more = len(entries) < len(chosen)
+        cursor = _cursor_of(last) if more and last is not None else None
+        text = _json_text({"entries": entries, "next_cursor": cursor, "more": more})
+        return ToolOutcome(content=text)
 
     def _forget(self, arguments: dict[str, Any]) -> ToolOutcome:
         memory_id, reason = arguments["memory_id"], arguments["reason"]
@@ -360,7 +639,7 @@ class MemoryTools:
             captured_at=format_timestamp(datetime.now(UTC)),
         )
         record = self.store.retract(memory_id, reason=reason, source=source)
-        return ToolOutcome(content=_record_json(record.to_dict()))
+        return ToolOutcome(content=_json_text(_note(record)))
 
     def _explain(self, arguments: dict[str, Any]) -> ToolOutcome:
         explanation = self.engine.explain(
@@ -370,7 +649,233 @@ class MemoryTools:
             as_of=self.as_of,
             query_id=self._query_id(),
         )
-        return ToolOutcome(content=visible(explanation.to_json(), "json"))
+        text = visible(explanation.to_json(), "json")
+        if len(text) > ANSWER_MAX_CHARS[EXPLAIN]:
+            raise RemoteMemoryValidationError(
+                f"the explanation would be over {ANSWER_MAX_CHARS[EXPLAIN]:,} characters: "
+                "use a shorter query"
+            )
+        return ToolOutcome(content=text)
+
+    def _answer(
+        self,
+        tool: str,
+        status: str,
+        record: StoredMemory,
+        *,
+        similar: list[dict[str, Any]] | None = None,
+        retraction: StoredMemory | None = None,
+    ) -> ToolOutcome:
+        # The record's own keys first, as before this answer had a status: a client
+        # that reads memory_id from it still does.
+        answer: dict[str, Any] = {**_note(record), "status": status}
+        if retraction is not None:
+            answer["retraction"] = _note(retraction)
+        if similar is not None:
+            answer["similar"] = similar
+        return ToolOutcome(content=_json_text(answer))
+
+
+def _new_item(arguments: Mapping[str, Any], memory_id: str | None) -> dict[str, Any]:
+    """The append item of a remember (or an update's new record): defaults filled in,
+    the id derived from the rest when not given (``derived_memory_id``)."""
+    summary, title = arguments["summary"], arguments.get("title")
+    if title is None:
+        title = collapse_whitespace(summary)
+        if not title:
+            raise RemoteMemoryValidationError("summary must not be empty")
+        title = _clip_raw(title, LIMITS["title"])
+    given_at = arguments.get("captured_at")
+    source = MemorySource(
+        source_id=arguments.get("source_id", MCP_SOURCE_ID),
+        source_type=arguments.get("source_type", MCP_SOURCE_TYPE),
+        title=title,
+        captured_at=_captured_at(given_at),
+    )
+    content = arguments["content"]
+    if memory_id is None:
+        memory_id = derived_memory_id(
+            content, summary, source, None if given_at is None else source.captured_at
+        )
+    return dict(
+        kind=MemoryKind.CONVERSATION,
+        memory_id=memory_id,
+        content=content,
+        summary=summary,
+        source=source,
+    )
+
+
+def derived_memory_id(
+    content: str, summary: str, source: MemorySource, captured_at: str | None
+) -> str:
+    """``mcp-`` and the first 32 hex digits of the SHA-256 of the JSON array ``["conversation",
+    content, summary, source_id, source_type, title, captured_at]`` (text with its
+    whitespace collapsed, as a record stores it; captured_at normalized to UTC, null when
+    the call gave none): the same note gets the same id however often it is sent."""
+    fields = [
+        MemoryKind.CONVERSATION.value,
+        collapse_whitespace(content),
+        collapse_whitespace(summary),
+        collapse_whitespace(source.source_id),
+        collapse_whitespace(source.source_type),
+        collapse_whitespace(source.title),
+        captured_at,
+    ]
+    digest = hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return f"{GENERATED_ID_PREFIX}{digest.hexdigest()[:32]}"
+
+
+def _same_record(record: StoredMemory, item: Mapping[str, Any], dated: bool) -> bool:
+    """Whether ``record`` is what appending ``item`` stores (its captured_at only when
+    the call gave one: a retry without it must not differ by the clock)."""
+    source: MemorySource = item["source"]
+    mine = record.source
+    return (
+        record.kind is MemoryKind.CONVERSATION
+        and record.content == collapse_whitespace(item["content"])
+        and record.summary == collapse_whitespace(item["summary"])
+        and (mine.source_id, mine.source_type, mine.title)
+        == tuple(
+            collapse_whitespace(v) for v in (source.source_id, source.source_type, source.title)
+        )
+        and (not dated or mine.captured_at == source.captured_at)
+    )
+
+
+def _query_text(text: str) -> str | None:
+    """``text`` as a recall query: whitespace collapsed, cut at a space before
+    ``QUERY_MAX_CHARS``; None when nothing is left."""
+    query = collapse_whitespace(text)
+    if len(query) > QUERY_MAX_CHARS:
+        cut = query[: QUERY_MAX_CHARS + 1]
+        space = cut.rfind(" ")
+        query = cut[:space] if space > 0 else cut[:QUERY_MAX_CHARS]
+    return query or None
+
+
+def _shown_length(text: str) -> int:
+    """How many characters ``text`` takes inside an answer (JSON and visible escapes)."""
+    return len(visible(json.dumps(text, ensure_ascii=False), "json")) - 2
+
+
+def _clip(text: str, budget: int) -> str:
+    """``text``, or its longest prefix that with "…" takes at most ``budget`` characters
+    in an answer."""
+    return clip_shown(text, budget, _shown_length)
+
+
+def _clip_raw(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _note(record: StoredMemory) -> dict[str, Any]:
+    """``record.to_dict()`` with each long field clipped to its ``FIELD_BUDGETS``;
+    ``clipped`` names the fields that were (absent when none was)."""
+    data = record.to_dict()
+    clipped = []
+    for name in ("content", "summary"):
+        data[name] = _clip(data[name], FIELD_BUDGETS[name])
+        if data[name] != getattr(record, name):
+            clipped.append(name)
+    source = data["source"]
+    for name in ("source_id", "source_type", "title"):
+        source[name] = _clip(source[name], FIELD_BUDGETS[name])
+        if source[name] != getattr(record.source, name):
+            clipped.append(name)
+    if clipped:
+        data["clipped"] = clipped
+    return data
+
+
+def _list_entry(record: StoredMemory, retracted: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "memory_id": record.memory_id,
+        "kind": record.kind.value,
+        "stored_at": record.stored_at,
+        "captured_at": record.source.captured_at,
+        "summary": _clip(record.summary, LIST_ENTRY_SUMMARY_BUDGET),
+    }
+    for link in ("retracts", "supersedes", "superseded_by"):
+        if (value := getattr(record, link)) is not None:
+            entry[link] = value
+    if retracted:
+        entry["retracted"] = True
+    return entry
+
+
+def _json_text(data: object) -> str:
+    return visible(json.dumps(data, ensure_ascii=False), "json")
+
+
+_CURSOR_PREFIX = "c1."
+
+
+def _order_key(record: StoredMemory) -> tuple[str, str]:
+    """``(stored_at, memory_id)`` as strings that sort in time order: a canonical
+    instant drops trailing zeros of its fraction, so the fraction is padded back."""
+    return _instant_key(record.stored_at), record.memory_id
+
+
+def _instant_key(stamp: str) -> str:
+    head, _, fraction = stamp[:-1].partition(".")
+    return f"{head}.{fraction:0<6}"
+
+
+def _cursor_of(key: tuple[str, str]) -> str:
+    raw = json.dumps(list(key), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+_CURSOR_REFUSED = "cursor is not a next_cursor of list: start again without one"
+
+
+def _cursor_key(cursor: str) -> tuple[str, str]:
+    if not cursor.startswith(_CURSOR_PREFIX):
+        raise RemoteMemoryValidationError(_CURSOR_REFUSED)
+    body = cursor[len(_CURSOR_PREFIX) :]
+    try:
+        value = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except (ValueError, binascii.Error):
+        raise RemoteMemoryValidationError(_CURSOR_REFUSED) from None
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(part, str) for part in value)
+    ):
+        raise RemoteMemoryValidationError(_CURSOR_REFUSED)
+    return value[0], value[1]
+
+
+@dataclass(frozen=True)
+class _ListPage:
+    """A list call's arguments, checked."""
+
+    limit: int
+    kind: MemoryKind | None
+    since: str | None
+    after: tuple[str, str] | None
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> _ListPage:
+        limit = arguments.get("limit", LIST_LIMIT_DEFAULT)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise RemoteMemoryValidationError("limit must be an integer")
+        if not 1 <= limit <= LIST_LIMIT_MAX:
+            raise RemoteMemoryValidationError(f"limit must be between 1 and {LIST_LIMIT_MAX}")
+        kind = arguments.get("kind")
+        if kind is not None and kind not in {k.value for k in MemoryKind}:
+            raise RemoteMemoryValidationError(
+                f"kind must be one of {', '.join(k.value for k in MemoryKind)}: {kind!r}"
+            )
+        since = arguments.get("since")
+        cursor = arguments.get("cursor")
+        return cls(
+            limit=limit,
+            kind=None if kind is None else MemoryKind(kind),
+            since=None if since is None else _instant_key(_instant(since, "since")),
+            after=None if cursor is None else _cursor_key(cursor),
+        )
 
 
 _Context: TypeAlias = ServerRequestContext[Any]

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .._tokens import content_terms, tokenize_all
 from .._visible import visible
 from ..engine import RecallEngine
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
@@ -27,9 +30,14 @@ __all__ = [
     "RECALL_HISTORY",
     "RECALL_HISTORY_DESCRIPTION",
     "RECALL_HISTORY_INPUT_SCHEMA",
+    "ERROR_MAX_CHARS",
     "STORE_ERROR_PREFIX",
     "ToolOutcome",
+    "clip_shown",
     "error_outcome",
+    "fit_recall",
+    "note_similarity",
+    "note_terms",
     "recall_history_tool",
     "run_recall_history",
     "tool_payload",
@@ -142,16 +150,41 @@ def run_recall_history(
     *,
     as_of: datetime | None = None,
     query_id: str | None = None,
+    max_chars: int | None = None,
 ) -> ToolOutcome:
-    """Run one ``recall_history`` call; contract violations become an error outcome."""
+    """Run one ``recall_history`` call; contract violations become an error outcome.
+    ``max_chars``: the answer's bound (``fit_recall``)."""
 
     def recall() -> ToolOutcome:
         given = check_input(RECALL_HISTORY, RECALL_HISTORY_INPUT_SCHEMA, tool_input)
         limit = given.get("limit", DEFAULT_LIMIT)
         result = engine.recall(given["query"], limit=limit, as_of=as_of, query_id=query_id)
-        return ToolOutcome(content=tool_payload(result))
+        if max_chars is None:
+            return ToolOutcome(content=tool_payload(result))
+        return fit_recall(result, max_chars)
 
     return guarded(recall)
+
+
+def fit_recall(result: RecallResult, max_chars: int) -> ToolOutcome:
+    """``tool_payload(result)`` when it has at most ``max_chars`` characters (every
+    ordinary answer); else the same JSON with the fewest hits dropped from the end that
+    makes it fit, and ``hits_dropped_for_size`` saying how many; else (the query alone is
+    too long once escaped) an error of one line."""
+    text = tool_payload(result)
+    if len(text) <= max_chars:
+        return ToolOutcome(content=text)
+    data = result.to_dict()
+    hits = data["hits"]
+    for kept in range(len(hits) - 1, -1, -1):
+        fitted = {**data, "hits": hits[:kept], "hits_dropped_for_size": len(hits) - kept}
+        text = visible(json.dumps(fitted, indent=2, ensure_ascii=False), "json")
+        if len(text) <= max_chars:
+            return ToolOutcome(content=text)
+    return error_outcome(
+        f"the answer to this query would be over {max_chars:,} characters even without "
+        "hits: use a shorter query"
+    )
 
 
 def tool_payload(result: RecallResult) -> str:
@@ -160,9 +193,32 @@ def tool_payload(result: RecallResult) -> str:
     return visible(result.to_json(), "json")
 
 
+# The longest error line: a message may quote what it refuses (a 1 MB timestamp, say).
+ERROR_MAX_CHARS = 4_000
+
+
 def error_outcome(message: str) -> ToolOutcome:
-    """An ``is_error`` outcome: one line of visible text (a message may quote a stored id)."""
-    return ToolOutcome(content=visible(" ".join(message.split()), "text"), is_error=True)
+    """An ``is_error`` outcome: one line of visible text (a message may quote a stored id),
+    at most ``ERROR_MAX_CHARS`` characters (longer: clipped, ending in "…")."""
+    line = " ".join(message.split())
+    shown = clip_shown(line, ERROR_MAX_CHARS, lambda text: len(visible(text, "text")))
+    return ToolOutcome(content=visible(shown, "text"), is_error=True)
+
+
+def clip_shown(text: str, budget: int, shown_length: Callable[[str], int]) -> str:
+    """``text`` as shown (``shown_length`` measures it with its escapes) when it fits
+    ``budget``, else its longest prefix that fits with "…" after it. For ``visible``'s
+    forms an escape is at most 12 characters, so text this short always fits."""
+    if len(text) * 12 <= budget or shown_length(text) <= budget:
+        return text
+    low, high = 0, min(len(text), budget)  # a prefix of ``low`` characters fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if shown_length(text[:middle] + "…") <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "…"
 
 
 def summarize_tool_result(content: str, is_error: bool | None = None) -> str:
@@ -183,3 +239,25 @@ def summarize_tool_result(content: str, is_error: bool | None = None) -> str:
         f"{len(hits)} hit{'s' if len(hits) != 1 else ''}: {tops}{more}; "
         f"searched {searched}, candidates {candidates}"
     )
+
+
+# -- similarity of two notes (remember's "similar", benchmarks/similar_notes.py) ---------
+
+
+def note_terms(text: str) -> Counter[str]:
+    """The term counts of a note, the library's terms (``memlib._tokens``) without
+    English stopwords: what two notes share that says they are about the same thing."""
+    return Counter(content_terms(tokenize_all(text)))
+
+
+def note_similarity(first: Counter[str], second: Counter[str]) -> float:
+    """Cosine of two notes' term counts (``note_terms``), in [0, 1]: 1 for the same
+    words in the same proportions, 0 for no content word in common. Symmetric, and
+    independent of the store (unlike a ranker's score, which depends on the other records)."""
+    if len(first) > len(second):
+        first, second = second, first
+    dot = sum(count * second[term] for term, count in first.items() if term in second)
+    if not dot:
+        return 0.0
+    norm = math.sqrt(sum(c * c for c in first.values()) * sum(c * c for c in second.values()))
+    return min(1.0, dot / norm)

@@ -128,12 +128,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     mcp = subparsers.add_parser(
         "mcp",
-        help="serve recall_history, remember, forget and explain to MCP clients",
+        help="serve this user's memory to MCP clients (recall, remember, update, list, …)",
         description=(
             "Serve this user's memory over the Model Context Protocol: the tools "
-            "recall_history, remember, forget and explain, the resource memlib://profile "
-            "and the prompt session_start. The user is the one of --user/--store (or the "
-            "environment); no tool can name another. Needs the mcp extra."
+            "recall_history, remember, update, list, forget and explain, the resource "
+            "memlib://profile and the prompt session_start. The user is the one of "
+            "--user/--store (or the environment); no tool can name another. Needs the mcp "
+            "extra."
         ),
     )
     mcp.add_argument(

@@ -81,7 +81,7 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
             return names, texts[0].text, texts[1].text  # type: ignore[union-attr]
 
     names, stored, found = anyio.run(session)
-    assert names == ["recall_history", "remember", "forget", "explain"]
+    assert names == ["recall_history", "remember", "update", "list", "forget", "explain"]
     assert json.loads(stored)["memory_id"] == "tea-1"
     assert [hit["memory_id"] for hit in json.loads(found)["hits"]] == ["tea-1"]
     # --embedder e5: what remember stored was embedded, with hybrid's model.
@@ -164,4 +164,4 @@ def test_the_readme_http_setup_serves_only_with_its_header(tmp_path: Path) -> No
         process.terminate()
         process.wait(timeout=15)
     assert status == 401
-    assert names == ["recall_history", "remember", "forget", "explain"]
+    assert names == ["recall_history", "remember", "update", "list", "forget", "explain"]

@@ -36,7 +36,7 @@ from memlib.sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store  # noqa:
 from . import common  # noqa: E402
 
 TARGET = "mcp_calls"
-TOOLS = ("recall_history", "remember", "forget", "explain")
+TOOLS = ("recall_history", "remember", "update", "list", "forget", "explain")
 FIELDS = {
     "recall_history": ("query", "limit"),
     "remember": (
@@ -48,6 +48,8 @@ FIELDS = {
         "title",
         "captured_at",
     ),
+    "update": ("memory_id", "content", "summary", "reason"),
+    "list": ("since", "kind", "cursor", "limit"),
     "forget": ("memory_id", "reason"),
     "explain": ("query", "memory_id", "limit"),
 }
