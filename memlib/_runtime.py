@@ -35,6 +35,11 @@ def default_user_id() -> str:
     return os.environ.get("WORKBUDDY_USER_ID") or "local-user"
 
 
+def default_project() -> str | None:
+    """``$MEMLIB_PROJECT`` when set and not empty, else None (no project)."""
+    return os.environ.get("MEMLIB_PROJECT") or None
+
+
 def default_store_url(user_id: str | None = None) -> str:
     """``$MEMLIB_STORE`` when set, else the JSONL file of the user's scope."""
     return os.environ.get("MEMLIB_STORE") or (
@@ -59,7 +64,9 @@ def default_runtime() -> Runtime:
     with _lock:
         if _runtime is None:
             user_id = default_user_id()
-            store = open_store(default_store_url(user_id), user_id=user_id)
+            store = open_store(
+                default_store_url(user_id), user_id=user_id, project=default_project()
+            )
             # $MEMLIB_MIN_SCORE: a number or "suggested" (docs/abstention.md).
             floor = os.environ.get("MEMLIB_MIN_SCORE") or None
             _runtime = Runtime(

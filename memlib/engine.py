@@ -5,6 +5,8 @@ no state between recalls and writes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from ._paths import min_score_for, scored_candidates
@@ -15,7 +17,8 @@ from .rankers import DEFAULT_RANKER, Ranker, get_ranker
 from .records import format_timestamp
 from .result import RecallResult
 from .stores._base import MemoryStore
-from .stores._known_at import KnownAtStore, store_known_at
+from .stores._known_at import known_at_moment, store_known_at
+from .stores._projects import all_projects_of
 
 
 class RecallEngine:
@@ -41,23 +44,25 @@ class RecallEngine:
         *,
         known_at: datetime | str | None = None,
         min_score: float | str | None = None,
+        all_projects: bool = False,
     ) -> RecallResult:
-        """The five stages over the store (``known_at``: as it stood then), keeping the
-        hits whose score reaches ``min_score`` (a number, ``"suggested"``, or None for the
-        engine's own floor, itself None unless it was given one)."""
+        """The five stages over the store (``known_at``: as it stood then; ``all_projects``:
+        every project of its user), keeping the hits whose score reaches ``min_score`` (a
+        number, ``"suggested"``, or None for the engine's own floor, None unless given)."""
         moment = as_utc(as_of)
         floor = (
             self.min_score
             if min_score is None
             else min_score_for(self.ranker, min_score, self.store)
         )
-        store = self.store if known_at is None else store_known_at(self.store, known_at)
-        query = normalize_recall_query(
-            text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
-        )
-        scan, scored, retrieval = scored_candidates(
-            store, self.ranker, query, moment, limit=query.limit
-        )
+        with _projects_view(self.store, all_projects) as every:
+            store = every if known_at is None else store_known_at(every, known_at)
+            query = normalize_recall_query(
+                text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
+            )
+            scan, scored, retrieval = scored_candidates(
+                store, self.ranker, query, moment, limit=query.limit
+            )
         hits = rank_scored_candidates(query, scored)
         kept = hits if floor is None else tuple(h for h in hits if h.score >= floor)
         return RecallResult(
@@ -69,7 +74,7 @@ class RecallEngine:
             retrieval=retrieval,
             min_score=floor,
             below_min_score=len(hits) - len(kept),
-            known_at=format_timestamp(store.known_at) if isinstance(store, KnownAtStore) else None,
+            known_at=None if known_at is None else format_timestamp(known_at_moment(known_at)),
         )
 
     def explain(
@@ -82,16 +87,32 @@ class RecallEngine:
         *,
         known_at: datetime | str | None = None,
         min_score: float | str | None = None,
+        all_projects: bool = False,
     ) -> RecallExplanation:
         """[beyond] Where ``memory_id`` stopped for this recall, and why (``explain.py``)."""
-        return explain_recall(
-            self.store,
-            self.ranker,
-            text,
-            memory_id,
-            limit=limit,
-            as_of=as_of,
-            query_id=query_id,
-            known_at=known_at,
-            min_score=self.min_score if min_score is None else min_score,
-        )
+        with _projects_view(self.store, all_projects) as store:
+            return explain_recall(
+                store,
+                self.ranker,
+                text,
+                memory_id,
+                limit=limit,
+                as_of=as_of,
+                query_id=query_id,
+                known_at=known_at,
+                min_score=self.min_score if min_score is None else min_score,
+            )
+
+
+@contextmanager
+def _projects_view(store: MemoryStore, all_projects: bool) -> Iterator[MemoryStore]:
+    """``store``, or the view of all its user's projects (closed after the call)."""
+    if not all_projects:
+        yield store
+        return
+    view = all_projects_of(store)
+    try:
+        yield view
+    finally:
+        if view is not store:
+            view.close()

@@ -22,7 +22,7 @@ from .candidates import searchable_text
 from .normalize import RecallQuery, as_utc, normalize_recall_query
 from .rank import Scored, rank_key, rank_scored_candidates
 from .rankers import Ranker
-from .records import MemoryKind, format_timestamp, memory_id_of, parse_timestamp
+from .records import MemoryKind, StoredMemory, format_timestamp, memory_id_of, parse_timestamp
 from .result import RecallHit
 from .score import RecallScoreBreakdown
 from .stores._base import LexicalScanning, MemoryStore, VectorStoring, records_by_id_of
@@ -146,10 +146,10 @@ def _order_down_to(
     ranker: Ranker,
     query: RecallQuery,
     moment: datetime,
-    memory_id: str,
+    record: StoredMemory,
     dense: bool,
 ) -> tuple[list[Scored], int]:
-    """The recall's order down to ``memory_id`` (or all of it) and how many were ranked
+    """The recall's order down to ``record`` (or all of it) and how many were ranked
     (the top ``k`` of a total order are its first ``k``: ``k`` grows fourfold)."""
     k = max(query.limit, _FIRST_ROUND)
     while True:
@@ -157,7 +157,7 @@ def _order_down_to(
         scan, scored, _ = scored_candidates(view, ranker, wide, moment, limit=k)
         order = sorted(scored, key=rank_key)[:k]
         ranked = len(scan.candidates) if dense else scan.candidate_records
-        if any(c.record.memory_id == memory_id for c, _ in order) or k >= ranked:
+        if any(c.record == record for c, _ in order) or k >= ranked:
             return order, ranked
         k = min(k * 4, max(ranked, k))
 
@@ -246,8 +246,9 @@ def explain_recall(
     )
     place = None
     if shared or dense:  # only a dense path makes a candidate of a record sharing no term
-        order, ranked = _order_down_to(view, ranker, query, moment, memory_id, dense)
-        place = next((i for i, (c, _) in enumerate(order) if c.record.memory_id == memory_id), None)
+        order, ranked = _order_down_to(view, ranker, query, moment, record, dense)
+        # The record itself: with all projects, another project may hold the same id.
+        place = next((i for i, (c, _) in enumerate(order) if c.record == record), None)
     if place is None:
         if not shared:
             return verdict(

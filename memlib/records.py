@@ -29,6 +29,7 @@ __all__ = [
     "StoredMemory",
     "format_timestamp",
     "parse_timestamp",
+    "project_name",
     "user_scope_for",
 ]
 
@@ -42,6 +43,7 @@ LIMITS: Mapping[str, int] = {
     "title": 1_000,
 }
 MEMORY_ID_MAX = 200
+PROJECT_MAX = 100
 # Distinct terms of a record's summary and content: an index keeps a posting list per
 # term, so this bounds what one record costs (20,000 random Han characters are 20,000
 # bigrams). A LoCoMo turn has at most 66; the course's whole Chinese chapter 1,534.
@@ -243,6 +245,35 @@ def user_scope_for(user_id: str) -> str:
     return hashlib.sha256(user_id.casefold().encode("utf-8")).hexdigest()[:16]
 
 
+def project_name(value: object) -> str:
+    """``value`` if it can name a project (docs/contract.md, "Projects"): at most
+    ``PROJECT_MAX`` visible NFKC characters, spaces only single and inside; compared as is."""
+    if not isinstance(value, str):
+        raise RemoteMemoryValidationError("project must be a string")
+    if not value.strip():
+        raise RemoteMemoryValidationError("project must not be empty")
+    if len(value) > PROJECT_MAX:
+        raise RemoteMemoryValidationError(f"project exceeds the {PROJECT_MAX}-character limit")
+    if _SURROGATE.search(value):
+        raise RemoteMemoryValidationError("project must be valid Unicode (no lone surrogates)")
+    if value != value.strip() or "  " in value or any(ch.isspace() and ch != " " for ch in value):
+        raise RemoteMemoryValidationError(
+            f"project must hold no whitespace but single spaces between words: {shown_name(value)}"
+        )
+    hidden = first_hidden(value)
+    if hidden is not None:
+        raise RemoteMemoryValidationError(
+            f"project must not contain invisible or format characters: "
+            f"{shown_name(value)} holds U+{ord(hidden):04X}"
+        )
+    if not value.isascii() and not unicodedata.is_normalized("NFKC", value):
+        raise RemoteMemoryValidationError(
+            f"project must be in Unicode NFKC form: {ascii(value)} is "
+            f"{shown_name(unicodedata.normalize('NFKC', value))} in NFKC"
+        )
+    return value
+
+
 def _scope(value: object) -> str:
     if not isinstance(value, str) or not _HEX16.fullmatch(value):
         raise RemoteMemoryValidationError(f"user_scope must be 16 hex digits: {value!r}")
@@ -311,6 +342,8 @@ class StoredMemory:
     retracts: str | None = field(default=None)
     supersedes: str | None = field(default=None)
     superseded_by: str | None = field(default=None)
+    # [beyond] The project (a namespace inside the user) it was written in; None: none.
+    project: str | None = field(default=None)
 
     def __post_init__(self) -> None:
         self._check(new=True)
@@ -357,6 +390,8 @@ class StoredMemory:
             if kind is MemoryKind.RETRACTION:
                 raise RemoteMemoryValidationError("a retraction cannot supersede a record")
             object.__setattr__(self, "supersedes", _memory_id(self.supersedes, "supersedes"))
+        if self.project is not None:
+            object.__setattr__(self, "project", project_name(self.project))
 
     @property
     def captured_at(self) -> str:
@@ -383,12 +418,14 @@ class StoredMemory:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StoredMemory:
-        if type(data) is dict and data.keys() == _RECORD_KEYS:
+        if type(data) is dict and ((keys := data.keys()) == _RECORD_KEYS or keys == _IN_PROJECT):
             # Every record a store reads back: checked inline (see _fast_record).
             scope, stored = data["user_scope"], data["stored_at"]
             if type(scope) is str and _HEX16.fullmatch(scope) and _canonical(stored):
                 record = _fast_record(data, scope, stored)
                 if record is not None:
+                    if "project" in data:
+                        record.__dict__["project"] = _project(data["project"])
                     return record
         if not isinstance(data, Mapping):
             raise RemoteMemoryValidationError("a record must be a JSON object")
@@ -427,10 +464,13 @@ def _source_of(data: Mapping[str, Any], *, new: bool) -> MemorySource:
     return source
 
 
-_LINKS = ("retracts", "supersedes", "superseded_by")
+# Optional keys, each written only when set (``project`` last).
+_LINKS = ("retracts", "supersedes", "superseded_by", "project")
 _LINK_KEYS = frozenset(_LINKS)
 _RECORD_FIELDS = ("memory_id", "user_scope", "kind", "content", "summary", "source", "stored_at")
 _RECORD_KEYS = frozenset(_RECORD_FIELDS)
+_IN_PROJECT = _RECORD_KEYS | {"project"}
+_project = lru_cache(maxsize=1_024)(project_name)
 
 
 _FAST_KINDS = {
@@ -511,14 +551,19 @@ def _fast_record(
         retracts=None,
         supersedes=None,
         superseded_by=None,
+        project=None,
     )
     return record
 
 
-def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -> StoredMemory:
-    """``StoredMemory(...)`` of an append item, for a store's own scope and clock."""
+def record_from_item(
+    item: Mapping[str, Any], user_scope: str, stored_at: str, project: str | None = None
+) -> StoredMemory:
+    """``StoredMemory(...)`` of an append item, for a store's own scope, project and clock."""
     record = _fast_record(item, user_scope, stored_at, new=True)
-    if record is None:
+    if record is not None:
+        record.__dict__["project"] = project  # checked when the store was opened
+    else:
         source = item["source"]
         record = StoredMemory(
             memory_id=item["memory_id"],
@@ -528,6 +573,7 @@ def record_from_item(item: Mapping[str, Any], user_scope: str, stored_at: str) -
             summary=item["summary"],
             source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
             stored_at=stored_at,
+            project=project,
         )
     summary, content = record.summary, record.content
     # check_terms's own first test, inlined: every append pays it.

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn
 
-from .._runtime import default_store_url, default_user_id
+from .._runtime import default_project, default_store_url, default_user_id
 from .._visible import Form, visible
 from ..errors import RemoteMemoryValidationError
 from ..normalize import as_utc
@@ -74,12 +74,29 @@ def open_cli_store(args: argparse.Namespace) -> MemoryStore:
     embedding what it appends when ``--embedder`` (or ``$MEMLIB_EMBEDDER``) names a model."""
     user_id = default_user_id() if args.user is None else args.user
     url = args.store or default_store_url(user_id)
+    project = getattr(args, "project", None)
+    project = default_project() if project is None else project
     name = embedder_name(args)
     if name is None:
-        return open_store(url, user_id=user_id)
+        return open_store(url, user_id=user_id, project=project)
     from ..rankers.embeddings import get_embedder  # the model only when one is named
 
-    return open_store(url, user_id=user_id, embedder=get_embedder(name))
+    return open_store(url, user_id=user_id, embedder=get_embedder(name), project=project)
+
+
+def add_project_options(parser: Any, *, all_projects: bool = False) -> None:
+    """``--project NAME`` (default: ``$MEMLIB_PROJECT``, else none), and ``--all-projects``."""
+    parser.add_argument(
+        "--project",
+        default=argparse.SUPPRESS,  # a global --project, if any, is not overwritten
+        help="the project inside the user (default: $MEMLIB_PROJECT, else none)",
+    )
+    if all_projects:
+        parser.add_argument(
+            "--all-projects",
+            action="store_true",
+            help="read every project of the user, not only the current one",
+        )
 
 
 def store_embedder(store: Any, args: argparse.Namespace) -> Any:

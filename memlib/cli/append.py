@@ -10,7 +10,7 @@ from typing import Any
 from .._safejson import loads_input_line
 from ..errors import RemoteMemoryValidationError
 from ..records import MemoryKind
-from ._common import CliError, open_cli_store, write_json
+from ._common import CliError, add_project_options, open_cli_store, write_json
 
 _SOURCE_FLAGS = ("source_id", "source_type", "title", "captured_at")
 _APPEND_FLAGS = ("memory_id", "content", "summary", *_SOURCE_FLAGS)
@@ -69,4 +69,5 @@ def register(subparsers: Any) -> None:
     )
     for name in _APPEND_FLAGS:
         append.add_argument(f"--{name.replace('_', '-')}", dest=name)
+    add_project_options(append)
     append.set_defaults(func=cmd_append)

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..render import render_remote_profile
-from ._common import EXIT_FAILURE, open_cli_store, write_error, write_line
+from ._common import EXIT_FAILURE, add_project_options, open_cli_store, write_error, write_line
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -20,4 +20,5 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     profile = subparsers.add_parser("profile", help="print the latest profile block")
+    add_project_options(profile)
     profile.set_defaults(func=cmd_profile)

@@ -10,7 +10,14 @@ from ..engine import RecallEngine
 from ..rankers import get_ranker
 from ..render import render_recall_context
 from ..stores._base import VectorStoring
-from ._common import int_arg, open_cli_store, parse_as_of, store_embedder, write_line
+from ._common import (
+    add_project_options,
+    int_arg,
+    open_cli_store,
+    parse_as_of,
+    store_embedder,
+    write_line,
+)
 
 __all__ = ["add_recall_options", "cmd_recall", "limit_arg", "open_recall_engine", "register"]
 
@@ -37,6 +44,7 @@ def recall_options(args: argparse.Namespace) -> dict[str, Any]:
         "query_id": args.query_id,
         "known_at": parse_as_of(args.known_at, "--known-at"),
         "min_score": args.min_score,
+        "all_projects": args.all_projects,
     }
 
 
@@ -75,6 +83,7 @@ def add_recall_options(parser: Any) -> None:
     )
     parser.add_argument("--query-id")
     parser.add_argument("--ranker", default="baseline")
+    add_project_options(parser, all_projects=True)
 
 
 def register(subparsers: Any) -> None:

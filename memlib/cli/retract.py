@@ -7,7 +7,7 @@ from typing import Any
 
 from ..normalize import as_utc
 from ..records import MemorySource, format_timestamp
-from ._common import open_cli_store, write_json
+from ._common import add_project_options, open_cli_store, write_json
 
 
 def cmd_retract(args: argparse.Namespace) -> int:
@@ -29,4 +29,5 @@ def register(subparsers: Any) -> None:
     retract.add_argument("--reason", required=True)
     retract.add_argument("--source-id", default="cli")
     retract.add_argument("--captured-at")
+    add_project_options(retract)
     retract.set_defaults(func=cmd_retract)

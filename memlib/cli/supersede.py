@@ -9,7 +9,7 @@ from typing import Any
 
 from ..normalize import as_utc
 from ..records import MemoryKind, MemorySource, format_timestamp
-from ._common import open_cli_store, write_json
+from ._common import add_project_options, open_cli_store, write_json
 
 
 def cmd_supersede(args: argparse.Namespace) -> int:
@@ -56,4 +56,5 @@ def register(subparsers: Any) -> None:
     supersede.add_argument("--source-type", default="conversation_transcript")
     supersede.add_argument("--title")
     supersede.add_argument("--captured-at", help="ISO-8601 (default: now, UTC)")
+    add_project_options(supersede)
     supersede.set_defaults(func=cmd_supersede)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RemoteMemoryValidationError
 from ._base import BaseMemoryStore, IdLookup, MemoryStore, TopScanning
+from ._projects import all_projects_of
 from .jsonl._store import RemoteMemoryStore
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "MemoryStore",
     "RemoteMemoryStore",
     "TopScanning",
+    "all_projects_of",
     "open_store",
 ]
 
@@ -31,7 +33,8 @@ _BACKENDS: dict[str, str] = {
 
 
 def open_store(url: str | Path, *, user_id: str, **options: Any) -> MemoryStore:
-    """``open_store("jsonl:PATH" | "sqlite:PATH" | "postgresql://…", user_id=...)``."""
+    """``open_store("jsonl:PATH" | "sqlite:PATH" | "postgresql://…", user_id=...)``;
+    ``project="NAME"``: that project of the user only (docs/contract.md, "Projects")."""
     if isinstance(url, Path):
         url = f"jsonl:{url}"
     scheme, sep, rest = url.partition(":")

@@ -17,7 +17,7 @@ from .._capabilities import ScoreBound
 from .._vectors import DenseScores, Embedder, VectorState, pack, pair_text
 from .._visible import shown_name
 from ..candidates import CandidateScan, LexicalPostings, scan_recall_candidates
-from ..errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
+from ..errors import RemoteMemoryDuplicateError, RemoteMemoryScopeError, RemoteMemoryValidationError
 from ..normalize import RecallQuery
 from ..records import (
     MemoryKind,
@@ -25,6 +25,7 @@ from ..records import (
     StoredMemory,
     format_timestamp,
     memory_id_of,
+    project_name,
     reason_text,
     record_from_item,
     user_scope_for,
@@ -228,16 +229,45 @@ class BaseMemoryStore:
     backend = "base"
 
     def __init__(
-        self, *, user_id: str, clock: Clock | None = None, embedder: Embedder | None = None
+        self,
+        *,
+        user_id: str,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+        project: str | None = None,
     ) -> None:
         self._user_id = user_id
         self._user_scope = user_scope_for(user_id)
         self._clock: Clock = clock or (lambda: datetime.now(UTC))
         self.embedder = embedder
+        # [beyond] A namespace inside the user (docs/contract.md, "Projects"): the store
+        # reads and writes its records only, as if they were another scope's.
+        self.project = None if project is None else project_name(project)
 
     @property
     def user_scope(self) -> str:
         return self._user_scope
+
+    @property
+    def _key(self) -> str:
+        """Where the backend keeps this store's records: the scope, or ``scope/project``."""
+        return self._user_scope if self.project is None else f"{self._user_scope}/{self.project}"
+
+    def _check_owner(self, record: StoredMemory) -> StoredMemory:
+        """``record`` if it is this store's (scope and project), else the scope error."""
+        if record.user_scope != self._user_scope:
+            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
+        if record.project != self.project:
+            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another project")
+        return record
+
+    def projects(self) -> tuple[str | None, ...]:
+        """[beyond] The projects holding records of this user (None: those without one)."""
+        raise NotImplementedError
+
+    def in_project(self, project: str | None) -> BaseMemoryStore:
+        """[beyond] The same store, user and options for ``project`` (None: no project)."""
+        raise NotImplementedError
 
     @property
     def user_id(self) -> str:
@@ -268,7 +298,7 @@ class BaseMemoryStore:
         kind = item["kind"]
         if kind in (MemoryKind.RETRACTION, MemoryKind.RETRACTION.value):
             raise RemoteMemoryValidationError("use retract() to write a retraction")
-        return record_from_item(item, self._user_scope, stored_at)
+        return record_from_item(item, self._user_scope, stored_at, self.project)
 
     # -- the rules of a write -----------------------------------------------------
 
@@ -466,6 +496,7 @@ class BaseMemoryStore:
             stored_at=stored_at,
             retracts=memory_id,
             superseded_by=superseded_by,
+            project=self.project,
         )
 
     def supersede(

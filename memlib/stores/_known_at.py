@@ -19,6 +19,7 @@ from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from ..normalize import RecallQuery, as_utc, normalize_recall_query
 from ..records import MemoryKind, StoredMemory, format_timestamp, parse_timestamp
 from ._base import IndexedMemoryStore, MemoryStore, VectorStoring, pair_texts
+from ._projects import AllProjectsStore
 from ._sources import SourceNeighbours
 
 
@@ -35,8 +36,11 @@ def known_at_moment(value: datetime | str) -> datetime:
     return as_utc(value)
 
 
-def store_known_at(store: MemoryStore, known_at: datetime | str) -> KnownAtStore:
-    """``store`` as it stood at ``known_at``: its records with ``stored_at ≤ known_at``."""
+def store_known_at(store: MemoryStore, known_at: datetime | str) -> KnownAtStore | AllProjectsStore:
+    """``store`` as it stood at ``known_at``: its records with ``stored_at ≤ known_at``
+    (all projects: each project as it stood)."""
+    if isinstance(store, AllProjectsStore):
+        return AllProjectsStore(store.store, [store_known_at(p, known_at) for p in store.parts])
     if isinstance(store, KnownAtStore):
         store = store.store
     if isinstance(store, VectorStoring):

@@ -54,6 +54,7 @@ class DoctorReport:
     # The index file beside the log (derived: its state is never a problem of the store).
     index: IndexState | None = None
     scope: str | None = None  # the scope the index file was checked against
+    project: str | None = None  # the project of the log's first record (None: none)
     # The vectors file beside the log, and the vectors in use (derived, like the index).
     vectors_file: VectorFileState | None = None
     vectors: VectorState | None = None
@@ -191,6 +192,15 @@ class _Lines:
         report.kinds[record.kind.value] = report.kinds.get(record.kind.value, 0) + 1
         report.scopes[record.user_scope] = report.scopes.get(record.user_scope, 0) + 1
         self._check_scope(number, record)
+        if report.records == 1:
+            report.project = record.project
+        elif record.project != report.project:
+            report.add(
+                "scope",
+                f"line {number}: memory {record.memory_id} belongs to project "
+                f"{record.project!r}, but the first line to {report.project!r}",
+                number,
+            )
         if record.memory_id in self.first_line:
             report.add(
                 "duplicate",
@@ -353,7 +363,11 @@ def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
         return
     try:
         report.index = inspect_index(
-            index_path_for(str(path)), report.scope, fd, report.good_size, report.lines
+            index_path_for(str(path)),
+            report.scope if report.project is None else f"{report.scope}/{report.project}",
+            fd,
+            report.good_size,
+            report.lines,
         )
     finally:
         os.close(fd)
@@ -362,7 +376,7 @@ def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
 def _reader(report: DoctorReport) -> RemoteMemoryStore:
     """A store reading the log as any reader would, that writes no index file."""
     assert report.scope is not None
-    store = RemoteMemoryStore.for_scope(report.path, report.scope)
+    store = RemoteMemoryStore.for_scope(report.path, report.scope, report.project)
     store.INDEX_WRITE_MIN = store.INDEX_WRITE_ALWAYS = 1 << 62  # checking changes nothing
     return store
 

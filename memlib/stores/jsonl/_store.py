@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import threading
@@ -93,6 +94,18 @@ from ._vectors import (
 # The lock file holds this note while a multi-record batch is being written.
 _PENDING = b"pending "
 _NOT_CONVERSATION = re.compile(rb"[^\x00]")
+_PROJECT_FILE = re.compile(r"[0-9a-f]{16}\.jsonl")
+
+
+def projects_folder(log: Path) -> Path:
+    return log.with_name(log.name + ".projects")
+
+
+def project_path(log: Path, project: str) -> Path:
+    """``PATH.projects/HEX.jsonl``: a project's log (HEX: 16 hex digits of the SHA-256 of
+    its name, so that any name is a safe file name)."""
+    digest = hashlib.sha256(project.encode("utf-8")).hexdigest()[:16]
+    return projects_folder(log) / f"{digest}.jsonl"
 
 
 def pending_batch_offset(lock_fd: int) -> int | None:
@@ -181,9 +194,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
         user_id: str,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        project: str | None = None,
     ):
-        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
-        self.path = Path(path)
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder, project=project)
+        self._log = Path(path)  # the user's log; a project's is a file of PATH.projects/
+        self.path = self._log if self.project is None else project_path(self._log, self.project)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         # The strings the system calls take (a Path converts itself on every call).
         self._path = os.fspath(self.path)
@@ -197,15 +212,71 @@ class RemoteMemoryStore(IndexedMemoryStore):
         self._operation = threading.local()
 
     def __repr__(self) -> str:
-        return f"RemoteMemoryStore(user_scope={self.user_scope!r})"
+        project = "" if self.project is None else f", project={self.project!r}"
+        return f"RemoteMemoryStore(user_scope={self.user_scope!r}{project})"
+
+    def in_project(self, project: str | None) -> RemoteMemoryStore:
+        return RemoteMemoryStore(
+            self._log,
+            user_id=self._user_id,
+            clock=self._clock,
+            embedder=self.embedder,
+            project=project,
+        )
+
+    def projects(self) -> tuple[str | None, ...]:
+        """This user's projects: the log's own (None) and each file of ``PATH.projects/``
+        named for its project, which its first record names (read without a lock)."""
+        folder = projects_folder(self._log)
+        try:
+            names = sorted(n for n in os.listdir(folder) if _PROJECT_FILE.fullmatch(n))
+        except FileNotFoundError:
+            names = []
+        found = []
+        for name in names:
+            first = RemoteMemoryStore(folder / name, user_id=self._user_id)._first_record()
+            if first is None:
+                continue  # no complete line yet
+            if first.project is None or project_path(self._log, first.project).name != name:
+                raise RemoteMemoryScopeError(f"memory {first.memory_id} belongs to another project")
+            found.append(first.project)
+        return (None, *sorted(found))
+
+    def _first_record(self) -> StoredMemory | None:
+        """The log's first complete record, read alone, unchecked for its owner."""
+        with self._in_folder() as folder_fd:
+            if folder_fd is None:
+                return None
+            try:
+                fd = self._open_in(self._path, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            try:
+                head = b""
+                while b"\n" not in head and (chunk := os.pread(fd, 1 << 16, len(head))):
+                    head += chunk
+            finally:
+                os.close(fd)
+        line, newline, _ = head.partition(b"\n")
+        if not newline:
+            return None
+        try:
+            return StoredMemory.from_dict(load_json(line))
+        except (ValueError, RemoteMemoryError) as exc:
+            raise RemoteMemoryCorruptionError(
+                f"invalid JSON at line 1 of {self.path}: {exc}"
+            ) from None
 
     @classmethod
-    def for_scope(cls, path: str | os.PathLike[str], user_scope: str) -> RemoteMemoryStore:
-        """A store of the scope ``user_scope`` (16 hex digits), for ``memlib doctor``."""
+    def for_scope(
+        cls, path: str | os.PathLike[str], user_scope: str, project: str | None = None
+    ) -> RemoteMemoryStore:
+        """A store of the scope ``user_scope`` (16 hex digits) reading ``path`` as the log
+        of ``project``, for ``memlib doctor``."""
         if len(user_scope) != 16 or any(c not in "0123456789abcdef" for c in user_scope):
             raise RemoteMemoryValidationError(f"user_scope must be 16 hex digits: {user_scope!r}")
         store = cls(path, user_id=user_scope)
-        store._user_scope = user_scope
+        store._user_scope, store.project = user_scope, project
         return store
 
     def _refresh(self, st: os.stat_result | None = None, *, index_file: bool = True) -> _Cache:
@@ -310,7 +381,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if (st.st_dev, st.st_ino) != identity:
                 return None
             image, _ = read_index(
-                index_path_for(self._path), self.user_scope, fd, size, folder_fd=self._dir_fd
+                index_path_for(self._path), self._key, fd, size, folder_fd=self._dir_fd
             )
         finally:
             os.close(fd)
@@ -346,9 +417,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return False
         cache.covered = cache.lines
         sections.update(starts=cache.starts, digests=cache.digests)
-        image = IndexImage(
-            self.user_scope, cache.offset, cache.lines, cache.crc, counters, sections
-        )
+        image = IndexImage(self._key, cache.offset, cache.lines, cache.crc, counters, sections)
         try:
             fd = self._open_cached(cache)
         except RemoteMemoryError:
@@ -463,9 +532,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise RemoteMemoryCorruptionError(
                 f"invalid JSON at line {line_number}: {exc}"
             ) from None
-        if record.user_scope != self.user_scope:
-            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
-        return record
+        return self._check_owner(record)
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         cache = self._refresh()
@@ -587,7 +654,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def _vector_table(self) -> VectorTable:
         """The vectors file as it is now (what this store read of it is kept)."""
         self._vectors = VectorTable.load(
-            self._vectors_path, self.user_scope, self._vectors, folder_fd=self._dir_fd
+            self._vectors_path, self._key, self._vectors, folder_fd=self._dir_fd
         )
         return self._vectors
 
@@ -772,7 +839,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         except FileNotFoundError:
             return None
         try:
-            return read_header(fd, self.user_scope)
+            return read_header(fd, self._key)
         except Unreadable:
             return None
         finally:
@@ -867,7 +934,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 self._append_rows(found[0], found[1], rows)
 
     def _new_vectors_file(self, model: str, dimension: int, rows: Iterable[bytes]) -> None:
-        header = encode_header(Header(self.user_scope, model, dimension))
+        header = encode_header(Header(self._key, model, dimension))
         replace_file(self._vectors_path, [header, *rows], folder_fd=self._dir_fd)
         self._vectors = VectorTable()  # read back when next asked
 

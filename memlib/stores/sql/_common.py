@@ -13,6 +13,7 @@ its ``WHERE`` clause.
 
 from __future__ import annotations
 
+import copy
 from abc import ABCMeta, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -52,7 +53,7 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
-from ...records import MemoryKind, StoredMemory, record_json
+from ...records import MemoryKind, StoredMemory, project_name, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours
 from ._schema import DERIVED, SCHEMA_VERSION
@@ -189,16 +190,39 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     _location: str  # where the records are, for a corruption message
 
     def __init__(
-        self, *, user_id: str, clock: Clock | None = None, embedder: Embedder | None = None
+        self,
+        *,
+        user_id: str,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+        project: str | None = None,
     ) -> None:
-        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
-        self._conn: Any = None
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder, project=project)
         self._sql: dict[str, str] = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """What this store opened or read for its key: a copy for another project starts
+        afresh (``in_project``)."""
+        self._conn: Any = None
         # The scope's vectors as dense_scores last read them, reused while scope_stats says
         # the same: ((vector counter, model, dimension), ids, matrix, memory_id → row).
         self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]] | None = None
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
+
+    def in_project(self, project: str | None) -> SqlMemoryStore:
+        other = copy.copy(self)
+        other.project = None if project is None else project_name(project)
+        other._forget()
+        return other
+
+    def projects(self) -> tuple[str | None, ...]:
+        """The user's projects: a project's key in ``user_scope`` is ``scope/project``."""
+        prefix = self.user_scope + "/"  # 17 characters
+        sql = "SELECT user_scope FROM {s}scope_stats WHERE substr(user_scope, 1, 17) = ?"
+        found = (key[len(prefix) :] for (key,) in self._read(sql, prefix))
+        return (None, *sorted(found))
 
     # -- dialect: connection, transactions, errors -----------------------------------------
 
@@ -251,7 +275,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """Insert ``(record id, packed vector)`` rows of records this batch wrote."""
         conn.cursor().executemany(
             self._q("INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?)"),
-            [(row_id, self.user_scope, blob) for row_id, blob in rows],
+            [(row_id, self._key, blob) for row_id, blob in rows],
         )
 
     @abstractmethod
@@ -371,14 +395,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 self._run(conn, _COUNT, len(live), len(rows) - len(live), tokens, content, scope)
 
     def _parse(self, body: str) -> StoredMemory:
-        record = self._parse_any(body)
-        if record.user_scope != self.user_scope:
-            raise RemoteMemoryScopeError(f"memory {record.memory_id} belongs to another user scope")
-        return record
+        return self._check_owner(self._parse_any(body))
 
     def _records_where(self, condition: str, *params: Any) -> tuple[StoredMemory, ...]:
         sql = f"SELECT body FROM {{s}}records WHERE user_scope = ?{condition} ORDER BY id"
-        return tuple(self._parse(body) for (body,) in self._read(sql, self.user_scope, *params))
+        return tuple(self._parse(body) for (body,) in self._read(sql, self._key, *params))
 
     def read_all(self) -> tuple[StoredMemory, ...]:
         return self._records_where("")
@@ -394,7 +415,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         rows = self._read(
             "SELECT body FROM {s}records {profile_index} "
             "WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id",
-            self.user_scope,
+            self._key,
         )
         return latest_profile_of(self._parse(body) for (body,) in rows)
 
@@ -407,7 +428,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _by_memory_ids(self, columns: str, memory_ids: Iterable[str]) -> list[Any]:
         sql = f"SELECT {columns} FROM {{s}}records WHERE user_scope = ? AND memory_id {{any}}"
-        return self._read(sql, self.user_scope, self._many(memory_ids))
+        return self._read(sql, self._key, self._many(memory_ids))
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
         return {m for (m,) in self._by_memory_ids("memory_id", _storable(memory_ids))}
@@ -437,7 +458,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     ) -> dict[str, tuple[str | None, str | None]]:
         """``memory_id → (turn before, turn after)`` on ``conn`` (in its transaction)."""
         ids = self._many(set(memory_ids))
-        rows = self._run(conn, self._neighbours_sql(), self.user_scope, ids)
+        rows = self._run(conn, self._neighbours_sql(), self._key, ids)
         return {m: (before, after) for m, before, after in rows}
 
     def _neighbours_sql(self) -> str:
@@ -465,7 +486,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         conn = self._connection()
         if conn is None:
             return CandidateScan((), 0, 0, 0, 0, 0)
-        scope = self.user_scope
+        scope = self._key
         with self._transaction(conn, write=False):  # one snapshot for counts and candidates
             searched, retracted, tokens, content_tokens = self._counts(conn, query)
             sql, listed = self.RUNS_OF_TERMS, self._many(query.terms)
@@ -484,13 +505,13 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if not wanted:
             return ()
         sql = f"SELECT id, body {_BY_IDS}"
-        bodies = dict(self._run(conn, sql, self.user_scope, self._many(wanted)))
+        bodies = dict(self._run(conn, sql, self._key, self._many(wanted)))
         return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
 
     def _top(
         self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int, top: ScoreBound
     ) -> tuple[StoredMemory, ...]:
-        scope, limit = self.user_scope, query.limit
+        scope, limit = self._key, query.limit
         columns = "SELECT id, captured_ts, captured_us, memory_id "
         by_ids = columns + _BY_IDS
         first = self._q(by_ids + " ORDER BY captured_ts DESC LIMIT ?")
@@ -519,7 +540,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         docs are the candidates in id order. No record row is read here: ``prefetch``
         reads the docs a ranking keeps, ``candidates_of`` the hits."""
         conn = self._connection()
-        scope = self.user_scope
+        scope = self._key
         found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
         searched = retracted = tokens = content_tokens = 0
         if conn is not None:
@@ -584,7 +605,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """The reference refuses a query of another scope as soon as it sees a record."""
         if query.user_scope != self.user_scope:
             sql = "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
-            row = self._run(conn, sql, self.user_scope).fetchone()
+            row = self._run(conn, sql, self._key).fetchone()
             if row is not None:
                 raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
 
@@ -592,7 +613,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """The scope's ``scope_stats``: searched, retracted, tokens, content_tokens, then
         the vectors' model, dimension, changes and resets (zeros: nothing written yet)."""
         sql = f"SELECT searched, retracted, tokens, content_tokens, {_VECTOR_COLUMNS} "
-        row = self._run(conn, sql + "FROM {s}scope_stats WHERE user_scope = ?", self.user_scope)
+        row = self._run(conn, sql + "FROM {s}scope_stats WHERE user_scope = ?", self._key)
         return tuple(row.fetchone() or (0, 0, 0, 0, None, 0, 0, 0))
 
     def _counts(self, conn: Any, query: RecallQuery) -> tuple[int, ...]:
@@ -611,7 +632,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         with self._transaction(conn, write=False):
             searched, model, dimension, _ = self._vector_stats(conn)
             sql = "SELECT count(*) FROM {s}vectors WHERE user_scope = ?"
-            (stored,) = self._run(conn, sql, self.user_scope).fetchone()
+            (stored,) = self._run(conn, sql, self._key).fetchone()
         return VectorState(model, dimension, int(stored), searched - int(stored))
 
     def dense_scores(
@@ -688,7 +709,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 "AND NOT EXISTS (SELECT 1 FROM {s}vectors v WHERE v.record_id = r.id) "
                 f"AND {_LIVE} ORDER BY r.id LIMIT ?"
             )
-            rows = self._run(conn, sql, self.user_scope, start, limit).fetchall()
+            rows = self._run(conn, sql, self._key, start, limit).fetchall()
         if rows:
             self._unvectored_from = (resets, int(rows[0][0]))
         return tuple(self._parse(body) for _, body in rows)
@@ -712,7 +733,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None:
             return 0  # no store yet: no record to hold a vector
         with self._transaction(conn, write=True):
-            self._claim_scope(conn, self.user_scope)
+            self._claim_scope(conn, self._key)
             _, stored_model, stored_dimension, _ = self._vector_stats(conn)
             check_model(stored_model, stored_dimension, model, dimension)
             if not vectors:
@@ -721,7 +742,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 "SELECT r.id, r.memory_id FROM {s}records r WHERE r.user_scope = ? "
                 f"AND r.kind = 'conversation' AND r.memory_id {{any}} AND {_LIVE}"
             )
-            rows = self._run(conn, sql, self.user_scope, self._many(vectors)).fetchall()
+            rows = self._run(conn, sql, self._key, self._many(vectors)).fetchall()
             if previous is not None and rows:  # pair vectors: still the turn before?
                 current = self._neighbours_of(conn, [m for _, m in rows if m in previous])
                 rows = [
@@ -736,7 +757,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                     "INSERT INTO {s}vectors (record_id, user_scope, vector) VALUES (?, ?, ?) "
                     "ON CONFLICT (record_id) DO UPDATE SET vector = excluded.vector"
                 ),
-                [(row_id, self.user_scope, vectors[memory_id]) for row_id, memory_id in rows],
+                [(row_id, self._key, vectors[memory_id]) for row_id, memory_id in rows],
             )
             self._vectors_changed(conn, None if stored_model else (model, dimension))
         return len(rows)
@@ -747,9 +768,9 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if conn is None:
             return 0
         with self._transaction(conn, write=True):
-            self._claim_scope(conn, self.user_scope)
+            self._claim_scope(conn, self._key)
             sql = "DELETE FROM {s}vectors WHERE user_scope = ?"
-            dropped = self._run(conn, sql, self.user_scope).rowcount
+            dropped = self._run(conn, sql, self._key).rowcount
             self._vectors_changed(conn, None, reset=True, drop=True)
         self._dense = None
         if dropped:
@@ -768,7 +789,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             sets += ", vector_model = ?, vector_dimension = ?"
             params = model or (None, 0)  # type: ignore[assignment]
         sql = f"UPDATE {{s}}scope_stats SET {sets} WHERE user_scope = ?"
-        self._run(conn, sql, *params, self.user_scope)
+        self._run(conn, sql, *params, self._key)
 
     def _parse_any(self, body: str) -> StoredMemory:
         """A stored record of any scope (an upgrade reads them all)."""
@@ -783,11 +804,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         """``[{"term", "records", "memory_ids"}]`` of every term of the scope (sorted) or
         of ``terms``, for a notebook: the shape of ``InvertedIndex.posting_rows``."""
         found: dict[str, list[int]] = {}
-        for term, run in self._read(self.ALL_RUNS, self.user_scope):
+        for term, run in self._read(self.ALL_RUNS, self._key):
             found.setdefault(term, []).extend(unpack_docs(bytes(run), self.RUN_FORMAT))
         every = sorted({i for ids in found.values() for i in ids})
         sql = f"SELECT id, memory_id {_BY_IDS}"
-        names = dict(self._read(sql, self.user_scope, self._many(every))) if every else {}
+        names = dict(self._read(sql, self._key, self._many(every))) if every else {}
         rows = []
         for term in sorted(found) if terms is None else terms:
             ids = found.get(term, [])
@@ -816,7 +837,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             "UNION ALL SELECT NULL, NULL, NULL, NULL, retracts FROM {s}records "
             "WHERE user_scope = ? AND retracts {any}"
         )
-        rows = self._run(conn, sql, *(self.user_scope, ids) * 2)
+        rows = self._run(conn, sql, *(self._key, ids) * 2)
         for memory_id, kind, row_id, body, target in rows:
             if target is not None:
                 state.retracted.add(target)
@@ -830,18 +851,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     ) -> int:
         """Write ``batch`` (and its ``vectors``) in the open transaction; returns how many
         stored vectors its retractions deleted."""
-        self._claim_scope(conn, self.user_scope)
+        self._claim_scope(conn, self._key)
         new_model = self._vector_model(conn, vectors)
         state = self._state(conn, batch)
         self.check_batch(batch, state)
         successors = self._pair_successors(conn, batch, state)
         indexed = self._insert_batch(conn, batch)
-        self._add_postings(conn, self.user_scope, [(row, *stats) for row, _, stats in indexed])
+        self._add_postings(conn, self._key, [(row, *stats) for row, _, stats in indexed])
         here, before, gone_tokens, gone_content = self._retract(conn, batch, indexed, state)
         gone = len(here) + len(before)
         tokens = sum(len(terms) for *_, (terms, _) in indexed) - gone_tokens
         content = sum(n for *_, (_, n) in indexed) - gone_content
-        self._run(conn, _COUNT, len(indexed) - gone, gone, tokens, content, self.user_scope)
+        self._run(conn, _COUNT, len(indexed) - gone, gone, tokens, content, self._key)
         # Vectors: the batch's searched conversations gain theirs; the stored records it
         # retracts lose theirs, in this transaction.
         added = [
@@ -854,7 +875,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         deleted = self._delete_vectors(conn, "record_id {any}", before)
         # live successors whose pair vector embedded a retracted turn
         named = "record_id IN (SELECT id FROM {s}records WHERE user_scope = ? AND memory_id {any})"
-        unpaired = self._delete_vectors(conn, named, successors, self.user_scope)
+        unpaired = self._delete_vectors(conn, named, successors, self._key)
         if added or deleted or unpaired:
             self._vectors_changed(conn, new_model if added else None, reset=bool(unpaired))
         return deleted + unpaired
@@ -943,7 +964,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         if not values:
             return 0
         sql = "DELETE FROM {s}vectors WHERE user_scope = ? AND " + where
-        return int(self._run(conn, sql, self.user_scope, *params, self._many(values)).rowcount)
+        return int(self._run(conn, sql, self._key, *params, self._many(values)).rowcount)
 
     def _pair_successors(
         self, conn: Any, batch: Sequence[StoredMemory], state: _State
@@ -967,7 +988,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
 
     def _drop_from_runs(self, conn: Any, terms: set[str], row_id: int) -> None:
         """Take ``row_id`` out of the run of each of ``terms`` that holds it."""
-        scope, fmt = self.user_scope, self.RUN_FORMAT
+        scope, fmt = self._key, self.RUN_FORMAT
         holding = self._run(self._blobs(conn), self.RUNS_HOLDING, scope, self._many(terms), row_id)
         for term, first_id, run, tfs, lengths in holding.fetchall():
             rest = run_columns_without(bytes(run), bytes(tfs), bytes(lengths), row_id, fmt)

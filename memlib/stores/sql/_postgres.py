@@ -198,9 +198,10 @@ class PostgresMemoryStore(SqlMemoryStore):
         connect_timeout: float = 10,
         connection: Any = None,
         embedder: Embedder | None = None,
+        project: str | None = None,
     ) -> None:
         """``connection``: an open autocommit psycopg connection to share (not closed here)."""
-        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder, project=project)
         self._dsn, from_url = split_url(url)
         self.schema = schema or from_url or "memlib"
         if not _SCHEMA_NAME.fullmatch(self.schema):
@@ -215,7 +216,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         self._shared = connection
 
     def __repr__(self) -> str:
-        return f"PostgresMemoryStore(user_scope={self.user_scope!r}, schema={self.schema!r})"
+        return f"PostgresMemoryStore(user_scope={self._key!r}, schema={self.schema!r})"
 
     def _open(self, *, create: bool) -> Any:
         shared = self._shared is not None
@@ -311,7 +312,7 @@ class PostgresMemoryStore(SqlMemoryStore):
             "ON r.id = v.record_id WHERE v.user_scope = ? ORDER BY v.record_id"
         )
         statement = f"COPY ({rows}) TO STDOUT (FORMAT BINARY)"
-        with conn.cursor().copy(statement, (self.user_scope,)) as copy:
+        with conn.cursor().copy(statement, (self._key,)) as copy:
             yield from _copied_pairs(copy, self._location)
 
     def _insert_records(self, conn: Any, rows: Sequence[RecordRow]) -> dict[str, int]:
@@ -324,11 +325,11 @@ class PostgresMemoryStore(SqlMemoryStore):
             )
             _copy_in(conn, f"memlib_incoming ({_COLUMNS})", list(_TYPES), rows)
             source = "memlib_incoming AS t"
-            params: tuple[Any, ...] = (self.user_scope,)
+            params: tuple[Any, ...] = (self._key,)
         else:
             arrays = ", ".join(f"%s::{t}[]" for t in _TYPES)
             source = f"unnest({arrays}) WITH ORDINALITY AS t({_COLUMNS}, ord)"
-            params = (self.user_scope, *(list(column) for column in zip(*rows, strict=True)))
+            params = (self._key, *(list(column) for column in zip(*rows, strict=True)))
         inserted = conn.cursor(binary=True).execute(
             f"INSERT INTO {self.schema}.records (user_scope, {_COLUMNS}) SELECT %s, {_COLUMNS} "
             f"FROM {source} ORDER BY t.ord "
@@ -338,7 +339,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         return {memory_id: row_id for row_id, memory_id in inserted.fetchall()}
 
     def _add_vectors(self, conn: Any, rows: Sequence[tuple[int, bytes]]) -> None:
-        target, scope = f"{self.schema}.vectors (record_id, user_scope, vector)", self.user_scope
+        target, scope = f"{self.schema}.vectors (record_id, user_scope, vector)", self._key
         _copy_in(conn, target, ["int8", "text", "bytea"], ((r, scope, blob) for r, blob in rows))
 
     def _add_runs(self, conn: Any, scope: str, runs: Sequence[Run]) -> None:

@@ -166,17 +166,21 @@ class SqliteMemoryStore(SqlMemoryStore):
         clock: Clock | None = None,
         busy_timeout: float = 30.0,
         embedder: Embedder | None = None,
+        project: str | None = None,
     ) -> None:
-        super().__init__(user_id=user_id, clock=clock, embedder=embedder)
+        super().__init__(user_id=user_id, clock=clock, embedder=embedder, project=project)
         self.path = sqlite_path(url)
         self._location = str(self.path)
         self._busy_timeout = busy_timeout
+
+    def _forget(self) -> None:
+        super()._forget()
         self._term_ids: dict[str, int] = {}  # committed term ids of this scope
         self._new_terms: dict[str, int] = {}  # those the open write made
         self._write_cache: sqlite3.Connection | None = None  # the connection that has it
 
     def __repr__(self) -> str:
-        return f"SqliteMemoryStore(user_scope={self.user_scope!r})"
+        return f"SqliteMemoryStore(user_scope={self._key!r})"
 
     def _open(self, *, create: bool) -> sqlite3.Connection | None:
         self._check_files()
@@ -324,7 +328,7 @@ class SqliteMemoryStore(SqlMemoryStore):
         """Two scans matched as they go, the memory ids from the scope's unique index and the
         vectors by record id: a join reads every record's page, bodies and all, into this
         process's page cache (at 100k records 85 MB more, and slower)."""
-        scope = self.user_scope
+        scope = self._key
         # "+id": sorted after the index scan, not read in id order from the table
         names = conn.execute(
             "SELECT id, memory_id FROM records WHERE user_scope = ? ORDER BY +id", (scope,)
@@ -360,7 +364,7 @@ class SqliteMemoryStore(SqlMemoryStore):
             conn.executemany(
                 "INSERT INTO records (id, user_scope, memory_id, kind, captured_ts, captured_us, "
                 "retracts, body, tokens, content_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(row_id, self.user_scope, *row) for row_id, row in enumerate(rows, next_id)],
+                [(row_id, self._key, *row) for row_id, row in enumerate(rows, next_id)],
             )
         except sqlite3.IntegrityError:
             # Another writer's row won the race for an id: not possible under BEGIN
@@ -380,7 +384,7 @@ class SqliteMemoryStore(SqlMemoryStore):
     ) -> dict[str, int]:
         """Term ids for ``terms`` in ``scope``, creating the missing ones (in the transaction)."""
         # Cached for this store's scope only (an upgrade indexes every scope).
-        own = scope == self.user_scope
+        own = scope == self._key
         known, new = (self._term_ids, self._new_terms) if own else ({}, {})
         out = {term: tid for term in terms if (tid := known.get(term) or new.get(term))}
         missing = [term for term in terms if term not in out]
