@@ -16,6 +16,12 @@ QUERY_ID = "nb-query"
 ANY_SCOPE = "0" * 16
 
 
+def course_data(name: str) -> Any:
+    """The course's literal tables in ``memlib/data/<name>.json``: text kept out of the code."""
+    path = Path(__file__).resolve().parents[1] / "data" / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def pandas() -> Any:
     import pandas
 

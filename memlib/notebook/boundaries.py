@@ -40,7 +40,7 @@ from ..render import render_recall_context
 from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
 from ..stores._base import MemoryStore
-from ._common import QUERY_ID, pandas
+from ._common import QUERY_ID, course_data, pandas
 from .language import tr
 from .views import recall, recall_query
 
@@ -92,52 +92,8 @@ class Boundary:
     in_memlib: str
 
 
-BOUNDARIES: tuple[Boundary, ...] = (
-    Boundary(
-        "s09",
-        "Transcript",
-        "session",
-        "event evidence",
-        "What really happened in this turn?",
-        "not stored: a transcript is only a record's source "
-        "(MemorySource.source_type, memlib/records.py)",
-    ),
-    Boundary(
-        "s10",
-        "Workspace Memory",
-        "workspace",
-        "durable project facts",
-        "What holds for this project in the long run?",
-        "not in memlib: records belong to a user scope, never to a project",
-    ),
-    Boundary(
-        "s11",
-        "User Memory",
-        "user",
-        "profile + explicit preferences",
-        "How does this user work by default, across projects?",
-        "not in memlib: explicit preferences are s11's; a PROFILE record is the "
-        "service's snapshot with provenance (memlib/render.py)",
-    ),
-    Boundary(
-        "s12",
-        "Remote Memory",
-        "remote user / service",
-        "stored records + recall hits",
-        "Which piece of long-term history does the current question need?",
-        "all of memlib: records.py, stores/, normalize → render, engine.py, "
-        "agent/ (recall_history), runtime.py",
-    ),
-    Boundary(
-        "s13",
-        "Large output externalisation",
-        "(the next chapter)",
-        "large tool outputs → pointers",
-        "How does a huge tool output stay out of the prompt?",
-        "not in memlib: a recall result is small by construction (≤ 10 hits, each "
-        "snippet a summary); nothing is stored outside the prompt",
-    ),
-)
+_DATA = course_data("boundaries")  # memlib/data/boundaries.json: the chapter's tables
+BOUNDARIES: tuple[Boundary, ...] = tuple(Boundary(**row) for row in _DATA["boundaries"])
 
 
 def _conversations(store: MemoryStore) -> list[StoredMemory]:
@@ -407,60 +363,21 @@ def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     return before == after, fact
 
 
-_CHECKS = (
-    ("query 是否自包含", "the query is self-contained", "10_agent_loop", _check_self_contained),
-    (
-        "normalize 是否让中英文输入稳定",
-        "normalize makes Chinese and English input stable",
-        "02_normalize",
-        _check_normalize,
-    ),
-    (
-        "candidate 数量是否能和 searched records 区分",
-        "candidate count is told apart from searched records",
-        "03_candidates",
-        _check_counts,
-    ),
-    (
-        "hit 是否绑定正确 query",
-        "each hit is bound to the right query",
-        "13_boundaries_and_review 06_hits_and_tool_result",
-        _check_query_id,
-    ),
-    (
-        "scope 与 provenance 是否完整",
-        "scope and provenance are complete",
-        "06_hits_and_tool_result 01_stored_records",
-        _check_scope_provenance,
-    ),
-    (
-        "score 的每项 contribution 是否可解释",
-        "every contribution of the score is explainable",
-        "04_score",
-        _check_contributions,
-    ),
-    (
-        "并列分数是否不依赖存储迭代顺序",
-        "tied scores do not depend on storage order",
-        "05_stable_rank",
-        _check_storage_order,
-    ),
-    (
-        "limit 和 scope 是否生效",
-        "limit and scope take effect",
-        "06_hits_and_tool_result 09_failures_and_concurrency",
-        _check_limit_scope,
-    ),
-    (
-        "recall 是否保持只读",
-        "recall stays read-only",
-        "06_hits_and_tool_result 00_tour",
-        _check_read_only,
-    ),
-)
+# The live check of each item of memlib/data/boundaries.json's checklist, by its "check".
+_CHECKS: dict[str, Callable[[MemoryStore, str, datetime], Outcome]] = {
+    "self_contained": _check_self_contained,
+    "normalize": _check_normalize,
+    "counts": _check_counts,
+    "query_id": _check_query_id,
+    "scope_provenance": _check_scope_provenance,
+    "contributions": _check_contributions,
+    "storage_order": _check_storage_order,
+    "limit_scope": _check_limit_scope,
+    "read_only": _check_read_only,
+}
 CHECKLIST: tuple[ChecklistItem, ...] = tuple(
-    ChecklistItem(n, zh, en, tuple(proved.split()), check)
-    for n, (zh, en, proved, check) in enumerate(_CHECKS, start=1)
+    ChecklistItem(n, item["zh"], item["en"], tuple(item["proved_in"]), _CHECKS[item["check"]])
+    for n, item in enumerate(_DATA["checklist"], start=1)
 )
 
 
@@ -871,63 +788,7 @@ class Command:
     note: str
 
 
-COMMAND_MAP: tuple[Command, ...] = (
-    Command(
-        "python s12_cloud_memory/code.py --demo",
-        "memlib demo",
-        "RecallEngine(open_sample_store(root)).recall('layered memory', as_of=SAMPLE_AS_OF)",
-        "offline, the sample corpus, the same bytes every run",
-    ),
-    Command(
-        "MODEL_ID=<model> ANTHROPIC_API_KEY=<key> python s12_cloud_memory/code.py",
-        "MODEL_ID=… ANTHROPIC_API_KEY=… memlib chat",
-        "agent_loop(text, client=runtime_client(), model=os.environ['MODEL_ID'], store=store)",
-        "online; without the two variables: one line on stderr, exit 2",
-    ),
-    Command(
-        "(none: the chapter's loop is online only)",
-        "memlib chat --scripted",
-        "agent_loop(text, client=scripted_client(), model=SCRIPTED_MODEL_ID, store=store)",
-        "the same SDK and loop on a scripted transport: no key, no network",
-    ),
-    Command(
-        "store.append(kind=…, memory_id=…, content=…, summary=…, source=…)",
-        "memlib append --memory-id … --content … --summary … --source-id … "
-        "--source-type … --title … --captured-at T",
-        "store.append(kind=…, memory_id=…, content=…, summary=…, source=MemorySource(…))",
-        "or JSON lines on stdin; memlib import FILE for many",
-    ),
-    Command(
-        "RecallEngine(store).recall(' LAYERED Memory ', limit=5)",
-        "memlib recall ' LAYERED Memory ' --limit 5 --json",
-        "RecallEngine(store).recall(' LAYERED Memory ', limit=5).to_json()",
-        "--as-of and --query-id pin the clock and the id",
-    ),
-    Command(
-        "session-start profile injection",
-        "memlib profile",
-        "render_remote_profile(store.latest_profile())",
-        "the <remote_profile> block",
-    ),
-    Command(
-        "WORKBUDDY_HOME, WORKBUDDY_USER_ID",
-        "the same variables, or --store URL ($MEMLIB_STORE) and --user ID",
-        "default_runtime()",
-        "read on first use, never at import",
-    ),
-    Command(
-        "python3 -m pytest -q tests/test_remote_memory.py",
-        "make test",
-        "pytest -q tests/pipeline tests/stores",
-        "the contract's tests",
-    ),
-    Command(
-        "python3 scripts/verify.py",
-        "make check",
-        "—",
-        "ruff, mypy, every test, nbval over every notebook",
-    ),
-)
+COMMAND_MAP: tuple[Command, ...] = tuple(Command(**row) for row in _DATA["commands"])
 
 
 def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,24 +45,29 @@ __all__ = [
 ]
 
 
-def records_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
-    """Stored records, one a row: kind, both timestamps, source and summary."""
-    rows = [
-        {
-            "memory_id": r.memory_id,
-            "kind": r.kind.value,
-            "captured_at": r.source.captured_at,
-            "stored_at": r.stored_at,
-            "source_id": r.source.source_id,
-            "title": r.source.title,
-            "summary": r.summary,
-        }
-        for r in records
-    ]
-    return pandas().DataFrame(
-        rows,
-        columns=["memory_id", "kind", "captured_at", "stored_at", "source_id", "title", "summary"],
-    )
+# What a record table can show, each read from one record; RECORD_COLUMNS is the usual choice.
+_RECORD_FIELDS: Mapping[str, Callable[[StoredMemory], Any]] = {
+    "memory_id": lambda r: r.memory_id,
+    "kind": lambda r: r.kind.value,
+    "captured_at": lambda r: r.source.captured_at,
+    "stored_at": lambda r: r.stored_at,
+    "source_id": lambda r: r.source.source_id,
+    "title": lambda r: r.source.title,
+    "retracts": lambda r: r.retracts or "",
+    "supersedes": lambda r: r.supersedes or "",
+    "superseded_by": lambda r: r.superseded_by or "",
+    "summary": lambda r: r.summary,
+}
+RECORD_COLUMNS = ("memory_id", "kind", "captured_at", "stored_at", "source_id", "title", "summary")
+
+
+def records_frame(
+    records: Iterable[StoredMemory], columns: Sequence[str] = RECORD_COLUMNS
+) -> pd.DataFrame:
+    """Stored records, one a row: kind, both timestamps, source and summary (by default;
+    ``columns`` chooses from ``_RECORD_FIELDS``)."""
+    rows = [{c: _RECORD_FIELDS[c](r) for c in columns} for r in records]
+    return pandas().DataFrame(rows, columns=list(columns))
 
 
 def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = None) -> pd.DataFrame:

@@ -19,7 +19,8 @@ from ..result import RecallResult
 from ..sample import fixed_clock, open_sample_store
 from ..stores._base import MemoryStore
 from ..stores.jsonl._store import RemoteMemoryStore
-from ._common import QUERY_ID, pandas, pyplot
+from ._common import QUERY_ID, course_data, pandas, pyplot
+from .frames import RECORD_COLUMNS, records_frame
 from .language import tr
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,55 +32,15 @@ IMPORTED_AT = datetime(2026, 8, 12, 9, 0, tzinfo=UTC)
 # Recalls after the changes: a day after the last of them was captured.
 LATER_AS_OF = datetime(2026, 8, 12, 12, 0, tzinfo=UTC)
 
-SUPERSEDE_ITEM: Mapping[str, Any] = {
-    "kind": "conversation",
-    "memory_id": "conversation-014",
-    "content": "We moved the default store from SQLite WAL to PostgreSQL, so that several "
-    "agents on several machines share one remote memory.",
-    "summary": "Moved the default store to PostgreSQL.",
-    "source": {
-        "source_id": "transcript-014",
-        "source_type": "conversation_transcript",
-        "title": "Store migration",
-        "captured_at": "2026-08-11T08:30:00Z",
-    },
-}
+# The records of the three later writes and of exercise 14.3's replacement of
+# conversation-009 ("kept conversation memory for one year"): memlib/data/history.json.
+_WRITES = course_data("history")
+SUPERSEDE_ITEM: Mapping[str, Any] = _WRITES["supersede_item"]
 SUPERSEDE_REASON = "The team moved the default store to a server."
-RETRACTION_SOURCE = MemorySource(
-    source_id="request-0811",
-    source_type="user_request",
-    title="Forget the café planning note",
-    captured_at="2026-08-11T09:45:00Z",
-)
+RETRACTION_SOURCE = MemorySource(**_WRITES["retraction_source"])
 RETRACTION_REASON = "The café plan was a joke, not a decision."
-LATE_ITEM: Mapping[str, Any] = {
-    "kind": "conversation",
-    "memory_id": "conversation-015",
-    "content": "Reviewed the layered memory design with the team: the three layers stay, "
-    "and the remote layer keeps provenance on every record.",
-    "summary": "Layered memory design review.",
-    "source": {
-        "source_id": "transcript-015",
-        "source_type": "conversation_transcript",
-        "title": "Design review (imported late)",
-        "captured_at": "2026-08-01T15:00:00Z",
-    },
-}
-
-# Exercise 14.3's replacement of conversation-009 ("kept conversation memory for one year").
-RETENTION_ITEM: Mapping[str, Any] = {
-    "kind": "conversation",
-    "memory_id": "conversation-016",
-    "content": "Conversation memory is now kept for six months, not one year, after the "
-    "privacy review.",
-    "summary": "Conversation memory kept for six months.",
-    "source": {
-        "source_id": "transcript-016",
-        "source_type": "conversation_transcript",
-        "title": "Retention review",
-        "captured_at": "2026-08-11T11:00:00Z",
-    },
-}
+LATE_ITEM: Mapping[str, Any] = _WRITES["late_item"]
+RETENTION_ITEM: Mapping[str, Any] = _WRITES["retention_item"]
 
 
 def writer_at(store: RemoteMemoryStore, moment: datetime) -> RemoteMemoryStore:
@@ -102,32 +63,8 @@ def history_store(root: str | Path) -> RemoteMemoryStore:
 
 def history_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
     """Records with their links: what a supersede or a retraction names, and when."""
-    rows = [
-        {
-            "memory_id": r.memory_id,
-            "kind": r.kind.value,
-            "captured_at": r.source.captured_at,
-            "stored_at": r.stored_at,
-            "retracts": r.retracts or "",
-            "supersedes": r.supersedes or "",
-            "superseded_by": r.superseded_by or "",
-            "summary": r.summary,
-        }
-        for r in records
-    ]
-    return pandas().DataFrame(
-        rows,
-        columns=[
-            "memory_id",
-            "kind",
-            "captured_at",
-            "stored_at",
-            "retracts",
-            "supersedes",
-            "superseded_by",
-            "summary",
-        ],
-    )
+    links = ("retracts", "supersedes", "superseded_by")
+    return records_frame(records, (*RECORD_COLUMNS[:4], *links, "summary"))
 
 
 def explain(

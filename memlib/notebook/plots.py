@@ -341,7 +341,6 @@ RANKER_COLOURS: Mapping[str, str] = {
     "hybrid": "#ff7f0e",
     "hybrid/lexical-only": "#9467bd",
 }
-# The project's R@10 targets on the LoCoMo dev split (notebook 11).
 # LoCoMo's question categories 1-4, as the report keys them.
 LOCOMO_CATEGORIES: Mapping[str, tuple[str, str]] = {
     "1": ("1 multi-hop", "1 多跳"),

@@ -66,10 +66,6 @@ def split_text(text: str) -> list[str]:
     return [_BLANK_END.sub("", part) for part in parts[:-1]] + parts[-1:]
 
 
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
-
-
 def _part_ids(cell_id: str, count: int, taken: set[str]) -> list[str]:
     """``cell_id`` and the ids of the ``count - 1`` cells split off it: ``<id>-2``, …"""
     ids = [cell_id]
@@ -99,17 +95,12 @@ def _split_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         ids = _part_ids(str(cell.get("id", "")), len(parts), taken)
         for number, (part, part_id) in enumerate(zip(parts, ids, strict=True)):
-            piece = copy.deepcopy(cell) if number == 0 else _new_cell(cell, part_id)
-            piece["source"] = _lines(part)
+            piece = copy.deepcopy(cell)
+            if number and "id" in cell:
+                piece["id"] = part_id
+            piece["source"] = part.splitlines(keepends=True)
             out.append(piece)
     return out
-
-
-def _new_cell(cell: Mapping[str, Any], cell_id: str) -> dict[str, Any]:
-    new = copy.deepcopy(dict(cell))
-    if "id" in cell:
-        new["id"] = cell_id
-    return new
 
 
 def slide_type(cell: dict[str, Any], index: int, first_code: int) -> str | None:

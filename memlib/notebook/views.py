@@ -71,6 +71,17 @@ View = Callable[[MemoryStore, str, datetime, int], Any]
 SORT_KEYS: tuple[str, ...] = ("total", "lexical_coverage", "captured_at", "memory_id")
 
 
+# The fields of a ``RecallScoreBreakdown`` that ``score_view`` shows, under their own names.
+_BREAKDOWN_COLUMNS = (
+    "query_term_count",
+    "lexical_coverage",
+    "recency",
+    "lexical_contribution",
+    "recency_contribution",
+    "total",
+)
+
+
 def as_of_at_noon(day: date | datetime) -> datetime:
     """The explorer's date picker gives a day; recall happens at 12:00 UTC on it."""
     if isinstance(day, datetime):
@@ -207,25 +218,10 @@ def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
                 "memory_id": c.record.memory_id,
                 "captured_at": c.record.source.captured_at,
                 "matched_terms": ", ".join(b.matched_terms),
-                "query_term_count": b.query_term_count,
-                "lexical_coverage": b.lexical_coverage,
-                "recency": b.recency,
-                "lexical_contribution": b.lexical_contribution,
-                "recency_contribution": b.recency_contribution,
-                "total": b.total,
+                **{name: getattr(b, name) for name in _BREAKDOWN_COLUMNS},
             }
         )
-    columns = [
-        "memory_id",
-        "captured_at",
-        "matched_terms",
-        "query_term_count",
-        "lexical_coverage",
-        "recency",
-        "lexical_contribution",
-        "recency_contribution",
-        "total",
-    ]
+    columns = ["memory_id", "captured_at", "matched_terms", *_BREAKDOWN_COLUMNS]
     return pandas().DataFrame(rows, columns=columns)
 
 

@@ -87,16 +87,11 @@ class Exercise:
 
 
 # What each status reads as, per language (the English words are also the statuses).
+_MARKS = {"not attempted": "…", "try again": "✗", "correct": "✓", "hint": "?"}
 STATUS_WORDS = {
-    "en": {
-        "not attempted": "not attempted",
-        "try again": "try again",
-        "correct": "correct",
-        "hint": "hint",
-    },
+    "en": {status: status for status in _MARKS},
     "zh": {"not attempted": "尚未作答", "try again": "再试一次", "correct": "正确", "hint": "提示"},
 }
-_MARKS = {"not attempted": "…", "try again": "✗", "correct": "✓", "hint": "?"}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import atexit
 import functools
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...normalize import normalize_recall_query
@@ -21,12 +21,17 @@ from ..language import tr
 from . import Verdict, wrong
 
 
+def private_folder(prefix: str = "memlib-grader-") -> str:
+    """A new temporary folder, removed when the process exits."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
 @functools.cache
 def sample_store() -> MemoryStore:
     """The sample corpus in a private temporary folder, removed when the process exits."""
-    root = tempfile.mkdtemp(prefix="memlib-grader-")
-    atexit.register(shutil.rmtree, root, True)
-    return open_sample_store(root)
+    return open_sample_store(private_folder())
 
 
 def terms_of(text: str) -> tuple[str, ...]:
@@ -101,6 +106,16 @@ def as_number(answer: Any, what: str = "the answer", zh: str | None = None) -> f
     if isinstance(answer, bool) or not isinstance(answer, int | float):
         raise _wrong_type(answer, what, "a number", zh, "数")
     return float(answer)
+
+
+def as_function(answer: Any, takes: str, takes_zh: str) -> Callable[..., Any]:
+    """``answer`` when it is a function, or a ``TypeError`` saying what it should take."""
+    if not callable(answer):
+        raise shape_error(
+            f"the answer should be a function that {takes}", f"答案应是一个函数：它{takes_zh}"
+        )
+    function: Callable[..., Any] = answer
+    return function
 
 
 def missing_keys(answer: Any, keys: tuple[str, ...]) -> Verdict | None:

@@ -6,26 +6,15 @@ from typing import Any
 
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF
-from ..language import tr
 from ..views import rank_keys_view, recall
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store, terms_of
+from ._common import as_text, sample_store, terms_of
 
 TARGET = "conversation-010"
 
 
-def as_string(answer: Any, what: str, what_zh: str) -> str:
-    """``answer`` as a string, or a ``TypeError`` saying so in the edition's language."""
-    if not isinstance(answer, str):
-        kind = type(answer).__name__
-        raise TypeError(
-            tr(f"{what} should be a string, not {kind}", f"{what_zh}应当是字符串，而不是 {kind}")
-        )
-    return answer
-
-
 def _top_hit(answer: Any) -> Verdict:
-    text = as_string(answer, "the query", "查询")
+    text = as_text(answer, "the query", "查询")
     try:
         hits = recall(sample_store(), text, SAMPLE_AS_OF, 10).hits
     except RemoteMemoryError as exc:
@@ -112,7 +101,7 @@ TIE_QUERY = "embedding reranker"
 
 
 def _deciding_stage(answer: Any) -> Verdict:
-    text = " ".join(as_string(answer, "the stage", "阶段名").lower().split())
+    text = " ".join(as_text(answer, "the stage", "阶段名").lower().split())
     # 稳定 排序 is 稳定排序: Chinese is written without spaces.
     stage = _SPELLINGS.get(text, _SPELLINGS.get(text.replace(" ", ""), text))
     if stage not in STAGES:

@@ -6,16 +6,15 @@ from datetime import datetime
 from typing import Any
 
 from ...records import MemorySource, user_scope_for
-from ..language import tr
 from . import Exercise, Verdict, right, wrong
-from .n00_tour import as_string
+from ._common import as_int, as_text
 
 OSAKA = "2026-08-10T09:30:00+09:00"
 USERS = ("Straße", "STRASSE", "strasse ", "Strasse-1")
 
 
 def _captured_at(answer: Any) -> Verdict:
-    text = as_string(answer, "captured_at", "captured_at ").strip()
+    text = as_text(answer, "captured_at").strip()
     kept = MemorySource(
         "transcript-osaka", "conversation_transcript", "Osaka trip", OSAKA
     ).captured_at
@@ -62,14 +61,7 @@ def _captured_at(answer: Any) -> Verdict:
 
 
 def _scopes(answer: Any) -> Verdict:
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        kind = type(answer).__name__
-        raise TypeError(
-            tr(
-                f"the answer should be a whole number, not {kind}",
-                f"答案应当是一个整数，而不是 {kind}",
-            )
-        )
+    as_int(answer)
     scopes = {user_scope_for(user) for user in USERS}
     if answer == len(scopes):
         return right(

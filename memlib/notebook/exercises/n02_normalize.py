@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import functools
-import shutil
-import tempfile
 from typing import Any
 
 from ...errors import RemoteMemoryError
 from ...sample import SAMPLE_AS_OF, open_sample_store
 from ...stores._base import MemoryStore
-from ..language import language, tr
+from ..language import language
 from ..views import candidates_view
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store, terms_of
-from .n00_tour import as_string
+from ._common import as_text, private_folder, sample_store, shape_error, terms_of
 
 TARGET = ("layered", "memory", "分层", "层记", "记忆")
 FULL_WIDTH = "ＬＬＭ記憶"
@@ -24,9 +20,7 @@ FOUND = "conversation-010"
 
 @functools.cache
 def _chinese_store() -> MemoryStore:
-    root = tempfile.mkdtemp(prefix="memlib-grader-zh-")
-    atexit.register(shutil.rmtree, root, True)
-    return open_sample_store(root, lang="zh")
+    return open_sample_store(private_folder("memlib-grader-zh-"), lang="zh")
 
 
 def edition_store() -> MemoryStore:
@@ -36,7 +30,7 @@ def edition_store() -> MemoryStore:
 
 
 def _one_query(answer: Any) -> Verdict:
-    text = as_string(answer, "the query", "查询")
+    text = as_text(answer, "the query", "查询")
     try:
         got = terms_of(text)
     except RemoteMemoryError as exc:
@@ -67,14 +61,12 @@ def _one_query(answer: Any) -> Verdict:
 
 def _as_terms(answer: Any) -> tuple[str, ...]:
     if isinstance(answer, str) or not isinstance(answer, (tuple, list)):
-        raise TypeError(
-            tr(
-                "the answer should be a tuple of terms, like ('a', 'b')",
-                "答案应当是由词项组成的 tuple，例如 ('a', 'b')",
-            )
+        raise shape_error(
+            "the answer should be a tuple of terms, like ('a', 'b')",
+            "答案应当是由词项组成的 tuple，例如 ('a', 'b')",
         )
     if not all(isinstance(t, str) for t in answer):
-        raise TypeError(tr("every term should be a string", "每个词项都应当是字符串"))
+        raise shape_error("every term should be a string", "每个词项都应当是字符串")
     return tuple(answer)
 
 

@@ -13,8 +13,7 @@ from ...sample import SAMPLE_AS_OF
 from ..language import tr
 from ..views import candidates_view, recall
 from . import Exercise, Verdict, right, wrong
-from ._common import terms_of
-from .n00_tour import as_string
+from ._common import as_text, shape_error, terms_of
 from .n02_normalize import edition_store
 
 TARGET = "conversation-009"
@@ -30,7 +29,7 @@ def _title() -> str:
 
 
 def _only_candidate(answer: Any) -> Verdict:
-    text = as_string(answer, "the query", "查询")
+    text = as_text(answer, "the query", "查询")
     try:
         terms = terms_of(text)
     except RemoteMemoryError as exc:
@@ -74,11 +73,9 @@ def _counts(answer: Any) -> Verdict:
         or len(answer) != 2
         or not all(isinstance(n, int) and not isinstance(n, bool) for n in answer)
     ):
-        raise TypeError(
-            tr(
-                "the answer should be two whole numbers: (searched, candidates)",
-                "答案应当是两个整数：(searched, candidates)",
-            )
+        raise shape_error(
+            "the answer should be two whole numbers: (searched, candidates)",
+            "答案应当是两个整数：(searched, candidates)",
         )
     query = tr(COUNTED_QUERY, COUNTED_QUERY_ZH)
     result = recall(edition_store(), query, SAMPLE_AS_OF, 10)

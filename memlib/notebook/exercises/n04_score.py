@@ -11,6 +11,7 @@ from ...sample import SAMPLE_AS_OF
 from ..language import tr
 from ..views import score_view
 from . import Exercise, Verdict, right, wrong
+from ._common import as_number, shape_error
 from .n02_normalize import edition_store
 
 RECORD = "conversation-009"
@@ -25,23 +26,12 @@ def _row(query: str, as_of: datetime) -> Any:
     return score_view(edition_store(), query, as_of, 10).set_index("memory_id").loc[RECORD]
 
 
-def _as_number(answer: Any) -> float:
-    if isinstance(answer, bool) or not isinstance(answer, int | float):
-        kind = type(answer).__name__
-        raise TypeError(
-            tr(f"the answer should be a number, not {kind}", f"答案应当是一个数，而不是 {kind}")
-        )
-    return float(answer)
-
-
 def _half_recency(answer: Any) -> Verdict:
     if not isinstance(answer, datetime):
         kind = type(answer).__name__
-        raise TypeError(
-            tr(
-                f"the answer should be a datetime, not {kind}",
-                f"答案应当是一个 datetime，而不是 {kind}",
-            )
+        raise shape_error(
+            f"the answer should be a datetime, not {kind}",
+            f"答案应当是一个 datetime，而不是 {kind}",
         )
     if answer.tzinfo is None:
         return wrong(
@@ -78,7 +68,7 @@ def _half_recency(answer: Any) -> Verdict:
 
 
 def _total(answer: Any) -> Verdict:
-    value = _as_number(answer)
+    value = as_number(answer)
     row = _row(tr(TOTAL_QUERY, TOTAL_QUERY_ZH), SAMPLE_AS_OF)
     total, recency = float(row["total"]), float(row["recency"])
     terms = int(row["query_term_count"])

@@ -21,12 +21,18 @@ TIES_QUERY = "ranking ties need explicit stable keys"
 ALL_SIX = "Ranking ties need explicit stable keys."
 
 
+def _strings(value: Any, count: int | None = None) -> bool:
+    """Whether ``value`` is a sequence (not a str) of strings, ``count`` of them if given."""
+    return (
+        not isinstance(value, str)
+        and isinstance(value, Sequence)
+        and (count is None or len(value) == count)
+        and all(isinstance(item, str) for item in value)
+    )
+
+
 def _ids(answer: Any) -> list[str]:
-    if (
-        isinstance(answer, str)
-        or not isinstance(answer, Sequence)
-        or not all(isinstance(item, str) for item in answer)
-    ):
+    if not _strings(answer):
         raise shape_error(
             "the answer should be a list of memory ids (strings), in rank order",
             "答案应是按名次排列的 memory id（字符串）列表",
@@ -101,17 +107,9 @@ def _rows(answer: Any) -> list[tuple[str, str, str]]:
     )
     if isinstance(answer, str) or not isinstance(answer, Sequence) or len(answer) != 2:
         raise shape_error(*shape)
-    rows = []
-    for row in answer:
-        if (
-            isinstance(row, str)
-            or not isinstance(row, Sequence)
-            or len(row) != 3
-            or not all(isinstance(cell, str) for cell in row)
-        ):
-            raise shape_error(*shape)
-        rows.append((row[0], row[1], row[2]))
-    return rows
+    if not all(_strings(row, 3) for row in answer):
+        raise shape_error(*shape)
+    return [(row[0], row[1], row[2]) for row in answer]
 
 
 def _captured_at_decides(answer: Any) -> Verdict:
@@ -172,6 +170,10 @@ def _captured_at_decides(answer: Any) -> Verdict:
     )
 
 
+def _conversations(*numbers: int) -> list[str]:
+    return [f"conversation-{number:03d}" for number in numbers]
+
+
 Exercise(
     id="05.1",
     title=f"the rank order of “{ORDER_QUERY}”",
@@ -196,51 +198,11 @@ Exercise(
         '"conversation-005", "conversation-006",\n          "conversation-008"]'
     ),
     wrong_answers=(
-        (
-            [
-                "conversation-003",
-                "conversation-005",
-                "conversation-006",
-                "conversation-008",
-                "conversation-009",
-            ],
-            "newest first",
-        ),
-        (
-            [
-                "conversation-009",
-                "conversation-003",
-                "conversation-006",
-                "conversation-005",
-                "conversation-008",
-            ],
-            "ids sort ascending",
-        ),
-        (
-            ["conversation-009", "conversation-003", "conversation-005", "conversation-006"],
-            "missing",
-        ),
-        (
-            [
-                "conversation-009",
-                "conversation-003",
-                "conversation-005",
-                "conversation-006",
-                "conversation-008",
-                "conversation-013",
-            ],
-            "no term",
-        ),
-        (
-            [
-                "conversation-009",
-                "conversation-005",
-                "conversation-003",
-                "conversation-006",
-                "conversation-008",
-            ],
-            "beats it on total",
-        ),
+        (_conversations(3, 5, 6, 8, 9), "newest first"),
+        (_conversations(9, 3, 6, 5, 8), "ids sort ascending"),
+        (_conversations(9, 3, 5, 6), "missing"),
+        (_conversations(9, 3, 5, 6, 8, 13), "no term"),
+        (_conversations(9, 5, 3, 6, 8), "beats it on total"),
         ("conversation-009", "list of memory ids"),
     ),
 ).register()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ...sample import SAMPLE_AS_OF, SAMPLE_QUERY, open_sample_store
 from ..views import recall
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store, shape_error
+from ._common import as_function, sample_store, shape_error
 
 FIELD_QUERY_ID = "nb-06-fields"
 QUESTIONS = ("whose", "when", "recency added", "which recall")
@@ -133,17 +133,13 @@ def _payloads() -> dict[str, str]:
     """One tool result of each kind, from the library: hits, no shared term, an empty corpus."""
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
         empty = recall(open_sample_store(root, load=False), SAMPLE_QUERY, SAMPLE_AS_OF, 5)
-    results = {
-        "“layered memory”": recall(sample_store(), SAMPLE_QUERY, SAMPLE_AS_OF, 5),
-        "“kubernetes autoscaling”": recall(
-            sample_store(), "kubernetes autoscaling", SAMPLE_AS_OF, 5
-        ),
-        "“backend engineer” (profile words)": recall(
-            sample_store(), "backend engineer", SAMPLE_AS_OF, 5
-        ),
-        "empty-store": empty,
+    queries = {
+        "“layered memory”": SAMPLE_QUERY,
+        "“kubernetes autoscaling”": "kubernetes autoscaling",
+        "“backend engineer” (profile words)": "backend engineer",
     }
-    return {name: result.to_json() for name, result in results.items()}
+    results = {name: recall(sample_store(), q, SAMPLE_AS_OF, 5) for name, q in queries.items()}
+    return {name: result.to_json() for name, result in {**results, "empty-store": empty}.items()}
 
 
 def _expected(payload: str) -> str:
@@ -154,12 +150,7 @@ def _expected(payload: str) -> str:
 
 
 def _classify(answer: Any) -> Verdict:
-    if not callable(answer):
-        raise shape_error(
-            "the answer should be a function that takes the JSON payload (a str)",
-            "答案应是一个函数：它接收 JSON 载荷（一个 str）",
-        )
-    classify: Callable[[str], Any] = answer
+    classify = as_function(answer, "takes the JSON payload (a str)", "接收 JSON 载荷（一个 str）")
     for name, payload in _payloads().items():
         name_zh = _PAYLOAD_ZH.get(name, name)
         try:
@@ -211,6 +202,14 @@ def _classify(answer: Any) -> Verdict:
     )
 
 
+# 06.1's answer, of which each wrong answer below changes one field.
+_FIELDS = {
+    "whose": "scope.user_scope",
+    "when": "provenance.captured_at",
+    "recency added": "score_breakdown.contributions.recency",
+    "which recall": "query_id",
+}
+
 Exercise(
     id="06.1",
     title="which field of a hit answers which question",
@@ -236,42 +235,10 @@ Exercise(
         "}"
     ),
     wrong_answers=(
-        (
-            {
-                "whose": "scope.user_scope",
-                "when": "source.captured_at",
-                "recency added": "score_breakdown.contributions.recency",
-                "which recall": "query_id",
-            },
-            "compatibility copy",
-        ),
-        (
-            {
-                "whose": "scope.user_scope",
-                "when": "provenance.captured_at",
-                "recency added": "score_breakdown.recency",
-                "which recall": "query_id",
-            },
-            "before its weight",
-        ),
-        (
-            {
-                "whose": "query.user_scope",
-                "when": "provenance.captured_at",
-                "recency added": "score_breakdown.contributions.recency",
-                "which recall": "query_id",
-            },
-            "not in the hit",
-        ),
-        (
-            {
-                "whose": "scope.user_scope",
-                "when": "provenance.captured_at",
-                "recency added": "score_breakdown.contributions.recency",
-                "which recall": "memory_id",
-            },
-            "does not answer",
-        ),
+        ({**_FIELDS, "when": "source.captured_at"}, "compatibility copy"),
+        ({**_FIELDS, "recency added": "score_breakdown.recency"}, "before its weight"),
+        ({**_FIELDS, "whose": "query.user_scope"}, "not in the hit"),
+        ({**_FIELDS, "which recall": "memory_id"}, "does not answer"),
         ({"whose": "scope.user_scope", "when": "stored_at"}, "needs the keys"),
         ("provenance.captured_at", "should be a dict"),
     ),

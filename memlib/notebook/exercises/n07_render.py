@@ -95,16 +95,9 @@ def _largest_limit(answer: Any) -> Verdict:
     as_int(answer, shape="a whole number (a limit)", shape_zh="整数（一个 limit）")
     expected, sizes = _largest_fitting(BUDGET_QUERY, BUDGET)
     if answer == expected:
-        after = (
-            f"; limit {answer + 1} would render {sizes[answer + 1]:,}"
-            if answer + 1 in sizes
-            else ""
-        )
-        after_zh = (
-            f"；limit {answer + 1} 会渲染出 {sizes[answer + 1]:,} 个字符"
-            if answer + 1 in sizes
-            else ""
-        )
+        bigger = sizes.get(answer + 1)
+        after = "" if bigger is None else f"; limit {answer + 1} would render {bigger:,}"
+        after_zh = "" if bigger is None else f"；limit {answer + 1} 会渲染出 {bigger:,} 个字符"
         return right(
             f"limit {answer} renders {sizes[answer]:,} characters{after}",
             zh=f"limit {answer} 渲染出 {sizes[answer]:,} 个字符{after_zh}",

@@ -15,7 +15,7 @@ from ...stores._base import MemoryStore
 from ...stores.jsonl._store import RemoteMemoryStore
 from ..views import recall
 from . import Exercise, Verdict, right, wrong
-from ._common import missing_keys, shape_error
+from ._common import as_function, missing_keys, shape_error
 
 # 08.2: a fresh sample store, two retractions, then a session that starts on SESSION_DAY.
 RETRACTED = ("profile-001", "conversation-005")
@@ -116,11 +116,7 @@ def _withdraws_every_profile(
 
 
 def _inject_no_profile(answer: Any, store: Any = None) -> Verdict:
-    if not callable(answer):
-        raise shape_error(
-            "the answer should be a function that takes a store and acts on it",
-            "答案应是一个函数：它接收一个存储，并对它进行操作",
-        )
+    as_function(answer, "takes a store and acts on it", "接收一个存储，并对它进行操作")
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
         copies = {}
         if store is not None:
@@ -273,6 +269,14 @@ Exercise(
     ),
 ).register()
 
+# 08.2's answer, of which each wrong answer below changes one value.
+_SESSION = {
+    "injected": "profile-002",
+    "hits": ["conversation-006"],
+    "searched_records": 12,
+    "retracted_records": 1,
+}
+
 Exercise(
     id="08.2",
     title="a session after two retractions, predicted",
@@ -298,56 +302,13 @@ Exercise(
         '          "retracted_records": 1}'
     ),
     wrong_answers=(
-        (
-            {
-                "injected": None,
-                "hits": ["conversation-006"],
-                "searched_records": 12,
-                "retracted_records": 1,
-            },
-            "takes no as_of",
-        ),
-        (
-            {
-                "injected": "profile-002",
-                "hits": ["conversation-005", "conversation-006"],
-                "searched_records": 12,
-                "retracted_records": 1,
-            },
-            "never a hit",
-        ),
-        (
-            {
-                "injected": "profile-002",
-                "hits": ["conversation-006"],
-                "searched_records": 13,
-                "retracted_records": 1,
-            },
-            "left out before the search",
-        ),
-        (
-            {
-                "injected": "profile-002",
-                "hits": ["conversation-006"],
-                "searched_records": 11,
-                "retracted_records": 1,
-            },
-            "not searched at all",
-        ),
-        (
-            {
-                "injected": "profile-002",
-                "hits": ["conversation-006"],
-                "searched_records": 12,
-                "retracted_records": 2,
-            },
-            "not counted",
-        ),
+        ({**_SESSION, "injected": None}, "takes no as_of"),
+        ({**_SESSION, "hits": ["conversation-005", "conversation-006"]}, "never a hit"),
+        ({**_SESSION, "searched_records": 13}, "left out before the search"),
+        ({**_SESSION, "searched_records": 11}, "not searched at all"),
+        ({**_SESSION, "retracted_records": 2}, "not counted"),
         ({"injected": "profile-001"}, "needs the keys"),
-        (
-            {"injected": "profile-001", "hits": [], "searched_records": 12, "retracted_records": 1},
-            "is retracted",
-        ),
+        ({**_SESSION, "injected": "profile-001", "hits": []}, "is retracted"),
         (["profile-002"], "should be a dict"),
     ),
 ).register()

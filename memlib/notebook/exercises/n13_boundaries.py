@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...sample import SAMPLE_AS_OF
+from .._common import course_data
 from ..boundaries import BOUNDARIES, CHECKLIST, RESULT_ITEMS, audit_result, tampered_results
-from ..language import tr
 from . import Exercise, Verdict, right, wrong
-from ._common import sample_store
+from ._common import sample_store, shape_error
 
 
 @dataclass(frozen=True)
@@ -24,54 +24,11 @@ class Situation:
     why_zh: str
 
 
-# A wrong reply gives ``why``: what the situation is about, and which column of §1's table
-# to read it against. It never names the owning chapter (tests/course/test_findings_11_14).
+# From memlib/data/boundaries.json. A wrong reply gives ``why``: what the situation is about,
+# and which column of §1's table to read it against. It never names the owning chapter
+# (tests/course/test_findings_11_14).
 SITUATIONS: dict[str, Situation] = {
-    "A": Situation(
-        "Did the tool call made a minute ago in this session succeed, and what "
-        "exactly did it return?",
-        "event evidence",
-        "it asks what happened in this very session, a minute ago. In §1's table, find the "
-        "row whose core object is the evidence of events; such evidence may later become a "
-        "record's source, but reading it back is not recall",
-        "它问的是本次会话里一分钟前发生了什么。在 §1 的表中，找核心对象是事件证据的那一行；"
-        "这样的证据以后可能成为某条记录的来源，但回头读它并不是召回",
-    ),
-    "B": Situation(
-        "Does this repository's test suite need PostgreSQL 15?",
-        "durable project facts",
-        "it is a fact of one project, true for anyone who works on it — not of the user, and "
-        "not a piece of history. In §1's table, find the row whose owner is where a project "
-        "lives",
-        "这是某个项目的事实，对参与该项目的任何人都成立，既不属于用户，也不是一段历史。"
-        "在 §1 的表中，找所有者是项目所在之处的那一行",
-    ),
-    "C": Situation(
-        "Does this user want answers in German, whatever the project?",
-        "profile + explicit preferences",
-        "it is a default this user states for every project, an explicit preference. In §1's "
-        "table, read the core-object column for explicit preferences; a recalled profile "
-        "snapshot is not one",
-        "这是用户为所有项目声明的默认设置，一项显式偏好。在 §1 的表中，"
-        "看“核心对象”一列里哪一行是显式偏好；召回到的画像快照并不是显式偏好",
-    ),
-    "D": Situation(
-        "What did we decide about the retention policy back in June?",
-        "stored records + recall hits",
-        "it needs one piece of long-term history for the current question. In §1's table, "
-        'read the "answers" column: one row asks exactly that',
-        "它需要为当前问题找回一段长期历史。在 §1 的表中，看“回答的问题”一列："
-        "恰好有一行问的就是这个",
-    ),
-    "E": Situation(
-        "A search tool just returned 4 MB of log lines: how do they stay out of the prompt?",
-        "large tool outputs → pointers",
-        "it is about a tool's huge output, kept outside with only a pointer in the prompt. "
-        "In §1's table, find the row whose core object is large tool outputs; a recall only "
-        "keeps its own result small",
-        "它关心的是工具的巨大输出：放在外部，Prompt 中只留指针。在 §1 的表中，"
-        "找核心对象是大型工具输出的那一行；召回只负责让自己的结果保持精简",
-    ),
+    label: Situation(**row) for label, row in course_data("boundaries")["situations"].items()
 }
 CHAPTERS = tuple(b.chapter for b in BOUNDARIES)
 
@@ -84,11 +41,9 @@ def owner_of(situation: Situation) -> str:
 def _labelled(answer: Any, what: str) -> dict[str, Any]:
     if not isinstance(answer, Mapping):
         kind = type(answer).__name__
-        raise TypeError(
-            tr(
-                f"the answer should be a dict like {what}, not {kind}",
-                f"答案应是形如 {what} 的 dict，而不是 {kind}",
-            )
+        raise shape_error(
+            f"the answer should be a dict like {what}, not {kind}",
+            f"答案应是形如 {what} 的 dict，而不是 {kind}",
         )
     return {str(key).strip().upper(): value for key, value in answer.items()}
 
@@ -191,11 +146,9 @@ def _violated(answer: Any) -> Verdict:
         failing = [n for n, (ok, _) in audit.items() if not ok]
         number = given[label]
         if isinstance(number, bool) or not isinstance(number, int):
-            raise TypeError(
-                tr(
-                    f"{label} should be an item number (an int), not {number!r}",
-                    f"{label} 应是一个条目编号（int），而不是 {number!r}",
-                )
+            raise shape_error(
+                f"{label} should be an item number (an int), not {number!r}",
+                f"{label} 应是一个条目编号（int），而不是 {number!r}",
             )
         if number not in numbers:
             problems.append(

@@ -9,15 +9,15 @@ from typing import Any
 
 from ...engine import RecallEngine
 from ...errors import RemoteMemoryError
-from ...records import MemoryKind
+from ...records import MemoryKind, StoredMemory
+from ...result import RecallHit
 from ...sample import SAMPLE_AS_OF, fixed_clock, open_sample_store
 from ...stores._base import MemoryStore
 from ...stores.jsonl._store import RemoteMemoryStore
 from .._common import QUERY_ID
 from ..history import LATER_AS_OF, RETENTION_ITEM, history_store
-from ..language import tr
 from . import Exercise, Verdict, right, wrong
-from ._common import as_number, missing_keys
+from ._common import as_function, as_number, missing_keys, shape_error
 
 # 14.1: a fresh sample store; conversation-006 for "embedding reranker" at limit 1.
 TIE_QUERY = "embedding reranker"
@@ -112,21 +112,25 @@ def _predict_explain(answer: Any) -> Verdict:
 # -- 14.2 -------------------------------------------------------------------------------------
 
 
+def _later_hits(
+    store: MemoryStore, query: str, limit: int, **options: Any
+) -> tuple[RecallHit, ...]:
+    """A recall at ``LATER_AS_OF`` with the notebooks' query id (``options``: known_at …)."""
+    engine = RecallEngine(store)
+    return engine.recall(query, limit=limit, as_of=LATER_AS_OF, query_id=QUERY_ID, **options).hits
+
+
 def _known_hits() -> list[str]:
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
-        result = RecallEngine(history_store(root)).recall(
-            PAST_QUERY, limit=PAST_LIMIT, as_of=LATER_AS_OF, query_id=QUERY_ID, known_at=KNOWN_AT
-        )
-    return [h.memory_id for h in result.hits]
+        hits = _later_hits(history_store(root), PAST_QUERY, PAST_LIMIT, known_at=KNOWN_AT)
+    return [h.memory_id for h in hits]
 
 
 def _predict_known_at(answer: Any) -> Verdict:
     if isinstance(answer, str) or not isinstance(answer, list | tuple):
-        raise TypeError(
-            tr(
-                "the answer should be the list of hit memory ids, in rank order",
-                "答案应是命中的 memory_id 列表，按名次排列",
-            )
+        raise shape_error(
+            "the answer should be the list of hit memory ids, in rank order",
+            "答案应是命中的 memory_id 列表，按名次排列",
         )
     hits = list(answer)
     want = _known_hits()
@@ -178,13 +182,7 @@ def _copy_of(folder: Path) -> RemoteMemoryStore:
 
 
 def _replace_retention(answer: Any) -> Verdict:
-    if not callable(answer):
-        raise TypeError(
-            tr(
-                "the answer should be a function that takes a store and acts on it",
-                "答案应是一个函数：接收一个存储，并对它进行操作",
-            )
-        )
+    as_function(answer, "takes a store and acts on it", "接收一个存储，并对它进行操作")
     new_id = RETENTION_ITEM["memory_id"]
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
         store = _copy_of(Path(root))
@@ -235,17 +233,8 @@ def _replaced(store: MemoryStore, before: tuple[Any, ...], new_id: str) -> Verdi
             zh="两条记录没有互相指向：retract 和 append 是两次写入，没有任何链接——"
             "supersede 在一个批次里写入两者，并双向链接",
         )
-    engine = RecallEngine(store)
-    now = [
-        h.memory_id
-        for h in engine.recall(RETENTION_QUERY, limit=5, as_of=LATER_AS_OF, query_id=QUERY_ID).hits
-    ]
-    then = [
-        h.memory_id
-        for h in engine.recall(
-            RETENTION_QUERY, limit=5, as_of=LATER_AS_OF, query_id=QUERY_ID, known_at=SAMPLE_AS_OF
-        ).hits
-    ]
+    now = [h.memory_id for h in _later_hits(store, RETENTION_QUERY, 5)]
+    then = [h.memory_id for h in _later_hits(store, RETENTION_QUERY, 5, known_at=SAMPLE_AS_OF)]
     if REPLACED in now or new_id not in now or REPLACED not in then:
         return wrong(
             "recall should show the new record now and the old one before the change",
@@ -265,11 +254,7 @@ def _replaced(store: MemoryStore, before: tuple[Any, ...], new_id: str) -> Verdi
 def _floor_facts() -> list[tuple[str, float, float]]:
     """The unfloored hits of 14.4's recall: (memory_id, score, lexical coverage)."""
     with tempfile.TemporaryDirectory(prefix="memlib-grader-") as root:
-        hits = (
-            RecallEngine(history_store(root))
-            .recall(PAST_QUERY, limit=FLOOR_LIMIT, as_of=LATER_AS_OF, query_id=QUERY_ID)
-            .hits
-        )
+        hits = _later_hits(history_store(root), PAST_QUERY, FLOOR_LIMIT)
     return [(h.memory_id, h.score, h.score_breakdown.lexical_coverage) for h in hits]
 
 
@@ -381,6 +366,12 @@ Exercise(
     ),
 ).register()
 
+
+def _withdraw(store: MemoryStore) -> StoredMemory:
+    """A wrong answer to 14.3, alone or before an append: only the retraction."""
+    return store.retract(REPLACED, reason="r", source=RETENTION_ITEM["source"])
+
+
 Exercise(
     id="14.3",
     title="replace a memory and keep its history",
@@ -410,17 +401,8 @@ Exercise(
     ),
     wrong_answers=(
         (lambda s: s.append(**RETENTION_ITEM), "still stands"),
-        (
-            lambda s: (
-                s.retract(REPLACED, reason="r", source=RETENTION_ITEM["source"]),
-                s.append(**RETENTION_ITEM),
-            ),
-            "do not name each other",
-        ),
-        (
-            lambda s: s.retract(REPLACED, reason="r", source=RETENTION_ITEM["source"]),
-            "nothing replaces it",
-        ),
+        (lambda s: (_withdraw(s), s.append(**RETENTION_ITEM)), "do not name each other"),
+        (_withdraw, "nothing replaces it"),
         (
             lambda s: s.supersede("conversation-001", dict(RETENTION_ITEM), reason="r"),
             "not conversation-009",

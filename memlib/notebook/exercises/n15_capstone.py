@@ -1,20 +1,18 @@
 """Exercises of ``15_capstone.ipynb``, and the bundled example they grade.
 
 The capstone's notebook writes its notes and questions in its own cells, so a learner can
-replace them; the graders hold the same example here (one per edition: the zh notebook's
-notes are in Chinese), and a test keeps the two equal. Every expected value is computed
-from the library over that example: ``RecallEngine.recall`` for the hits and
-``memlib.eval.locomo.question_recall`` for each question's R@k, as the notebook does.
+replace them; the graders hold the same example in ``memlib/data/capstone.json`` (one per
+edition: the zh notebook's notes are in Chinese), and a test keeps the two equal. Every
+expected value is computed from the library over that example: ``RecallEngine.recall`` for
+the hits and ``memlib.eval.locomo.question_recall`` for each question's R@k, as the
+notebook does.
 The truth of a question (the notes that answer it) is the one thing written by hand: it
 is a judgement of the notes, not a result of the memory.
 """
 
 from __future__ import annotations
 
-import atexit
 import functools
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,9 +24,11 @@ from ...eval.locomo import question_recall
 from ...sample import fixed_clock
 from ...stores import open_store
 from ...stores._base import MemoryStore
+from .._common import course_data
 from ..language import language
+from ..views import HYBRID_HASHING, explored_rankers
 from . import Exercise, Verdict, right, wrong
-from ._common import as_number, missing_keys
+from ._common import as_number, missing_keys, private_folder
 
 # The notebook's fixed clocks: the "now" of every recall, and the store's own clock.
 AS_OF = datetime(2026, 9, 1, 12, tzinfo=UTC)
@@ -40,126 +40,19 @@ TOLERANCE = 0.005  # a share rounded to two places is still the share
 
 Note = tuple[str, str, str]  # (memory_id, captured_at, text)
 
+_EXAMPLE = course_data("capstone")
 NOTES: Mapping[str, tuple[Note, ...]] = {
-    "en": (
-        (
-            "note-01",
-            "2026-06-02T18:00:00Z",
-            "Bike service: the tyres are 700x28c, pumped to 6 bar. Next service in October.",
-        ),
-        (
-            "note-02",
-            "2026-06-10T20:00:00Z",
-            "Book club: we agreed to meet on the first Thursday of every month, at Maya's flat.",
-        ),
-        (
-            "note-03",
-            "2026-06-18T09:00:00Z",
-            "Sam asked what we decided about the kitchen paint. We did not decide; "
-            "we will talk about it again in July.",
-        ),
-        (
-            "note-04",
-            "2026-06-25T12:00:00Z",
-            "Dentist appointment moved to 14 July at 8:15. Bring the insurance card.",
-        ),
-        (
-            "note-05",
-            "2026-07-01T19:00:00Z",
-            "Guest Wi-Fi at the cabin: network cabin-guest, the password is on the fridge.",
-        ),
-        (
-            "note-06",
-            "2026-07-04T21:00:00Z",
-            "Trip to Vienna: we will take the night train on 12 September, not a plane.",
-        ),
-        (
-            "note-07",
-            "2026-07-09T08:00:00Z",
-            "What did Ana say about the budget? She said we should decide about it after the trip.",
-        ),
-        (
-            "note-08",
-            "2026-07-15T17:00:00Z",
-            "Volvo MOT: 30 October. Garage on Mill Road has a slot.",
-        ),
-        (
-            "note-09",
-            "2026-07-20T10:00:00Z",
-            "Water the basil every two days and the fern once a week while I am away.",
-        ),
-        (
-            "note-10",
-            "2026-07-28T16:00:00Z",
-            "Decided: the kitchen will be painted sage green, Sam agreed.",
-        ),
-        (
-            "note-11",
-            "2026-08-05T11:00:00Z",
-            "Passport expires in March 2027: renew it before the Vienna trip.",
-        ),
-        (
-            "note-12",
-            "2026-08-20T09:30:00Z",
-            "Did we decide who feeds the cat? Yes: Leo feeds the cat while we are in Vienna.",
-        ),
-    ),
-    "zh": (
-        (
-            "note-01",
-            "2026-06-02T18:00:00Z",
-            "自行车保养：轮胎是 700x28c，打气到 6 bar。下次保养在十月。",
-        ),
-        ("note-02", "2026-06-10T20:00:00Z", "读书会：我们约定每月第一个星期四在玛雅家见面。"),
-        (
-            "note-03",
-            "2026-06-18T09:00:00Z",
-            "小山问我们对厨房油漆做了什么决定。我们还没有决定，七月再商量。",
-        ),
-        ("note-04", "2026-06-25T12:00:00Z", "牙医预约改到 7 月 14 日 8:15，记得带医保卡。"),
-        (
-            "note-05",
-            "2026-07-01T19:00:00Z",
-            "小屋的访客 Wi-Fi：网络名 cabin-guest，密码贴在冰箱上。",
-        ),
-        ("note-06", "2026-07-04T21:00:00Z", "维也纳之行：我们 9 月 12 日坐夜车去，不坐飞机。"),
-        ("note-07", "2026-07-09T08:00:00Z", "安娜对预算说了什么？她说我们应该旅行回来再决定。"),
-        ("note-08", "2026-07-15T17:00:00Z", "沃尔沃年审：十月三十日，磨坊路的修理厂有空位。"),
-        ("note-09", "2026-07-20T10:00:00Z", "我不在家时，罗勒每两天浇一次，蕨类每周浇一次。"),
-        ("note-10", "2026-07-28T16:00:00Z", "定了：厨房刷鼠尾草绿色的油漆，小山同意了。"),
-        ("note-11", "2026-08-05T11:00:00Z", "护照 2027 年 3 月到期：维也纳之行前去续办。"),
-        (
-            "note-12",
-            "2026-08-20T09:30:00Z",
-            "我们决定谁喂猫了吗？决定了：我们出门旅行期间由小李喂猫。",
-        ),
-    ),
+    lang: tuple((memory_id, at, text) for memory_id, at, text in notes)
+    for lang, notes in _EXAMPLE["notes"].items()
 }
-
 QUESTIONS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
-    "en": {
-        "What size are the bike tyres?": ("note-01",),
-        "What did we decide about the kitchen paint?": ("note-10",),
-        "When is the car inspection due?": ("note-08",),
-        "Who feeds the cat while we are away?": ("note-12",),
-        "What must be sorted out before the Vienna trip?": ("note-11", "note-12"),
-        "Which plants need water while I am away?": ("note-09",),
-    },
-    "zh": {
-        "自行车轮胎是多大的？": ("note-01",),
-        "我们对厨房油漆做了什么决定？": ("note-10",),
-        "汽车检验什么时候到期？": ("note-08",),
-        "我们不在家时谁喂猫？": ("note-12",),
-        "维也纳之行前要办好哪些事？": ("note-11", "note-12"),
-        "我不在家时哪些植物要浇水？": ("note-09",),
-    },
+    lang: {question: tuple(truth) for question, truth in questions.items()}
+    for lang, questions in _EXAMPLE["questions"].items()
 }
 
 # 15.1: a question the learner writes the truth of.
 NEW_QUESTION = {"en": "What is planned for October?", "zh": "十月有什么安排？"}
 NEW_TRUTH = ("note-01", "note-08")
-# 15.3: what the learner may choose from (the notebook's views.explored_rankers()).
-HYBRID_HASHING = "hybrid (hashing)"
 
 
 def note_items(notes: Sequence[Note]) -> list[dict[str, Any]]:
@@ -184,19 +77,14 @@ def note_items(notes: Sequence[Note]) -> list[dict[str, Any]]:
 @functools.cache
 def example_store(lang: str) -> MemoryStore:
     """The bundled example of edition ``lang`` in a private folder, removed at exit."""
-    root = tempfile.mkdtemp(prefix="memlib-grader-")
-    atexit.register(shutil.rmtree, root, True)
-    store = open_store(
-        f"jsonl:{Path(root) / 'notes.jsonl'}", user_id=USER_ID, clock=fixed_clock(STORED_AT)
-    )
+    path = Path(private_folder()) / "notes.jsonl"
+    store = open_store(f"jsonl:{path}", user_id=USER_ID, clock=fixed_clock(STORED_AT))
     store.append_many(note_items(NOTES[lang]))
     return store
 
 
 def rankers() -> dict[str, Any]:
     """The rankers 15.3 chooses from, by the notebook's labels (no model download)."""
-    from ..views import explored_rankers
-
     return explored_rankers()
 
 
