@@ -32,10 +32,11 @@ from .records import (
     StoredMemory,
     format_timestamp,
     parse_timestamp,
+    project_name,
     record_from_item,
     record_json,
 )
-from .stores._base import IdLookup, MemoryStore, records_by_id_of
+from .stores._base import BaseMemoryStore, IdLookup, MemoryStore, records_by_id_of
 
 DEFAULT_BATCH = 5_000
 # Ids named in an error line; a re-import of 10,000 records must not print them all.
@@ -90,8 +91,10 @@ def _line(data: Any, number: int, user_scope: str, project: str | None = None) -
     name = shown_name(str(data.get("memory_id")))
     if "user_scope" in data and data["user_scope"] != user_scope:
         raise _fail(number, f"memory {name} belongs to another user scope")
-    if data.get("project", project) != project:
-        raise _fail(number, f"memory {name} belongs to another project")
+    if (theirs := data.get("project", project)) != project:
+        held = "no project" if theirs is None else f"project {shown_name(str(theirs))}"
+        ours = "no project" if project is None else f"project {shown_name(project)}"
+        raise _fail(number, f"project: memory {name} is of {held}; the store is opened in {ours}")
     data = {k: v for k, v in data.items() if k != "project"}  # the store's own, checked
     if "stored_at" in data:
         return _exported(data, number)
@@ -143,18 +146,40 @@ def read_import_items(
 
 
 def _read_lines(
-    path: str | os.PathLike[str], user_scope: str, project: str | None = None
+    path: str | os.PathLike[str],
+    user_scope: str,
+    project: str | None = None,
+    *,
+    others: bool = False,
 ) -> Iterator[_Line]:
+    """The lines of ``path``; another project's are refused, or skipped with ``others``."""
+    for number, data in _json_lines(path):
+        if others and isinstance(data, dict) and data.get("project") != project:
+            continue
+        yield _line(data, number, user_scope, project)
+
+
+def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise RemoteMemoryError(f"cannot read {path}: {exc.strerror}") from None
     with handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            data = loads_input_line(raw, f"line {number}")
-            yield _line(data, number, user_scope, project)
+            if raw.strip():
+                yield number, loads_input_line(raw, f"line {number}")
+
+
+def _projects_in(path: str | os.PathLike[str]) -> list[str | None]:
+    """The projects the lines of ``path`` name (None: none), in the order they come."""
+    found: dict[str | None, None] = {}
+    for number, data in _json_lines(path):
+        theirs = data.get("project") if isinstance(data, dict) else None
+        try:
+            found.setdefault(None if theirs is None else project_name(theirs))
+        except RemoteMemoryValidationError as exc:
+            raise _fail(number, f"project: {exc}") from None
+    return list(found)
 
 
 def _record(line: _Line, user_scope: str) -> StoredMemory:
@@ -373,23 +398,55 @@ def import_jsonl(
     batch_size: int = DEFAULT_BATCH,
     progress: bool = False,
     clock: ReplayClock | None = None,
+    all_projects: bool = False,
 ) -> ImportReport:
     """Check every line of ``path``, then append them all in batches of ``batch_size``.
     ``clock``: the ``ReplayClock`` ``store`` was opened with, so exported records keep
-    their ``stored_at`` (without it they are stored at the store's own time)."""
+    their ``stored_at`` (without it they are stored at the store's own time).
+    [beyond] A store opened for a project (docs/contract.md, "Projects") takes its own
+    records only; ``all_projects``: each record goes to its project of ``store``'s user,
+    every project checked before the first write."""
     if batch_size < 1:
         raise RemoteMemoryValidationError("batch size must be at least 1")
-    scope = store.user_scope
-    # [beyond] A store opened for a project (docs/contract.md, "Projects") takes its own.
-    project: str | None = getattr(store, "project", None)
-    checker = _Checker(scope)
-    with _bar(None, "checking", progress) as bar:
-        for line in _read_lines(path, scope, project):
+    own: str | None = getattr(store, "project", None)
+    if not all_projects:
+        ids = _check(store, path, own, False, progress)
+        return _write_all(
+            store, _read_lines(path, store.user_scope, own), len(ids), batch_size, progress, clock
+        )
+    if not isinstance(store, BaseMemoryStore):
+        raise RemoteMemoryValidationError(f"{type(store).__name__} has no projects")
+    stores = {p: store if p == own else store.in_project(p) for p in _projects_in(path)}
+    try:
+        counts = {p: len(_check(part, path, p, True, progress)) for p, part in stores.items()}
+        reports = [
+            _write_all(
+                part,
+                _read_lines(path, store.user_scope, p, others=True),
+                counts[p],
+                batch_size,
+                progress,
+                clock,
+            )
+            for p, part in stores.items()
+        ]
+    finally:
+        for part in stores.values():
+            if part is not store:
+                part.close()
+    return ImportReport(sum(r.records for r in reports), sum(r.batches for r in reports))
+
+
+def _check(
+    store: MemoryStore, path: str | os.PathLike[str], project: str | None, others: bool, bar: bool
+) -> list[str]:
+    """Pass 1 over the lines of ``project``: the ids to write, in file order."""
+    checker = _Checker(store.user_scope)
+    with _bar(None, "checking", bar) as shown:
+        for line in _read_lines(path, store.user_scope, project, others=others):
             checker.add(line)
-            bar.update()
-    ids = checker.finish(store)
-    lines = _read_lines(path, scope, project)
-    return _write_all(store, lines, len(ids), batch_size, progress, clock)
+            shown.update()
+    return checker.finish(store)
 
 
 def _write_all(

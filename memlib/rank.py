@@ -46,7 +46,9 @@ def rank_scored_candidates(
             memory_id=candidate.record.memory_id,
             rank=rank,
             snippet=candidate.record.summary,
-            scope=RecallScope(candidate.record.user_scope, candidate.record.kind),
+            scope=RecallScope(
+                candidate.record.user_scope, candidate.record.kind, candidate.record.project
+            ),
             provenance=candidate.record.source,
             score_breakdown=breakdown,
         )

@@ -24,9 +24,14 @@ EMPTY_REASON_BELOW_MIN_SCORE = "below_min_score"
 class RecallScope:
     user_scope: str
     memory_kind: MemoryKind
+    # [beyond] The hit's project (docs/contract.md, "Projects"); None: none, and no key.
+    project: str | None = None
 
     def to_dict(self) -> dict[str, str]:
-        return {"user_scope": self.user_scope, "memory_kind": self.memory_kind.value}
+        out = {"user_scope": self.user_scope, "memory_kind": self.memory_kind.value}
+        if self.project is not None:
+            out["project"] = self.project
+        return out
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,14 @@ The tools ``recall_history`` (the agent's own handler), ``remember`` (safe to re
 names similar records), ``update``, ``list``, ``forget`` and ``explain`` (docs/mcp.md), the
 resource ``memlib://profile`` (``""`` when the scope has none: never a placeholder a model
 could take for data) and the prompt ``session_start``. The user scope is fixed when the
-server starts and no tool takes a user. Every answer has a bound in characters
-(``ANSWER_MAX_CHARS``, in each tool's description). A refusal is a tool result with
-``isError: true`` and one line of visible text, so the session goes on. Both transports
-refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed; HTTP answers 401 without
-the bearer token, so another account on the machine cannot read the memory.
+server starts and no tool takes a user; so is its project, if any (``--project``,
+``$MEMLIB_PROJECT`` or, on stdio, the client's first workspace root; docs/mcp.md,
+"Projects"), which a read leaves only when asked (``all_projects``). Every answer has a
+bound in characters (``ANSWER_MAX_CHARS``, in each tool's description). A refusal is a
+tool result with ``isError: true`` and one line of visible text, so the session goes on.
+Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed; HTTP
+answers 401 without the bearer token, so another account on the machine cannot read the
+memory.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import PurePosixPath
 from typing import Any, Literal, TypeAlias
+from urllib.parse import unquote, urlparse
 
 import anyio
 import anyio.to_thread
@@ -39,7 +45,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
 from .._visible import shown_name, visible
@@ -54,6 +60,7 @@ from ..normalize import QUERY_MAX_CHARS
 from ..records import (
     LIMITS,
     MEMORY_ID_MAX,
+    PROJECT_MAX,
     MemoryKind,
     MemorySource,
     StoredMemory,
@@ -61,11 +68,13 @@ from ..records import (
     format_timestamp,
     memory_id_of,
     parse_timestamp,
+    project_name,
     reason_text,
     record_from_item,
 )
 from ..render import render_remote_profile
-from ..stores._base import MemoryStore, records_by_id_of
+from ..stores._base import BaseMemoryStore, MemoryStore, records_by_id_of
+from ..stores._projects import all_projects_of
 from .prompt import build_system_prompt
 from .tools import (
     DEFAULT_LIMIT,
@@ -74,6 +83,7 @@ from .tools import (
     RECALL_HISTORY_INPUT_SCHEMA,
     STORE_ERROR_PREFIX,
     ToolOutcome,
+    all_projects_flag,
     check_input,
     clip_shown,
     error_outcome,
@@ -167,14 +177,17 @@ FIELD_BUDGETS: Mapping[str, int] = {
     "source_id": 200,
     "source_type": 120,
 }
-# A record's keys, scope, kind, timestamps and "clipped" list, and its (at most three)
-# ids shown whole: memory_id and two of retracts / supersedes / superseded_by.
-NOTE_MAX_CHARS = sum(FIELD_BUDGETS.values()) + 3 * ID_SHOWN_MAX + 700
+# A project's name: no escape of visible() (docs/contract.md, "Projects"), JSON's \" and
+# \\ at most, and its key.
+PROJECT_SHOWN_MAX = 2 * PROJECT_MAX + 20
+# A record's keys, scope, kind, timestamps and "clipped" list, its (at most three) ids
+# shown whole (memory_id and two of retracts / supersedes / superseded_by), its project.
+NOTE_MAX_CHARS = sum(FIELD_BUDGETS.values()) + 3 * ID_SHOWN_MAX + 700 + PROJECT_SHOWN_MAX
 SIMILAR_SUMMARY_BUDGET = 300
 SIMILAR_ENTRY_MAX_CHARS = ID_SHOWN_MAX + SIMILAR_SUMMARY_BUDGET + 120
 LIST_ENTRY_SUMMARY_BUDGET = 200
 # A cursor: "c1." and base64 of the UTF-8 JSON ["stored_at", "memory_id"] (an id is at
-# most 800 bytes).
+# most 800 bytes), and the project's 16-hex-digit hash after them when it has one.
 CURSOR_MAX_CHARS = 1_200
 
 # remember's "similar": the records a content-word cosine (``note_similarity``) puts at
@@ -255,6 +268,12 @@ LIST_DESCRIPTION = (
     "records stored at or after that instant; kind keeps one kind. A page holds at most "
     "limit entries and at most {max_chars} characters."
 )
+# [beyond] recall_history, list and explain stay inside the server's project unless asked.
+ALL_PROJECTS_FIELD: Mapping[str, Any] = {
+    "type": "boolean",
+    "default": False,
+    "description": "Read every project of the user, not only this session's (default false).",
+}
 LIST_INPUT_SCHEMA = object_schema(
     {
         "since": {
@@ -279,6 +298,7 @@ LIST_INPUT_SCHEMA = object_schema(
             "description": f"Most entries on the page, 1-{LIST_LIMIT_MAX} "
             f"(default {LIST_LIMIT_DEFAULT}).",
         },
+        "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD)),
     }
 )
 
@@ -354,9 +374,14 @@ EXPLAIN_INPUT_SCHEMA = object_schema(
         "query": copy.deepcopy(_RECALL_FIELDS["query"]),
         "memory_id": string_field(MEMORY_ID_MAX, "The memory_id of the record to explain."),
         "limit": copy.deepcopy(_RECALL_FIELDS["limit"]),
+        "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD)),
     },
     "query",
     "memory_id",
+)
+MCP_RECALL_INPUT_SCHEMA = object_schema(
+    {**copy.deepcopy(_RECALL_FIELDS), "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD))},
+    "query",
 )
 
 
@@ -386,7 +411,7 @@ class ToolSpec:
 TOOLS: tuple[ToolSpec, ...] = tuple(
     ToolSpec(name, _bounded(description, name), schema, read_only, destructive)
     for name, description, schema, read_only, destructive in (
-        (RECALL_HISTORY, MCP_RECALL_DESCRIPTION, RECALL_HISTORY_INPUT_SCHEMA, True, False),
+        (RECALL_HISTORY, MCP_RECALL_DESCRIPTION, MCP_RECALL_INPUT_SCHEMA, True, False),
         (REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, False, False),
         (UPDATE, UPDATE_DESCRIPTION, UPDATE_INPUT_SCHEMA, False, True),
         (LIST, LIST_DESCRIPTION, LIST_INPUT_SCHEMA, True, False),
@@ -429,7 +454,8 @@ def _instant(value: str, name: str) -> str:
 
 class MemoryTools:
     """The tools, the profile and the session prompt over one store. One call runs
-    at a time (a lock): a store is never used by two threads, query ids follow the calls."""
+    at a time (a lock): a store is never used by two threads, query ids follow the calls.
+    ``roots``: take the project from the client's first workspace root (``use_root``)."""
 
     def __init__(
         self,
@@ -437,14 +463,35 @@ class MemoryTools:
         *,
         as_of: datetime | None = None,
         query_id_prefix: str | None = None,
+        roots: bool = False,
     ) -> None:
         self.engine = engine
         self.store: MemoryStore = engine.store
         self.as_of = as_of
         self.query_id_prefix = query_id_prefix
+        self.wants_roots = roots
         self._similar_engine = RecallEngine(self.store, ranker=SIMILAR_RANKER)
         self._queries = 0
         self._lock = threading.Lock()
+
+    def use_root(self, uris: Sequence[str]) -> None:
+        """[beyond] Serve the project named by the last segment of the first root's path
+        (``file:///home/me/my%20app``: ``my app``); a name ``project_name`` refuses leaves
+        the server without a project, said in one line on stderr."""
+        if not uris or not isinstance(self.store, BaseMemoryStore):
+            return
+        name = PurePosixPath(unquote(urlparse(uris[0]).path)).name
+        try:
+            project = project_name(name)
+        except RemoteMemoryValidationError as exc:
+            print(f"memlib mcp: no project from the workspace root: {exc}", file=sys.stderr)
+            return
+        with self._lock:
+            self.store = self.store.in_project(project)
+            self.engine = RecallEngine(
+                self.store, ranker=self.engine.ranker, min_score=self.engine.min_score
+            )
+            self._similar_engine = RecallEngine(self.store, ranker=SIMILAR_RANKER)
 
     def check_store(self) -> None:
         """Read the scope once, so a store that cannot be read fails before serving."""
@@ -464,6 +511,7 @@ class MemoryTools:
                         as_of=self.as_of,
                         query_id=self._query_id(),
                         max_chars=ANSWER_MAX_CHARS[RECALL_HISTORY],
+                        schema=MCP_RECALL_INPUT_SCHEMA,
                     )
                 handler: Callable[[dict[str, Any]], ToolOutcome] = getattr(self, f"_{name}")
                 outcome = guarded(lambda: handler(_checked(name, arguments)))
@@ -600,11 +648,12 @@ class MemoryTools:
 
     def _list(self, arguments: dict[str, Any]) -> ToolOutcome:
         page = _ListPage.of(arguments)
-        # A store may keep the few profiles and retractions apart (JSONL does): a list of
-        # those does not read the conversation records.
-        records = self.store.read_all() if page.kind is None else self.store.records(page.kind)
-        retractions = self.store.records(MemoryKind.RETRACTION)
-        retracted = {r.retracts for r in retractions if r.retracts is not None}
+        with _projects(self.store, all_projects_flag(arguments)) as store:
+            # A store may keep the few profiles and retractions apart (JSONL does): a list
+            # of those does not read the conversation records.
+            records = store.read_all() if page.kind is None else store.records(page.kind)
+            retractions = store.records(MemoryKind.RETRACTION)
+        retracted = {(r.project, r.retracts) for r in retractions if r.retracts is not None}
         keyed = ((_order_key(r), r) for r in records)
         chosen = [
             (key, r)
@@ -616,9 +665,9 @@ class MemoryTools:
         chosen.sort(key=lambda pair: pair[0], reverse=True)
         entries: list[dict[str, Any]] = []
         used = len('{"entries": [], "next_cursor": "", "more": false}') + CURSOR_MAX_CHARS
-        last: tuple[str, str] | None = None
+        last: tuple[str, ...] | None = None
         for key, record in chosen[: page.limit]:
-            entry = _list_entry(record, record.memory_id in retracted)
+            entry = _list_entry(record, (record.project, record.memory_id) in retracted)
             size = len(_json_text(entry)) + 2
             if used + size > ANSWER_MAX_CHARS[LIST]:
                 break
@@ -648,6 +697,7 @@ class MemoryTools:
             limit=arguments.get("limit", DEFAULT_LIMIT),
             as_of=self.as_of,
             query_id=self._query_id(),
+            all_projects=all_projects_flag(arguments),
         )
         text = visible(explanation.to_json(), "json")
         if len(text) > ANSWER_MAX_CHARS[EXPLAIN]:
@@ -796,7 +846,7 @@ def _list_entry(record: StoredMemory, retracted: bool) -> dict[str, Any]:
         "captured_at": record.source.captured_at,
         "summary": _clip(record.summary, LIST_ENTRY_SUMMARY_BUDGET),
     }
-    for link in ("retracts", "supersedes", "superseded_by"):
+    for link in ("retracts", "supersedes", "superseded_by", "project"):
         if (value := getattr(record, link)) is not None:
             entry[link] = value
     if retracted:
@@ -811,10 +861,27 @@ def _json_text(data: object) -> str:
 _CURSOR_PREFIX = "c1."
 
 
-def _order_key(record: StoredMemory) -> tuple[str, str]:
-    """``(stored_at, memory_id)`` as strings that sort in time order: a canonical
-    instant drops trailing zeros of its fraction, so the fraction is padded back."""
-    return _instant_key(record.stored_at), record.memory_id
+def _order_key(record: StoredMemory) -> tuple[str, ...]:
+    """``(stored_at, memory_id)`` as strings that sort in time order (a canonical instant
+    drops trailing zeros of its fraction, so the fraction is padded back), and a hash of
+    the project when there is one: two projects may hold one id."""
+    key = (_instant_key(record.stored_at), record.memory_id)
+    if record.project is None:
+        return key
+    return (*key, hashlib.sha256(record.project.encode("utf-8")).hexdigest()[:16])
+
+
+@contextlib.contextmanager
+def _projects(store: MemoryStore, every: bool) -> Iterator[MemoryStore]:
+    """``store``, or the view of every project of its user (closed after the call)."""
+    if not every:
+        yield store
+        return
+    view = all_projects_of(store)
+    try:
+        yield view
+    finally:
+        view.close()
 
 
 def _instant_key(stamp: str) -> str:
@@ -822,7 +889,7 @@ def _instant_key(stamp: str) -> str:
     return f"{head}.{fraction:0<6}"
 
 
-def _cursor_of(key: tuple[str, str]) -> str:
+def _cursor_of(key: tuple[str, ...]) -> str:
     raw = json.dumps(list(key), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
@@ -830,7 +897,7 @@ def _cursor_of(key: tuple[str, str]) -> str:
 _CURSOR_REFUSED = "cursor is not a next_cursor of list: start again without one"
 
 
-def _cursor_key(cursor: str) -> tuple[str, str]:
+def _cursor_key(cursor: str) -> tuple[str, ...]:
     if not cursor.startswith(_CURSOR_PREFIX):
         raise RemoteMemoryValidationError(_CURSOR_REFUSED)
     body = cursor[len(_CURSOR_PREFIX) :]
@@ -840,11 +907,11 @@ def _cursor_key(cursor: str) -> tuple[str, str]:
         raise RemoteMemoryValidationError(_CURSOR_REFUSED) from None
     if (
         not isinstance(value, list)
-        or len(value) != 2
+        or len(value) not in (2, 3)
         or not all(isinstance(part, str) for part in value)
     ):
         raise RemoteMemoryValidationError(_CURSOR_REFUSED)
-    return value[0], value[1]
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -854,7 +921,7 @@ class _ListPage:
     limit: int
     kind: MemoryKind | None
     since: str | None
-    after: tuple[str, str] | None
+    after: tuple[str, ...] | None
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> _ListPage:
@@ -889,6 +956,17 @@ def build_server(memory: MemoryTools) -> Server[Any]:
     async def run(function: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(function)
 
+    roots_asked = anyio.Lock()
+
+    async def settle(ctx: _Context) -> None:
+        """Before the first call that reads the memory: the project of the client's
+        workspace roots, when the server wants it (``MemoryTools.wants_roots``)."""
+        async with roots_asked:
+            if memory.wants_roots:
+                memory.wants_roots = False
+                uris = await _workspace_roots(ctx)
+                await run(partial(memory.use_root, uris))
+
     async def list_tools(ctx: _Context, params: _Page) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[spec.to_tool() for spec in TOOLS])
 
@@ -899,6 +977,7 @@ def build_server(memory: MemoryTools) -> Server[Any]:
                 code=types.INVALID_PARAMS,
                 message=f"unknown tool: {shown_name(params.name)}; tools: {', '.join(_SPECS)}",
             )
+        await settle(ctx)
         outcome: ToolOutcome = await run(partial(memory.call, params.name, params.arguments))
         return types.CallToolResult(
             content=[types.TextContent(text=outcome.content)], is_error=outcome.is_error
@@ -915,6 +994,7 @@ def build_server(memory: MemoryTools) -> Server[Any]:
     ) -> types.ReadResourceResult:
         if params.uri != PROFILE_URI:
             raise MCPError(code=types.INVALID_PARAMS, message=f"no such resource: {params.uri}")
+        await settle(ctx)
         text = await run(partial(_or_protocol_error, memory.profile_text))
         contents = types.TextResourceContents(uri=PROFILE_URI, mime_type="text/plain", text=text)
         return types.ReadResourceResult(contents=[contents])
@@ -930,6 +1010,7 @@ def build_server(memory: MemoryTools) -> Server[Any]:
             raise MCPError(code=types.INVALID_PARAMS, message=f"no such prompt: {params.name}")
         if params.arguments:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{SESSION_START} takes no arguments")
+        await settle(ctx)
         text = await run(partial(_or_protocol_error, memory.session_prompt))
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description=SESSION_START_DESCRIPTION, messages=[message])
@@ -948,6 +1029,21 @@ def build_server(memory: MemoryTools) -> Server[Any]:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+
+
+async def _workspace_roots(ctx: _Context) -> list[str]:
+    """The client's workspace roots (``roots/list``), none when it offers none."""
+    offered = ctx.session.client_capabilities
+    if offered is None or offered.roots is None:
+        return []
+    try:
+        with warnings.catch_warnings():  # deprecated in the 2026-07-28 protocol
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            roots = (await ctx.session.list_roots()).roots
+    except (MCPError, ValueError) as exc:  # ValueError: pydantic's, a bad answer
+        print(f"memlib mcp: no project from the workspace roots: {exc}", file=sys.stderr)
+        return []
+    return [str(root.uri) for root in roots]
 
 
 def _or_protocol_error(read: Callable[[], str]) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "ERROR_MAX_CHARS",
     "STORE_ERROR_PREFIX",
     "ToolOutcome",
+    "all_projects_flag",
     "clip_shown",
     "error_outcome",
     "fit_recall",
@@ -132,6 +133,14 @@ def check_input(tool: str, schema: Mapping[str, Any], tool_input: object) -> dic
     return dict(tool_input)
 
 
+def all_projects_flag(given: Mapping[str, Any]) -> bool:
+    """A call's ``all_projects`` (default false), refused unless true or false."""
+    value = given.get("all_projects", False)
+    if not isinstance(value, bool):
+        raise RemoteMemoryValidationError("all_projects must be true or false")
+    return value
+
+
 def guarded(call: Callable[[], ToolOutcome]) -> ToolOutcome:
     """``call()``; a refusal of the library becomes an error outcome."""
     try:
@@ -151,14 +160,19 @@ def run_recall_history(
     as_of: datetime | None = None,
     query_id: str | None = None,
     max_chars: int | None = None,
+    schema: Mapping[str, Any] = RECALL_HISTORY_INPUT_SCHEMA,
 ) -> ToolOutcome:
     """Run one ``recall_history`` call; contract violations become an error outcome.
-    ``max_chars``: the answer's bound (``fit_recall``)."""
+    ``max_chars``: the answer's bound (``fit_recall``); ``schema``: the fields it takes
+    (the MCP server's adds ``all_projects``)."""
 
     def recall() -> ToolOutcome:
-        given = check_input(RECALL_HISTORY, RECALL_HISTORY_INPUT_SCHEMA, tool_input)
+        given = check_input(RECALL_HISTORY, schema, tool_input)
         limit = given.get("limit", DEFAULT_LIMIT)
-        result = engine.recall(given["query"], limit=limit, as_of=as_of, query_id=query_id)
+        every = all_projects_flag(given)
+        result = engine.recall(
+            given["query"], limit=limit, as_of=as_of, query_id=query_id, all_projects=every
+        )
         if max_chars is None:
             return ToolOutcome(content=tool_payload(result))
         return fit_recall(result, max_chars)

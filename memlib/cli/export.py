@@ -6,6 +6,12 @@ import`` of it into an empty store gives the same records, retractions, supersed
 and ``stored_at`` included. ``--format markdown --out DIR``: one file per source, its
 records in the order they happened, a retracted one marked with when and why.
 
+[beyond] Projects (docs/contract.md): ``--project NAME`` (or ``$MEMLIB_PROJECT``) exports
+that project, each record naming it (``"project"``); ``--all-projects`` every project of
+the user into one file, the one without a project first. ``memlib import`` puts a record
+back in its project only: into a store opened in it, or each into its own with
+``--all-projects``; any other line is refused (file, line, ``project``).
+
 The characters a terminal or a model must not get raw are written as escapes, as every
 command writes (docs/contract.md): JSON ``\\u`` escapes, which ``json.loads`` reads back
 to the stored text, so nothing is lost. Files are created mode 0600, never overwritten.
@@ -24,7 +30,8 @@ from typing import Any
 from .._bulk import export_lines
 from ..errors import RemoteMemoryValidationError
 from ..records import MemoryKind, StoredMemory
-from ._common import open_cli_store, shown, write_line
+from ..stores._projects import all_projects_of
+from ._common import add_project_options, open_cli_store, shown, write_line
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -32,7 +39,9 @@ _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "markdown" and args.out is None:
         raise RemoteMemoryValidationError("--format markdown needs --out DIR")
-    store = open_cli_store(args)
+    opened = open_cli_store(args)
+    # [beyond] A project's records (each names it); --all-projects: every project's.
+    store = all_projects_of(opened) if args.all_projects else opened
     try:
         if args.format == "markdown":
             records = store.read_all()
@@ -46,6 +55,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_line(f"exported {count} records to {args.out}")
     finally:
         store.close()
+        if store is not opened:
+            opened.close()
     return 0
 
 
@@ -147,4 +158,5 @@ def register(subparsers: Any) -> None:
         "--out",
         help="jsonl: a new file (default: standard output); markdown: a new or empty folder",
     )
+    add_project_options(parser, all_projects=True)
     parser.set_defaults(func=cmd_export)

@@ -23,7 +23,7 @@ from .._runtime import default_project, default_store_url, default_user_id
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
 from ..stores import open_store
 from ..stores._base import MemoryStore
-from ._common import embedder_name, int_arg, write_line
+from ._common import add_project_options, embedder_name, int_arg, write_line
 
 FORMATS = ("jsonl", "claude-code", "chatgpt")
 
@@ -89,7 +89,12 @@ def _import(args: argparse.Namespace, path: str, shown: str) -> int:
     store = _open(args, clock)
     try:
         report = import_jsonl(
-            store, path, batch_size=args.batch_size, progress=_progress(args), clock=clock
+            store,
+            path,
+            batch_size=args.batch_size,
+            progress=_progress(args),
+            clock=clock,
+            all_projects=args.all_projects,
         )
     except RemoteMemoryError as exc:
         if str(exc).startswith("line "):  # a line of the file: say which file
@@ -106,6 +111,8 @@ def _import_conversations(args: argparse.Namespace) -> int:
 
     if "-" in args.paths:
         raise RemoteMemoryValidationError(f"--format {args.format} reads files, not -")
+    if args.all_projects:
+        raise RemoteMemoryValidationError("--all-projects is for --format jsonl")
     converted = reader_for(args.format)(args.paths)  # every input read before the store opens
     store = _open(args)
     try:
@@ -158,4 +165,5 @@ def register(subparsers: Any) -> None:
         "--progress", action="store_true", help="show the progress bar even when not a terminal"
     )
     parser.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    add_project_options(parser, all_projects=True)  # jsonl --all-projects: each to its own
     parser.set_defaults(func=cmd_import)

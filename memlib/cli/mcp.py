@@ -17,7 +17,7 @@ from typing import Any
 
 from .._runtime import default_root
 from ..stores._files import DIR_MODE, open_private, unsafe, write_all
-from ._common import CliError, int_arg, parse_as_of, write_line
+from ._common import CliError, add_project_options, int_arg, parse_as_of, write_line
 from .recall import open_recall_engine
 
 __all__ = ["MCP_MISSING", "cmd_mcp", "default_token_file", "read_token_file", "register"]
@@ -109,9 +109,17 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # The model's calls cannot name a floor: the engine's own applies to each.
     floor = args.min_score or os.environ.get("MEMLIB_MIN_SCORE") or None
     engine = open_recall_engine(args, min_score=floor)
+    # [beyond] No project from --project or $MEMLIB_PROJECT (set, even empty, it decides):
+    # a stdio client's first workspace root names it (docs/mcp.md, "Projects").
+    roots = (
+        not http
+        and getattr(engine.store, "project", None) is None
+        and "MEMLIB_PROJECT" not in os.environ
+    )
+    memory = None
     try:
         memory = mcp_server.MemoryTools(
-            engine, as_of=parse_as_of(args.as_of), query_id_prefix=args.query_id_prefix
+            engine, as_of=parse_as_of(args.as_of), query_id_prefix=args.query_id_prefix, roots=roots
         )
         memory.check_store()
         mcp_server.serve(
@@ -121,6 +129,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             token=token,
         )
     finally:
+        if memory is not None and memory.store is not engine.store:  # a root's project
+            memory.store.close()
         engine.store.close()
     return 0
 
@@ -156,6 +166,7 @@ def register(subparsers: Any) -> None:
         "--query-id-prefix",
         help="number the query ids of the calls PREFIX-001, PREFIX-002… (default: random ids)",
     )
+    add_project_options(mcp)
     mcp.add_argument(
         "--transport",
         choices=("stdio", "http"),

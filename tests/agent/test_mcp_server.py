@@ -34,13 +34,9 @@ from mcp.types import TextContent, TextResourceContents  # noqa: E402
 import memlib  # noqa: E402
 from memlib import MemoryKind, MemorySource, RecallEngine, render_remote_profile  # noqa: E402
 from memlib._visible import visible  # noqa: E402
+from memlib.agent.mcp_server import MCP_RECALL_INPUT_SCHEMA  # noqa: E402
 from memlib.agent.prompt import build_system_prompt  # noqa: E402
-from memlib.agent.tools import (  # noqa: E402
-    RECALL_HISTORY_DESCRIPTION,
-    RECALL_HISTORY_INPUT_SCHEMA,
-    run_recall_history,
-    tool_payload,
-)
+from memlib.agent.tools import RECALL_HISTORY_DESCRIPTION, run_recall_history, tool_payload  # noqa: E402
 from memlib.cli import main  # noqa: E402
 from memlib.errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError  # noqa: E402
 from memlib.normalize import LIMIT_MAX, LIMIT_MIN  # noqa: E402
@@ -195,7 +191,7 @@ def test_lists_the_tools_the_profile_and_the_session_prompt(alice, make_server):
                 named = {name.lower() for name in property_names(tool.input_schema)}
                 assert not {n for n in named if "user" in n or "scope" in n}, tool.name
             recall = tools[0]
-            assert recall.input_schema == RECALL_HISTORY_INPUT_SCHEMA
+            assert recall.input_schema == MCP_RECALL_INPUT_SCHEMA
             # The library's description, and the bound of the MCP answer.
             assert (recall.description or "").startswith(RECALL_HISTORY_DESCRIPTION)
             assert "at most 60,000 characters" in (recall.description or "")

@@ -328,3 +328,58 @@ def test_markdown_export_has_one_file_per_source(
     assert code == 2 and "not an empty folder" in err
     code, out, err = _cli(capsys, source_url, "export", "--format", "markdown")
     assert code == 2 and "--format markdown needs --out DIR" in err
+
+
+def test_a_project_round_trips_alone_or_with_all_projects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exported records name their project; import puts them back in it, and refuses them
+    in a store of another project (file, line, field), writing nothing."""
+    origin = f"jsonl:{tmp_path / 'o' / 'records.jsonl'}"
+    _fill(origin)
+    alpha = open_store(origin, user_id=USER, project="alpha", clock=_ticking(SAMPLE_AS_OF))
+    alpha.append_many(
+        [_item("login-1", "alpha: layered memory plan", "s-a", "2026-07-20T00:00:00Z")]
+    )
+    alpha.retract("login-1", reason="wrong", source=_source("cli", "2026-08-11T00:00:00Z"))
+    alpha.append(**_item("a-2", "alpha: layered memory again", "s-a", "2026-07-21T00:00:00Z"))
+    exported = tmp_path / "alpha.jsonl"
+    assert _cli(capsys, origin, "export", "--project", "alpha", "--out", str(exported))[0] == 0
+    lines = [json.loads(line) for line in exported.read_text("utf-8").splitlines()]
+    assert [line["project"] for line in lines] == ["alpha"] * 3
+
+    target = f"sqlite:{tmp_path / 't.db'}"
+    code, out, err = _cli(capsys, target, "import", str(exported), "--no-progress")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err == (
+        f"memlib: error: {exported}: line 1: project: memory login-1 is of project alpha; "
+        "the store is opened in no project\n"
+    )
+    code, _, err = _cli(capsys, target, "import", str(exported), "--project", "beta")
+    assert code == 2 and err.endswith("opened in project beta\n")
+    assert open_store(target, user_id=USER, project="beta").read_all() == ()
+    assert open_store(target, user_id=USER).read_all() == ()
+    code, _, err = _cli(capsys, target, "import", str(exported), "--project", "alpha")
+    assert (code, err) == (0, "")
+    assert open_store(target, user_id=USER, project="alpha").read_all() == alpha.read_all()
+
+    every = tmp_path / "every.jsonl"
+    assert _cli(capsys, origin, "export", "--all-projects", "--out", str(every))[0] == 0
+    copy = f"jsonl:{tmp_path / 'c' / 'records.jsonl'}"
+    code, out, err = _cli(capsys, copy, "import", str(every), "--all-projects", "--no-progress")
+    assert (code, err) == (0, ""), err
+    for project in (None, "alpha"):
+        theirs = open_store(copy, user_id=USER, project=project)
+        ours = open_store(origin, user_id=USER, project=project)
+        assert theirs.read_all() == ours.read_all()
+        copied, original = (
+            RecallEngine(s).recall("layered memory", 10, SAMPLE_AS_OF, "q") for s in (theirs, ours)
+        )
+        assert copied.hits and copied.to_json() == original.to_json()
+    code, again, _ = _cli(capsys, copy, "export", "--all-projects")
+    assert again.encode() == every.read_bytes()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(every.read_text("utf-8").replace('"project":"alpha"', '"project":" a"'), "utf-8")
+    code, _, err = _cli(capsys, target, "import", str(bad), "--all-projects", "--no-progress")
+    assert code == 2 and err.startswith(f"memlib: error: {bad}: line ") and err.count("\n") == 1
+    assert ": project: project must hold no whitespace but single spaces" in err
