@@ -221,6 +221,9 @@ def test_every_tool_stays_inside_its_project(url, subprocess_env, tmp_path):
     beta.close()
 
 
+# Which project the server picks does not depend on the backend (the tests above hold
+# isolation on each): one JSONL store.
+@pytest.mark.parametrize("url", ["jsonl"], indirect=True)
 def test_the_project_comes_from_flag_environment_or_roots(url, subprocess_env, tmp_path):
     errlog = tmp_path / "server.stderr"
     query = {"query": "layered memory"}

@@ -1,4 +1,4 @@
-"""``benchmarks.mcp_peers`` and ``benchmarks.notes`` end to end on a tiny LoCoMo-shaped
+"""``benchmarks.mcp_peers`` end to end on a tiny LoCoMo-shaped
 corpus (a few seconds): memlib's side only (``memlib mcp`` through the SDK's stdio client),
 no peer installed, no model (the lexical configurations). Figures are not checked, only
 that a question whose words are in its evidence turn finds it and the report's shape.
@@ -90,20 +90,3 @@ def test_a_missing_peer_is_reported_not_run(data: Path, tmp_path: Path) -> None:
     assert mcp_peers.main([*args, "--workdir", str(tmp_path / "w"), "--out", str(out)]) == 0
     row = json.loads(out.read_text(encoding="utf-8"))["servers"]["basic-memory"]
     assert "not installed" in row["not_run"]
-
-
-def test_notes_corpus_and_lexical_recall(data: Path, tmp_path: Path) -> None:
-    from benchmarks import notes
-    from memlib.eval.locomo import load_locomo
-
-    (conversation,) = load_locomo(data)
-    records, evidence = notes.note_records(SAMPLE[0], conversation, "mcp")
-    assert [r.source.source_id for r in records] == ["mcp"] * 4
-    assert evidence[records[3].memory_id] == {"conv-1/D2:2", "conv-1/D1:2"}
-    by_session, _ = notes.note_records(SAMPLE[0], conversation, "session")
-    assert by_session[3].source.source_id == "session-2"
-    out = tmp_path / "notes.json"
-    assert notes.main(["--data", str(data), "--configs", "bm25", "--out", str(out)]) == 0
-    result = json.loads(out.read_text(encoding="utf-8"))["notes"]
-    assert result["corpus"] == {"notes": 4, "questions": 3, "answerable": 3}
-    assert result["results"]["bm25"]["all"]["R@5"] == 1.0
