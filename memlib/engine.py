@@ -5,8 +5,6 @@ no state between recalls and writes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 
 from ._paths import min_score_for, scored_candidates
@@ -18,7 +16,7 @@ from .records import format_timestamp
 from .result import RecallResult
 from .stores._base import MemoryStore
 from .stores._known_at import known_at_moment, store_known_at
-from .stores._projects import all_projects_of
+from .stores._projects import projects_view
 
 
 class RecallEngine:
@@ -55,7 +53,7 @@ class RecallEngine:
             if min_score is None
             else min_score_for(self.ranker, min_score, self.store)
         )
-        with _projects_view(self.store, all_projects) as every:
+        with projects_view(self.store, all_projects) as every:
             store = every if known_at is None else store_known_at(every, known_at)
             query = normalize_recall_query(
                 text, user_scope=store.user_scope, limit=limit, query_id=query_id, issued_at=moment
@@ -90,7 +88,7 @@ class RecallEngine:
         all_projects: bool = False,
     ) -> RecallExplanation:
         """[beyond] Where ``memory_id`` stopped for this recall, and why (``explain.py``)."""
-        with _projects_view(self.store, all_projects) as store:
+        with projects_view(self.store, all_projects) as store:
             return explain_recall(
                 store,
                 self.ranker,
@@ -102,17 +100,3 @@ class RecallEngine:
                 known_at=known_at,
                 min_score=self.min_score if min_score is None else min_score,
             )
-
-
-@contextmanager
-def _projects_view(store: MemoryStore, all_projects: bool) -> Iterator[MemoryStore]:
-    """``store``, or the view of all its user's projects (closed after the call)."""
-    if not all_projects:
-        yield store
-        return
-    view = all_projects_of(store)
-    try:
-        yield view
-    finally:
-        if view is not store:
-            view.close()

@@ -74,7 +74,7 @@ from ..records import (
 )
 from ..render import render_remote_profile
 from ..stores._base import BaseMemoryStore, MemoryStore, records_by_id_of
-from ..stores._projects import all_projects_of
+from ..stores._projects import projects_view
 from .prompt import build_system_prompt
 from .tools import (
     DEFAULT_LIMIT,
@@ -648,7 +648,7 @@ class MemoryTools:
 
     def _list(self, arguments: dict[str, Any]) -> ToolOutcome:
         page = _ListPage.of(arguments)
-        with _projects(self.store, all_projects_flag(arguments)) as store:
+        with projects_view(self.store, all_projects_flag(arguments)) as store:
             # A store may keep the few profiles and retractions apart (JSONL does): a list
             # of those does not read the conversation records.
             records = store.read_all() if page.kind is None else store.records(page.kind)
@@ -869,19 +869,6 @@ def _order_key(record: StoredMemory) -> tuple[str, ...]:
     if record.project is None:
         return key
     return (*key, hashlib.sha256(record.project.encode("utf-8")).hexdigest()[:16])
-
-
-@contextlib.contextmanager
-def _projects(store: MemoryStore, every: bool) -> Iterator[MemoryStore]:
-    """``store``, or the view of every project of its user (closed after the call)."""
-    if not every:
-        yield store
-        return
-    view = all_projects_of(store)
-    try:
-        yield view
-    finally:
-        view.close()
 
 
 def _instant_key(stamp: str) -> str:

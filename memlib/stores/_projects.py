@@ -7,7 +7,8 @@ first, then by name), and the first project holding an id is the one asked about
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from ..candidates import CandidateScan
@@ -27,6 +28,20 @@ def all_projects_of(store: MemoryStore) -> AllProjectsStore:
     own, names = store.project, store.projects()
     parts = [store if name == own else store.in_project(name) for name in names]
     return AllProjectsStore(store, parts if own in names else [*parts, store])
+
+
+@contextmanager
+def projects_view(store: MemoryStore, all_projects: bool) -> Iterator[MemoryStore]:
+    """``store``, or the view of all its user's projects (closed after the call)."""
+    if not all_projects:
+        yield store
+        return
+    view = all_projects_of(store)
+    try:
+        yield view
+    finally:
+        if view is not store:
+            view.close()
 
 
 def _total(counts: Iterable[int | None]) -> int | None:
