@@ -1,8 +1,9 @@
-"""``memlib eval locomo``: recall@k / hit@k of each ranker, a progress bar on stderr, the
-tables on stdout, optionally a JSON report. A ranker with a dense path (``hybrid``) is
-reported twice: as on a store with vectors and over the lexical candidates alone
-(``NAME/lexical-only``). Then, on two or more conversations, each ranker's
-leave-one-conversation-out figure (``memlib.eval.crossval``) unless ``--no-cv``.
+"""``memlib eval locomo``: recall@k / hit@k and session level (Sany / Sall) of each
+ranker, a progress bar on stderr, the tables on stdout, optionally a JSON report. A ranker
+with a dense path (``hybrid``) is reported twice: as on a store with vectors and over the
+lexical candidates alone (``NAME/lexical-only``). Then, on two or more conversations,
+each ranker's leave-one-conversation-out figure (``memlib.eval.crossval``) unless
+``--no-cv``.
 """
 
 from __future__ import annotations
@@ -74,12 +75,14 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
         if name and Path(name).parent and not Path(name).parent.exists():
             raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")
+    if args.conversations is not None and args.conversations < 1:
+        raise RemoteMemoryValidationError("--conversations must be a positive integer")
     data = args.data
     if data == "zh-check":  # the packaged Chinese check set
         from ..sample import chinese_check_set_path
 
         data = chinese_check_set_path()
-    conversations = load_locomo(data)
+    conversations = load_locomo(data)[: args.conversations]
     total = sum(len(c.questions) for c in conversations)
     report: dict[str, Any] = {}
     runs = [(name, ranker, True) for name, ranker in rankers.items()]
@@ -142,6 +145,11 @@ def register(subparsers: Any) -> None:
         "--ranker",
         action="append",
         help="ranker name; repeat for several (default: every available ranker)",
+    )
+    locomo.add_argument(
+        "--conversations",
+        type=int,
+        help="only the first N conversations (3: the split of the README's figures)",
     )
     locomo.add_argument("--k", type=parse_ks, help="cut-offs, e.g. 1,5,10 (the default)")
     locomo.add_argument("--report", help="write the JSON report to this file")

@@ -2,7 +2,9 @@
 (``shared/data/locomo/README.md``): one record per turn, every QA of categories 1–4 with
 evidence a query over its own conversation at its last session's date; R@k = share of the
 evidence turns in the top k, H@k = share of questions with one in it. Category 5
-(adversarial) is reported apart.
+(adversarial) is reported apart. Session level, as published peers count (a turn's session
+is its dia_id's: ``D3:12`` → 3): Sany@k = share of questions with a top-k turn in one of
+their evidence sessions, Sall@k = share with a top-k turn in every one of them.
 
 Records are built in memory and go through ``RecallEngine.recall``'s stages; a
 ``DenseScoring`` ranker gets what a store with vectors gives it (``ConversationVectors``).
@@ -325,18 +327,27 @@ def question_recall(row: Row, k: int) -> float:
     return len(set(evidence) & set(ranked[:k])) / len(evidence)
 
 
+def session_of(memory_id: str) -> str:
+    """``conv-26/D3:12`` → ``D3``: the session of a turn."""
+    return memory_id.rsplit("/", 1)[-1].split(":", 1)[0]
+
+
 def _metrics(rows: list[Row], ks: Sequence[int]) -> dict[str, float]:
     out: dict[str, float] = {}
+    n = len(rows)
     for k in ks:
-        recall = hit = 0.0
+        sums = dict.fromkeys(("R", "H", "Sany", "Sall"), 0.0)
         for row in rows:
             share = question_recall(row, k)
-            recall += share
-            hit += 1.0 if share else 0.0
-        n = len(rows)
-        out[f"R@{k}"] = round(recall / n, 4) if n else 0.0
-        out[f"H@{k}"] = round(hit / n, 4) if n else 0.0
-    out["n"] = len(rows)
+            wanted = {session_of(e) for e in row[1]}
+            reached = wanted & {session_of(m) for m in row[2][:k]}
+            sums["R"] += share
+            sums["H"] += 1.0 if share else 0.0
+            sums["Sany"] += 1.0 if reached else 0.0
+            sums["Sall"] += 1.0 if reached == wanted else 0.0
+        for name, total in sums.items():
+            out[f"{name}@{k}"] = round(total / n, 4) if n else 0.0
+    out["n"] = n
     return out
 
 
@@ -371,7 +382,8 @@ def evaluate_ranker(
     progress: Callable[[int], None] | None = None,
     stored_vectors: bool = True,
 ) -> dict[str, Any]:
-    """One ranker's report: ``{"overall", "by_category", "category_5", "questions"}``.
+    """One ranker's report: ``{"overall", "by_category", "category_5", "categories_1_5",
+    "questions"}``.
 
     A ``DenseScoring`` ranker scores as on a store with vectors (lexical and dense
     candidates) unless ``stored_vectors`` is False: then as the reference, over the
@@ -393,26 +405,30 @@ def evaluate_ranker(
             str(c): _metrics([r for r in rows if r[0] == c], ks) for c in HEADLINE_CATEGORIES
         },
         "category_5": _metrics([r for r in rows if r[0] == 5], ks),
+        "categories_1_5": _metrics([r for r in rows if r[0] in CATEGORY_NAMES], ks),
         "questions": len(headline),
     }
 
 
 def format_table(report: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = DEFAULT_KS) -> str:
-    """Plain-text tables: overall (categories 1–4), per category, and category 5 apart."""
-    columns = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
+    """Plain-text tables: overall (categories 1–4), per category, and category 5 apart;
+    turn level (R, H) then session level (Sany, Sall)."""
+    columns = [f"{m}@{k}" for m in ("R", "H", "Sany", "Sall") for k in ks]
+    wide = {c: max(6, len(c)) for c in columns}  # Sall@10: 7
     width = max([len("ranker"), *(len(n) for n in report)])
     blocks: list[tuple[str, str, str | None]] = [("overall (categories 1-4)", "overall", None)]
     blocks += [
         (f"category {c} ({CATEGORY_NAMES[c]})", "by_category", str(c)) for c in HEADLINE_CATEGORIES
     ]
     blocks += [("category 5 (adversarial, not in overall)", "category_5", None)]
+    blocks += [("categories 1-5 (as peers count)", "categories_1_5", None)]
+    head = "  ".join(f"{c:>{wide[c]}}" for c in columns)
     lines: list[str] = []
     for title, key, category in blocks:
         lines += ["", title] if lines else [title]
-        lines.append(f"{'ranker':<{width}}  {'n':>4}  " + "  ".join(f"{c:>6}" for c in columns))
+        lines.append(f"{'ranker':<{width}}  {'n':>4}  {head}")
         for name, rep in report.items():
             m = rep[key] if category is None else rep[key][category]
-            lines.append(
-                f"{name:<{width}}  {m['n']:>4}  " + "  ".join(f"{m[c]:>6.3f}" for c in columns)
-            )
+            cells = "  ".join(f"{m[c]:>{wide[c]}.3f}" for c in columns)
+            lines.append(f"{name:<{width}}  {m['n']:>4}  {cells}")
     return "\n".join(lines)

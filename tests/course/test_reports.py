@@ -170,21 +170,23 @@ def _report(name: str) -> dict[str, Any]:
 
 
 def test_the_readme_ranker_table_is_the_reports() -> None:
-    """README's ranker table: shipped R@10, cross-validated R@10 and its 95% interval, the
-    suggested floor and the share of foreign questions it silences, every row, as
-    ``memlib eval locomo`` and the abstention calibration wrote them."""
+    """README's ranker table: shipped R@10, session any@10, cross-validated R@10 and its 95%
+    interval, the suggested floor and the share of foreign questions it silences, every row,
+    as ``memlib eval locomo`` and the abstention calibration wrote them."""
     import re
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(
-        r"^\| `([\w+]+)`(,? [^|]*)?\| ([\d.]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) "
+        r"^\| `([\w+]+)`(,? [^|]*)?\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) "
         r"\| ([\d.]+) \(([\d.]+)%\) \|$",
         readme,
         re.M,
     )
+    sessions = _report("session-recall-dev-split")["rankers"]
     shown = {}
     for name, note, *figures in rows:
         pairs = "e5-pair" in note
+        session = sessions[f"{name} --embedder e5-pair" if pairs else name]["overall"]
         ranked, cv, floors = (
             (
                 _report("rankers-pairs-dev-split"),
@@ -202,6 +204,7 @@ def test_the_readme_ranker_table_is_the_reports() -> None:
         suggestion = floors["rankers"][name]["suggestion"]
         assert figures == [
             f"{ranked[name]['overall']['R@10']:.3f}",
+            f"{session['Sany@10']:.3f}",
             f"{crossed['R@10']:.3f}",
             *(f"{x:.3f}" for x in crossed["R@10_interval_95"]),
             f"{suggestion['floor']:g}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +13,13 @@ from memlib.cli import main
 from memlib.errors import RemoteMemoryValidationError
 from memlib.eval.locomo import (
     ConversationIndex,
+    _metrics,
     clean_evidence,
     evaluate_ranker,
     format_table,
     load_locomo,
     parse_locomo,
+    session_of,
 )
 from memlib.normalize import normalize_recall_query
 
@@ -154,20 +157,51 @@ def test_index_scan_equals_the_reference_scan(data_file):
 def test_metrics_and_report_shape(data_file):
     conversations = load_locomo(data_file)
     report = evaluate_ranker(conversations, "bm25+stopwords", ks=(1, 5))
-    assert set(report) == {"overall", "by_category", "category_5", "questions"}
+    assert set(report) == {"overall", "by_category", "category_5", "categories_1_5", "questions"}
     assert report["questions"] == 4
     assert set(report["by_category"]) == {"1", "2", "3", "4"}
     assert report["by_category"]["3"]["n"] == 0
     assert report["category_5"]["n"] == 1
+    assert report["categories_1_5"]["n"] == 5
     overall = report["overall"]
-    assert set(overall) == {"R@1", "H@1", "R@5", "H@5", "n"}
+    assert set(overall) == {f"{m}@{k}" for m in ("R", "H", "Sany", "Sall") for k in (1, 5)} | {"n"}
     # Six records, so the multi-hop question finds both turns within 5; the two
     # single-hop questions are answered by their only content-term match at rank 1.
     assert report["by_category"]["4"]["R@1"] == 1.0
     assert overall["R@5"] == 1.0 and overall["H@5"] == 1.0
-    assert 0.0 <= overall["R@1"] <= overall["H@1"] <= 1.0
+    assert 0.0 <= overall["R@1"] <= overall["H@1"] <= overall["Sany@1"] <= 1.0
+    # The multi-hop question's evidence is in sessions 1 and 2: one turn cannot reach both.
+    multi = report["by_category"]["1"]
+    assert (multi["Sall@1"], multi["Sany@5"], multi["Sall@5"]) == (0.0, 1.0, 1.0)
     table = format_table({"bm25+stopwords": report}, (1, 5))
     assert "overall (categories 1-4)" in table and "category 5" in table
+    assert "categories 1-5" in table
+
+
+def _row(category: int, evidence: str, ranked: str) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    return (
+        category,
+        tuple(f"c/{e}" for e in evidence.split()),
+        tuple(f"c/{r}" for r in ranked.split()),
+    )
+
+
+def test_session_level_any_and_all_on_hand_made_rows():
+    """Sany@k: a top-k turn in one of the evidence sessions; Sall@k: in every one. Turn
+    level and session level differ: D1:3 is not the evidence D1:2, but shares its session."""
+    rows = [
+        _row(4, "D1:2", "D1:3 D2:1"),  # turn miss, session hit
+        _row(1, "D1:2 D3:4", "D3:4 D2:2 D1:1"),  # two sessions: D3 at 1, D1 only at 3
+        _row(2, "D2:2", "D1:1 D3:1 D2:5"),  # session reached at 3 only
+        _row(5, "D10:1 D1:1", "D1:9"),  # category 5: D10 is not D1
+    ]
+    m = _metrics(rows[:3], (1, 2, 3))
+    assert (m["R@1"], m["H@1"], m["Sany@1"], m["Sall@1"]) == (0.1667, 0.3333, 0.6667, 0.3333)
+    assert (m["Sany@2"], m["Sall@2"]) == (0.6667, 0.3333)
+    assert (m["R@3"], m["H@3"], m["Sany@3"], m["Sall@3"]) == (0.1667, 0.3333, 1.0, 1.0)
+    five = _metrics(rows[3:], (1,))
+    assert (five["R@1"], five["Sany@1"], five["Sall@1"], five["n"]) == (0.0, 1.0, 0.0, 1)
+    assert session_of("conv-26/D3:12") == session_of("D3:1") == "D3" != session_of("c/D33:1")
 
 
 def test_cli_runs_and_writes_the_report(data_file, tmp_path, capsys):
@@ -192,9 +226,14 @@ def test_cli_runs_and_writes_the_report(data_file, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "baseline" in printed and "bm25" in printed and "R@10" in printed
+    header = next(line for line in printed.splitlines() if line.startswith("ranker"))
+    assert header.split()[-6:] == ["Sany@1", "Sany@5", "Sany@10", "Sall@1", "Sall@5", "Sall@10"]
+    assert "categories 1-5 (as peers count)" in printed
     report = json.loads(out.read_text(encoding="utf-8"))
     assert list(report) == ["baseline", "bm25"]
-    assert set(report["bm25"]["overall"]) >= {"R@1", "R@5", "R@10", "H@10"}
+    assert set(report["bm25"]["overall"]) >= {"R@1", "R@5", "R@10", "H@10", "Sany@10", "Sall@5"}
+    assert report["bm25"]["categories_1_5"]["n"] == 5
+    assert main(["eval", "locomo", "--data", str(data_file), "--conversations", "0"]) == 2
 
 
 def test_cli_errors_are_one_line(data_file, tmp_path, capsys):
@@ -277,3 +316,20 @@ def test_data_of_another_shape_is_one_line_not_a_traceback(tmp_path, capsys, con
     err = capsys.readouterr().err
     assert err.startswith("memlib: error: LoCoMo data is ") and words in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_docs_session_table_quotes_its_report():
+    """docs/retrieval.md's session-level table: each row the report's figures to 3 places."""
+    root = Path(__file__).resolve().parents[2]
+    rankers = json.loads(
+        (root / "reports" / "session-recall-dev-split.json").read_text(encoding="utf-8")
+    )["rankers"]
+    doc = (root / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    section = doc.split("## Turn level and session level", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ")[1:] for line in section.splitlines() if line.startswith("| `")]
+    expected = []
+    for name in ("baseline", "bm25", "bm25+stopwords", "hybrid", "hybrid --embedder e5-pair"):
+        o, every = rankers[name]["overall"], rankers[name]["categories_1_5"]
+        figures = [o["R@10"], o["Sany@5"], o["Sany@10"], o["Sall@10"], every["Sany@10"]]
+        expected.append([f"{x:.3f}" for x in figures])
+    assert [[cell.strip(" |") for cell in row] for row in rows] == expected
