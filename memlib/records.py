@@ -229,19 +229,7 @@ def user_scope_for(user_id: str) -> str:
     if _SURROGATE.search(user_id):
         raise RemoteMemoryValidationError("user_id must be valid Unicode (no lone surrogates)")
     user_id = user_id.strip()
-    hidden = first_hidden(user_id)
-    if hidden is not None:
-        raise RemoteMemoryValidationError(
-            f"user_id must not contain invisible or format characters: "
-            f"{shown_name(user_id)} holds U+{ord(hidden):04X}"
-        )
-    # NFKC, not only NFC: a fullwidth or compatibility form ("ａｌｉｃｅ") would be a
-    # scope apart from the plain word it looks like.
-    if not user_id.isascii() and not unicodedata.is_normalized("NFKC", user_id):
-        raise RemoteMemoryValidationError(
-            f"user_id must be in Unicode NFKC form: {ascii(user_id)} is "
-            f"{shown_name(unicodedata.normalize('NFKC', user_id))} in NFKC"
-        )
+    _visible_nfkc("user_id", user_id)
     return hashlib.sha256(user_id.casefold().encode("utf-8")).hexdigest()[:16]
 
 
@@ -260,18 +248,25 @@ def project_name(value: object) -> str:
         raise RemoteMemoryValidationError(
             f"project must hold no whitespace but single spaces between words: {shown_name(value)}"
         )
+    _visible_nfkc("project", value)
+    return value
+
+
+def _visible_nfkc(field_name: str, value: str) -> None:
+    """A name that must look like what it is: visible, and in NFKC (not only NFC: a
+    fullwidth or compatibility form, "ａｌｉｃｅ", would name something apart from the plain
+    word it looks like)."""
     hidden = first_hidden(value)
     if hidden is not None:
         raise RemoteMemoryValidationError(
-            f"project must not contain invisible or format characters: "
+            f"{field_name} must not contain invisible or format characters: "
             f"{shown_name(value)} holds U+{ord(hidden):04X}"
         )
     if not value.isascii() and not unicodedata.is_normalized("NFKC", value):
         raise RemoteMemoryValidationError(
-            f"project must be in Unicode NFKC form: {ascii(value)} is "
+            f"{field_name} must be in Unicode NFKC form: {ascii(value)} is "
             f"{shown_name(unicodedata.normalize('NFKC', value))} in NFKC"
         )
-    return value
 
 
 def _scope(value: object) -> str:

@@ -20,19 +20,11 @@ import pytest
 
 from memlib.notebook.exercises import check
 from memlib.notebook.language import use_language
+from tests.support.notebooks import read_cells, source
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "notebooks"
 EDITIONS = ("", "solutions/", "zh/", "zh/solutions/")
-
-
-def _cells(path: Path) -> list[dict[str, Any]]:
-    cells: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return cells
-
-
-def _source(cell: dict[str, Any]) -> str:
-    return "".join(cell["source"])
 
 
 def _plain(cell: dict[str, Any]) -> str:
@@ -69,8 +61,8 @@ RESEARCH_LOG = (
 
 @pytest.mark.parametrize("path", _editions("11_rankers.ipynb"), ids=_ids)
 def test_11_has_no_research_log(path: Path) -> None:
-    for index, cell in enumerate(_cells(path)):
-        text = _source(cell)
+    for index, cell in enumerate(read_cells(path)):
+        text = source(cell)
         for marker in RESEARCH_LOG:
             found = marker.search(text)
             assert found is None, f"{_ids(path)} cell {index}: {found.group(0)!r}"
@@ -78,12 +70,12 @@ def test_11_has_no_research_log(path: Path) -> None:
 
 @pytest.mark.parametrize("path", _editions("11_rankers.ipynb")[1::2], ids=_ids)
 def test_11_shows_the_locomo_figures_in_one_chart(path: Path) -> None:
-    cells = _cells(path)
-    start = next(i for i, c in enumerate(cells) if _source(c).startswith("## LoCoMo"))
+    cells = read_cells(path)
+    start = next(i for i, c in enumerate(cells) if source(c).startswith("## LoCoMo"))
     end = next(
         i
         for i, c in enumerate(cells)
-        if i > start and _source(c).startswith(("## Explore", "## 探索"))
+        if i > start and source(c).startswith(("## Explore", "## 探索"))
     )
     charts = [
         i
@@ -98,8 +90,8 @@ def test_11_shows_the_locomo_figures_in_one_chart(path: Path) -> None:
 def test_11_lesson_quotes_its_own_table(path: Path) -> None:
     """The lesson's figures (BM25, stopwords out, dense, pair vectors: cross-validated, to
     2 places) are those of the in-sample / cross-validated table above it."""
-    cells = _cells(path)
-    table = next(i for i, c in enumerate(cells) if "crossval-pairs-dev-split" in _source(c))
+    cells = read_cells(path)
+    table = next(i for i, c in enumerate(cells) if "crossval-pairs-dev-split" in source(c))
     rows = {
         line[:21].strip(): float(line.split()[-1])
         for line in _plain(cells[table]).splitlines()[1:]
@@ -107,7 +99,7 @@ def test_11_lesson_quotes_its_own_table(path: Path) -> None:
     }
     wanted = ("bm25", "bm25+stopwords", "hybrid", "hybrid, pair vectors")
     lesson = next(c for c in cells[table + 1 :] if c["cell_type"] == "markdown")
-    quoted = re.findall(r"(?<![\d.])0\.\d\d(?!\d)", _source(lesson))
+    quoted = re.findall(r"(?<![\d.])0\.\d\d(?!\d)", source(lesson))
     assert quoted == [f"{rows[name]:.2f}" for name in wanted], _ids(path)
 
 
@@ -139,7 +131,7 @@ RANGE = re.compile(r"(\d+(?:\.\d+)?)\s*%?\s*[–-]\s*(\d+(?:\.\d+)?)\s*%")
 
 def _foreign_abstain(cells: list[dict[str, Any]]) -> list[float]:
     """The ``foreign abstain`` column of the committed abstention table."""
-    cell = next(c for c in cells if "history.abstention_frame(" in _source(c))
+    cell = next(c for c in cells if "history.abstention_frame(" in source(c))
     (table,) = [
         "".join(o["data"]["text/plain"]) for o in cell["outputs"] if "data" in o
     ]  # the frame as shown: its header, a blank index line, one row per ranker
@@ -156,7 +148,7 @@ def _foreign_abstain(cells: list[dict[str, Any]]) -> list[float]:
 
 @pytest.mark.parametrize("path", _editions("14_explain_and_time.ipynb"), ids=_ids)
 def test_14_quotes_the_range_of_its_own_table(path: Path) -> None:
-    cells = _cells(path)
+    cells = read_cells(path)
     shares = _foreign_abstain(cells)
     assert len(shares) == 4, shares
     expected = (f"{100 * min(shares):.1f}", f"{100 * max(shares):.1f}")
@@ -164,7 +156,7 @@ def test_14_quotes_the_range_of_its_own_table(path: Path) -> None:
         (index, found.groups())
         for index, cell in enumerate(cells)
         if cell["cell_type"] == "markdown"
-        for found in RANGE.finditer(_source(cell))
+        for found in RANGE.finditer(source(cell))
     ]
     assert len(stated) >= 2, f"{_ids(path)}: the explanation and the takeaway quote the range"
     for index, figures in stated:
@@ -180,8 +172,8 @@ OPTIONAL = re.compile(r"optional|选读|可选")
 
 @pytest.mark.parametrize("path", _editions("13_boundaries_and_review.ipynb"), ids=_ids)
 def test_13_announces_14_as_optional(path: Path) -> None:
-    cells = _cells(path)
-    body = [_source(c) for c in cells[:-1] if c["cell_type"] == "markdown"]  # not the nav line
+    cells = read_cells(path)
+    body = [source(c) for c in cells[:-1] if c["cell_type"] == "markdown"]  # not the nav line
     announced = [t for t in body if "14_explain_and_time.ipynb" in t and OPTIONAL.search(t)]
     assert announced, f"{_ids(path)}: no cell links 14 as the optional extension"
     # The first one is the introduction, so a learner knows before the review starts.
