@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .._capabilities import ScoreBound
 from .._vectors import DenseScores, Embedder, VectorState, pack, pair_text
@@ -396,41 +396,31 @@ class BaseMemoryStore:
     def _store_batch(self, batch: Sequence[StoredMemory], *, embed: bool = True) -> None:
         """``_append_batch`` with the batch's vectors (``embed=False``: a lone retraction
         is not checked against the model); pair vectors right after."""
-        pairs = self.embedder is not None and self.embedder.pairs
-        if pairs and not all(
-            callable(getattr(self, m, None)) for m in ("put_vectors", "records_by_id")
-        ):
+        embedder = self.embedder
+        if embedder is None or not embedder.pairs:
+            self._append_batch(batch, self._vectors_of(batch) if embed else None)
+            return
+        if not all(callable(getattr(self, m, None)) for m in ("put_vectors", "records_by_id")):
             # Refused before the write: the records would land and their pairs fail.
             raise RemoteMemoryValidationError(
-                f"pair vectors ({getattr(self.embedder, 'name', '?')}) need a store that keeps "
+                f"pair vectors ({getattr(embedder, 'name', '?')}) need a store that keeps "
                 f"vectors (put_vectors, records_by_id); {type(self).__name__} does not"
             )
-        targets = [r.retracts for r in batch if r.retracts is not None]
+        store = cast(VectorStoring, self)
         # The successors a retraction takes the pair from, found before it lands; found
         # late or racing another writer, put_vectors's check keeps what is stored right.
-        successors = (
-            [n.next for n in self.source_neighbours(targets).values() if n.next is not None]
-            if pairs and targets
-            else []
-        )
+        targets = [r.retracts for r in batch if r.retracts is not None]
+        neighbours = self.source_neighbours(targets).values() if targets else ()
+        successors = [n.next for n in neighbours if n.next is not None]
         self._append_batch(batch, self._vectors_of(batch) if embed else None)
-        if pairs:
-            fresh = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
-            if successors:
-                fresh += getattr(self, "records_by_id")(successors)  # noqa: B009 (VectorStoring)
-            self._put_pairs(fresh)
-
-    def _put_pairs(self, records: Sequence[StoredMemory]) -> int:
-        """Embed ``records`` as pairs with ``self.embedder`` and store them (checked)."""
-        embedder = self.embedder
-        assert embedder is not None
-        kept, texts, previous = pair_texts(self, records)
-        if not kept:
-            return 0
-        matrix = embedder.encode(texts)
-        put: Callable[..., int] = getattr(self, "put_vectors")  # noqa: B009 (VectorStoring)
-        vectors = {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)}
-        return put(embedder.name, embedder.dimension, vectors, previous=previous)
+        fresh = [r for r in batch if r.kind is MemoryKind.CONVERSATION]
+        if successors:
+            fresh += store.records_by_id(successors)
+        kept, texts, previous = pair_texts(self, fresh)
+        if kept:
+            matrix = embedder.encode(texts)
+            vectors = {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)}
+            store.put_vectors(embedder.name, embedder.dimension, vectors, previous=previous)
 
     # -- the public surface -------------------------------------------------------
 

@@ -1,8 +1,6 @@
-"""Opening a store's files without trusting the folder they are in (docs/contract.md,
-"Store files and folders"): memlib writes records, locks and every derived file only
-through ``open_private``, relative to a folder descriptor ``open_folder`` checked, and
-refuses with a ``RemoteMemoryUnsafePathError`` naming the path before a byte moves.
-"""
+"""Opening a store's files without trusting their folder (docs/contract.md, "Store files
+and folders"): every file goes through ``open_private``, relative to a folder descriptor
+``open_folder`` checked; a refusal names the path before a byte moves."""
 
 from __future__ import annotations
 
@@ -27,6 +25,11 @@ _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISREG, "a regular file"),
 )
+
+
+# What ``os.open`` with ``O_NOFOLLOW | O_NONBLOCK`` met instead of a regular file
+# (ENXIO: a FIFO with no reader, opened for writing).
+_NOT_REGULAR = {errno.ELOOP: "a symbolic link", errno.ENXIO: "a FIFO", errno.EISDIR: "a folder"}
 
 
 def _kind(mode: int) -> str:
@@ -100,10 +103,7 @@ def _check_names_above(path: str) -> None:
     """The folders above ``path`` as it is spelled: the ones a link on the way lives in,
     and the ones above a folder that is missing (moved away, or not made yet)."""
     current = os.path.abspath(path or ".")
-    while True:
-        parent = os.path.dirname(current)
-        if parent == current:
-            return
+    while (parent := os.path.dirname(current)) != current:
         current = parent
         try:
             st = os.lstat(current)
@@ -208,12 +208,8 @@ def open_private(path: str, flags: int, *, folder_fd: int | None = None) -> int:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise unsafe(path, "is a symbolic link, not a regular file") from None
-        if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
-            raise unsafe(path, "is a FIFO, not a regular file") from None
-        if exc.errno == errno.EISDIR:
-            raise unsafe(path, "is a folder, not a regular file") from None
+        if exc.errno in _NOT_REGULAR:
+            raise unsafe(path, f"is {_NOT_REGULAR[exc.errno]}, not a regular file") from None
         raise failure(f"cannot open {path}", exc) from None
     try:
         refuse_unsafe(path, os.fstat(fd))

@@ -1,9 +1,8 @@
 """[beyond] A store as it stood at a past time: ``known_at`` (docs/reference.md#known-at).
 
-No store rewrites a record, so those with ``stored_at ≤ T`` are what the store held at
-T; a property test holds a recall through the view equal to one on a replayed store. A
-retraction drops its record's vector (for pairs, its successor's): the view embeds
-those records again as they stood at T."""
+No store rewrites a record, so those with ``stored_at ≤ T`` are what it held at T. A
+retraction drops its record's vector (for pairs, its successor's): the view embeds those
+records again as they stood at T."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """[beyond] Every project of a user at once: ``all_projects`` (docs/contract.md, "Projects").
 
-A project is kept as a scope of its own (its records under ``scope/project``), so each
-project answers alone, retractions and ids included; the view only joins the answers.
-Two projects may hold the same id: the view keeps both, in project order (no project
-first, then by name), and the first project holding an id is the one asked about it."""
+Each project is a scope of its own (``scope/project``) and answers alone; the view joins
+the answers. Two projects may hold the same id: the view keeps both, in project order (no
+project first, then by name), and asks the first project holding an id about it."""
 
 from __future__ import annotations
 

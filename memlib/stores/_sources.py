@@ -1,10 +1,10 @@
 """[beyond] A conversation record's neighbours in its source: the turn before and after it.
 
-In append order (not id order), the turn before a searched conversation record is the
-latest searched one of the same ``source_id`` appended before it, the turn after the
-earliest appended after it; a retracted record leaves the sequence. So a record's
-predecessor changes only when a retraction takes it away (docs/retrieval.md). This is
-the reference; every backend's ``source_neighbours`` is held to it by a test."""
+In append order, the turn before a searched conversation record is the latest searched
+one of the same ``source_id`` appended before it, the turn after the earliest appended
+after it; a retracted record leaves the sequence, so a record's predecessor changes only
+when a retraction takes it away (docs/retrieval.md). Every backend is held to this
+reference by a test."""
 
 from __future__ import annotations
 
@@ -26,18 +26,9 @@ def source_neighbours_of(
     for record in every:
         if record.kind is MemoryKind.CONVERSATION and record.memory_id not in retracted:
             turns.setdefault(record.source.source_id, []).append(record.memory_id)
-    place: dict[str, tuple[list[str], int]] = {}
-    for members in turns.values():
-        for position, memory_id in enumerate(members):
-            place[memory_id] = (members, position)
     found: dict[str, SourceNeighbours] = {}
-    for memory_id in memory_ids:
-        where = place.get(memory_id)
-        if where is None:
-            continue
-        members, position = where
-        found[memory_id] = SourceNeighbours(
-            members[position - 1] if position > 0 else None,
-            members[position + 1] if position + 1 < len(members) else None,
-        )
-    return found
+    for members in turns.values():
+        befores, afters = [None, *members[:-1]], [*members[1:], None]
+        for before, memory_id, after in zip(befores, members, afters, strict=True):
+            found[memory_id] = SourceNeighbours(before, after)
+    return {m: found[m] for m in memory_ids if m in found}

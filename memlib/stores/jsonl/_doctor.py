@@ -2,10 +2,9 @@
 
 ``check_store`` reads the file as the store would (no link followed, nothing opened that
 could block, memlib's bounded JSON parser) and reports every problem, not only the first.
-``repair_torn_tail`` alone writes the log, to cut a torn tail under the store's lock after
-copying the whole file to a backup, as the next writer would have cut it; a damaged middle
-line is reported, not "fixed", and a file the store would not trust is never repaired.
-The derived files (index, vectors) are reported, never problems; ``--repair`` rebuilds them.
+``repair_torn_tail`` alone writes the log: it cuts a torn tail as the next writer would,
+under the store's lock, after a backup (a damaged line is only reported; a file the store
+would not trust is never repaired). The derived files (index, vectors) are never problems.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError, RemoteMemo
 from ...records import MemoryKind, StoredMemory, user_scope_for
 from .._files import DIR_MODE, FILE_MODE, check_path, open_folder, open_private, write_all
 from ._index import IndexState, index_path_for, inspect_index, remove_stale_temps, stale_temps
-from ._store import RemoteMemoryStore, pending_batch_offset
+from ._store import RemoteMemoryStore, note_pending, pending_batch_offset
 from ._vectors import VectorFileState, fsync_folder, vectors_path_for
 
 LOCK_WAIT_SECONDS = 10.0
@@ -300,15 +299,15 @@ def check_store(path: str | os.PathLike[str], *, user_id: str | None = None) -> 
             report.lines += 1
             report.good_size += len(raw)
             lines.take(report.lines, raw[:-1])
-    report.problems += lines.retraction_problems
-    if report.torn_bytes:
-        report.add(
-            "torn_tail",
-            f"torn tail: {report.torn_bytes} bytes after line {report.lines} have no "
-            "trailing newline (a write that never finished; `memlib doctor PATH --repair` "
-            "removes it after writing a backup)",
-        )
-    _check_index(report, path, user_id)
+        report.problems += lines.retraction_problems
+        if report.torn_bytes:
+            report.add(
+                "torn_tail",
+                f"torn tail: {report.torn_bytes} bytes after line {report.lines} have no "
+                "trailing newline (a write that never finished; `memlib doctor PATH --repair` "
+                "removes it after writing a backup)",
+            )
+        _check_index(report, handle.fileno(), user_id)
     _check_vectors(report, lines.searched())
     return report
 
@@ -345,32 +344,23 @@ def _text_rule_problem(report: DoctorReport, number: int, record: StoredMemory) 
         )
 
 
-def _check_index(report: DoctorReport, path: Path, user_id: str | None) -> None:
+def _check_index(report: DoctorReport, log_fd: int, user_id: str | None) -> None:
     if user_id is not None:
         report.scope = user_scope_for(user_id)
     elif len(report.scopes) == 1:
         report.scope = next(iter(report.scopes))
     # The next index writer removes those of dead writers; a store nobody recalls keeps them.
-    for temp, size in stale_temps(str(path)):
+    path = str(report.path)
+    for temp, size in stale_temps(path):
         report.add(
             "temp_file",
             f"stale temporary file {temp} ({size:,} bytes) of a writer "
             "that died (`memlib doctor PATH --repair` removes it)",
         )
-    try:
-        fd = _open_to_read(path)
-    except OSError:
-        return
-    try:
-        report.index = inspect_index(
-            index_path_for(str(path)),
-            report.scope if report.project is None else f"{report.scope}/{report.project}",
-            fd,
-            report.good_size,
-            report.lines,
-        )
-    finally:
-        os.close(fd)
+    scope = report.scope if report.project is None else f"{report.scope}/{report.project}"
+    report.index = inspect_index(
+        index_path_for(path), scope, log_fd, report.good_size, report.lines
+    )
 
 
 def _reader(report: DoctorReport) -> RemoteMemoryStore:
@@ -567,8 +557,7 @@ def _cut(path: Path, fd: int, lock_fd: int) -> tuple[Path, int] | None:
         os.ftruncate(fd, good)
         os.fsync(fd)
         if pending is not None:
-            os.ftruncate(lock_fd, 0)
-            os.fsync(lock_fd)
+            note_pending(lock_fd, None)
     except OSError as exc:
         raise RepairError(f"cannot truncate {path}: {exc.strerror}") from None
     return backup, size - good

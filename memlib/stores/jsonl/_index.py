@@ -147,16 +147,13 @@ def _window_hashes(fd: int, covered: int) -> tuple[str, str]:
 def _crc_of_range(fd: int, start: int, stop: int) -> int | None:
     """The CRC-32 of bytes ``start:stop`` of ``fd`` (None if it is shorter). No mmap: a log
     cut while mapped would kill the process with SIGBUS."""
-    buf = bytearray(min(_CRC_CHUNK, stop - start))
-    view = memoryview(buf)
     crc, offset = 0, start
     while offset < stop:
-        want = min(len(buf), stop - offset)
-        got = os.preadv(fd, [view[:want]], offset)
-        if got <= 0:
+        data = os.pread(fd, min(_CRC_CHUNK, stop - offset), offset)
+        if not data:
             return None
-        crc = zlib.crc32(view[:got], crc)
-        offset += got
+        crc = zlib.crc32(data, crc)
+        offset += len(data)
     return crc
 
 
@@ -596,17 +593,13 @@ def write_temp(
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
     if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:
         return True  # another account's process: alive
-    except (OverflowError, OSError):
+    except (OverflowError, OSError):  # ProcessLookupError: none of that pid
         return False
     return True
 
@@ -686,8 +679,7 @@ def write_index(
             # replaces a file that covers more than its own.
             fcntl.flock(dir_fd, fcntl.LOCK_EX)
             # A writer killed mid-way left its temporary file: the next one cleans up.
-            if path.endswith(".index"):
-                remove_stale_temps(path[: -len(".index")], kinds=(".index",), folder_fd=folder_fd)
+            remove_stale_temps(path.removesuffix(".index"), kinds=(".index",), folder_fd=folder_fd)
             # Left as it is when whole, undamaged, for this very log (as it is now, not as
             # we read it) and as new as ours or newer.
             now = os.fstat(log_fd).st_size

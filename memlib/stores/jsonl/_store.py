@@ -1,17 +1,10 @@
 """The JSONL store: the teaching default, one append-only file per user scope
 (docs/reference.md "Stores").
 
-Writers serialise on an advisory ``flock`` next to the file. Inside it they bring the
-id set up to date, refuse duplicates, and append the whole batch with one ``write`` on
-an ``O_APPEND`` descriptor followed by ``fsync``. A line only counts once it ends in
-``\\n``: a last line without one is a write whose ``fsync`` never returned, so nobody
-was told it succeeded; readers skip it and the next writer cuts it off.
-
-What a reader keeps is an index (the id set, an inverted index ``term → records`` and
-each record's byte offset), brought up to date from the bytes appended since, and each
-record's vector in a derived file (``_vectors``); full records are parsed again from
-their offsets when a recall needs them. How a warm reader notices a log changed under
-it, and the index and vectors files: docs/contract.md.
+Writers append a whole batch under a ``flock`` with one ``write`` and an ``fsync``; a last
+line without ``\\n`` was never acknowledged, so readers skip it and the next writer cuts it.
+A reader keeps an index (ids, postings, each line's offset) and the vectors (``_vectors``),
+and parses a record again from its line when a recall needs it (docs/contract.md).
 """
 
 from __future__ import annotations
@@ -102,8 +95,7 @@ def projects_folder(log: Path) -> Path:
 
 
 def project_path(log: Path, project: str) -> Path:
-    """``PATH.projects/HEX.jsonl``: a project's log (HEX: 16 hex digits of the SHA-256 of
-    its name, so that any name is a safe file name)."""
+    """``PATH.projects/HEX.jsonl``, HEX from the SHA-256 of the name: a safe file name."""
     digest = hashlib.sha256(project.encode("utf-8")).hexdigest()[:16]
     return projects_folder(log) / f"{digest}.jsonl"
 
@@ -117,6 +109,16 @@ def pending_batch_offset(lock_fd: int) -> int | None:
         return int(data[len(_PENDING) :].split()[0])
     except (ValueError, IndexError):
         return None
+
+
+def note_pending(lock_fd: int, offset: int | None) -> None:
+    """Note (None: clear) where a multi-record batch begins. Durable before the batch's
+    first byte and until its fsync returned, so that neither a crash nor a power cut can
+    leave part of the batch looking written."""
+    os.ftruncate(lock_fd, 0)
+    if offset is not None:
+        os.pwrite(lock_fd, _PENDING + str(offset).encode() + b"\n", 0)
+    os.fsync(lock_fd)
 
 
 def _stamp_of(st: os.stat_result) -> tuple[int, int, int]:
@@ -316,8 +318,10 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 if pending is not None:
                     size = min(size, pending)
             if cache.identity != identity or size < cache.offset:
-                cache = (self._load_index_file(identity, size) if index_file else None) or _Cache()
+                cache = _Cache()
                 cache.identity = identity
+                if index_file:
+                    self._load_index_file(cache, size)
             if size > cache.offset:
                 self._read_tail(cache, size)
             self._note_stamp(cache, st)
@@ -368,37 +372,32 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """The index file beside the log (``records.jsonl.index``)."""
         return Path(index_path_for(self._path))
 
-    def _load_index_file(self, identity: tuple[int, int], size: int) -> _Cache | None:
-        """A cache loaded from the index file if it provably covers a prefix of the log."""
+    def _load_index_file(self, cache: _Cache, size: int) -> None:
+        """Fill the new ``cache`` from the index file if it provably covers a prefix of the log."""
         if size <= 0:
-            return None
+            return
         try:
-            fd = self._open_in(self._path, os.O_RDONLY)
-        except (FileNotFoundError, RemoteMemoryError):
-            return None  # the reads that follow word the error
+            fd = self._open_cached(cache)
+        except RemoteMemoryError:
+            return  # the reads that follow word the error
         try:
-            st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != identity:
-                return None
             image, _ = read_index(
                 index_path_for(self._path), self._key, fd, size, folder_fd=self._dir_fd
             )
         finally:
             os.close(fd)
         if image is None:
-            return None
-        cache = _Cache()
+            return
         try:
             cache.index = InvertedIndex.from_packed(image.counters, image.sections)
         except (KeyError, ValueError):
-            return None
-        cache.identity, cache.offset, cache.crc = identity, image.covered_bytes, image.log_crc
+            return
+        cache.offset, cache.crc = image.covered_bytes, image.log_crc
         cache.lines = cache.covered = image.covered_lines
         cache.starts, cache.digests = image.sections["starts"], image.sections["digests"]
         # Profiles and retractions (kind ≠ 0), found at C speed among 100k+ kinds.
         others = [m.start() for m in _NOT_CONVERSATION.finditer(cache.index.kinds)]
         cache.extras = self._read_docs(cache, others)
-        return cache
 
     def write_index_file(self, cache: _Cache | None = None) -> bool:
         """Persist the index of the log as read so far; True if the file covers it now
@@ -443,15 +442,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
         finally:
             os.close(fd)
 
-    @staticmethod
-    def _note_pending(lock_fd: int, offset: int | None) -> None:
-        # Durable before the batch's first byte and until its fsync returned, so that
-        # neither a crash nor a power cut can leave part of the batch looking written.
-        os.ftruncate(lock_fd, 0)
-        if offset is not None:
-            os.pwrite(lock_fd, _PENDING + str(offset).encode() + b"\n", 0)
-        os.fsync(lock_fd)
-
     # Bytes read and parsed per step: a big file is indexed chunk by chunk, so what a
     # reader holds is the index, never every parsed record at once.
     READ_CHUNK = 4 << 20
@@ -475,23 +465,17 @@ class RemoteMemoryStore(IndexedMemoryStore):
     def _read_tail(self, cache: _Cache, size: int) -> None:
         fd = self._open_cached(cache)
         try:
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                handle.seek(cache.offset)
-                while cache.offset < size:
-                    data = handle.read(min(self.READ_CHUNK, size - cache.offset))
-                    if not data:
-                        return
+            while cache.offset < size:
+                data = os.pread(fd, min(self.READ_CHUNK, size - cache.offset), cache.offset)
+                end = data.rfind(b"\n")
+                if end < 0 and data and cache.offset + len(data) < size:
+                    # One line longer than a chunk: read on until its end.
+                    at = cache.offset + len(data)
+                    data += os.pread(fd, size - at, at)
                     end = data.rfind(b"\n")
-                    if end < 0:
-                        if cache.offset + len(data) >= size:
-                            return  # only a torn tail so far
-                        # One line longer than a chunk: read on until its end.
-                        data += handle.read(size - cache.offset - len(data))
-                        end = data.rfind(b"\n")
-                        if end < 0:
-                            return
-                    self._take_lines(cache, data[: end + 1])
-                    handle.seek(cache.offset)
+                if end < 0:
+                    return  # only a torn tail so far
+                self._take_lines(cache, data[: end + 1])
         except OSError as exc:
             raise RemoteMemoryError(
                 f"cannot read records file {self.path}: {exc.strerror}"
@@ -544,8 +528,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
         """Parse the records of ``docs`` again from their lines (already validated once)."""
         if cache.records is not None:
             return [cache.records[d] for d in docs]
-        if not docs:
-            return []
         if len(docs) > cache.PARSED_MAX:
             return self._read_docs(cache, docs)  # too many to keep: read, keep nothing
         parsed = cache.parsed
@@ -554,8 +536,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if len(parsed) + len(missing) > cache.PARSED_MAX:
                 parsed.clear()
                 missing = list(dict.fromkeys(docs))
-            for doc, record in zip(missing, self._read_docs(cache, missing), strict=True):
-                parsed[doc] = record
+            parsed.update(zip(missing, self._read_docs(cache, missing), strict=True))
         return [parsed[d] for d in docs]
 
     def _read_docs(self, cache: _Cache, docs: Sequence[int]) -> list[StoredMemory]:
@@ -567,10 +548,8 @@ class RemoteMemoryStore(IndexedMemoryStore):
                 _, last = cache.line_span(docs[-1])
                 raws = os.pread(fd, last - first, first).split(b"\n")[:-1]
             else:
-                raws = []
-                for doc in docs:
-                    start, end = cache.line_span(doc)
-                    raws.append(os.pread(fd, end - start - 1, start))
+                spans = map(cache.line_span, docs)
+                raws = [os.pread(fd, end - start - 1, start) for start, end in spans]
         finally:
             os.close(fd)
         digests = cache.digests
@@ -605,8 +584,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         return cache
 
     def _rebuild(self) -> _Cache:
-        """The cache read again from the log alone: a part of the index file read after
-        it was loaded proved damaged (the log is the one source of truth)."""
+        """The cache read again from the log alone (a part of the index file proved damaged)."""
         self._cache = _Cache()
         return self._refresh(index_file=False)
 
@@ -627,13 +605,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
         return lexical_from_index(cache.index, query, terms, partial(self._load_docs, cache))
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
-        """Which of ``memory_ids`` this scope already holds (from the id set)."""
         known = self._refresh().index.doc_of
         return {memory_id for memory_id in memory_ids if memory_id in known}
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
-        """``SourceOrdering`` from the index: no record is parsed, so a few ids cost a few
-        array reads at any size."""
+        """``SourceOrdering`` from the index: a few array reads, no record parsed."""
         cache = self._refresh()
         try:
             found = cache.index.neighbours(memory_ids)
@@ -720,8 +696,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         return tuple(self._load_docs(cache, docs))
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
-        """``VectorStoring``: the scope's records of those ids that exist, in the order
-        asked; only their lines are parsed."""
+        """``VectorStoring``: the records of those ids that exist, in the order asked."""
         cache = self._refresh()
         known = cache.index.doc_of
         return self._load_docs(cache, [known[m] for m in memory_ids if m in known])
@@ -761,10 +736,10 @@ class RemoteMemoryStore(IndexedMemoryStore):
             if header is None:
                 self._new_vectors_file(model, dimension, rows.values())
                 return len(rows)
-            np = require_numpy()
             matched = self._matched(cache, table)
-            if bool(np.isin(matched.docs, list(rows)).any()):
-                kept = table.kept(matched, list(rows))
+            replaced = require_numpy().isin(matched.docs, list(rows))
+            if replaced.any():
+                kept = matched.rows[~replaced]
                 table.rewrite(self._vectors_path, kept, list(rows.values()), folder_fd=self._dir_fd)
             else:
                 self._append_rows(header, table.start, list(rows.values()))
@@ -818,18 +793,25 @@ class RemoteMemoryStore(IndexedMemoryStore):
             return len(matched.rows), count - len(matched.rows)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """The store's lock, as a writer of the log takes it (a pending batch is left to the
-        next writer of the log); a storage failure under it names the vectors file."""
+    def _lock(self) -> Iterator[int]:
+        """The writers' lock file, locked (closing it releases the ``flock``)."""
         with self._in_folder(create=True):
             lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX)
-                yield
-            except OSError as exc:
-                raise failure(f"cannot write {self._vectors_path}", exc) from None
+                yield lock_fd
             finally:
                 os.close(lock_fd)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The store's lock, as a writer of the log takes it (a pending batch is left to the
+        next writer of the log); a storage failure under it names the vectors file."""
+        try:
+            with self._lock():
+                yield
+        except OSError as exc:
+            raise failure(f"cannot write {self._vectors_path}", exc) from None
 
     def _vectors_header(self) -> tuple[Header, int] | None:
         """The vectors file's header and where its rows begin; None if absent or unreadable
@@ -895,11 +877,11 @@ class RemoteMemoryStore(IndexedMemoryStore):
             ]
         matched = self._matched(cache, table)
         clean = len(matched.rows) == table.count and not table.torn
-        np = require_numpy()
+        retracted = require_numpy().isin(matched.docs, docs)
         # A row not in use could still hold the vector (a damaged doc field): a file
         # that is not clean is rewritten too, with the rows in use only.
-        if docs and (not clean or bool(np.isin(matched.docs, docs).any())):
-            table.rewrite(self._vectors_path, table.kept(matched, docs), folder_fd=self._dir_fd)
+        if docs and (not clean or retracted.any()):
+            table.rewrite(self._vectors_path, matched.rows[~retracted], folder_fd=self._dir_fd)
         return header, table.start
 
     def _neighbours(
@@ -1015,9 +997,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             # refused for an unsafe records file leaves no new lock file behind either.
             with contextlib.suppress(OSError):  # absent or unreadable: the opens below say so
                 refuse_unsafe(self.path, self._lstat(self._path))
-            lock_fd = self._open_in(self._lock_path, os.O_RDWR | os.O_CREAT)
-            try:
-                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            with self._lock() as lock_fd:
                 fd = self._open_in(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
                 try:
                     pending = pending_batch_offset(lock_fd)
@@ -1026,7 +1006,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
                         # acknowledged, so it goes whole.
                         if os.fstat(fd).st_size > pending:
                             os.ftruncate(fd, pending)
-                        self._note_pending(lock_fd, None)
+                        note_pending(lock_fd, None)
                     # The file just opened under the lock is the one to append to: its
                     # fstat serves the cache as well as a stat of the path would.
                     st = os.fstat(fd)
@@ -1048,8 +1028,6 @@ class RemoteMemoryStore(IndexedMemoryStore):
                     os.close(fd)
                 if vectors:
                     self._vectors_after_write(cache, vectors, header)
-            finally:
-                os.close(lock_fd)  # closing the descriptor releases the flock
 
     def _write_all_or_nothing(
         self, fd: int, lock_fd: int, payload: bytes, start: int, several: bool
@@ -1058,7 +1036,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         line cut short has no final newline, and readers skip it; several could be cut
         between two of them, so the lock notes where they began until the fsync returned."""
         if several:
-            self._note_pending(lock_fd, start)
+            note_pending(lock_fd, start)
         try:
             write_all(fd, payload)
             os.fsync(fd)
@@ -1066,7 +1044,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
             with contextlib.suppress(OSError):  # the note stays; the next writer cuts it
                 os.ftruncate(fd, start)
                 if several:
-                    self._note_pending(lock_fd, None)
+                    note_pending(lock_fd, None)
             raise
         if several:
-            self._note_pending(lock_fd, None)
+            note_pending(lock_fd, None)

@@ -1,10 +1,7 @@
 """Stored embeddings of a JSONL store: ``records.jsonl.vectors``, derived from the log
-(layout, checks and writes: docs/contract.md, "Stored vectors").
-
-A row names its record by doc number and line digest, so a reader checks a whole file
-with one vectorised gather against its index and scores it as one strided float32
-matrix, without copying it. Writes happen only under the store's lock; readers take none.
-"""
+(docs/contract.md, "Stored vectors"). A row names its record by doc number and line digest,
+so a reader checks a whole file with one gather against its index and scores it as one
+float32 matrix, without copying it. Only writers, under the store's lock, change it."""
 
 from __future__ import annotations
 
@@ -109,12 +106,7 @@ def decode_header(data: bytes, scope: str) -> tuple[Header, int]:
 
 def read_header(fd: int, scope: str) -> tuple[Header, int]:
     """The header of the open vectors file ``fd``, or ``Unreadable``."""
-    data = os.pread(fd, 4096, 0)
-    if len(data) >= _PREFIX.size and data[: len(MAGIC)] == MAGIC:
-        size = _PREFIX.unpack_from(data)[2]
-        if len(data) < _PREFIX.size + size <= _PREFIX.size + _HEADER_MAX:
-            data = os.pread(fd, _PREFIX.size + size, 0)
-    return decode_header(data, scope)
+    return decode_header(os.pread(fd, _PREFIX.size + _HEADER_MAX, 0), scope)
 
 
 def pack_row(doc: int, digest: int, vector: bytes, dimension: int) -> bytes:
@@ -129,9 +121,8 @@ def replace_file(
 ) -> os.stat_result:
     """Write ``parts`` (bytes or buffers) to ``path`` atomically (temporary file, ``fsync``,
     ``rename``, ``fsync`` of the folder); the new file's stat."""
-    if path.endswith(".vectors"):
-        # Under the store's lock: a temporary file of a writer killed mid-way goes now.
-        remove_stale_temps(path[: -len(".vectors")], kinds=(".vectors",), folder_fd=folder_fd)
+    # Under the store's lock: a temporary file of a writer killed mid-way goes now.
+    remove_stale_temps(path.removesuffix(".vectors"), kinds=(".vectors",), folder_fd=folder_fd)
     temp, st = write_temp(path, parts, folder_fd=folder_fd)
     try:
         rename_in(folder_fd, temp, path)
@@ -204,12 +195,7 @@ class VectorTable:
 
     @classmethod
     def load(
-        cls,
-        path: str,
-        scope: str,
-        known: VectorTable | None = None,
-        *,
-        folder_fd: int | None = None,
+        cls, path: str, scope: str, known: VectorTable, *, folder_fd: int | None
     ) -> VectorTable:
         """The file at ``path`` as it is now: ``known`` while it still holds, read on from
         where ``known`` stopped when it grew (appends are all that happen in place)."""
@@ -220,7 +206,7 @@ class VectorTable:
         try:
             st = os.fstat(fd)
             identity = (st.st_dev, st.st_ino)
-            if known is not None and known.present and known.identity == identity:
+            if known.present and known.identity == identity:
                 if st.st_size == known.size and st.st_mtime_ns == known.mtime_ns:
                     return known
                 end = known.start + known.count * known.row_size
@@ -249,11 +235,10 @@ class VectorTable:
             return
         np = require_numpy()
         size = st.st_size
-        whole = (size - self.start) // self.row_size
         self.buf = np.empty(size + _SLACK_ROWS * self.row_size, dtype=np.uint8)
         got = _read_into(fd, memoryview(self.buf)[:size], 0)  # the one read
         self.ok = np.zeros(0, dtype=bool)
-        self._take_rows(min(whole, max(0, got - self.start) // self.row_size), got)
+        self._take_rows(max(0, got - self.start) // self.row_size, got)
 
     def _read_tail(self, fd: int, st: os.stat_result) -> None:
         np = require_numpy()
@@ -339,13 +324,6 @@ class VectorTable:
         if len(matched.rows) != self.count:
             scores = scores[matched.rows]
         return scores
-
-    def kept(self, matched: Matched, drop_docs: Sequence[int] = ()) -> Any:
-        """Positions of the rows in use, but those of ``drop_docs`` (numpy intp)."""
-        np = require_numpy()
-        if not drop_docs:
-            return matched.rows
-        return matched.rows[~np.isin(matched.docs, np.asarray(drop_docs, dtype=np.intp))]
 
     def state(self, matched: Matched | None) -> VectorFileState:
         if not self.present:

@@ -1,15 +1,7 @@
-"""The SQL store, written once: writes, the write rules' state, scans and the top-k walk.
-
-``SqlMemoryStore`` is memlib's storage algorithm for a relational database
-(docs/reference.md "Stores");
-``SqliteMemoryStore`` and ``PostgresMemoryStore`` are its dialects, which supply only
-what differs — connections and transactions, placeholders and list parameters, the SQL
-of the term index, how a batch goes in, the driver's errors and the schema (``_schema``).
-Its tables, posting runs and vectors: docs/contract.md.
-
-A write is one transaction (``_write``); every query of a scope's rows names the scope in
-its ``WHERE`` clause.
-"""
+"""The SQL store, written once (docs/reference.md "Stores"; its tables, posting runs and
+vectors: docs/contract.md). ``SqliteMemoryStore`` and ``PostgresMemoryStore`` supply only
+the dialect. A write is one transaction (``_write``); every query of a scope's rows names
+the scope in its ``WHERE`` clause."""
 
 from __future__ import annotations
 

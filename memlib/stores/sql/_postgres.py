@@ -1,13 +1,9 @@
 """The PostgreSQL dialect of the SQL store [beyond]: a memory service shared by many agents.
 
-``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)``
-(docs/reference.md "Stores").
-The schema is created and upgraded by ``memlib --store URL db init`` (versioned in
-``meta``); a store refuses one that was not initialised or is newer than it knows.
-``schema`` (default ``memlib``) is memlib's own URL parameter, taken out before libpq.
-Records go in with ``INSERT … ON CONFLICT DO NOTHING``, a big batch's rows and the posting
-runs by binary ``COPY``. psycopg 3 is imported only when a PostgreSQL store is opened.
-"""
+``open_store("postgresql://user@host:5432/db?schema=memlib", user_id=...)``; ``schema``
+(default ``memlib``) is memlib's own URL parameter, taken out before libpq. ``memlib
+--store URL db init`` creates and upgrades the schema; a store refuses one not initialised
+or newer than it knows. psycopg 3 is imported only when a PostgreSQL store is opened."""
 
 from __future__ import annotations
 

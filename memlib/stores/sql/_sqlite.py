@@ -1,13 +1,10 @@
-"""The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer
-(docs/reference.md "Stores").
+"""The SQLite dialect of the SQL store [beyond]: one file, many readers, one writer.
 
-``open_store("sqlite:PATH", user_id=...)``, standard library ``sqlite3`` only, in WAL
-mode with ``synchronous=FULL``: a commit is on disk when ``append`` returns. Terms are
-ids in a ``terms`` table (per scope), cut by memlib's own tokenizer (FTS5 tokenizers cut
-CJK text differently). Nothing is created until the first write; an older schema is
-upgraded on open. SQLite follows links: every file it opens by name is checked first
-(``_check_files``, docs/contract.md) and the database created private.
-"""
+``open_store("sqlite:PATH", user_id=...)``: ``sqlite3`` in WAL mode with
+``synchronous=FULL`` (a commit is on disk when ``append`` returns); terms are cut by
+memlib's tokenizer, not FTS5's (which cuts CJK text differently). Nothing is created
+until the first write; an older schema is upgraded on open. SQLite follows links: every
+file it opens by name is checked first (``_check_files``)."""
 
 from __future__ import annotations
 
@@ -92,7 +89,7 @@ def _sqlite_error(path: Path, action: str, exc: sqlite3.Error) -> RemoteMemoryEr
         cause = _disk_problem(path.parent) or cause
     if cause is None and _is_locked(exc):
         cause = "locked by another connection"
-    return driver_error(where, str(exc) if cause is None else detail, cause)
+    return driver_error(where, detail, cause)
 
 
 def _disk_problem(folder: Path) -> str | None:
@@ -184,10 +181,10 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     def _open(self, *, create: bool) -> sqlite3.Connection | None:
         self._check_files()
-        if not create and not self.path.exists():
-            return None
         if create:
             self._create_file()
+        elif not self.path.exists():
+            return None
         with self._failures("open"):
             conn = sqlite3.connect(
                 self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
