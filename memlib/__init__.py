@@ -1,8 +1,7 @@
 """memlib — remote memory for LLM agents, implemented for real and taught stage by stage.
 
 normalize → candidate → score → stable rank → render. Importing this package loads
-the standard library only: no store is opened, no file created, no client built.
-"""
+the standard library only: no store is opened, no file created, no client built."""
 
 from __future__ import annotations
 

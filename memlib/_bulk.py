@@ -1,13 +1,9 @@
-"""Many records at once from a JSONL file, checked first, written in batches.
+"""Many records at once from a JSONL file: every line checked before the first write, then
+written in batches, each all or nothing (a failure says what was imported before it).
 
-Each line holds ``store.append``'s keywords (``kind`` defaults to ``conversation``) or an
-exported record of the target's scope (``memlib export``: it has ``stored_at``). Every
-line is checked before the first write, so bad input writes nothing; each batch is all or
-nothing, and a failure says how many records were imported before it.
-
-An exported record is imported as it was stored: a retraction by ``store.retract``, a
-supersede's pair by ``store.supersede``, and, with a store opened with a ``ReplayClock``
-passed here too, at its own ``stored_at`` (docs/reference.md#export)."""
+A line holds ``store.append``'s keywords or a record ``memlib export`` wrote (with
+``stored_at``), imported as it was stored: by ``store.retract`` or ``store.supersede`` for
+those, and at its ``stored_at`` with a ``ReplayClock`` (docs/reference.md#export)."""
 
 from __future__ import annotations
 
@@ -44,6 +40,7 @@ SHOWN_IDS = 5
 _ITEM_KEYS = ("kind", "memory_id", "content", "summary", "source")
 _LINK_KEYS = ("retracts", "supersedes", "superseded_by")
 _CHECK_AT = "2000-01-01T00:00:00Z"
+_Path = str | os.PathLike[str]
 
 
 @dataclass(frozen=True)
@@ -85,7 +82,7 @@ def _fail(number: int, message: str) -> RemoteMemoryValidationError:
     return RemoteMemoryValidationError(f"line {number}: {message}")
 
 
-def _line(data: Any, number: int, user_scope: str, project: str | None = None) -> _Line:
+def _line(data: Any, number: int, user_scope: str, project: str | None) -> _Line:
     if not isinstance(data, dict):
         raise _fail(number, "not a JSON object")
     name = shown_name(str(data.get("memory_id")))
@@ -105,12 +102,12 @@ def _line(data: Any, number: int, user_scope: str, project: str | None = None) -
             "(or import the whole record as `memlib export` writes it, with stored_at)",
         )
     item = {k: v for k, v in data.items() if k != "user_scope"}
-    return _Line(number, _complete(item, number, set(_ITEM_KEYS)))
+    return _Line(number, _complete(item, number))
 
 
-def _complete(item: dict[str, Any], number: int, allowed: set[str]) -> dict[str, Any]:
+def _complete(item: dict[str, Any], number: int) -> dict[str, Any]:
     item.setdefault("kind", MemoryKind.CONVERSATION.value)
-    unknown = sorted(set(item) - allowed)
+    unknown = sorted(set(item).difference(_ITEM_KEYS))
     if unknown:
         raise _fail(number, f"unknown record fields: {', '.join(map(shown_name, unknown))}")
     missing = [k for k in _ITEM_KEYS if k not in item]
@@ -122,7 +119,7 @@ def _complete(item: dict[str, Any], number: int, allowed: set[str]) -> dict[str,
 def _exported(data: dict[str, Any], number: int) -> _Line:
     """A record as ``memlib export`` writes it (``StoredMemory.to_dict``)."""
     item = {k: v for k, v in data.items() if k not in ("user_scope", "stored_at", *_LINK_KEYS)}
-    item = _complete(item, number, set(_ITEM_KEYS))
+    item = _complete(item, number)
     links: dict[str, str | None] = {}
     for name in ("stored_at", *_LINK_KEYS):
         value = data.get(name)
@@ -137,21 +134,7 @@ def _exported(data: dict[str, Any], number: int) -> _Line:
     return _Line(number, item, stored_at, **links)
 
 
-def read_import_items(
-    path: str | os.PathLike[str], user_scope: str
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, append item)`` for each non-blank line; JSON errors name the line."""
-    for line in _read_lines(path, user_scope):
-        yield line.number, line.item
-
-
-def _read_lines(
-    path: str | os.PathLike[str],
-    user_scope: str,
-    project: str | None = None,
-    *,
-    others: bool = False,
-) -> Iterator[_Line]:
+def _read_lines(path: _Path, user_scope: str, project: str | None, others: bool) -> Iterator[_Line]:
     """The lines of ``path``; another project's are refused, or skipped with ``others``."""
     for number, data in _json_lines(path):
         if others and isinstance(data, dict) and data.get("project") != project:
@@ -159,7 +142,7 @@ def _read_lines(
         yield _line(data, number, user_scope, project)
 
 
-def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+def _json_lines(path: _Path) -> Iterator[tuple[int, Any]]:
     try:
         handle = open(path, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
@@ -170,7 +153,7 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 yield number, loads_input_line(raw, f"line {number}")
 
 
-def _projects_in(path: str | os.PathLike[str]) -> list[str | None]:
+def _projects_in(path: _Path) -> list[str | None]:
     """The projects the lines of ``path`` name (None: none), in the order they come."""
     found: dict[str | None, None] = {}
     for number, data in _json_lines(path):
@@ -194,14 +177,13 @@ def _record(line: _Line, user_scope: str) -> StoredMemory:
                     f"{name}: only a retraction record may name {name!r}"
                 )
             return record
-        source = item["source"]
         return StoredMemory(
             memory_id=item["memory_id"],
             user_scope=user_scope,
             kind=MemoryKind.RETRACTION,
             content=item["content"],
             summary=item["summary"],
-            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            source=MemorySource.from_dict(item["source"]),
             stored_at=line.stored_at,
             retracts=line.retracts,
             supersedes=line.supersedes,
@@ -276,7 +258,7 @@ class _Checker:
                 "another cannot be imported as it was",
             )
         kind = self.kinds.get(target)
-        new_kind = _kind_of(successor)
+        new_kind = None if successor is None else MemoryKind(successor.item["kind"])
         if target in self.retracted:
             raise _fail(line.number, f"retracts: memory {target} is already retracted")
         self.retracted.add(target)
@@ -295,10 +277,9 @@ class _Checker:
         stored = existing_ids(store, ids)
         if stored:
             raise RemoteMemoryDuplicateError([i for i in ids if i in stored])
-        later = [t for t in self.outside if t in self.kinds]
-        if later:
-            number = self.outside[later[0]][0]
-            raise _fail(number, f"retracts: memory {later[0]} comes later in the file")
+        later = next((t for t in self.outside if t in self.kinds), None)
+        if later is not None:
+            raise _fail(self.outside[later][0], f"retracts: memory {later} comes later in the file")
         if self.outside:
             found = {r.memory_id: r.kind for r in records_by_id_of(store, list(self.outside))}
             for target, (number, new_kind) in self.outside.items():
@@ -309,10 +290,6 @@ class _Checker:
                 if store.retraction_of(target) is not None:
                     raise _fail(number, f"retracts: memory {target} is already retracted")
         return ids
-
-
-def _kind_of(line: _Line | None) -> MemoryKind | None:
-    return None if line is None else MemoryKind(line.item["kind"])
 
 
 def _check_target(number: int, target: str, kind: MemoryKind, new: MemoryKind | None) -> None:
@@ -374,21 +351,14 @@ def _write(store: MemoryStore, lines: list[_Line], clock: ReplayClock | None) ->
         clock.moment = None if first.stored_at is None else parse_timestamp(first.stored_at)
     if last.retracts is None:
         store.append_many([line.item for line in lines])
-    elif len(lines) == 1:
-        store.retract(
-            last.retracts,
-            reason=last.item["content"],
-            source=last.item["source"],
-            retraction_id=last.memory_id,
-        )
+        return
+    stored = dict(
+        reason=last.item["content"], source=last.item["source"], retraction_id=last.memory_id
+    )
+    if len(lines) == 1:
+        store.retract(last.retracts, **stored)
     else:
-        store.supersede(
-            last.retracts,
-            first.item,
-            reason=last.item["content"],
-            source=last.item["source"],
-            retraction_id=last.memory_id,
-        )
+        store.supersede(last.retracts, first.item, **stored)
 
 
 def import_jsonl(
@@ -409,27 +379,17 @@ def import_jsonl(
     if batch_size < 1:
         raise RemoteMemoryValidationError("batch size must be at least 1")
     own: str | None = getattr(store, "project", None)
-    if not all_projects:
-        ids = _check(store, path, own, False, progress)
-        return _write_all(
-            store, _read_lines(path, store.user_scope, own), len(ids), batch_size, progress, clock
-        )
-    if not isinstance(store, BaseMemoryStore):
-        raise RemoteMemoryValidationError(f"{type(store).__name__} has no projects")
-    stores = {p: store if p == own else store.in_project(p) for p in _projects_in(path)}
+    stores: dict[str | None, MemoryStore] = {own: store}
+    if all_projects:
+        if not isinstance(store, BaseMemoryStore):
+            raise RemoteMemoryValidationError(f"{type(store).__name__} has no projects")
+        stores = {p: store if p == own else store.in_project(p) for p in _projects_in(path)}
     try:
-        counts = {p: len(_check(part, path, p, True, progress)) for p, part in stores.items()}
-        reports = [
-            _write_all(
-                part,
-                _read_lines(path, store.user_scope, p, others=True),
-                counts[p],
-                batch_size,
-                progress,
-                clock,
-            )
-            for p, part in stores.items()
-        ]
+        counts = {p: _check(part, path, p, all_projects, progress) for p, part in stores.items()}
+        reports = []
+        for p, part in stores.items():
+            lines = _read_lines(path, store.user_scope, p, all_projects)
+            reports.append(_write_all(part, lines, counts[p], batch_size, progress, clock))
     finally:
         for part in stores.values():
             if part is not store:
@@ -437,16 +397,14 @@ def import_jsonl(
     return ImportReport(sum(r.records for r in reports), sum(r.batches for r in reports))
 
 
-def _check(
-    store: MemoryStore, path: str | os.PathLike[str], project: str | None, others: bool, bar: bool
-) -> list[str]:
-    """Pass 1 over the lines of ``project``: the ids to write, in file order."""
+def _check(store: MemoryStore, path: _Path, project: str | None, others: bool, bar: bool) -> int:
+    """Pass 1 over the lines of ``project``: how many records it will write."""
     checker = _Checker(store.user_scope)
     with _bar(None, "checking", bar) as shown:
-        for line in _read_lines(path, store.user_scope, project, others=others):
+        for line in _read_lines(path, store.user_scope, project, others):
             checker.add(line)
             shown.update()
-    return checker.finish(store)
+    return len(checker.finish(store))
 
 
 def _write_all(

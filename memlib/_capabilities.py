@@ -1,12 +1,6 @@
-"""The ranker interface and what a ranker can do beyond it, below rankers and retrieval.
-
-``memlib._paths`` takes the cheapest path the store and the ranker both offer, each
-giving, byte for byte, what ``score_candidates`` + stage 4 give (the parity tests hold
-them equal): ``TopScoring`` (breakdowns of the kept candidates only), ``ScoreBound`` (an
-index walks the matches best group first and stops early), ``LexicalScoring`` (scores
-from an index's postings: BM25), ``DenseScoring`` (the union of lexical and dense
-candidates from a store's index and vectors: ``hybrid``).
-"""
+"""The ranker interface and what a ranker can do beyond it: ``memlib._paths`` takes the
+cheapest path a store and a ranker share, each giving byte for byte what
+``score_candidates`` and stage 4 give (the parity tests hold them equal)."""
 
 from __future__ import annotations
 
@@ -34,7 +28,6 @@ class Ranker(Protocol):
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
     ) -> tuple[RecallScoreBreakdown, ...]:
         """One breakdown per ``scan.candidates``, in the same order."""
-        ...
 
 
 @runtime_checkable
@@ -50,7 +43,6 @@ class LexicalScoring(Protocol):
         self, query: RecallQuery, postings: Postings, *, as_of: datetime, limit: int
     ) -> tuple[CandidateScan, Top]:
         """The scan it made (exact counts, its hits only) and its top ``limit``."""
-        ...
 
 
 @runtime_checkable
@@ -70,7 +62,6 @@ class DenseScoring(Protocol):
         """The store's ``dense_scores``, ``records_by_id``, embedder (used when the ranker
         has none) and ``source_neighbours`` (for pair vectors) → the scan of what it
         scored, its top ``limit`` and how many records each path gave (``retrieval``)."""
-        ...
 
 
 @runtime_checkable
@@ -83,8 +74,6 @@ class ScoreBound(Protocol):
         self, matched: int, term_count: int, captured: datetime, as_of: datetime
     ) -> float:
         """The ``total`` ``score_candidates`` gives such a record, to the last digit."""
-        ...
 
     def upper_bound(self, matched: int, term_count: int) -> float:
         """The greatest total a record matching ``matched`` of ``term_count`` terms gets."""
-        ...

@@ -10,12 +10,12 @@ from datetime import datetime
 
 from ._capabilities import DenseScoring, LexicalScoring, ScoreBound, TopScoring
 from ._vectors import Embedder
-from .candidates import CandidateScan, RecallCandidate
+from .candidates import CandidateScan
 from .errors import RemoteMemoryValidationError
 from .normalize import RecallQuery
+from .rank import Scored
 from .rankers import Ranker
 from .rankers.embeddings import recorded_embedder
-from .score import RecallScoreBreakdown
 from .stores._base import (
     LexicalScanning,
     MemoryStore,
@@ -56,13 +56,10 @@ def min_score_for(
     try:
         floor = float(min_score)
     except OverflowError:  # an int past float's range, such as 10**400
-        raise RemoteMemoryValidationError("min_score must be a finite number") from None
+        floor = math.inf
     if not math.isfinite(floor):
         raise RemoteMemoryValidationError("min_score must be a finite number")
     return floor
-
-
-Scored = list[tuple[RecallCandidate, RecallScoreBreakdown]]
 
 
 def _embedder_of(store: object) -> Embedder | None:
@@ -74,7 +71,7 @@ def _embedder_of(store: object) -> Embedder | None:
 
 def scored_candidates(
     store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, *, limit: int
-) -> tuple[CandidateScan, Scored, Mapping[str, int] | None]:
+) -> tuple[CandidateScan, list[Scored], Mapping[str, int] | None]:
     """The scan, the top ``limit`` scored (any order; more when several tie) and the
     retrieval counts. A store's bounded walk reads ``query.limit``, not ``limit``."""
     retrieval = None

@@ -1,9 +1,6 @@
 """Terms: what the tokenizer cuts any text into, for queries, records, indexes and
-rankers, and the stopwords rankers leave out (docs/reference.md#normalize).
-
-A leaf module (it imports nothing of memlib): ``records`` counts a record's terms when
-it is written, ``normalize`` builds queries, indexes and rankers count on the same cut.
-"""
+rankers, and the stopwords rankers leave out (docs/reference.md#normalize). A leaf
+module: it imports nothing of memlib, so ``records`` can count a record's terms."""
 
 from __future__ import annotations
 
@@ -41,13 +38,13 @@ _SPACELESS_RANGES = (
 )
 
 
-def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
+def char_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(
         re.escape(chr(lo)) + ("" if lo == hi else f"-{re.escape(chr(hi))}") for lo, hi in ranges
     )
 
 
-_SPACELESS_RUN = re.compile(f"[{_char_class(_SPACELESS_RANGES)}]+")
+_SPACELESS_RUN = re.compile(f"[{char_class(_SPACELESS_RANGES)}]+")
 
 
 # The combining-mark ranges of one Unicode version, shipped so that a new process does
@@ -83,7 +80,7 @@ def _word_run() -> re.Pattern[str]:
     version, marks = shipped_mark_ranges()
     if version != unicodedata.unidata_version:  # another Python: ask its own tables
         marks = combining_mark_ranges()
-    return re.compile(f"[\\w{_char_class(marks)}]+")
+    return re.compile(f"[\\w{char_class(marks)}]+")
 
 
 def normalize_text(text: str) -> str:
@@ -91,8 +88,7 @@ def normalize_text(text: str) -> str:
 
     NFKC runs once more after casefold: casefold can leave a sequence that NFKC would
     compose (``ß\u0301`` → ``ss\u0301``, which NFKC makes ``sś``), and without the second
-    pass normalizing the output again would change it. With it, this is idempotent.
-    """
+    pass normalizing the output again would change it. With it, this is idempotent."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(unicodedata.normalize("NFKC", folded).split())
 
@@ -126,8 +122,7 @@ _ASCII_GAPS = str.maketrans(
 def tokenize_all(text: str) -> tuple[str, ...]:
     """Every term of any text in reading order, repeats kept (term frequencies, BM25).
 
-    ``tuple(sorted(set(tokenize_all(t)))) == tokenize(t)`` for every text.
-    """
+    ``tuple(sorted(set(tokenize_all(t)))) == tokenize(t)`` for every text."""
     return tuple(terms_of_normalized(normalize_text(text)))
 
 

@@ -1,10 +1,7 @@
 """Stored embeddings: the contract between an embedder, a store and the dense search.
 
-A store never mixes two models (another is refused with ``memlib embed --rebuild``). A
-vector is ``dimension`` little-endian float32, unit length, stored as raw bytes; it is
-searched exactly with numpy: at a million records of 384 dimensions one matrix-vector
-product, fast enough that no approximate index is needed (docs/benchmarks.md).
-"""
+A store holds one model's vectors: unit-length little-endian float32, as raw bytes,
+searched exactly with numpy (no approximate index is needed: docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +25,6 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> Any:
         """A ``(len(texts), dimension)`` float32 numpy array of L2-normalised rows."""
-        ...
 
 
 # [beyond] Pair vectors (docs/retrieval.md, step j): a conversation record embedded
@@ -87,8 +83,7 @@ class DenseScores:
     record of the scope: ``scores[i]`` (numpy float32) is ``ids[i]``'s; ``missing`` counts
     those with no vector yet. ``scores`` select (``top``); ``exact`` is what a ranker shows:
     a float32 product rounds differently with the matrix's shape and BLAS kernel, one
-    float64 dot product per shown record cannot.
-    """
+    float64 dot product per shown record cannot."""
 
     ids: Sequence[str]
     scores: Any

@@ -1,21 +1,17 @@
 """What the model reads is visible text (docs/contract.md, "What the model reads").
 
-Stored text may hold characters a reviewer cannot see but a model reads: tag characters
-("ASCII smuggling"), bidi controls, zero-width and other default-ignorable code points,
-and controls. ``visible`` writes each as an escape of the surrounding format, which that
-format's parser reads back unchanged (and no stored text can spell): ``xml`` ``&#x200B;``,
-``json`` ``\\u200b`` (surrogate pairs above U+FFFF), ``text`` ``\\U000e0041`` for one-line
-messages. The set (``ESCAPED_RANGES``): categories Cc (but tab, LF, CR) and Cf, plus every
-Default_Ignorable_Code_Point. Kept for emoji and scripts that need joiners: U+FE0E/U+FE0F
-after a visible non-ASCII character or a keycap (``#*0-9``), and U+200C/U+200D between two
-visible non-ASCII characters (U+200D also after a kept U+FE0F, as in 🏳️‍🌈). What stays
-hidden is at most one presence-or-absence per visible character."""
+``visible`` writes every character a reviewer cannot see but a model reads (tag characters,
+bidi controls, zero-width and other default-ignorables, controls: ``ESCAPED_RANGES``) as an
+escape its format's parser reads back: ``xml`` ``&#x200B;``, ``json`` ``\\u200b``, ``text``
+``\\U000e0041``. Only the selectors and joiners emoji and scripts need are kept (``_kept``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from typing import Literal
+
+from ._tokens import char_class
 
 Form = Literal["xml", "json", "text"]
 
@@ -54,20 +50,13 @@ ESCAPED_RANGES: tuple[tuple[int, int], ...] = (
 )
 
 
-def _class(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(
-        re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
-        for lo, hi in ranges
-    )
-
-
-_ESCAPED = re.compile(f"[{_class(ESCAPED_RANGES)}]")
+_ESCAPED = re.compile(f"[{char_class(ESCAPED_RANGES)}]")
 # The scan: the set below U+10000 plus one span over its astral members (a table lookup,
 # not a range test per character); an astral match outside the set is handed back as is.
 _ASTRAL = tuple(r for r in ESCAPED_RANGES if r[0] > 0xFFFF)
 _SCAN = re.compile(
-    f"[{_class(tuple(r for r in ESCAPED_RANGES if r[1] <= 0xFFFF))}"
-    f"{_class(((_ASTRAL[0][0], _ASTRAL[-1][1]),))}]"
+    f"[{char_class(tuple(r for r in ESCAPED_RANGES if r[1] <= 0xFFFF))}"
+    f"{char_class(((_ASTRAL[0][0], _ASTRAL[-1][1]),))}]"
 )
 # The only escaped characters plain ASCII can hold; checking a str's ASCII flag is O(1).
 _ASCII_ESCAPED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -77,34 +66,26 @@ _JOINERS = frozenset("\u200c\u200d")
 _KEYCAPS = frozenset("#*0123456789")
 
 
-def _hidden(char: str) -> bool:
-    return _ESCAPED.match(char) is not None
-
-
-def _base(char: str) -> bool:
-    """A character a presentation selector can belong to: not ASCII, or a keycap (#️⃣)."""
-    return (not char.isascii() or char in _KEYCAPS) and not char.isspace() and not _hidden(char)
-
-
-def _letter_like(char: str) -> bool:
-    """A character a joiner can sit next to: visible and not ASCII."""
-    return not char.isascii() and not char.isspace() and not _hidden(char)
+def _shown(char: str, keycaps: bool = False) -> bool:
+    """Visible and not ASCII (a keycap, #️⃣, too with ``keycaps``)."""
+    wide = not char.isascii() or (keycaps and char in _KEYCAPS)
+    return wide and not char.isspace() and _ESCAPED.match(char) is None
 
 
 def _kept(text: str, at: int) -> bool:
+    """The one exception, for emoji and scripts: U+FE0E/U+FE0F after a visible non-ASCII
+    character or a keycap, U+200C/U+200D between two visible non-ASCII characters (U+200D
+    also after a kept U+FE0F: 🏳 U+FE0F U+200D 🌈). At most one presence-or-absence per
+    visible character stays hidden."""
     char = text[at]
     before = text[at - 1] if at > 0 else ""
     if char in _PRESENTATION:
-        return before != "" and _base(before)
-    if char in _JOINERS:
-        after = text[at + 1] if at + 1 < len(text) else ""
-        if after == "" or not _letter_like(after) or before == "":
-            return False
-        if _letter_like(before):
-            return True
-        # ZWJ after an emoji's own presentation selector: 🏳 U+FE0F U+200D 🌈.
-        return char == "\u200d" and before in _PRESENTATION and _kept(text, at - 1)
-    return False
+        return before != "" and _shown(before, keycaps=True)
+    if char not in _JOINERS or at + 1 == len(text) or not _shown(text[at + 1]) or not before:
+        return False
+    if _shown(before):
+        return True
+    return char == "\u200d" and before in _PRESENTATION and _kept(text, at - 1)
 
 
 def _json(code: int) -> str:
@@ -123,7 +104,7 @@ _FORMS: dict[str, Callable[[int], str]] = {
 
 def visible(text: str, form: Form) -> str:
     """``text`` with every invisible or direction-changing character written as an escape
-    of ``form`` (see the module docstring for the set, the forms and the one exception)."""
+    of ``form`` (the module docstring), but for ``_kept``'s exception."""
     if text.isascii():
         if _ASCII_ESCAPED.search(text) is None:
             return text
@@ -133,7 +114,7 @@ def visible(text: str, form: Form) -> str:
 
     def replace(match: re.Match[str]) -> str:
         char = match.group()
-        if (char > "\uffff" and not _hidden(char)) or _kept(text, match.start()):
+        if (char > "\uffff" and _ESCAPED.match(char) is None) or _kept(text, match.start()):
             return char
         return escape(ord(char))
 

@@ -48,11 +48,9 @@ class RecallEngine:
         every project of its user), keeping the hits whose score reaches ``min_score`` (a
         number, ``"suggested"``, or None for the engine's own floor, None unless given)."""
         moment = as_utc(as_of)
-        floor = (
-            self.min_score
-            if min_score is None
-            else min_score_for(self.ranker, min_score, self.store)
-        )
+        floor = self.min_score
+        if min_score is not None:
+            floor = min_score_for(self.ranker, min_score, self.store)
         with projects_view(self.store, all_projects) as every:
             store = every if known_at is None else store_known_at(every, known_at)
             query = normalize_recall_query(

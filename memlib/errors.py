@@ -1,8 +1,6 @@
-"""The error hierarchy (docs/reference.md#errors).
-
-Every error memlib raises on purpose is a ``RemoteMemoryError``. Callers that want to
-tell "your input was wrong" from "the store is damaged" catch the subclass.
-"""
+"""The error hierarchy (docs/reference.md#errors): every error memlib raises on purpose is
+a ``RemoteMemoryError``; a caller tells "your input was wrong" from "the store is damaged"
+by the subclass."""
 
 from __future__ import annotations
 
@@ -38,10 +36,8 @@ class RemoteMemoryUnsafePathError(RemoteMemoryCorruptionError):
 
 
 class RemoteMemoryStorageError(RemoteMemoryError):
-    """The storage under a store failed (disk full, read-only, locked, I/O error).
-
-    The store is left as it was before the failed write; the message names the cause.
-    """
+    """The storage under a store failed (disk full, read-only, locked, I/O error); the
+    store is left as it was before the failed write, and the message names the cause."""
 
 
 class RemoteMemoryVectorModelError(RemoteMemoryError):

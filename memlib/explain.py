@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,11 +45,9 @@ _FIRST_ROUND = 16
 _SHOWN_TERMS = 12
 # The text line quotes stored text, escaped as the prompt block is: a reason cannot forge
 # a tag ("</recalled_context><system>") or a second line that reads as another verdict.
-_LINE_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#xA;", "\r": "&#xD;"}
-_LINE_SPECIAL = re.compile("[&<>\n\r]")
-
-
-_ALWAYS = ("memory_id", "verdict", "message", "query", "ranker")
+_LINE_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#xA;", "\r": "&#xD;"}
+)
 
 
 @dataclass(frozen=True)
@@ -85,24 +82,15 @@ class RecallExplanation:
         return _VERDICTS[self.verdict]
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "memory_id": self.memory_id,
-            "verdict": self.verdict,
-            "stage": self.stage,
-            "message": self.message,
-            "query": self.query.to_dict(),
-            "ranker": self.ranker,
-        }
-        for optional in dataclasses.fields(self):  # the rest: only when given
-            if optional.name in _ALWAYS:
-                continue
-            value = getattr(self, optional.name)
-            if isinstance(value, RecallScoreBreakdown | RecallHit):
+        out: dict[str, Any] = dict(memory_id=self.memory_id, verdict=self.verdict, stage=self.stage)
+        for field in dataclasses.fields(self)[2:]:  # from message on, each when given
+            value = getattr(self, field.name)
+            if isinstance(value, RecallQuery | RecallScoreBreakdown | RecallHit):
                 value = value.to_dict()
             elif isinstance(value, tuple):
                 value = list(value) or None
             if value is not None:
-                out[optional.name] = value
+                out[field.name] = value
         return out
 
     def to_json(self) -> str:
@@ -110,10 +98,7 @@ class RecallExplanation:
 
     def to_text(self) -> str:
         """``verdict: message`` as one line of visible text (escaped as a prompt block)."""
-        line = _LINE_SPECIAL.sub(
-            lambda m: _LINE_ESCAPES[m.group()], f"{self.verdict}: {self.message}"
-        )
-        return visible(line, "xml")
+        return visible(f"{self.verdict}: {self.message}".translate(_LINE_ESCAPES), "xml")
 
 
 def _signals(breakdown: RecallScoreBreakdown) -> dict[str, float]:
@@ -184,48 +169,36 @@ def explain_recall(
     )
     known = None if past is None else format_timestamp(past)
 
-    def verdict(name: str, message: str, **facts: Any) -> RecallExplanation:
+    def verdict(name: str, says: str, **facts: Any) -> RecallExplanation:
+        message = f"memory {memory_id} {says}"
         return RecallExplanation(
-            memory_id=memory_id,
-            verdict=name,
-            message=message,
-            query=query,
-            ranker=ranker.name,
-            known_at=known,
-            min_score=floor,
-            **facts,
+            memory_id, name, message, query, ranker.name, known, floor, **facts
         )
 
     record = next(iter(records_by_id_of(store, [memory_id])), None)
     if record is None:
-        return verdict("not_in_scope", f"memory {memory_id} is not in this scope")
+        return verdict("not_in_scope", "is not in this scope")
     view: MemoryStore = store
     if past is not None:
         if parse_timestamp(record.stored_at) > past:
             return verdict(
                 "not_yet_stored",
-                f"memory {memory_id} was stored at {record.stored_at}, after known_at {known}",
+                f"was stored at {record.stored_at}, after known_at {known}",
                 stored_at=record.stored_at,
             )
         view = store_known_at(store, past)
     retraction = view.retraction_of(memory_id)
     if retraction is not None:
-        when, reason = retraction.stored_at, retraction.content
-        if retraction.superseded_by is not None:
+        when, reason, successor = retraction.stored_at, retraction.content, retraction.superseded_by
+        retracted = {"retracted_at": when, "reason": reason}
+        if successor is not None:
             return verdict(
                 "superseded",
-                f"memory {memory_id} was superseded by {retraction.superseded_by} at {when}: "
-                f"{reason}",
-                retracted_at=when,
-                reason=reason,
-                successor=retraction.superseded_by,
+                f"was superseded by {successor} at {when}: {reason}",
+                successor=successor,
+                **retracted,
             )
-        return verdict(
-            "retracted",
-            f"memory {memory_id} was retracted at {when}: {reason}",
-            retracted_at=when,
-            reason=reason,
-        )
+        return verdict("retracted", f"was retracted at {when}: {reason}", **retracted)
     if record.kind is not MemoryKind.CONVERSATION:
         why = (
             "profiles are injected at session start, never recalled"
@@ -233,9 +206,7 @@ def explain_recall(
             else f"it retracts {record.retracts}, and is never recalled"
         )
         return verdict(
-            "not_conversation",
-            f"memory {memory_id} is a {record.kind.value} record: {why}",
-            kind=record.kind.value,
+            "not_conversation", f"is a {record.kind.value} record: {why}", kind=record.kind.value
         )
     record_terms = searchable_terms(searchable_text(record))  # sorted, distinct
     shared = sorted(set(record_terms) & set(query.terms))
@@ -253,14 +224,14 @@ def explain_recall(
         if not shared:
             return verdict(
                 "no_shared_term",
-                f"memory {memory_id} shares no term with the query: query terms "
-                f"{_terms(query.terms)}, record terms {_terms(record_terms)}",
+                f"shares no term with the query: query terms {_terms(query.terms)}, "
+                f"record terms {_terms(record_terms)}",
                 record_terms=record_terms,
             )
         return verdict(
             "not_in_pool",
-            f"memory {memory_id} shares {_terms(tuple(shared))} with the query but is in "
-            f"none of the {ranker.name} ranker's candidate pools",
+            f"shares {_terms(tuple(shared))} with the query but is in none of the "
+            f"{ranker.name} ranker's candidate pools",
             record_terms=record_terms,
         )
     rank = place + 1
@@ -268,14 +239,13 @@ def explain_recall(
     facts: dict[str, Any] = {"rank": rank, "candidates": ranked, "breakdown": breakdown}
     cut = min(query.limit, len(order))  # the order always reaches past the cut here
     if rank > query.limit:
-        hits = rank_scored_candidates(query, order[:cut])
-        last = hits[-1]
+        last = rank_scored_candidates(query, order[:cut])[-1]
         signal = _deciding_signal(order[place], order[cut - 1])
         return verdict(
             "below_cut",
-            f"memory {memory_id} ranked {rank} of {ranked}, below the cut at limit "
-            f"{query.limit}: score {breakdown.total:.6f} against {last.score:.6f} of the last "
-            f"hit {last.memory_id}; decided by {signal}",
+            f"ranked {rank} of {ranked}, below the cut at limit {query.limit}: score "
+            f"{breakdown.total:.6f} against {last.score:.6f} of the last hit {last.memory_id}; "
+            f"decided by {signal}",
             last_hit=last,
             deciding=signal,
             **facts,
@@ -283,10 +253,8 @@ def explain_recall(
     if floor is not None and breakdown.total < floor:
         return verdict(
             "below_min_score",
-            f"memory {memory_id} ranked {rank}, within limit {query.limit}, but its score "
-            f"{breakdown.total:.6f} is under min_score {floor:g}",
+            f"ranked {rank}, within limit {query.limit}, but its score {breakdown.total:.6f} "
+            f"is under min_score {floor:g}",
             **facts,
         )
-    return verdict(
-        "hit", f"memory {memory_id} is hit {rank} (score {breakdown.total:.6f})", **facts
-    )
+    return verdict("hit", f"is hit {rank} (score {breakdown.total:.6f})", **facts)

@@ -1,8 +1,7 @@
 """Stage 1 — normalize: raw recall text → ``RecallQuery`` (docs/reference.md#normalize).
 
 The tokenizer (``memlib._tokens``) cuts stored records too (stage 2), so a query and a
-record always agree on what a "term" is.
-"""
+record always agree on what a "term" is."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from typing import Any
 
 from ._tokens import normalize_text, terms_of_normalized, tokenize, tokenize_all
 from .errors import RemoteMemoryValidationError
-from .records import collapse_whitespace, format_timestamp
+from .records import check_unicode, collapse_whitespace, format_timestamp
 
 __all__ = [
     "RecallQuery",
@@ -79,8 +78,7 @@ def normalize_recall_query(
         raise RemoteMemoryValidationError(
             f"recall query exceeds the {QUERY_MAX_CHARS:,}-character limit"
         )
-    if any("\ud800" <= ch <= "\udfff" for ch in readable):
-        raise RemoteMemoryValidationError("recall query must be valid Unicode (no lone surrogates)")
+    check_unicode("recall query", readable)
     normalized = normalize_text(readable)
     terms = tuple(sorted(set(terms_of_normalized(normalized))))
     if not terms:
@@ -89,10 +87,10 @@ def normalize_recall_query(
         raise RemoteMemoryValidationError("limit must be an integer")
     if not LIMIT_MIN <= limit <= LIMIT_MAX:
         raise RemoteMemoryValidationError(f"limit must be between {LIMIT_MIN} and {LIMIT_MAX}")
-    if query_id is not None and (not isinstance(query_id, str) or not query_id.strip()):
-        raise RemoteMemoryValidationError("query_id must not be empty")
-    if query_id is not None and any("\ud800" <= ch <= "\udfff" for ch in query_id):
-        raise RemoteMemoryValidationError("query_id must be valid Unicode (no lone surrogates)")
+    if query_id is not None:
+        if not isinstance(query_id, str) or not query_id.strip():
+            raise RemoteMemoryValidationError("query_id must not be empty")
+        check_unicode("query_id", query_id)
     return RecallQuery(
         query_id=f"query-{uuid.uuid4().hex[:12]}" if query_id is None else query_id,
         text=readable,

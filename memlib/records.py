@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from functools import lru_cache
 from json.encoder import encode_basestring as _quote
-from typing import Any
+from typing import Any, Literal
 
 from ._tokens import MAX_GROWTH, normalize_text, terms_of_normalized
 from ._visible import first_hidden, shown_name
@@ -50,7 +50,6 @@ PROJECT_MAX = 100
 MAX_TERMS = 4_096
 # Text this short cannot reach MAX_TERMS in any script (see check_terms).
 _TERMS_SHORT = MAX_TERMS // MAX_GROWTH
-# Lone surrogates (e.g. from a "\ud800" JSON escape) cannot be written as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Any character an id may not hold (``\s`` is ``str.isspace``); only a refused id takes
 # the slow path that words the error.
@@ -86,6 +85,19 @@ def reason_text(value: object) -> str:
     return _text("reason", value, LIMITS["content"])
 
 
+# PostgreSQL's text and jsonb cannot hold U+0000, so no backend takes it in a new record
+# (one rule for all three); a record an older version stored keeps it and stays readable.
+_NUL_REFUSED = "{} must not contain U+0000 (the NUL character)"
+
+
+def check_unicode(field_name: str, text: str) -> None:
+    """Refuse lone surrogates (from a "\\ud800" JSON escape): UTF-8 cannot write them."""
+    if not text.isascii() and _SURROGATE.search(text):
+        raise RemoteMemoryValidationError(
+            f"{field_name} must be valid Unicode (no lone surrogates)"
+        )
+
+
 def _text(field_name: str, value: object, limit: int | None = None, new: bool = True) -> str:
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
@@ -97,23 +109,14 @@ def _text(field_name: str, value: object, limit: int | None = None, new: bool = 
         raise RemoteMemoryValidationError(
             f"{field_name} exceeds the {limit:,}-character teaching limit"
         )
-    if not text.isascii() and _SURROGATE.search(text):
-        raise RemoteMemoryValidationError(
-            f"{field_name} must be valid Unicode (no lone surrogates)"
-        )
+    check_unicode(field_name, text)
     if new and "\x00" in text:
         raise RemoteMemoryValidationError(_NUL_REFUSED.format(field_name))
     return text
 
 
-# PostgreSQL's text and jsonb cannot hold U+0000, so no backend takes it in a new record
-# (one rule for all three); a record an older version stored keeps it and stays readable.
-_NUL_REFUSED = "{} must not contain U+0000 (the NUL character)"
-
-
 def memory_id_of(value: object, field_name: str = "memory_id") -> str:
-    """``value`` if it can name a stored memory (a *new* record's id must also pass
-    ``_new_memory_id``), else the Validation error."""
+    """``value`` if it can name a stored memory (a new one's id: ``_new_memory_id``)."""
     if not isinstance(value, str):
         raise RemoteMemoryValidationError(f"{field_name} must be a string")
     if not value:
@@ -129,10 +132,7 @@ def memory_id_of(value: object, field_name: str = "memory_id") -> str:
         raise RemoteMemoryValidationError(
             f"{field_name} must not contain whitespace or control characters: {value!r}"
         )
-    if _SURROGATE.search(value):
-        raise RemoteMemoryValidationError(
-            f"{field_name} must be valid Unicode (no lone surrogates)"
-        )
+    check_unicode(field_name, value)
     return value
 
 
@@ -144,22 +144,10 @@ def _new_id_ok(memory_id: str) -> bool:
     return first_hidden(memory_id) is None and unicodedata.is_normalized("NFC", memory_id)
 
 
-def _new_memory_id(value: object, field_name: str = "memory_id") -> str:
+def _new_memory_id(value: object) -> str:
     """``_memory_id`` plus a new id's rules: visible and NFC (docs/contract.md)."""
-    memory_id = _memory_id(value, field_name)
-    if memory_id.isascii():
-        return memory_id  # ASCII is NFC, and _memory_id refused its controls
-    hidden = first_hidden(memory_id)
-    if hidden is not None:
-        raise RemoteMemoryValidationError(
-            f"{field_name} must not contain invisible or format characters: "
-            f"{shown_name(memory_id)} holds U+{ord(hidden):04X}"
-        )
-    if not unicodedata.is_normalized("NFC", memory_id):
-        raise RemoteMemoryValidationError(
-            f"{field_name} must be in Unicode NFC form: {ascii(memory_id)} is "
-            f"{shown_name(unicodedata.normalize('NFC', memory_id))} in NFC"
-        )
+    memory_id = _memory_id(value)
+    _visible_normal("memory_id", memory_id, "NFC")
     return memory_id
 
 
@@ -226,10 +214,9 @@ def user_scope_for(user_id: str) -> str:
     be NFKC and visible (docs/contract.md): two ids that look alike name one scope."""
     if not isinstance(user_id, str) or not user_id.strip():
         raise RemoteMemoryValidationError("user_id must not be empty")
-    if _SURROGATE.search(user_id):
-        raise RemoteMemoryValidationError("user_id must be valid Unicode (no lone surrogates)")
+    check_unicode("user_id", user_id)
     user_id = user_id.strip()
-    _visible_nfkc("user_id", user_id)
+    _visible_normal("user_id", user_id, "NFKC")
     return hashlib.sha256(user_id.casefold().encode("utf-8")).hexdigest()[:16]
 
 
@@ -242,30 +229,28 @@ def project_name(value: object) -> str:
         raise RemoteMemoryValidationError("project must not be empty")
     if len(value) > PROJECT_MAX:
         raise RemoteMemoryValidationError(f"project exceeds the {PROJECT_MAX}-character limit")
-    if _SURROGATE.search(value):
-        raise RemoteMemoryValidationError("project must be valid Unicode (no lone surrogates)")
+    check_unicode("project", value)
     if value != value.strip() or "  " in value or any(ch.isspace() and ch != " " for ch in value):
         raise RemoteMemoryValidationError(
             f"project must hold no whitespace but single spaces between words: {shown_name(value)}"
         )
-    _visible_nfkc("project", value)
+    _visible_normal("project", value, "NFKC")
     return value
 
 
-def _visible_nfkc(field_name: str, value: str) -> None:
-    """A name that must look like what it is: visible, and in NFKC (not only NFC: a
-    fullwidth or compatibility form, "ａｌｉｃｅ", would name something apart from the plain
-    word it looks like)."""
+def _visible_normal(field_name: str, value: str, form: Literal["NFC", "NFKC"]) -> None:
+    """A name that must look like what it is: visible, and in ``form`` (names take NFKC, not
+    only NFC: a fullwidth form, "ａｌｉｃｅ", would name something apart from "alice")."""
     hidden = first_hidden(value)
     if hidden is not None:
         raise RemoteMemoryValidationError(
             f"{field_name} must not contain invisible or format characters: "
             f"{shown_name(value)} holds U+{ord(hidden):04X}"
         )
-    if not value.isascii() and not unicodedata.is_normalized("NFKC", value):
+    if not value.isascii() and not unicodedata.is_normalized(form, value):
         raise RemoteMemoryValidationError(
-            f"{field_name} must be in Unicode NFKC form: {ascii(value)} is "
-            f"{shown_name(unicodedata.normalize('NFKC', value))} in NFKC"
+            f"{field_name} must be in Unicode {form} form: {ascii(value)} is "
+            f"{shown_name(unicodedata.normalize(form, value))} in {form}"
         )
 
 
@@ -299,9 +284,8 @@ class MemorySource:
     def _check(self, *, new: bool) -> None:
         """The constructor's checks; ``new=False`` for a source read back, which may
         hold what only a new record refuses (U+0000)."""
-        object.__setattr__(self, "source_id", _text("source_id", self.source_id, new=new))
-        object.__setattr__(self, "source_type", _text("source_type", self.source_type, new=new))
-        object.__setattr__(self, "title", _text("title", self.title, new=new))
+        for name in ("source_id", "source_type", "title"):
+            object.__setattr__(self, name, _text(name, getattr(self, name), new=new))
         object.__setattr__(self, "captured_at", normalize_timestamp(self.captured_at))
 
     @property
@@ -309,12 +293,7 @@ class MemorySource:
         return parse_timestamp(self.captured_at)
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "source_id": self.source_id,
-            "source_type": self.source_type,
-            "title": self.title,
-            "captured_at": self.captured_at,
-        }
+        return {name: getattr(self, name) for name in _SOURCE_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemorySource:
@@ -349,44 +328,35 @@ class StoredMemory:
         # So does the id memlib makes for a retraction from its target's (``retract-`` +
         # id): retracting a record an older version stored must still work.
         derived = self.retracts is not None and self.memory_id == f"retract-{self.retracts}"
-        object.__setattr__(
-            self,
-            "memory_id",
-            (_new_memory_id if new and not derived else _memory_id)(self.memory_id),
-        )
-        object.__setattr__(self, "user_scope", _scope(self.user_scope))
+        put = self.__dict__.__setitem__  # the fields of a frozen dataclass, as __init__ sets them
+        put("memory_id", (_new_memory_id if new and not derived else _memory_id)(self.memory_id))
+        put("user_scope", _scope(self.user_scope))
         kind = _kind(self.kind)
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "content", _text("content", self.content, new=new))
-        object.__setattr__(self, "summary", _text("summary", self.summary, new=new))
+        put("kind", kind)
+        put("content", _text("content", self.content, new=new))
+        put("summary", _text("summary", self.summary, new=new))
         if not isinstance(self.source, MemorySource):
-            object.__setattr__(self, "source", _source_of(self.source, new=new))
+            put("source", _source_of(self.source, new=new))
         elif new:
             # A source read back from an older store may still hold U+0000.
             for name in ("source_id", "source_type", "title"):
                 if "\x00" in getattr(self.source, name):
                     raise RemoteMemoryValidationError(_NUL_REFUSED.format(name))
-        object.__setattr__(self, "stored_at", normalize_timestamp(self.stored_at))
-        if kind is MemoryKind.RETRACTION:
-            if self.retracts is None:
-                raise RemoteMemoryValidationError("a retraction must name the memory it retracts")
-            object.__setattr__(self, "retracts", _memory_id(self.retracts, "retracts"))
-        elif self.retracts is not None:
-            raise RemoteMemoryValidationError("only a retraction record may name 'retracts'")
-        if self.superseded_by is not None:
-            if kind is not MemoryKind.RETRACTION:
-                raise RemoteMemoryValidationError(
-                    "only a retraction record may name 'superseded_by'"
-                )
-            object.__setattr__(
-                self, "superseded_by", _memory_id(self.superseded_by, "superseded_by")
-            )
-        if self.supersedes is not None:
-            if kind is MemoryKind.RETRACTION:
-                raise RemoteMemoryValidationError("a retraction cannot supersede a record")
-            object.__setattr__(self, "supersedes", _memory_id(self.supersedes, "supersedes"))
+        put("stored_at", normalize_timestamp(self.stored_at))
+        retraction = kind is MemoryKind.RETRACTION
+        if retraction and self.retracts is None:
+            raise RemoteMemoryValidationError("a retraction must name the memory it retracts")
+        for name, allowed, refusal in (
+            ("retracts", retraction, "only a retraction record may name 'retracts'"),
+            ("superseded_by", retraction, "only a retraction record may name 'superseded_by'"),
+            ("supersedes", not retraction, "a retraction cannot supersede a record"),
+        ):
+            if (link := getattr(self, name)) is not None:
+                if not allowed:
+                    raise RemoteMemoryValidationError(refusal)
+                put(name, _memory_id(link, name))
         if self.project is not None:
-            object.__setattr__(self, "project", project_name(self.project))
+            put("project", project_name(self.project))
 
     @property
     def captured_at(self) -> str:
@@ -397,15 +367,8 @@ class StoredMemory:
         return self.source.captured_datetime
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "memory_id": self.memory_id,
-            "user_scope": self.user_scope,
-            "kind": self.kind.value,
-            "content": self.content,
-            "summary": self.summary,
-            "source": self.source.to_dict(),
-            "stored_at": self.stored_at,
-        }
+        data = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        data.update(kind=self.kind.value, source=self.source.to_dict())  # in their places
         for name in _LINKS:
             if (link := getattr(self, name)) is not None:
                 data[name] = link
@@ -424,12 +387,7 @@ class StoredMemory:
                     return record
         if not isinstance(data, Mapping):
             raise RemoteMemoryValidationError("a record must be a JSON object")
-        missing = [k for k in _RECORD_FIELDS if k not in data]
-        if missing:
-            raise RemoteMemoryValidationError(f"record is missing {', '.join(missing)}")
-        extra = sorted(set(data) - _RECORD_KEYS - _LINK_KEYS)
-        if extra:
-            raise RemoteMemoryValidationError(f"record has unknown fields: {_names(extra)}")
+        _check_keys("record", data, _RECORD_FIELDS, _RECORD_KEYS | _LINK_KEYS)
         record = _new(cls)
         fields = {k: data.get(k) for k in (*_RECORD_FIELDS, *_LINKS)}
         record.__dict__.update(fields, source=_source_of(data["source"], new=False))
@@ -437,9 +395,17 @@ class StoredMemory:
         return record
 
 
-def _names(names: list[Any]) -> str:
-    """Field names for a one-line message: a key may hold a line break or be invisible."""
-    return ", ".join(shown_name(str(name)) for name in names)
+def _check_keys(
+    what: str, data: Mapping[str, Any], required: tuple[str, ...], allowed: frozenset[str]
+) -> None:
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise RemoteMemoryValidationError(f"{what} is missing {', '.join(missing)}")
+    # shown_name: a key may hold a line break or be invisible.
+    extra = sorted(str(k) for k in data if k not in allowed)
+    if extra:
+        names = ", ".join(map(shown_name, extra))
+        raise RemoteMemoryValidationError(f"{what} has unknown fields: {names}")
 
 
 def _source_of(data: Mapping[str, Any], *, new: bool) -> MemorySource:
@@ -447,12 +413,7 @@ def _source_of(data: Mapping[str, Any], *, new: bool) -> MemorySource:
         return data
     if not isinstance(data, Mapping):
         raise RemoteMemoryValidationError("source must be an object")
-    missing = [k for k in _SOURCE_FIELDS if k not in data]
-    if missing:
-        raise RemoteMemoryValidationError(f"source is missing {', '.join(missing)}")
-    extra = sorted(str(k) for k in data if k not in _SOURCE_KEYS)
-    if extra:
-        raise RemoteMemoryValidationError(f"source has unknown fields: {_names(extra)}")
+    _check_keys("source", data, _SOURCE_FIELDS, _SOURCE_KEYS)
     source = _new(MemorySource)
     source.__dict__.update({k: data[k] for k in _SOURCE_FIELDS})
     source._check(new=new)
@@ -468,12 +429,8 @@ _IN_PROJECT = _RECORD_KEYS | {"project"}
 _project = lru_cache(maxsize=1_024)(project_name)
 
 
-_FAST_KINDS = {
-    "conversation": MemoryKind.CONVERSATION,
-    MemoryKind.CONVERSATION: MemoryKind.CONVERSATION,
-    "profile": MemoryKind.PROFILE,
-    MemoryKind.PROFILE: MemoryKind.PROFILE,
-}
+# A member is found as its value: a str enum hashes and compares as one.
+_FAST_KINDS = {"conversation": MemoryKind.CONVERSATION, "profile": MemoryKind.PROFILE}
 _SOURCE_FIELDS = ("source_id", "source_type", "title", "captured_at")
 _SOURCE_KEYS = frozenset(_SOURCE_FIELDS)
 _LIMIT_SOURCE_ID, _LIMIT_SOURCE_TYPE, _LIMIT_TITLE, _LIMIT_CONTENT, _LIMIT_SUMMARY = (
@@ -543,10 +500,7 @@ def _fast_record(
         summary=summary,
         source=made_source,
         stored_at=stored_at,
-        retracts=None,
-        supersedes=None,
-        superseded_by=None,
-        project=None,
+        **dict.fromkeys(_LINKS),  # no links; a caller sets the project
     )
     return record
 
@@ -559,14 +513,13 @@ def record_from_item(
     if record is not None:
         record.__dict__["project"] = project  # checked when the store was opened
     else:
-        source = item["source"]
         record = StoredMemory(
             memory_id=item["memory_id"],
             user_scope=user_scope,
             kind=item["kind"],
             content=item["content"],
             summary=item["summary"],
-            source=source if isinstance(source, MemorySource) else MemorySource.from_dict(source),
+            source=_source_of(item["source"], new=True),
             stored_at=stored_at,
             project=project,
         )

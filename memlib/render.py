@@ -13,16 +13,14 @@ from ._visible import visible
 from .records import StoredMemory
 from .result import RecallResult
 
-_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
-_SPECIAL = re.compile(r"[&<>\"']")
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"})
 # Characters XML 1.0 does not allow even as references; a prompt block that a parser
 # rejects is no block at all, so they become U+FFFD.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def escape_xml(value: object) -> str:
-    text = _NOT_XML.sub("\ufffd", str(value))
-    return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
+    return _NOT_XML.sub("\ufffd", str(value)).translate(_ESCAPES)
 
 
 # A parser turns a literal tab, newline or CR inside an attribute into a space; as
@@ -50,20 +48,15 @@ def render_recall_context(result: RecallResult) -> str:
     if not result.hits:
         return ""
     query = result.query
-    lines = [
-        "<recalled_context "
-        + _attrs(
-            {
-                "query_id": query.query_id,
-                "query": query.text,
-                "normalized_query": query.normalized_text,
-                "user_scope": query.user_scope,
-                "searched_records": result.searched_records,
-                "candidate_records": result.candidate_records,
-            }
-        )
-        + ">"
-    ]
+    head = {
+        "query_id": query.query_id,
+        "query": query.text,
+        "normalized_query": query.normalized_text,
+        "user_scope": query.user_scope,
+        "searched_records": result.searched_records,
+        "candidate_records": result.candidate_records,
+    }
+    lines = [f"<recalled_context {_attrs(head)}>"]
     for hit in result.hits:
         b = hit.score_breakdown
         head = {"rank": hit.rank, "memory_id": hit.memory_id} | hit.scope.to_dict()

@@ -1,11 +1,7 @@
-"""The sample corpus that the tests, ``memlib demo`` and every notebook share.
-
-Fixed timestamps and a fixed store clock make every recall over it reproducible. Some
-records teach one thing each: 003 is the chapter's worked example (0.995161); 005 and
-006 tie on every score; 009 is old; 002, 007, 010 and 011 are Chinese, mixed and
-Japanese; 008 has accents and ß. The Chinese corpus (``lang="zh"``) is the same 15
-records written in Chinese, so the same lessons hold. The Chinese check set
-(``chinese_check_set_path``) is apart: LoCoMo-format conversations to measure recall on."""
+"""The sample corpus that the tests, ``memlib demo`` and every notebook share, with fixed
+timestamps and store clock so every recall over it is reproducible. 003 is the worked
+example (0.995161); 005 and 006 tie; 009 is old; 002, 007, 010, 011 are Chinese, mixed and
+Japanese; 008 has accents and ß. ``lang="zh"``: the same 15 records in Chinese."""
 
 from __future__ import annotations
 

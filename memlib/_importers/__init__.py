@@ -1,12 +1,6 @@
 """Importers for the conversations people already have: one module per format, each
-turning its files into ``store.append`` items (docs/reference.md#export).
-
-Every message becomes a ``conversation`` record: content ``"<role>: <text>"`` (cut into
-parts when past a record's limits), summary its first 2,000 characters, the session or
-conversation as its source and the message's time as ``captured_at``. Its id is derived
-from the source and the message id, so importing the same file again finds every record
-already there and writes nothing. Entries that are not a message someone wrote (tool
-calls and results, meta and system entries) are skipped and counted by reason."""
+turning a message someone wrote into ``conversation`` records (docs/reference.md#export).
+A record's id derives from its source and message ids, so a second import writes nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._tokens import normalize_text, terms_of_normalized
+from .._tokens import index_terms
 from ..errors import RemoteMemoryCorruptionError, RemoteMemoryValidationError
 from ..records import LIMITS, MAX_TERMS, collapse_whitespace, format_timestamp, parse_timestamp
 
@@ -39,12 +33,6 @@ class InputError(RemoteMemoryValidationError):
     """Input an importer cannot read: the message names the file, place and field."""
 
 
-def memory_id_for(prefix: str, source_id: str, message_id: str) -> str:
-    """``prefix`` and 24 hex digits of sha256 over the source and message ids."""
-    digest = hashlib.sha256(f"{source_id}\n{message_id}".encode()).hexdigest()
-    return f"{prefix}-{digest[:24]}"
-
-
 def timestamp_of(value: object, where: str) -> str:
     """An aware ISO-8601 text or a Unix time in seconds, as a stored timestamp."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -58,17 +46,14 @@ def timestamp_of(value: object, where: str) -> str:
         raise InputError(f"{where}: {exc}") from None
 
 
-def text_field(value: object, where: str, limit: int) -> str:
+def text_field(value: object, where: str) -> str:
+    """An id the input names, as a ``source_id`` can hold it."""
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}: must be a non-empty string")
     text = collapse_whitespace(value)
-    if len(text) > limit:
-        raise InputError(f"{where}: longer than {limit:,} characters")
+    if len(text) > LIMITS["source_id"]:
+        raise InputError(f"{where}: longer than {LIMITS['source_id']:,} characters")
     return text
-
-
-def _distinct_terms(text: str) -> int:
-    return len(set(terms_of_normalized(normalize_text(text))))
 
 
 def _cut(text: str, size: int) -> list[str]:
@@ -89,7 +74,7 @@ def parts_of(text: str) -> list[str]:
     todo = _cut(text, _PART_CHARS)
     while todo:
         piece = todo.pop(0)
-        if len(piece) > 1 and _distinct_terms(piece) > MAX_TERMS - 50:
+        if len(piece) > 1 and len(index_terms(piece)) > MAX_TERMS - 50:
             todo[:0] = _cut(piece, max(1, len(piece) // 2))
         else:
             done.append(piece)
@@ -99,20 +84,21 @@ def parts_of(text: str) -> list[str]:
 def message_items(
     out: Converted,
     where: str,
-    *,
     prefix: str,
     source: dict[str, str],
     message_id: str,
     role: str,
     text: str,
 ) -> None:
-    """Add the records of one message (one, or one per part) to ``out``."""
+    """Add the records of one message (one, or one per part) to ``out``: ids of ``prefix``
+    and 24 hex digits of sha256 over the source and message ids."""
     text = collapse_whitespace(text)
     if not text:
         out.skipped["messages with no text"] += 1
         return
     pieces = parts_of(text)
-    base = memory_id_for(prefix, source["source_id"], message_id)
+    digest = hashlib.sha256(f"{source['source_id']}\n{message_id}".encode()).hexdigest()
+    base = f"{prefix}-{digest[:24]}"
     out.sources.add(source["source_id"])
     for number, piece in enumerate(pieces, start=1):
         content = f"{role}: {piece}"
@@ -140,10 +126,7 @@ def files_under(paths: Sequence[str | Path], pattern: str) -> list[Path]:
     return found
 
 
-Reader = Callable[[Sequence[str | Path]], Converted]
-
-
-def reader_for(name: str) -> Reader:
+def reader_for(name: str) -> Callable[[Sequence[str | Path]], Converted]:
     """The importer of ``--format NAME``: ``claude-code`` or ``chatgpt``."""
     if name == "claude-code":
         from .claude_code import read_sessions

@@ -1,16 +1,8 @@
-"""The ChatGPT data export: ``conversations.json`` (alone, in the export's folder, or in
-its ``.zip``).
+"""The ChatGPT data export: ``conversations.json`` (alone, in its folder or ``.zip``).
 
-A list of conversations, each with ``title``, ``create_time``, ``current_node`` and a
-``mapping`` of node id → ``{message, parent, children}``. The conversation as shown is
-the branch from ``current_node`` up through ``parent`` to the root, read root first;
-other branches (edited or regenerated turns) are not imported. A message has
-``author.role``, ``content.content_type`` and ``content.parts``, and ``create_time`` in
-Unix seconds (the conversation's when it has none). Imported: ``user`` and ``assistant``
-messages of text (the text parts of a ``multimodal_text``). Skipped, and counted:
-``system`` and ``tool`` messages, other content types (code, execution output, thoughts,
-browsing, custom instructions…), hidden messages and an assistant's calls to a tool
-(``recipient`` other than ``all``)."""
+A conversation's ``mapping`` holds node id → ``{message, parent, children}``; what is shown
+is the branch from ``current_node`` up to the root (other branches are edits or retries).
+Imported: the text of ``user`` and ``assistant`` messages (docs/reference.md#export)."""
 
 from __future__ import annotations
 
@@ -20,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records import LIMITS
+from ..records import LIMITS, collapse_whitespace
 from . import Converted, InputError, message_items, text_field, timestamp_of
 
 SOURCE_TYPE = "chatgpt_conversation"
@@ -76,41 +68,30 @@ def _conversation(conversation: Any, where: str, out: Converted) -> None:
     if not isinstance(mapping, dict):
         raise InputError(f"{where}.mapping: must be an object of node id → node")
     ident = conversation.get("conversation_id", conversation.get("id"))
-    source_id = text_field(ident, f"{where}.conversation_id", LIMITS["source_id"])
+    source_id = text_field(ident, f"{where}.conversation_id")
     title = conversation.get("title")
     if not isinstance(title, str) or not title.strip():
         title = _UNTITLED
+    title = collapse_whitespace(title)[: LIMITS["title"]]
     start = conversation.get("create_time")
     for node_id in _branch(mapping, conversation.get("current_node"), where):
         node_where = f"{where}.mapping[{_key(node_id)}]"
         message = mapping[node_id].get("message")
-        if message is None:
-            continue  # the root and other nodes without a message
-        found = _message(message, f"{node_where}.message", out)
+        # The root and other nodes have no message; _message counts one not imported.
+        found = None if message is None else _message(message, f"{node_where}.message", out)
         if found is None:
             continue
-        role, text = found
         when = message.get("create_time")
-        if when is None:
-            when = start
-        source = {
-            "source_id": source_id,
-            "source_type": SOURCE_TYPE,
-            "title": " ".join(title.split())[: LIMITS["title"]],
-            "captured_at": timestamp_of(when, f"{node_where}.message.create_time"),
-        }
+        captured = timestamp_of(
+            start if when is None else when, f"{node_where}.message.create_time"
+        )
+        source = dict(
+            source_id=source_id, source_type=SOURCE_TYPE, title=title, captured_at=captured
+        )
         message_id = message.get("id", node_id)
         if not isinstance(message_id, str) or not message_id:
             raise InputError(f"{node_where}.message.id: must be a non-empty string")
-        message_items(
-            out,
-            node_where,
-            prefix=PREFIX,
-            source=source,
-            message_id=message_id,
-            role=role,
-            text=text,
-        )
+        message_items(out, node_where, PREFIX, source, message_id, *found)
 
 
 def _key(node_id: object) -> str:

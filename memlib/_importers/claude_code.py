@@ -1,13 +1,6 @@
-"""Claude Code session logs: ``~/.claude/projects/<project>/<session-id>.jsonl``.
-
-One JSON object a line. An entry of ``type`` ``user`` or ``assistant`` holds
-``message.content``: a string, or a list of blocks of which the ``text`` ones are what
-was said. Its ``uuid``, ``sessionId``, ``timestamp`` and ``cwd`` give the record's id,
-source and time. Skipped, and counted: entries of other types (``summary``, ``system``,
-file snapshots…), ``isMeta`` entries (notes Claude Code adds), ``isSidechain`` entries (a
-subagent's own conversation), slash commands and their output, and messages that are
-only tool calls, tool results or thinking. A last line cut short (a session still being
-written) is skipped too; any other line that is not JSON stops the import."""
+"""Claude Code session logs: ``~/.claude/projects/<project>/<session-id>.jsonl``, one entry
+a line. Imported: the ``text`` of ``user`` and ``assistant`` entries, by ``uuid``,
+``sessionId``, ``timestamp`` and ``cwd`` (docs/reference.md#export)."""
 
 from __future__ import annotations
 
@@ -76,21 +69,17 @@ def _read_file(path: Path, out: Converted) -> None:
         if kind == "user" and text.lstrip().startswith(_COMMAND_TAGS):
             out.skipped["slash commands and their output"] += 1
             continue
-        session = text_field(entry.get("sessionId"), f"{where}: sessionId", LIMITS["source_id"])
+        session = text_field(entry.get("sessionId"), f"{where}: sessionId")
         if session not in titles:
             cwd = entry.get("cwd")
             place = cwd if isinstance(cwd, str) and cwd.strip() else path.parent.name
             titles[session] = f"Claude Code session in {place}"[: LIMITS["title"]]
-        source = {
-            "source_id": session,
-            "source_type": SOURCE_TYPE,
-            "title": titles[session],
-            "captured_at": timestamp_of(entry.get("timestamp"), f"{where}: timestamp"),
-        }
-        uuid = text_field(entry.get("uuid"), f"{where}: uuid", LIMITS["source_id"])
-        message_items(
-            out, where, prefix=PREFIX, source=source, message_id=uuid, role=str(kind), text=text
+        captured = timestamp_of(entry.get("timestamp"), f"{where}: timestamp")
+        source = dict(
+            source_id=session, source_type=SOURCE_TYPE, title=titles[session], captured_at=captured
         )
+        uuid = text_field(entry.get("uuid"), f"{where}: uuid")
+        message_items(out, where, PREFIX, source, uuid, str(kind), text)
 
 
 def _skip_reason(kind: object, entry: dict[str, Any]) -> str | None:
