@@ -1,8 +1,6 @@
-"""Retrieval under the pipeline: what an index keeps of a record and how it is searched.
-
-An index keeps ``term → records``, so a recall touches only the records sharing a term
-with the query (for a ``ScoreBound`` ranker, only the best groups of them). The parity
-tests hold every path equal to the reference scan (``candidates``), byte for byte."""
+"""Retrieval under the pipeline: an index keeps ``term → records``, so a recall touches only
+the records sharing a term with the query (for a ``ScoreBound`` ranker, only the best groups
+of them); the parity tests hold every path equal to the reference scan, byte for byte."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from itertools import chain
 from typing import Any, Generic, TypeVar
@@ -28,16 +28,14 @@ KIND_CODE = {MemoryKind.CONVERSATION: 0, MemoryKind.PROFILE: 1, MemoryKind.RETRA
 CODE_KIND = {code: kind for kind, code in KIND_CODE.items()}
 
 
-Fetch = Callable[[int], "tuple[array[int], array[int]]"]
-
-
 class _TermSource:
     """An index file's posting lists, read per term: ``fetch(n)`` gives term ``n``'s
     postings and term frequencies together; the half not asked for yet waits here."""
 
-    def __init__(self, terms: PackedStrings, fetch: Fetch) -> None:
+    def __init__(
+        self, terms: PackedStrings, fetch: Callable[[int], tuple[array[int], array[int]]]
+    ) -> None:
         self.terms = terms
-        self.count = len(terms)
         self.positions = SortedPositions(terms)  # the file's terms are sorted
         self._fetch = fetch
         self._waiting: dict[tuple[int, int], array[int]] = {}
@@ -58,7 +56,7 @@ _Walk = Callable[[Iterable[tuple[int, list[Entry]]]], list[int]]
 Batch = list[tuple[int, "Counter[str]"]]
 
 
-class _PackedLists(MutableMapping[str, "array[int]"]):
+class _PackedLists(Mapping[str, "array[int]"]):
     """``term → array`` over an index file's lists, each read when first asked for. Appends
     to a list not read yet wait in ``_extra`` or as batches of term counts (``add_batch``).
     ``which``: 0 for the docs, 1 for the term frequencies."""
@@ -67,22 +65,15 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
         self._source, self._which = source, which
         self._taken: dict[str, array[int]] = {}
         self._extra: dict[str, array[int]] = {}
-        self._gone: set[str] = set()
         # Invariant: a term in ``_taken`` has every batch applied; any other, none.
         self._batches: list[Batch] = []
-
-    def _packed(self, term: str) -> int | None:
-        return None if term in self._gone else self._source.positions.get(term)
 
     def _slice(self, term: str) -> array[int] | None:
         got = self._taken.get(term)
         if got is not None:
             return got
-        # A deleted term keeps nothing of before; a batch waiting now came after the
-        # deletion (deleting folds the batches first), so it brings the term back.
-        gone = term in self._gone
-        n = None if gone else self._source.positions.get(term)
-        extra = None if gone else self._extra.pop(term, None)
+        n = self._source.positions.get(term)
+        extra = self._extra.pop(term, None)
         if n is not None:
             got = self._source.take(n, self._which)
             if extra is not None:
@@ -99,7 +90,6 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
                     got.append(doc if postings else tf)
         if got is not None:
             self._taken[term] = got
-            self._gone.discard(term)
         return got
 
     def add_batch(self, batch: Batch) -> None:
@@ -135,11 +125,10 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
     def _add_now(self, term: str, values: Iterable[int] | bytes) -> None:
         target = self._taken.get(term)
         if target is None:
-            if self._packed(term) is None:
-                target = self._taken[term] = array("I")
-                self._gone.discard(term)
-            else:
+            if term in self._source.positions:
                 target = self._extra.setdefault(term, array("I"))
+            else:
+                target = self._taken[term] = array("I")
         if isinstance(values, bytes):
             target.frombytes(values)
         else:
@@ -156,48 +145,25 @@ class _PackedLists(MutableMapping[str, "array[int]"]):
             raise KeyError(term)
         return got
 
-    def __contains__(self, term: object) -> bool:
-        if not isinstance(term, str):
-            return False
-        if term not in self._gone and (
-            term in self._taken or term in self._extra or self._packed(term) is not None
-        ):
-            return True
-        return any(term in counts for batch in self._batches for _, counts in batch)
-
-    def __setitem__(self, term: str, value: array[int]) -> None:
+    def _added(self) -> list[str]:
+        """The terms the file does not hold, after the waiting batches."""
         self._fold()
-        self._gone.discard(term)
-        self._extra.pop(term, None)
-        self._taken[term] = value
-
-    def __delitem__(self, term: str) -> None:
-        self._fold()
-        if term not in self:
-            raise KeyError(term)
-        self._taken.pop(term, None)
-        self._extra.pop(term, None)
-        self._gone.add(term)
+        return [term for term in self._taken if term not in self._source.positions]
 
     def __iter__(self) -> Iterator[str]:
-        self._fold()
-        for term in self._source.terms:
-            if term not in self._gone:
-                yield term
-        for term in self._taken:
-            if self._packed(term) is None:
-                yield term
+        added = self._added()
+        yield from self._source.terms
+        yield from added
 
     def __len__(self) -> int:
-        self._fold()
-        added = sum(1 for term in self._taken if self._source.positions.get(term) is None)
-        gone = sum(1 for term in self._gone if self._source.positions.get(term) is not None)
-        return self._source.count - gone + added
+        return len(self._source.terms) + len(self._added())
 
 
-def _append(
-    lists: MutableMapping[str, array[int]], term: str, values: Iterable[int] | bytes
-) -> None:
+# An index's postings (or tfs): a dict, or an index file's lists read on demand.
+Lists = dict[str, "array[int]"] | _PackedLists
+
+
+def _append(lists: Lists, term: str, values: Iterable[int] | bytes) -> None:
     if isinstance(lists, _PackedLists):
         lists.add(term, values)
         return
@@ -235,12 +201,12 @@ class InvertedIndex:
     SETTLE_CHARS = 1 << 22
 
     def __init__(self) -> None:
-        self._postings: MutableMapping[str, array[int]] = {}
+        self._postings: Lists = {}
         # Parallel to each posting list: how often the term occurs in that doc (BM25's tf).
-        self._tfs: MutableMapping[str, array[int]] = {}
+        self._tfs: Lists = {}
         # Loaded from an index file: ids packed and found by bisection (strings.py).
         self.ids: list[str] | PackedStrings = []
-        self.doc_of: MutableMapping[str, int] = {}  # or a bisection over packed ids
+        self.doc_of: dict[str, int] | SortedPositions = {}  # or a bisection over packed ids
         self.kinds = bytearray()
         self.live = bytearray()  # 1 = a conversation record that is not retracted
         self.timestamps = array("d")  # captured_at.timestamp(), exactly as rank_key
@@ -265,8 +231,8 @@ class InvertedIndex:
         return len(self.ids)
 
     # Terms and their statistics: settled on first read (``tfs`` parallel to ``postings``).
-    postings: _Settled[MutableMapping[str, array[int]]] = _Settled()
-    tfs: _Settled[MutableMapping[str, array[int]]] = _Settled()
+    postings: _Settled[Mapping[str, array[int]]] = _Settled()
+    tfs: _Settled[Mapping[str, array[int]]] = _Settled()
     tokens: _Settled[array[int]] = _Settled()
     content_tokens: _Settled[array[int]] = _Settled()
     token_count: _Settled[int] = _Settled()
@@ -278,9 +244,6 @@ class InvertedIndex:
 
     def is_retracted(self, memory_id: str) -> bool:
         return memory_id in self.retracted
-
-    def add(self, record: StoredMemory) -> int:
-        return self.add_many((record,))
 
     def add_many(self, records: Sequence[StoredMemory]) -> int:
         """Index ``records`` in append order; returns the doc number of the first."""
@@ -352,23 +315,12 @@ class InvertedIndex:
                 self._content_token_count += content
             texts.append((doc, tokens))
         postings, tfs = self._postings, self._tfs
-        if runs.batch_numpy(len(texts)) is None:
-            # A few records (a reader's tail): straight into the arrays, not packed first.
-            if isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
-                # Over a loaded index file: postings made only for the terms asked for.
-                batch = [(doc, Counter(tokens)) for doc, tokens in texts]
-                postings.add_batch(batch)
-                tfs.add_batch(batch)
-                return
-            by_term: dict[str, tuple[list[int], list[int]]] = {}
-            for doc, tokens in texts:
-                for term, tf in Counter(tokens).items():
-                    docs_tfs = by_term.setdefault(term, ([], []))
-                    docs_tfs[0].append(doc)
-                    docs_tfs[1].append(tf)
-            for term, (docs, freqs) in by_term.items():
-                _append(postings, term, docs)
-                _append(tfs, term, freqs)
+        few = runs.batch_numpy(len(texts)) is None
+        if few and isinstance(postings, _PackedLists) and isinstance(tfs, _PackedLists):
+            # A reader's tail over a loaded index file: lists only for the terms asked for.
+            batch = [(doc, Counter(tokens)) for doc, tokens in texts]
+            postings.add_batch(batch)
+            tfs.add_batch(batch)
             return
         terms = list(set(chain.from_iterable(tokens for _, tokens in texts)))
         for number, run, tf_run in runs.tf_runs_by_term(texts, {t: i for i, t in enumerate(terms)}):
@@ -392,55 +344,41 @@ class InvertedIndex:
     # -- persisted (the JSONL index file) --------------------------------------------
 
     COUNTERS = ("searched", "retracted_conversations", "_token_count", "_content_token_count")
+    # Per-doc arrays, kept under their names without the leading underscore.
+    ARRAYS = ("ids", "kinds", "live", "timestamps", "micros", "_tokens", "_content_tokens")
 
     def packed(self) -> tuple[dict[str, int], dict[str, Any]]:
         """``(counters, arrays)`` for an index file: terms sorted, each term's postings
         and tfs at ``[term_ends[n-1]:term_ends[n]]`` (this reads every list: the rewrite)."""
         self.settle()
         terms = sorted(self._postings)
-        ends = array("Q")
-        postings = array("I")
-        tfs = array("I")
+        ends, postings, tfs = array("Q"), array("I"), array("I")
         for term in terms:
             postings.extend(self._postings[term])
             tfs.extend(self._tfs[term])
             ends.append(len(postings))
         counters = {name.lstrip("_"): getattr(self, name) for name in self.COUNTERS}
+        sections = {name.lstrip("_"): getattr(self, name) for name in self.ARRAYS}
+        sections.update(retracted=sorted(self.retracted), terms=terms, term_ends=ends)
+        sections.update(postings=postings, tfs=tfs)
         links = self._sources.links(len(self.ids), self.live)
-        return counters, {
-            "ids": self.ids,
-            "kinds": self.kinds,
-            "live": self.live,
-            "timestamps": self.timestamps,
-            "micros": self.micros,
-            "tokens": self._tokens,
-            "content_tokens": self._content_tokens,
-            "retracted": sorted(self.retracted),
-            "terms": terms,
-            "term_ends": ends,
-            "postings": postings,
-            "tfs": tfs,
-            "source_names": links.names,
-            "source_last": links.last,
-            "source_of": links.source_of,
-            "source_before": links.before,
-            "source_after": links.after,
-        }
+        for name in ("names", "last", "before", "after"):
+            sections[f"source_{name}"] = getattr(links, name)
+        sections["source_of"] = links.source_of
+        return counters, sections
 
     @classmethod
     def from_packed(cls, counters: dict[str, int], arrays: dict[str, Any]) -> InvertedIndex:
         """The index an index file holds (arrays taken, not copied); ``fetch(n)`` (term
         ``n``'s lists) and ``sources()`` are read when first asked for."""
         index = cls()
-        ids: PackedStrings = arrays["ids"]
-        index.ids = ids
-        index.doc_of = SortedPositions(ids, arrays["id_order"], arrays["id_hashes"])
-        index.kinds, index.live = arrays["kinds"], arrays["live"]
-        index.timestamps, index.micros = arrays["timestamps"], arrays["micros"]
-        index._tokens, index._content_tokens = arrays["tokens"], arrays["content_tokens"]
-        index.retracted = set(arrays["retracted"])
+        for name in cls.ARRAYS:
+            setattr(index, name, arrays[name.lstrip("_")])
         for name in cls.COUNTERS:
             setattr(index, name, int(counters[name.lstrip("_")]))
+        ids = arrays["ids"]
+        index.doc_of = SortedPositions(ids, arrays["id_order"], arrays["id_hashes"])
+        index.retracted = set(arrays["retracted"])
         source = _TermSource(arrays["terms"], arrays["fetch"])
         index._postings = _PackedLists(source, 0)
         index._tfs = _PackedLists(source, 1)
@@ -552,8 +490,9 @@ class InvertedIndex:
         def walk(groups: Iterable[tuple[int, list[Entry]]]) -> list[int]:
             return walk_groups(groups, len(terms), limit, as_of, bound)
 
-        if runs.postings_numpy(sum(len(p) for p in postings)) is not None:
-            return self._top_numpy(postings, len(terms), limit, walk)
+        np = runs.postings_numpy(sum(len(p) for p in postings))
+        if np is not None:
+            return self._top_numpy(np, postings, len(terms), limit, walk)
         return self._top_python(postings, limit, walk)
 
     def _entries(self, docs: Iterable[int]) -> list[Entry]:
@@ -586,10 +525,8 @@ class InvertedIndex:
         return walk(groups()), total
 
     def _top_numpy(
-        self, postings: list[array[int]], term_count: int, limit: int, walk: _Walk
+        self, np: Any, postings: list[array[int]], term_count: int, limit: int, walk: _Walk
     ) -> tuple[list[int], int]:
-        import numpy as np
-
         n = len(self.ids)
         total = sum(len(p) for p in postings)
         # Views, dropped before returning, so the arrays can grow again on the next append.
@@ -597,9 +534,6 @@ class InvertedIndex:
         live = np.frombuffer(self.live, dtype=np.uint8)
         # In a list, so ``finally`` drops the view even while the generator below holds it.
         held = [np.frombuffer(self.timestamps, dtype=np.float64)]
-        cand: Any
-        matched_of: Any
-        counts: Any
         try:
             if total * 8 < n:
                 # Few postings in a big index: sort them instead of touching all n docs.
@@ -656,8 +590,7 @@ def scan_from_index(
     *,
     top: ScoreBound | None,
 ) -> CandidateScan:
-    """A ``CandidateScan`` from ``index``: every candidate in append order, or ``top``'s
-    best ``query.limit`` (exact counts either way)."""
+    """A ``CandidateScan``: every candidate in append order, or ``top``'s best ``limit``."""
     if top is not None:
         docs, candidate_count = index.top_docs(query.terms, query.limit, query_as_of(query), top)
     else:

@@ -1,12 +1,11 @@
-"""Each conversation doc's place in its source, for ``InvertedIndex.neighbours``.
-
-``stores/_sources.py``'s answer as a doubly linked list per source, in arrays; a
-retraction unlinks its doc, so a look-up never walks past retracted turns."""
+"""Each conversation doc's place in its source, for ``InvertedIndex.neighbours``: a doubly
+linked list per source, in arrays; a retraction unlinks its doc, so a look-up never walks
+past retracted turns (``stores/_sources.py``'s answer)."""
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .strings import PackedStrings, SortedPositions
@@ -21,7 +20,7 @@ class SourceLinks:
 
     def __init__(self) -> None:
         self.names: list[str] | PackedStrings = []  # source number → source_id
-        self.numbers: MutableMapping[str, int] = {}  # source_id → source number
+        self.numbers: dict[str, int] | SortedPositions = {}  # source_id → source number
         self.last = array("I")  # per source: its latest live doc, or NONE
         self.source_of = array("I")  # per doc: its source number (NONE: not a conversation)
         self.before = array("I")  # per doc: the live doc before it in its source, or NONE
@@ -29,15 +28,13 @@ class SourceLinks:
 
     @classmethod
     def from_sections(cls, sections: Mapping[str, Any]) -> SourceLinks:
-        """The links an index file holds (arrays taken, not copied): ``source_names`` as
-        ``PackedStrings``, found through ``source_order`` / ``source_hashes``."""
+        """The links an index file holds (arrays taken, not copied)."""
         links = cls()
-        names: PackedStrings = sections["source_names"]
-        links.names = names
-        links.numbers = SortedPositions(names, sections["source_order"], sections["source_hashes"])
-        links.source_of = sections["source_of"]
-        for name in ("last", "before", "after"):
+        for name in ("names", "last", "before", "after"):
             setattr(links, name, sections[f"source_{name}"])
+        links.source_of = sections["source_of"]
+        order, hashes = sections["source_order"], sections["source_hashes"]
+        links.numbers = SortedPositions(links.names, order, hashes)
         return links
 
     def number(self, name: str) -> int:

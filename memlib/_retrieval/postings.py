@@ -1,8 +1,6 @@
-"""Posting runs: the doc numbers of one term, packed, and the counts a query needs.
-
-A run lists a term's distinct docs ascending, as "u4" (the in-process index), "<i8"
-(SQLite) or ">i8" (PostgreSQL's int8send order); a SQL store keeps each doc's tf and two
-lengths (``LENGTHS``) beside it. numpy serves big batches and queries, imported on need."""
+"""Posting runs: a term's distinct doc numbers ascending, packed as "u4" (the in-process
+index), "<i8" (SQLite) or ">i8" (PostgreSQL's int8send order); a SQL store keeps each
+doc's tf and two lengths (``LENGTHS``) beside it. numpy serves big batches and queries."""
 
 from __future__ import annotations
 
@@ -61,12 +59,6 @@ def unpack_docs(blob: bytes, dtype: str) -> array[int]:
     return docs
 
 
-def run_without(run: bytes, doc: int, dtype: str) -> bytes | None:
-    """``run`` without ``doc`` (``b""`` if it was the only one); None if absent."""
-    columns = run_columns_without(run, b"", b"", doc, dtype)
-    return None if columns is None else columns[0]
-
-
 def pack_lengths(lengths: Iterable[tuple[int, int]]) -> bytes:
     """Docs' ``(tokens, content_tokens)`` as a run's ``lengths`` (``LENGTHS``, flat)."""
     return pack_docs(chain.from_iterable(lengths), LENGTHS)
@@ -82,9 +74,7 @@ def run_columns_without(
         return None
     at = docs.index(doc)
     freqs = unpack_docs(tfs, dtype)
-    del docs[at]
-    if len(freqs) > at:
-        del freqs[at]
+    del docs[at], freqs[at]
     size = 2 * _item_size(LENGTHS)
     rest = lengths[: at * size] + lengths[(at + 1) * size :]
     return pack_docs(docs, dtype), pack_docs(freqs, dtype), rest
@@ -266,18 +256,11 @@ def _pair_keys(
     return np.sort(term_of * rows + row_of)
 
 
-def runs_by_term(
-    texts: Sequence[tuple[int, Collection[str]]], number_of: dict[str, int], dtype: str
-) -> list[tuple[int, bytes]]:
-    """Invert ``(doc, terms)`` pairs (in doc order): ``(term number, its distinct docs
-    packed as dtype)`` per term, term numbers ascending."""
-    return [run[:2] for run in _tf_runs(texts, number_of, dtype, None)]
-
-
 def tf_runs_by_term(
     texts: Sequence[tuple[int, Sequence[str]]], number_of: dict[str, int], dtype: str = "u4"
 ) -> list[tuple[int, bytes, bytes]]:
-    """``runs_by_term`` with each posting's term frequency (BM25's tf) packed alike."""
+    """Invert ``(doc, terms)`` pairs (in doc order): ``(term number, its distinct docs, the
+    term's frequency in each)`` packed as ``dtype``, term numbers ascending."""
     return [run[:3] for run in _tf_runs(texts, number_of, dtype, None)]
 
 

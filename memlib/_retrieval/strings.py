@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, islice
 from typing import overload
 
@@ -66,23 +66,20 @@ class PackedStrings(Sequence[str]):
         self._added.append(text)
 
 
-class SortedPositions(MutableMapping[str, int]):
+class SortedPositions(Mapping[str, int]):
     """``string → its number`` in a ``PackedStrings``, found by bisection: over the sorted
     strings, or with ``order`` over their CRC-32s (``hashed_order``: integers at C speed
     plus one decode). Strings set afterwards live in a dict."""
 
     def __init__(
         self,
-        strings: PackedStrings,
+        strings: Sequence[str],
         order: Sequence[int] | None = None,
         hashes: Sequence[int] | None = None,
     ) -> None:
-        if (order is None) != (hashes is None):
-            raise ValueError("order and hashes go together")
         self._strings, self._order, self._hashes = strings, order, hashes
         self._count = len(strings)
         self._added: dict[str, int] = {}
-        self._gone: set[str] = set()
 
     def _packed_position(self, key: str) -> int | None:
         hashes, order = self._hashes, self._order
@@ -102,28 +99,20 @@ class SortedPositions(MutableMapping[str, int]):
     def __getitem__(self, key: str) -> int:
         if key in self._added:
             return self._added[key]
-        if key not in self._gone:
-            n = self._packed_position(key)
-            if n is not None:
-                return n
-        raise KeyError(key)
+        n = self._packed_position(key)
+        if n is None:
+            raise KeyError(key)
+        return n
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and super().__contains__(key)
 
     def __setitem__(self, key: str, value: int) -> None:
-        self._gone.discard(key)
         self._added[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        if key not in self:
-            raise KeyError(key)
-        self._added.pop(key, None)
-        self._gone.add(key)
 
     def __iter__(self) -> Iterator[str]:
         for text in islice(self._strings, self._count):
-            if text not in self._gone and text not in self._added:
+            if text not in self._added:
                 yield text
         yield from self._added
 

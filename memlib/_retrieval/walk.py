@@ -1,12 +1,9 @@
 """The bounded top-k walk: the best ``limit`` records without scoring every candidate.
 
-Groups by matched-term count are visited best first; the walk stops once the
-``limit``-th best total beats every group left's bound. In a group the total grows with
-``captured_at``, so its best ``limit`` are its most recent (ties kept).
-
-An index keeps instants as whole microseconds since the epoch, exactly: a float
-timestamp orders records (as ``rank.rank_key`` does); the microseconds give back the
-exact ``captured_at`` a score is computed from."""
+Groups by matched-term count are visited best first, until the ``limit``-th best total
+beats every group left's bound; in a group the total grows with ``captured_at``, so its
+best ``limit`` are its most recent (ties kept). An index keeps instants as exact whole
+microseconds since the epoch (the float timestamp only orders, as ``rank.rank_key``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Leave one conversation out: the honest figure for a ranker's tuned defaults.
 
-Every setting of the ranker's ``grid`` (keyword arguments of ``with_params``; none for
-``baseline``) is measured on every conversation once; each conversation is judged at the
-setting with the best R@10 on the *other* conversations, and the cross-validated figure
-is the mean of these folds. The in-sample best and the shipped setting are reported
-beside it. Its 95% interval is a percentile bootstrap over each fold's held-out
-questions at the setting the fold chose: what the figure owes to which questions were
-asked, not to the choice of setting.
-"""
+Each conversation is judged at the setting of the ranker's ``grid`` with the best R@10 on
+the *other* conversations; the figure is the mean of these folds, with a 95% percentile
+bootstrap over the held-out questions (what it owes to which questions were asked)."""
 
 from __future__ import annotations
 
@@ -76,8 +71,7 @@ def bootstrap_means(folds: Sequence[Sequence[float]]) -> list[float]:
 
 
 def bootstrap_interval(folds: Sequence[Sequence[float]]) -> list[float]:
-    """95% percentile interval of the mean of the folds' mean when each fold's values are
-    drawn again with replacement (``bootstrap_means``)."""
+    """The 95% percentile interval of ``bootstrap_means(folds)``."""
     return interval_95(bootstrap_means(folds))
 
 
@@ -95,8 +89,7 @@ def cross_validate(
     stored_vectors: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """``{"ranker", "grid", "default", "folds", "cross_validated", "in_sample",
-    "shipped"}`` for one ranker (module docstring). Needs 2+ conversations."""
+    """One ranker's report (module docstring); needs 2 or more conversations."""
     if len(conversations) < 2:
         raise RemoteMemoryValidationError("cross-validation needs 2 or more conversations")
     base = get_ranker(ranker)
@@ -132,14 +125,11 @@ def cross_validate(
             }
         )
     best = max(range(len(grid)), key=lambda s: (score(s, everyone), -s))
-    shipped = next(
-        (
-            s
-            for s, params in enumerate(grid)
-            if all(getattr(base, k, None) == v for k, v in params.items())
-        ),
-        None,
-    )
+
+    def is_shipped(params: Mapping[str, Any]) -> bool:
+        return all(getattr(base, k, None) == v for k, v in params.items())
+
+    shipped = next((s for s, params in enumerate(grid) if is_shipped(params)), None)
     keys = [f"R@{k}" for k in ks] + [f"H@{k}" for k in ks]
     return {
         "ranker": base.name,

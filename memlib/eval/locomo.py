@@ -1,16 +1,8 @@
-"""Recall evaluation on LoCoMo (Maharana et al., 2024), following the shared protocol
-(``shared/data/locomo/README.md``): one record per turn, every QA of categories 1–4 with
-evidence a query over its own conversation at its last session's date; R@k = share of the
-evidence turns in the top k, H@k = share of questions with one in it. Category 5
-(adversarial) is reported apart. Session level, as published peers count (a turn's session
-is its dia_id's: ``D3:12`` → 3): Sany@k = share of questions with a top-k turn in one of
-their evidence sessions, Sall@k = share with a top-k turn in every one of them.
-
-Records are built in memory and go through ``RecallEngine.recall``'s stages; a
-``DenseScoring`` ranker gets what a store with vectors gives it (``ConversationVectors``).
-A record's summary is its content, so every term counts twice in its searchable text:
-for BM25 the same ranking as counting once with k1 halved, and k1 was chosen so.
-"""
+"""Recall evaluation on LoCoMo (Maharana et al., 2024; ``shared/data/locomo/README.md``):
+one record per turn, each QA with evidence a query over its own conversation at its last
+session's date. R@k = share of the evidence turns in the top k, H@k = share of questions
+with one there; Sany@k / Sall@k = share with a top-k turn in one / every evidence session.
+A record's summary is its content: for BM25 the ranking of counting once with k1 halved."""
 
 from __future__ import annotations
 
@@ -95,7 +87,7 @@ class LocomoConversation:
 
 def clean_evidence(raw: Iterable[Any], turn_ids: set[str]) -> tuple[str, ...]:
     """``["D8:6; D9:17", "D:11:26", "D30:05"]`` → ``("D8:6", "D9:17", "D11:26", "D30:5")``,
-    keeping only ids that name a turn of the conversation."""
+    the ids that name a turn of the conversation."""
     cleaned: list[str] = []
     for item in raw:
         for piece in _EVIDENCE_SPLIT.split(str(item)):
@@ -201,8 +193,7 @@ def load_locomo(path: str | Path) -> tuple[LocomoConversation, ...]:
 
 class ConversationIndex:
     """One conversation's records, each tokenized once: ``scan(query)`` answers exactly
-    what ``scan_recall_candidates(query, records)`` answers (a test checks it), without
-    tokenizing every record again for every question."""
+    what ``scan_recall_candidates(query, records)`` answers."""
 
     def __init__(self, records: Sequence[StoredMemory]) -> None:
         stopwords = english_stopwords()
@@ -276,10 +267,8 @@ def rank_hits(
     question: LocomoQuestion,
     k: int,
 ) -> tuple[RecallHit, ...]:
-    """The top ``k`` hits of one question, through memlib's stages.
-
-    ``conversation`` gives the scope and ``as_of`` and must be the one ``index`` holds:
-    for the abstention protocol's foreign recalls it is not the question's own."""
+    """The top ``k`` hits of one question, through memlib's stages. ``conversation`` (the
+    scope and ``as_of``) is the one ``index`` holds, not always the question's own."""
     query = normalize_recall_query(
         question.question,
         user_scope=conversation.user_scope,
@@ -383,20 +372,13 @@ def evaluate_ranker(
     stored_vectors: bool = True,
 ) -> dict[str, Any]:
     """One ranker's report: ``{"overall", "by_category", "category_5", "categories_1_5",
-    "questions"}``.
-
-    A ``DenseScoring`` ranker scores as on a store with vectors (lexical and dense
-    candidates) unless ``stored_vectors`` is False: then as the reference, over the
-    lexical candidates alone."""
-    ranker_obj = get_ranker(ranker)
+    "questions"}``. A ``DenseScoring`` ranker scores as on a store with vectors unless
+    ``stored_vectors`` is False: then over the lexical candidates alone."""
+    ranker_obj, depth = get_ranker(ranker), max(ks)
     rows: list[Row] = []
     for conversation in conversations:
         rows += conversation_rows(
-            conversation,
-            ranker_obj,
-            depth=max(ks),
-            stored_vectors=stored_vectors,
-            progress=progress,
+            conversation, ranker_obj, depth=depth, stored_vectors=stored_vectors, progress=progress
         )
     headline = [r for r in rows if r[0] in HEADLINE_CATEGORIES]
     return {

@@ -19,11 +19,8 @@ def top_positions(
     terms: Sequence[str],
     limit: int,
 ) -> list[int]:
-    """Positions of the top ``limit`` candidates by stage 4's key (``rank.rank_key``).
-
-    ``totals`` unrounded and ``per_term[i]`` the scoring terms candidate ``i`` holds:
-    both are rounded here exactly as ``score.ranker_breakdown`` rounds them.
-    """
+    """Positions of the top ``limit`` candidates by stage 4's key (``rank.rank_key``), from
+    unrounded ``totals`` and the scoring terms each holds (rounded as ``ranker_breakdown``)."""
     candidates = scan.candidates
 
     def key(i: int) -> tuple[float, float, float, str]:

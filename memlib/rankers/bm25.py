@@ -1,23 +1,16 @@
-"""BM25 over memlib's own terms, explained term by term (the formula:
-docs/reference.md#rankers-beyond-the-baseline).
+"""BM25 over memlib's own terms (docs/reference.md#rankers-beyond-the-baseline): one signal
+``bm25[t]`` per scoring term (value sat, weight idf), ``recency`` at weight 0.
 
-N is ``scan.searched_records``; df(t) is counted from the candidates, which is exact
-(every searched record that holds a query term is a candidate). Each scoring term is one
-signal ``bm25[t]`` (value sat, weight idf); ``recency`` is shown with weight 0.
-
-On a store whose index keeps term frequencies (``score_lexical``) numpy scores every
-record holding a scoring term (plain Python below a size), keeps those that may reach
-the top ``limit`` with a margin far above any rounding difference, and scores exactly
-those again with the reference's expressions, in the same order: totals, rounding and
-tie-breaks are ``bm25_scores``' over a full scan to the last bit.
-"""
+From an index (``score_lexical``) every record holding a scoring term is scored roughly,
+and those that may reach the top are scored again with the reference's expressions in
+the same order: the result is ``bm25_scores``' over a full scan to the last bit."""
 
 from __future__ import annotations
 
 import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -93,14 +86,19 @@ def bm25_scores(
     avgdl = max(avgdl, 1e-9)
     df = {t: sum(t in doc[0] for doc in docs) for t in terms}
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    per_term: list[dict[str, float]] = []
-    totals: list[float] = []
-    for (tf_of, _, _), dl in zip(docs, lengths, strict=True):
-        norm = k1 * (1.0 - b + b * dl / avgdl)
-        sats = {t: tf_of[t] * (k1 + 1.0) / (tf_of[t] + norm) for t in terms if t in tf_of}
-        per_term.append(sats)
-        totals.append(sum(idf[t] * s for t, s in sats.items()))
-    return Bm25Scores(terms, idf, avgdl, tuple(per_term), tuple(totals))
+    per_term = tuple(
+        saturations(d[0], terms, dl, avgdl, k1, b) for d, dl in zip(docs, lengths, strict=True)
+    )
+    totals = tuple(sum(idf[t] * s for t, s in sats.items()) for sats in per_term)
+    return Bm25Scores(terms, idf, avgdl, per_term, totals)
+
+
+def saturations(
+    tf_of: Mapping[str, int], terms: Sequence[str], dl: int, avgdl: float, k1: float, b: float
+) -> dict[str, float]:
+    """``{term: sat}`` of the ``terms`` one document (term frequencies ``tf_of``) holds."""
+    norm = k1 * (1.0 - b + b * dl / avgdl)
+    return {t: tf_of[t] * (k1 + 1.0) / (tf_of[t] + norm) for t in terms if t in tf_of}
 
 
 # Candidates whose unrounded numpy total is within this (relative, or absolute below 1)
@@ -141,9 +139,8 @@ def _saturations(
     length: Any,
     fit: tuple[bool, float, float, float],
 ) -> Any:
-    """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting of ``term`` (float32; the
-    exact scores are computed again for the hits), remembered in ``view.scratch`` under
-    ``fit``: (stopwords left out of lengths, avgdl, k1, b)."""
+    """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting of ``term`` (float32),
+    kept in ``view.scratch`` under ``fit``: (stopwords left out of lengths, avgdl, k1, b)."""
     _, avgdl, k1, b = fit
     scratch = view.scratch
     wanted = (term, len(d), *fit)
@@ -175,10 +172,8 @@ def _python_superset(
     b: float,
     limit: int,
 ) -> tuple[int, list[list[tuple[int, int]]]]:
-    """``_numpy_superset`` without numpy (a new process with a few thousand postings):
-    one pass of plain totals, then only the docs that may reach the top ``limit`` keep
-    their pairs, to be scored exactly and keyed (a 1M-record store's rare words hold
-    tens of thousands of records; keying every one cost more than scoring them)."""
+    """``_numpy_superset`` without numpy: one pass of plain totals, then only the docs that
+    may reach the top ``limit`` keep their pairs (keying every one cost more than scoring)."""
     total: dict[int, float] = {}
     get = total.get
     scale, base = k1 * b / avgdl, k1 * (1.0 - b)
@@ -216,11 +211,8 @@ def _numpy_superset(
     fit: tuple[bool, float, float, float],
 ) -> tuple[int, list[list[tuple[int, int]]]]:
     """``(records holding a scoring term, (doc, tf) pairs per term of those that may
-    reach the top)`` — scored with numpy over the scoring terms' postings only.
-
-    float32 throughout (the totals of a few terms are off by ~1e-6 relative at most, far
-    inside ``_MARGIN``): half the memory traffic of float64, twice as fast on common words.
-    """
+    reach the top)``. float32 throughout (off by ~1e-6 relative at most, far inside
+    ``_MARGIN``): half the memory traffic of float64, twice as fast on common words."""
     _, avgdl, k1, b = fit
     n_docs = len(view.live)
     # Every posting of a store without retractions is live: no mask, no copies.
@@ -279,14 +271,10 @@ def bm25_top_docs(
     searched = view.searched_records
     n = max(searched, view.candidate_records, 1)
     avgdl = max(corpus_tokens / searched, 1e-9)
-    live = view.live
-    size = sum(len(docs) for docs, _ in view.postings)
-    # Below ``NUMPY_MIN_POSTINGS`` postings (of the scoring terms) plain Python is faster,
-    # and below ``NUMPY_IMPORT_POSTINGS`` also cheaper than importing numpy.
-    np = runs.postings_numpy(size)
+    np = runs.postings_numpy(sum(len(docs) for docs, _ in view.postings))
     if np is None:
         pairs = [
-            [(d, tf) for d, tf in zip(docs, tfs, strict=True) if live[d]]
+            [(d, tf) for d, tf in zip(docs, tfs, strict=True) if view.live[d]]
             for docs, tfs in view.postings
         ]
         df = {t: len(p) for t, p in zip(terms, pairs, strict=True)}
@@ -299,23 +287,19 @@ def bm25_top_docs(
             for t, (docs, _) in zip(terms, view.postings, strict=True)
         }
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    weights = [idf[t] for t in terms]
     if np is not None:
-        holding, pairs = _numpy_superset(
-            np, view, lengths, [idf[t] for t in terms], limit, (content, avgdl, k1, b)
-        )
+        holding, pairs = _numpy_superset(np, view, lengths, weights, limit, (content, avgdl, k1, b))
     else:
-        holding, pairs = _python_superset(
-            pairs, lengths, [idf[t] for t in terms], avgdl, k1, b, limit
-        )
+        holding, pairs = _python_superset(pairs, lengths, weights, avgdl, k1, b, limit)
     sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
     totals = {doc: sum(idf[t] * s for t, s in doc_sats.items()) for doc, doc_sats in sats.items()}
     ts, ids = view.timestamps, view.ids
-    count = len(terms)
 
     def score_key(doc: int) -> tuple[float, float, float]:
         return (
             -round(totals.get(doc, 0), DECIMALS),
-            -round(len(sats.get(doc, ())) / count, DECIMALS),
+            -round(len(sats.get(doc, ())) / len(terms), DECIMALS),
             -ts[doc],
         )
 

