@@ -1,9 +1,8 @@
 """Errors of the agent boundary (docs/reference.md "The agent boundary", "Errors").
 
-Everything the loop raises on purpose is a ``RemoteMemoryError``, so the CLI prints it as
-one line. API failures become one sentence that says what happened and what to do; the
-SDK's own text (which can echo request details) is never passed through, and any secret
-that still reaches a message is replaced by ``[redacted]``.
+Everything the loop raises on purpose is a ``RemoteMemoryError`` (one line in the CLI). An
+API failure becomes one sentence that says what to do: never the SDK's own text, which can
+echo request details, and never a secret (``[redacted]``).
 """
 
 from __future__ import annotations
@@ -59,12 +58,10 @@ def explain_api_error(
             "the Anthropic API did not answer in time (timeout); check the network and try again",
         )
     elif isinstance(exc, anthropic.APIConnectionError):
-        reason, message = (
-            "connection",
-            (
-                "could not connect to the Anthropic API (connection error); "
-                "check the network or proxy settings"
-            ),
+        reason = "connection"
+        message = (
+            "could not connect to the Anthropic API (connection error); "
+            "check the network or proxy settings"
         )
     elif isinstance(exc, anthropic.AuthenticationError):
         reason, message = (

@@ -1,7 +1,6 @@
 """``agent_loop``: the Messages API with ``recall_history``, until a final answer
-(docs/reference.md "The agent boundary").
-The client is any ``anthropic.Anthropic``, live or on the offline scripted transport: the
-loop cannot tell them apart, so the offline tests drive the code the online path runs.
+(docs/reference.md "The agent boundary"). The client is any ``anthropic.Anthropic``, live or
+on the offline scripted transport: the offline tests drive the code the online path runs.
 """
 
 from __future__ import annotations
@@ -100,32 +99,28 @@ class AgentTranscript:
     def tool_results(self) -> list[TranscriptEntry]:
         return [e for e in self.entries if e.block_type == "tool_result"]
 
-    def to_dataframe(self, *, text_width: int | None = 80) -> Any:
-        """A pandas table (pandas is imported here, only when a notebook asks)."""
+    def to_dataframe(self) -> Any:
+        """A pandas table, text on one line of at most 80 characters (pandas is imported
+        here, only when a notebook asks)."""
         import pandas as pd
 
         rows = []
         for e in self.entries:
-            text = e.text or ""
-            if text_width is not None:
-                text = " ".join(text.split())
-                text = text if len(text) <= text_width else text[: text_width - 1] + "…"
+            text = " ".join((e.text or "").split())
+            text = text if len(text) <= 80 else text[:79] + "…"
             rows.append((e.turn, e.role, e.block_type, text, e.tool_input_json, e.result_summary))
         columns = ["turn", "role", "block type", "text", "tool input", "tool result summary"]
         return pd.DataFrame(rows, columns=columns)
 
-    def format(self, *, system: bool = True, since_turn: int = 0) -> str:
-        parts = []
-        if system:
-            parts.append(
-                "=== system prompt (sent with every request, built once at session start) ===\n"
-                f"{self.system}"
-            )
-        parts.extend(e.format() for e in self.entries if e.turn >= since_turn)
-        parts.append(
-            f"=== stop_reason: {self.stop_reason} after {self.requests} model request(s) ==="
+    def format(self) -> str:
+        return "\n".join(
+            [
+                "=== system prompt (sent with every request, built once at session start) ===",
+                self.system,
+                *(e.format() for e in self.entries),
+                f"=== stop_reason: {self.stop_reason} after {self.requests} model request(s) ===",
+            ]
         )
-        return "\n".join(parts)
 
 
 def _block_to_param(block: Any) -> dict[str, Any]:

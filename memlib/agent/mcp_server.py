@@ -1,23 +1,15 @@
 """``memlib mcp``: the library as a Model Context Protocol server (stdio, or HTTP on localhost).
 
-The tools ``recall_history`` (the agent's own handler), ``remember`` (safe to retry; it
-names similar records), ``update``, ``list``, ``forget`` and ``explain`` (docs/mcp.md), the
-resource ``memlib://profile`` (``""`` when the scope has none: never a placeholder a model
-could take for data) and the prompt ``session_start``. The user scope is fixed when the
-server starts and no tool takes a user; so is its project, if any (``--project``,
-``$MEMLIB_PROJECT`` or, on stdio, the client's first workspace root; docs/mcp.md,
-"Projects"), which a read leaves only when asked (``all_projects``). Every answer has a
-bound in characters (``ANSWER_MAX_CHARS``, in each tool's description). A refusal is a
-tool result with ``isError: true`` and one line of visible text, so the session goes on.
-Both transports refuse a message over ``MESSAGE_MAX_BYTES`` before it is parsed; HTTP
-answers 401 without the bearer token, so another account on the machine cannot read the
-memory.
+Its tools, the resource ``memlib://profile`` and the prompt ``session_start``: docs/mcp.md.
+The user scope, and its project if any, is fixed when the server starts. Every answer has a
+bound in characters (``ANSWER_MAX_CHARS``); a refusal is a tool result with ``isError: true``
+and one line of text, so the session goes on. Both transports refuse a message over
+``MESSAGE_MAX_BYTES`` before it is parsed; HTTP answers 401 without the bearer token.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import copy
 import fcntl
@@ -88,6 +80,7 @@ from .tools import (
     clip_shown,
     error_outcome,
     guarded,
+    integer_field,
     note_similarity,
     note_terms,
     object_schema,
@@ -123,17 +116,15 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "memlib"
-REMEMBER, FORGET, EXPLAIN = "remember", "forget", "explain"
-UPDATE, LIST = "update", "list"
+REMEMBER, UPDATE, LIST, FORGET, EXPLAIN = "remember", "update", "list", "forget", "explain"
 PROFILE_URI = "memlib://profile"
 SESSION_START = "session_start"
 # HTTP listens here only, and only to the bearer token: every account can reach it.
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-# The biggest message a client has reason to send (an update call with every field at
-# its limit, each character a 12-byte escape) is 504 KB (a remember's, 286 KB); 1 MiB
-# leaves room for whitespace and stops a message long before it costs the server memory
-# (100 MB peaked at 1.29 GB).
+# The biggest message a client has reason to send (an update with every field at its limit,
+# each character a 12-byte escape) is 504 KB; 1 MiB stops a message long before it costs
+# the server memory (100 MB peaked at 1.29 GB).
 MESSAGE_MAX_BYTES = 1 << 20
 MCP_SOURCE_ID = "mcp"
 MCP_SOURCE_TYPE = "mcp_tool"
@@ -165,26 +156,17 @@ SESSION_START_DESCRIPTION = (
     "this memory."
 )
 
-# The most characters each tool's answer can have (the text block, escapes included),
-# for any input and any store (docs/mcp.md): long text in a record is clipped to a
-# budget (``FIELD_BUDGETS``), a memory_id is shown whole (at most ``ID_SHOWN_MAX``
-# characters once escaped), a page of ``list`` stops before its budget.
-ID_SHOWN_MAX = 12 * MEMORY_ID_MAX  # a tag character is a 12-character surrogate pair
-FIELD_BUDGETS: Mapping[str, int] = {
-    "content": 2_000,
-    "summary": 500,
-    "title": 300,
-    "source_id": 200,
-    "source_type": 120,
-}
-# A project's name: no escape of visible() (docs/contract.md, "Projects"), JSON's \" and
-# \\ at most, and its key.
-PROJECT_SHOWN_MAX = 2 * PROJECT_MAX + 20
-# A record's keys, scope, kind, timestamps and "clipped" list, its (at most three) ids
-# shown whole (memory_id and two of retracts / supersedes / superseded_by), its project.
-NOTE_MAX_CHARS = sum(FIELD_BUDGETS.values()) + 3 * ID_SHOWN_MAX + 700 + PROJECT_SHOWN_MAX
+# The most characters each tool's answer can have (the text block, escapes included), for
+# any input and any store (docs/mcp.md): long text in a record is clipped to a budget
+# (``FIELD_BUDGETS``), a memory_id is shown whole (a tag character is a 12-character
+# surrogate pair), a page of ``list`` stops before its budget.
+ID_SHOWN_MAX = 12 * MEMORY_ID_MAX
+FIELD_BUDGETS = dict(content=2_000, summary=500, title=300, source_id=200, source_type=120)
+# A record: its clipped fields, its (at most three) ids shown whole (memory_id and two of
+# retracts / supersedes / superseded_by), 700 for its keys, scope, kind, timestamps and
+# "clipped" list, and its project (no escape of visible(), JSON's \" and \\ at most).
+NOTE_MAX_CHARS = sum(FIELD_BUDGETS.values()) + 3 * ID_SHOWN_MAX + 700 + 2 * PROJECT_MAX + 20
 SIMILAR_SUMMARY_BUDGET = 300
-SIMILAR_ENTRY_MAX_CHARS = ID_SHOWN_MAX + SIMILAR_SUMMARY_BUDGET + 120
 LIST_ENTRY_SUMMARY_BUDGET = 200
 # A cursor: "c1." and base64 of the UTF-8 JSON ["stored_at", "memory_id"] (an id is at
 # most 800 bytes), and the project's 16-hex-digit hash after them when it has one.
@@ -204,7 +186,7 @@ LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 20, 50
 # (``fit_recall``) and explain refuses the query.
 ANSWER_MAX_CHARS: Mapping[str, int] = {
     RECALL_HISTORY: 60_000,
-    REMEMBER: NOTE_MAX_CHARS + SIMILAR_MAX * SIMILAR_ENTRY_MAX_CHARS + 200,
+    REMEMBER: NOTE_MAX_CHARS + SIMILAR_MAX * (ID_SHOWN_MAX + SIMILAR_SUMMARY_BUDGET + 120) + 200,
     UPDATE: 2 * NOTE_MAX_CHARS + 200,
     LIST: 20_000,
     FORGET: NOTE_MAX_CHARS,
@@ -212,8 +194,8 @@ ANSWER_MAX_CHARS: Mapping[str, int] = {
 }
 
 
-def _bounded(description: str, tool: str) -> str:
-    return description.replace("{max_chars}", f"{ANSWER_MAX_CHARS[tool]:,}")
+def _instant_field(description: str) -> dict[str, Any]:
+    return {"type": "string", "format": "date-time", "description": description}
 
 
 REMEMBER_DESCRIPTION = (
@@ -229,7 +211,7 @@ REMEMBER_DESCRIPTION = (
     f"{SIMILAR_MAX} existing records that say much the same (memory_id, similarity, "
     f"summary); if one of them is the same fact, call {UPDATE} on it instead of keeping "
     "both. An id the memory holds with other content is refused. "
-    "The answer is at most {max_chars} characters."
+    f"The answer is at most {ANSWER_MAX_CHARS[REMEMBER]:,} characters."
 )
 
 UPDATE_DESCRIPTION = (
@@ -239,7 +221,8 @@ UPDATE_DESCRIPTION = (
     "it when a stored fact changed or was wrong. Safe to retry: a call whose new record "
     "already supersedes memory_id answers status 'already_updated'. Returns the new "
     "record as JSON with status and retraction (the old one's). An unknown, retracted or non-"
-    "conversation memory_id is refused. The answer is at most {max_chars} characters."
+    "conversation memory_id is refused. "
+    f"The answer is at most {ANSWER_MAX_CHARS[UPDATE]:,} characters."
 )
 UPDATE_INPUT_SCHEMA = object_schema(
     {
@@ -253,10 +236,7 @@ UPDATE_INPUT_SCHEMA = object_schema(
             LIMITS["content"], "Why the record changes, in one sentence (kept with the history)."
         ),
     },
-    "memory_id",
-    "content",
-    "summary",
-    "reason",
+    ["memory_id", "content", "summary", "reason"],
 )
 
 LIST_DESCRIPTION = (
@@ -266,7 +246,7 @@ LIST_DESCRIPTION = (
     "next_cursor as cursor for the next page (null: no more); a cursor stays valid while "
     "records are added (new ones come before it, never inside a later page). since keeps "
     "records stored at or after that instant; kind keeps one kind. A page holds at most "
-    "limit entries and at most {max_chars} characters."
+    f"limit entries and at most {ANSWER_MAX_CHARS[LIST]:,} characters."
 )
 # [beyond] recall_history, list and explain stay inside the server's project unless asked.
 ALL_PROJECTS_FIELD: Mapping[str, Any] = {
@@ -276,12 +256,9 @@ ALL_PROJECTS_FIELD: Mapping[str, Any] = {
 }
 LIST_INPUT_SCHEMA = object_schema(
     {
-        "since": {
-            "type": "string",
-            "format": "date-time",
-            "description": "Only records stored at or after this ISO-8601 instant, e.g. "
-            "2026-08-10T12:00:00Z.",
-        },
+        "since": _instant_field(
+            "Only records stored at or after this ISO-8601 instant, e.g. 2026-08-10T12:00:00Z."
+        ),
         "kind": {
             "type": "string",
             "enum": [kind.value for kind in MemoryKind],
@@ -290,15 +267,8 @@ LIST_INPUT_SCHEMA = object_schema(
         "cursor": string_field(
             CURSOR_MAX_CHARS, "next_cursor of the page before (omit for the first page)."
         ),
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": LIST_LIMIT_MAX,
-            "default": LIST_LIMIT_DEFAULT,
-            "description": f"Most entries on the page, 1-{LIST_LIMIT_MAX} "
-            f"(default {LIST_LIMIT_DEFAULT}).",
-        },
-        "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD)),
+        "limit": integer_field("Most entries on the page", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT),
+        "all_projects": dict(ALL_PROJECTS_FIELD),
     }
 )
 
@@ -321,17 +291,12 @@ REMEMBER_INPUT_SCHEMA = object_schema(
             LIMITS["source_type"], f"What kind of source that is (default '{MCP_SOURCE_TYPE}')."
         ),
         "title": string_field(LIMITS["title"], "A title for the source (default: the summary)."),
-        "captured_at": {
-            "type": "string",
-            "format": "date-time",
-            "description": (
-                "When it happened: an ISO-8601 instant with a time zone, e.g. "
-                "2026-08-10T12:00:00Z (default: now)."
-            ),
-        },
+        "captured_at": _instant_field(
+            "When it happened: an ISO-8601 instant with a time zone, e.g. "
+            "2026-08-10T12:00:00Z (default: now)."
+        ),
     },
-    "content",
-    "summary",
+    ["content", "summary"],
 )
 
 FORGET_DESCRIPTION = (
@@ -340,7 +305,7 @@ FORGET_DESCRIPTION = (
     "history is kept (a retraction record names it and the reason), so this cannot be "
     "undone by calling it again. Returns the retraction record as JSON (long text "
     "clipped). An unknown or already retracted memory_id is refused. The answer is at "
-    "most {max_chars} characters."
+    f"most {ANSWER_MAX_CHARS[FORGET]:,} characters."
 )
 FORGET_INPUT_SCHEMA = object_schema(
     {
@@ -351,8 +316,7 @@ FORGET_INPUT_SCHEMA = object_schema(
             LIMITS["content"], "Why it is retracted, in one sentence (kept with the history)."
         ),
     },
-    "memory_id",
-    "reason",
+    ["memory_id", "reason"],
 )
 
 EXPLAIN_DESCRIPTION = (
@@ -361,27 +325,26 @@ EXPLAIN_DESCRIPTION = (
     "word shared with the query, ranked below the limit (beside the last hit), under the "
     "score floor, or a hit (its rank and score). Use it when a record you expected did "
     "not come back. Returns the explanation as JSON (verdict, message and the facts "
-    "behind it), at most {max_chars} characters (a longer one is refused: shorten the "
-    "query)."
+    f"behind it), at most {ANSWER_MAX_CHARS[EXPLAIN]:,} characters (a longer one is "
+    "refused: shorten the query)."
 )
 MCP_RECALL_DESCRIPTION = (
-    f"{RECALL_HISTORY_DESCRIPTION} The answer is at most {{max_chars}} characters: over "
+    f"{RECALL_HISTORY_DESCRIPTION} The answer is at most "
+    f"{ANSWER_MAX_CHARS[RECALL_HISTORY]:,} characters: over "
     "that, hits are dropped from the end and hits_dropped_for_size says how many."
 )
-_RECALL_FIELDS = RECALL_HISTORY_INPUT_SCHEMA["properties"]
+_RECALL_FIELDS = copy.deepcopy(RECALL_HISTORY_INPUT_SCHEMA["properties"])
+MCP_RECALL_INPUT_SCHEMA = object_schema(
+    {**_RECALL_FIELDS, "all_projects": dict(ALL_PROJECTS_FIELD)}, ["query"]
+)
 EXPLAIN_INPUT_SCHEMA = object_schema(
     {
-        "query": copy.deepcopy(_RECALL_FIELDS["query"]),
+        "query": dict(_RECALL_FIELDS["query"]),
         "memory_id": string_field(MEMORY_ID_MAX, "The memory_id of the record to explain."),
-        "limit": copy.deepcopy(_RECALL_FIELDS["limit"]),
-        "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD)),
+        "limit": dict(_RECALL_FIELDS["limit"]),
+        "all_projects": dict(ALL_PROJECTS_FIELD),
     },
-    "query",
-    "memory_id",
-)
-MCP_RECALL_INPUT_SCHEMA = object_schema(
-    {**copy.deepcopy(_RECALL_FIELDS), "all_projects": copy.deepcopy(dict(ALL_PROJECTS_FIELD))},
-    "query",
+    ["query", "memory_id"],
 )
 
 
@@ -408,16 +371,13 @@ class ToolSpec:
         )
 
 
-TOOLS: tuple[ToolSpec, ...] = tuple(
-    ToolSpec(name, _bounded(description, name), schema, read_only, destructive)
-    for name, description, schema, read_only, destructive in (
-        (RECALL_HISTORY, MCP_RECALL_DESCRIPTION, MCP_RECALL_INPUT_SCHEMA, True, False),
-        (REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, False, False),
-        (UPDATE, UPDATE_DESCRIPTION, UPDATE_INPUT_SCHEMA, False, True),
-        (LIST, LIST_DESCRIPTION, LIST_INPUT_SCHEMA, True, False),
-        (FORGET, FORGET_DESCRIPTION, FORGET_INPUT_SCHEMA, False, True),
-        (EXPLAIN, EXPLAIN_DESCRIPTION, EXPLAIN_INPUT_SCHEMA, True, False),
-    )
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(RECALL_HISTORY, MCP_RECALL_DESCRIPTION, MCP_RECALL_INPUT_SCHEMA, read_only=True),
+    ToolSpec(REMEMBER, REMEMBER_DESCRIPTION, REMEMBER_INPUT_SCHEMA, read_only=False),
+    ToolSpec(UPDATE, UPDATE_DESCRIPTION, UPDATE_INPUT_SCHEMA, read_only=False, destructive=True),
+    ToolSpec(LIST, LIST_DESCRIPTION, LIST_INPUT_SCHEMA, read_only=True),
+    ToolSpec(FORGET, FORGET_DESCRIPTION, FORGET_INPUT_SCHEMA, read_only=False, destructive=True),
+    ToolSpec(EXPLAIN, EXPLAIN_DESCRIPTION, EXPLAIN_INPUT_SCHEMA, read_only=True),
 )
 _SPECS = {spec.name: spec for spec in TOOLS}
 
@@ -435,10 +395,8 @@ def _checked(tool: str, arguments: object) -> dict[str, Any]:
     return checked
 
 
-def _captured_at(value: str | None) -> str:
-    if value is None:
-        return format_timestamp(datetime.now(UTC))
-    return _instant(value, "captured_at")
+def _now() -> str:
+    return format_timestamp(datetime.now(UTC))
 
 
 def _instant(value: str, name: str) -> str:
@@ -539,24 +497,22 @@ class MemoryTools:
 
     def _remember(self, arguments: dict[str, Any]) -> ToolOutcome:
         item = _new_item(arguments, arguments.get("memory_id"))
-        memory_id = item["memory_id"]
         # Checked before anything is read: a bad field is refused as the store words it.
-        record_from_item(item, self.store.user_scope, format_timestamp(datetime.now(UTC)))
-        found = self._already(item, "captured_at" in arguments)
+        record_from_item(item, self.store.user_scope, _now())
+        dated = "captured_at" in arguments
+        found = self._already(item, dated)
         if found is None:
-            similar = self._similar(item, exclude=memory_id)
+            similar = self._similar(item)
             try:
                 record = self.store.append(**item)
             except RemoteMemoryDuplicateError:
                 # Another call stored it since: the same record is a retry, not a clash.
-                found = self._already(item, "captured_at" in arguments)
+                found = self._already(item, dated)
                 if found is None:
                     raise
             else:
-                return self._answer(REMEMBER, "stored", record, similar=similar)
-        return self._answer(
-            REMEMBER, "already_stored", found, similar=self._similar(item, exclude=memory_id)
-        )
+                return _answer("stored", record, similar=similar)
+        return _answer("already_stored", found, similar=self._similar(item))
 
     def _already(self, item: Mapping[str, Any], dated: bool) -> StoredMemory | None:
         """The stored record of ``item``'s id when it is ``item`` (a retry); None when the
@@ -565,30 +521,26 @@ class MemoryTools:
         [*stored] = records_by_id_of(self.store, [memory_id])
         if not stored:
             return None
-        record = stored[0]
-        if not _same_record(record, item, dated):
+        if not _same_record(stored[0], item, dated):
             raise RemoteMemoryDuplicateError(memory_id)
         if self.store.retraction_of(memory_id) is not None:
             raise RemoteMemoryValidationError(
                 f"memory {memory_id} holds this content and was retracted: give a new "
                 "memory_id to store it again"
             )
-        return record
+        return stored[0]
 
-    def _similar(self, item: Mapping[str, Any], *, exclude: str) -> list[dict[str, Any]]:
-        """Up to ``SIMILAR_MAX`` searched records whose ``note_similarity`` to the note
-        reaches ``SIMILAR_FLOOR``, most similar first (ties by memory_id)."""
+    def _similar(self, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Up to ``SIMILAR_MAX`` other searched records whose ``note_similarity`` to the
+        note reaches ``SIMILAR_FLOOR``, most similar first (ties by memory_id)."""
         text = f"{item['summary']} {item['content']}"
-        query = _query_text(text)
-        if query is None:
-            return []
         try:
             found = self._similar_engine.recall(
-                query, limit=SIMILAR_CANDIDATES, as_of=self.as_of, min_score=None
+                _query_text(text), limit=SIMILAR_CANDIDATES, as_of=self.as_of, min_score=None
             )
         except RemoteMemoryValidationError:
             return []  # no searchable word: nothing can be similar
-        ids = [hit.memory_id for hit in found.hits if hit.memory_id != exclude]
+        ids = [hit.memory_id for hit in found.hits if hit.memory_id != item["memory_id"]]
         mine = note_terms(text)
         scored = []
         for record in records_by_id_of(self.store, ids):
@@ -609,18 +561,12 @@ class MemoryTools:
     def _update(self, arguments: dict[str, Any]) -> ToolOutcome:
         old_id = memory_id_of(arguments["memory_id"])
         item = _new_item(arguments, None)
-        record_from_item(item, self.store.user_scope, format_timestamp(datetime.now(UTC)))
+        record_from_item(item, self.store.user_scope, _now())
         reason = reason_text(arguments["reason"])
-        new_id = item["memory_id"]
         retried = self._retried_update(old_id, item)
         if retried is not None:
             return retried
-        source = MemorySource(
-            source_id=MCP_SOURCE_ID,
-            source_type=RETRACTION_SOURCE_TYPE,
-            title=_clip_raw(f"Supersession of {old_id}", LIMITS["title"]),
-            captured_at=format_timestamp(datetime.now(UTC)),
-        )
+        source = _retraction_source(_clip_raw(f"Supersession of {old_id}", LIMITS["title"]))
         try:
             new, retraction = self.store.supersede(old_id, item, reason=reason, source=source)
         except RemoteMemoryDuplicateError:
@@ -629,64 +575,55 @@ class MemoryTools:
             if retried is not None:
                 return retried
             raise RemoteMemoryValidationError(
-                f"this content is already stored as memory {new_id}: forget "
+                f"this content is already stored as memory {item['memory_id']}: forget "
                 f"{old_id} instead if it no longer holds"
             ) from None
-        return self._answer(UPDATE, "updated", new, retraction=retraction)
+        return _answer("updated", new, retraction=retraction)
 
     def _retried_update(self, old_id: str, item: Mapping[str, Any]) -> ToolOutcome | None:
         """The answer to a retried update (its new record supersedes ``old_id``)."""
         [*stored] = records_by_id_of(self.store, [item["memory_id"]])
-        if not stored or stored[0].supersedes != old_id:
-            return None
-        if not _same_record(stored[0], item, False):
+        if not stored or stored[0].supersedes != old_id or not _same_record(stored[0], item, False):
             return None
         retraction = self.store.retraction_of(old_id)
         if retraction is None:
             return None
-        return self._answer(UPDATE, "already_updated", stored[0], retraction=retraction)
+        return _answer("already_updated", stored[0], retraction=retraction)
 
     def _list(self, arguments: dict[str, Any]) -> ToolOutcome:
-        page = _ListPage.of(arguments)
+        limit, kind, since, after = _list_arguments(arguments)
         with projects_view(self.store, all_projects_flag(arguments)) as store:
             # A store may keep the few profiles and retractions apart (JSONL does): a list
             # of those does not read the conversation records.
-            records = store.read_all() if page.kind is None else store.records(page.kind)
+            records = store.read_all() if kind is None else store.records(kind)
             retractions = store.records(MemoryKind.RETRACTION)
         retracted = {(r.project, r.retracts) for r in retractions if r.retracts is not None}
         keyed = ((_order_key(r), r) for r in records)
         chosen = [
             (key, r)
             for key, r in keyed
-            if (page.kind is None or r.kind is page.kind)
-            and (page.since is None or key[0] >= page.since)
-            and (page.after is None or key < page.after)
+            if (kind is None or r.kind is kind)
+            and (since is None or key[0] >= since)
+            and (after is None or key < after)
         ]
         chosen.sort(key=lambda pair: pair[0], reverse=True)
         entries: list[dict[str, Any]] = []
         used = len('{"entries": [], "next_cursor": "", "more": false}') + CURSOR_MAX_CHARS
-        last: tuple[str, ...] | None = None
-        for key, record in chosen[: page.limit]:
+        for _, record in chosen[:limit]:
             entry = _list_entry(record, (record.project, record.memory_id) in retracted)
             size = len(_json_text(entry)) + 2
             if used + size > ANSWER_MAX_CHARS[LIST]:
                 break
             entries.append(entry)
             used += size
-            last = key
         more = len(entries) < len(chosen)
-        cursor = _cursor_of(last) if more and last is not None else None
+        cursor = _cursor_of(chosen[len(entries) - 1][0]) if more and entries else None
         text = _json_text({"entries": entries, "next_cursor": cursor, "more": more})
         return ToolOutcome(content=text)
 
     def _forget(self, arguments: dict[str, Any]) -> ToolOutcome:
         memory_id, reason = arguments["memory_id"], arguments["reason"]
-        source = MemorySource(
-            source_id=MCP_SOURCE_ID,
-            source_type=RETRACTION_SOURCE_TYPE,
-            title=f"Retraction of {memory_id}",
-            captured_at=format_timestamp(datetime.now(UTC)),
-        )
+        source = _retraction_source(f"Retraction of {memory_id}")
         record = self.store.retract(memory_id, reason=reason, source=source)
         return ToolOutcome(content=_json_text(_note(record)))
 
@@ -707,23 +644,27 @@ class MemoryTools:
             )
         return ToolOutcome(content=text)
 
-    def _answer(
-        self,
-        tool: str,
-        status: str,
-        record: StoredMemory,
-        *,
-        similar: list[dict[str, Any]] | None = None,
-        retraction: StoredMemory | None = None,
-    ) -> ToolOutcome:
-        # The record's own keys first, as before this answer had a status: a client
-        # that reads memory_id from it still does.
-        answer: dict[str, Any] = {**_note(record), "status": status}
-        if retraction is not None:
-            answer["retraction"] = _note(retraction)
-        if similar is not None:
-            answer["similar"] = similar
-        return ToolOutcome(content=_json_text(answer))
+
+def _answer(
+    status: str,
+    record: StoredMemory,
+    *,
+    similar: list[dict[str, Any]] | None = None,
+    retraction: StoredMemory | None = None,
+) -> ToolOutcome:
+    # The record's own keys first: a client may read memory_id from it.
+    answer: dict[str, Any] = {**_note(record), "status": status}
+    if retraction is not None:
+        answer["retraction"] = _note(retraction)
+    if similar is not None:
+        answer["similar"] = similar
+    return ToolOutcome(content=_json_text(answer))
+
+
+def _retraction_source(title: str) -> MemorySource:
+    return MemorySource(
+        source_id=MCP_SOURCE_ID, source_type=RETRACTION_SOURCE_TYPE, title=title, captured_at=_now()
+    )
 
 
 def _new_item(arguments: Mapping[str, Any], memory_id: str | None) -> dict[str, Any]:
@@ -740,7 +681,7 @@ def _new_item(arguments: Mapping[str, Any], memory_id: str | None) -> dict[str, 
         source_id=arguments.get("source_id", MCP_SOURCE_ID),
         source_type=arguments.get("source_type", MCP_SOURCE_TYPE),
         title=title,
-        captured_at=_captured_at(given_at),
+        captured_at=_now() if given_at is None else _instant(given_at, "captured_at"),
     )
     content = arguments["content"]
     if memory_id is None:
@@ -793,30 +734,32 @@ def _same_record(record: StoredMemory, item: Mapping[str, Any], dated: bool) -> 
     )
 
 
-def _query_text(text: str) -> str | None:
+def _query_text(text: str) -> str:
     """``text`` as a recall query: whitespace collapsed, cut at a space before
-    ``QUERY_MAX_CHARS``; None when nothing is left."""
+    ``QUERY_MAX_CHARS``."""
     query = collapse_whitespace(text)
     if len(query) > QUERY_MAX_CHARS:
         cut = query[: QUERY_MAX_CHARS + 1]
         space = cut.rfind(" ")
         query = cut[:space] if space > 0 else cut[:QUERY_MAX_CHARS]
-    return query or None
+    return query
 
 
-def _shown_length(text: str) -> int:
-    """How many characters ``text`` takes inside an answer (JSON and visible escapes)."""
-    return len(visible(json.dumps(text, ensure_ascii=False), "json")) - 2
+def _json_text(data: object) -> str:
+    return visible(json.dumps(data, ensure_ascii=False), "json")
 
 
 def _clip(text: str, budget: int) -> str:
     """``text``, or its longest prefix that with "…" takes at most ``budget`` characters
-    in an answer."""
-    return clip_shown(text, budget, _shown_length)
+    in an answer (JSON and visible escapes)."""
+    return clip_shown(text, budget, lambda shown: len(_json_text(shown)) - 2)
 
 
 def _clip_raw(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_SOURCE_TEXTS = ("source_id", "source_type", "title")
 
 
 def _note(record: StoredMemory) -> dict[str, Any]:
@@ -824,15 +767,12 @@ def _note(record: StoredMemory) -> dict[str, Any]:
     ``clipped`` names the fields that were (absent when none was)."""
     data = record.to_dict()
     clipped = []
-    for name in ("content", "summary"):
-        data[name] = _clip(data[name], FIELD_BUDGETS[name])
-        if data[name] != getattr(record, name):
-            clipped.append(name)
-    source = data["source"]
-    for name in ("source_id", "source_type", "title"):
-        source[name] = _clip(source[name], FIELD_BUDGETS[name])
-        if source[name] != getattr(record.source, name):
-            clipped.append(name)
+    for fields, names in ((data, ("content", "summary")), (data["source"], _SOURCE_TEXTS)):
+        for name in names:
+            shown = _clip(fields[name], FIELD_BUDGETS[name])
+            if shown != fields[name]:
+                fields[name] = shown
+                clipped.append(name)
     if clipped:
         data["clipped"] = clipped
     return data
@@ -854,13 +794,6 @@ def _list_entry(record: StoredMemory, retracted: bool) -> dict[str, Any]:
     return entry
 
 
-def _json_text(data: object) -> str:
-    return visible(json.dumps(data, ensure_ascii=False), "json")
-
-
-_CURSOR_PREFIX = "c1."
-
-
 def _order_key(record: StoredMemory) -> tuple[str, ...]:
     """``(stored_at, memory_id)`` as strings that sort in time order (a canonical instant
     drops trailing zeros of its fraction, so the fraction is padded back), and a hash of
@@ -876,60 +809,48 @@ def _instant_key(stamp: str) -> str:
     return f"{head}.{fraction:0<6}"
 
 
+_CURSOR_PREFIX = "c1."
+
+
 def _cursor_of(key: tuple[str, ...]) -> str:
     raw = json.dumps(list(key), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return _CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-_CURSOR_REFUSED = "cursor is not a next_cursor of list: start again without one"
-
-
 def _cursor_key(cursor: str) -> tuple[str, ...]:
-    if not cursor.startswith(_CURSOR_PREFIX):
-        raise RemoteMemoryValidationError(_CURSOR_REFUSED)
-    body = cursor[len(_CURSOR_PREFIX) :]
-    try:
-        value = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    except (ValueError, binascii.Error):
-        raise RemoteMemoryValidationError(_CURSOR_REFUSED) from None
-    if (
-        not isinstance(value, list)
-        or len(value) not in (2, 3)
-        or not all(isinstance(part, str) for part in value)
-    ):
-        raise RemoteMemoryValidationError(_CURSOR_REFUSED)
-    return tuple(value)
-
-
-@dataclass(frozen=True)
-class _ListPage:
-    """A list call's arguments, checked."""
-
-    limit: int
-    kind: MemoryKind | None
-    since: str | None
-    after: tuple[str, ...] | None
-
-    @classmethod
-    def of(cls, arguments: Mapping[str, Any]) -> _ListPage:
-        limit = arguments.get("limit", LIST_LIMIT_DEFAULT)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise RemoteMemoryValidationError("limit must be an integer")
-        if not 1 <= limit <= LIST_LIMIT_MAX:
-            raise RemoteMemoryValidationError(f"limit must be between 1 and {LIST_LIMIT_MAX}")
-        kind = arguments.get("kind")
-        if kind is not None and kind not in {k.value for k in MemoryKind}:
-            raise RemoteMemoryValidationError(
-                f"kind must be one of {', '.join(k.value for k in MemoryKind)}: {kind!r}"
-            )
-        since = arguments.get("since")
-        cursor = arguments.get("cursor")
-        return cls(
-            limit=limit,
-            kind=None if kind is None else MemoryKind(kind),
-            since=None if since is None else _instant_key(_instant(since, "since")),
-            after=None if cursor is None else _cursor_key(cursor),
+    body, value = cursor.removeprefix(_CURSOR_PREFIX), None
+    if body != cursor:
+        with contextlib.suppress(ValueError):  # binascii.Error is a ValueError
+            value = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    parts = value if isinstance(value, list) and len(value) in (2, 3) else [None]
+    if not all(isinstance(part, str) for part in parts):
+        raise RemoteMemoryValidationError(
+            "cursor is not a next_cursor of list: start again without one"
         )
+    return tuple(parts)
+
+
+def _list_arguments(
+    arguments: Mapping[str, Any],
+) -> tuple[int, MemoryKind | None, str | None, tuple[str, ...] | None]:
+    """A list call's limit, kind, since (as an ``_order_key`` instant) and cursor, checked."""
+    limit = arguments.get("limit", LIST_LIMIT_DEFAULT)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise RemoteMemoryValidationError("limit must be an integer")
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise RemoteMemoryValidationError(f"limit must be between 1 and {LIST_LIMIT_MAX}")
+    kind = arguments.get("kind")
+    if kind is not None and kind not in {k.value for k in MemoryKind}:
+        raise RemoteMemoryValidationError(
+            f"kind must be one of {', '.join(k.value for k in MemoryKind)}: {kind!r}"
+        )
+    since, cursor = arguments.get("since"), arguments.get("cursor")
+    return (
+        limit,
+        None if kind is None else MemoryKind(kind),
+        None if since is None else _instant_key(_instant(since, "since")),
+        None if cursor is None else _cursor_key(cursor),
+    )
 
 
 _Context: TypeAlias = ServerRequestContext[Any]
@@ -1095,15 +1016,14 @@ class _BoundedLines:
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
-    async def _read(self) -> bytes:
-        # Abandoned on cancel: a read blocked on a silent client must not hold shutdown.
-        return await anyio.to_thread.run_sync(os.read, self.fd, READ_SIZE, abandon_on_cancel=True)
-
     async def _lines(self) -> AsyncIterator[str]:
         line = bytearray()
         head: bytes | None = None  # the first bytes of a line being dropped
         while True:
-            chunk = await self._read()
+            # Abandoned on cancel: a read blocked on a silent client must not hold shutdown.
+            chunk = await anyio.to_thread.run_sync(
+                os.read, self.fd, READ_SIZE, abandon_on_cancel=True
+            )
             pieces = chunk.split(b"\n") if chunk else [b""]  # EOF ends the last line
             for index, piece in enumerate(pieces):
                 if head is None and len(line) + len(piece) > self.cap:
@@ -1128,23 +1048,22 @@ class _BoundedLines:
         try:
             json.loads(text)
         except ValueError:
-            await self._refuse(
-                bytes(line[:ID_HEAD_BYTES]), "message refused: not valid JSON", types.PARSE_ERROR
-            )
+            refused = bytes(line[:ID_HEAD_BYTES])
+            await self._refuse(refused, "message refused: not valid JSON", types.PARSE_ERROR)
             return None
         return text
 
     async def _refuse(
         self, head: bytes, reason: str | None = None, code: int = types.INVALID_REQUEST
     ) -> None:
-        too_large = reason or f"message refused: over the {self.cap:,}-byte limit of memlib mcp"
-        print(f"memlib mcp: {too_large}", file=sys.stderr, flush=True)
+        message = reason or f"message refused: over the {self.cap:,}-byte limit of memlib mcp"
+        print(f"memlib mcp: {message}", file=sys.stderr, flush=True)
         request_id = _request_id(head)
         if request_id is None:
             return
         await self._attached.wait()
         error = types.JSONRPCError(
-            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=too_large)
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
         )
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await self._answers.send(SessionMessage(error))
@@ -1251,9 +1170,8 @@ def serve(
     """Serve ``memory`` until the client goes away (stdio) or the process is stopped
     (HTTP, on ``127.0.0.1:port`` only, to requests that carry ``Bearer <token>``)."""
     server = build_server(memory)
-    # A session answers many recalls: numpy's scoring paths repay its import (about 70 ms)
-    # from the first common-word query on (3-9x faster at 10k), which a one-shot command
-    # skips below NUMPY_IMPORT_POSTINGS (docs/mcp-bench.md).
+    # A session answers many recalls: numpy's scoring paths repay its import (70 ms) from
+    # the first common-word query on, unlike a one-shot command's (docs/mcp-bench.md).
     with contextlib.suppress(ImportError):
         import numpy  # noqa: F401
     if transport == "stdio":

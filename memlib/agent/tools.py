@@ -1,10 +1,6 @@
 """The ``recall_history`` tool: its definition for the Messages API and its handler
-(docs/reference.md "The agent boundary").
-
-The handler returns ``RecallResult.to_json()`` as visible text (``memlib._visible``).
-Refused input and a failing store go back to the model as an ``is_error`` tool result of
-one line (a store failure prefixed with ``STORE_ERROR_PREFIX``, so the model reports it
-instead of retrying): the loop does not crash.
+(docs/reference.md "The agent boundary"). It answers ``RecallResult.to_json()`` as visible
+text; refused input or a failing store is an ``is_error`` result of one line (no crash).
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ import copy
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -69,7 +65,17 @@ def string_field(max_chars: int, description: str) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_chars, "description": description}
 
 
-def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+def integer_field(what: str, minimum: int, maximum: int, default: int) -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "minimum": minimum,
+        "maximum": maximum,
+        "default": default,
+        "description": f"{what}, {minimum}-{maximum} (default {default}).",
+    }
+
+
+def object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": properties,
@@ -84,17 +90,9 @@ RECALL_HISTORY_INPUT_SCHEMA = object_schema(
             QUERY_MAX_CHARS,
             "The topic to search for, restated in full words (the service cannot see this chat).",
         ),
-        "limit": {
-            "type": "integer",
-            "minimum": LIMIT_MIN,
-            "maximum": LIMIT_MAX,
-            "default": DEFAULT_LIMIT,
-            "description": (
-                f"How many hits to return, {LIMIT_MIN}-{LIMIT_MAX} (default {DEFAULT_LIMIT})."
-            ),
-        },
+        "limit": integer_field("How many hits to return", LIMIT_MIN, LIMIT_MAX, DEFAULT_LIMIT),
     },
-    "query",
+    ["query"],
 )
 
 
