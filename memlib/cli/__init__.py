@@ -35,9 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--user", help="user id (default: $WORKBUDDY_USER_ID or local-user)")
     parser.add_argument(
         "--embedder",
-        help="embed appended and imported records with this model and keep "
-        "the vectors: multilingual-e5-small (e5, the default model) or memlib-hashing-64 "
-        "(hashing) "
+        help="embed appended and imported records with this model and keep the vectors: "
+        "multilingual-e5-small (e5, the default model) or memlib-hashing-64 (hashing) "
         "(default: $MEMLIB_EMBEDDER, else none)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -20,8 +20,9 @@ from .._runtime import default_project, default_store_url, default_user_id
 from .._visible import Form, visible
 from ..errors import RemoteMemoryValidationError
 from ..normalize import as_utc
+from ..records import MemorySource, format_timestamp
 from ..stores import open_store
-from ..stores._base import MemoryStore
+from ..stores._base import Clock, MemoryStore
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -69,23 +70,30 @@ def embedder_name(args: argparse.Namespace) -> str | None:
     return getattr(args, "embedder", None) or os.environ.get("MEMLIB_EMBEDDER") or None
 
 
-def open_cli_store(args: argparse.Namespace) -> MemoryStore:
+def open_cli_store(args: argparse.Namespace, clock: Clock | None = None) -> MemoryStore:
     """The store named by the global ``--store`` / ``--user`` (or the environment),
     embedding what it appends when ``--embedder`` (or ``$MEMLIB_EMBEDDER``) names a model."""
     user_id = default_user_id() if args.user is None else args.user
     url = args.store or default_store_url(user_id)
     project = getattr(args, "project", None)
     project = default_project() if project is None else project
-    name = embedder_name(args)
-    if name is None:
-        return open_store(url, user_id=user_id, project=project)
-    from ..rankers.embeddings import get_embedder  # the model only when one is named
+    embedder = None
+    if name := embedder_name(args):
+        from ..rankers.embeddings import get_embedder  # the model only when one is named
 
-    return open_store(url, user_id=user_id, embedder=get_embedder(name), project=project)
+        embedder = get_embedder(name)
+    return open_store(url, user_id=user_id, clock=clock, embedder=embedder, project=project)
+
+
+def cli_source(args: argparse.Namespace, source_type: str, title: str) -> MemorySource:
+    """The source of a record written from flags: ``--source-id``, ``--captured-at`` (else now)."""
+    captured_at = args.captured_at or format_timestamp(as_utc(None))
+    return MemorySource(
+        source_id=args.source_id, source_type=source_type, title=title, captured_at=captured_at
+    )
 
 
 def add_project_options(parser: Any, *, all_projects: bool = False) -> None:
-    """``--project NAME`` (default: ``$MEMLIB_PROJECT``, else none), and ``--all-projects``."""
     parser.add_argument(
         "--project",
         default=argparse.SUPPRESS,  # a global --project, if any, is not overwritten
@@ -97,6 +105,10 @@ def add_project_options(parser: Any, *, all_projects: bool = False) -> None:
             action="store_true",
             help="read every project of the user, not only the current one",
         )
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    return bool(args.progress or (not args.no_progress and sys.stderr.isatty()))
 
 
 def store_embedder(store: Any, args: argparse.Namespace) -> Any:
@@ -121,11 +133,8 @@ _TERMINAL_ESCAPE = {"xml": "&#x{:X};", "json": "\\u{:04x}", "text": "\\u{:04x}"}
 def shown(text: str, form: Form = "text") -> str:
     """``text`` as a command prints it: ``visible(text, form)`` with carriage returns and
     line/paragraph separators escaped too, in the syntax of ``form``."""
-    text = visible(text, form)
-    if _TERMINAL.search(text) is None:
-        return text
     escape = _TERMINAL_ESCAPE[form]
-    return _TERMINAL.sub(lambda m: escape.format(ord(m.group())), text)
+    return _TERMINAL.sub(lambda m: escape.format(ord(m.group())), visible(text, form))
 
 
 def write_line(text: str, form: Form = "text") -> None:
@@ -134,10 +143,10 @@ def write_line(text: str, form: Form = "text") -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def write_json(value: Any, *, indent: int | None = None) -> None:
+def write_json(value: Any) -> None:
     """``value`` as one JSON document on stdout: non-ASCII text as it is (中文, café), every
     invisible, control or direction-changing character as a ``\\uXXXX`` escape."""
-    write_line(json.dumps(value, indent=indent, ensure_ascii=False), "json")
+    write_line(json.dumps(value, ensure_ascii=False), "json")
 
 
 def write_error(text: str) -> None:

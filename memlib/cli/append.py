@@ -18,12 +18,9 @@ _APPEND_FLAGS = ("memory_id", "content", "summary", *_SOURCE_FLAGS)
 
 def _items_from_stdin() -> list[dict[str, Any]]:
     items = []
-    # Bytes, decoded as UTF-8 (JSON's encoding) whatever the locale says.
-    stream = getattr(sys.stdin, "buffer", None)
-    lines: Iterable[bytes] = (
-        stream
-        if stream is not None
-        else (line.encode("utf-8", "surrogatepass") for line in sys.stdin)
+    # Bytes, decoded as UTF-8 (JSON's encoding) whatever the locale says; a StringIO has none.
+    lines: Iterable[bytes] = getattr(sys.stdin, "buffer", None) or (
+        line.encode("utf-8", "surrogatepass") for line in sys.stdin
     )
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -38,8 +35,7 @@ def _items_from_stdin() -> list[dict[str, Any]]:
 
 
 def cmd_append(args: argparse.Namespace) -> int:
-    given = [name for name in _APPEND_FLAGS if getattr(args, name) is not None]
-    if given:
+    if any(getattr(args, name) is not None for name in _APPEND_FLAGS):
         missing = [f"--{n.replace('_', '-')}" for n in _APPEND_FLAGS if getattr(args, n) is None]
         if missing:
             raise CliError(f"append needs {', '.join(missing)} (or a JSON line on stdin)")
@@ -68,6 +64,6 @@ def register(subparsers: Any) -> None:
         choices=[MemoryKind.CONVERSATION.value, MemoryKind.PROFILE.value],
     )
     for name in _APPEND_FLAGS:
-        append.add_argument(f"--{name.replace('_', '-')}", dest=name)
+        append.add_argument(f"--{name.replace('_', '-')}")
     add_project_options(append)
     append.set_defaults(func=cmd_append)

@@ -10,7 +10,6 @@ import os
 import sys
 import tempfile
 from contextlib import ExitStack
-from datetime import datetime
 from typing import Any
 
 from ._common import CliError, int_arg, open_cli_store, parse_as_of, write_error, write_line
@@ -30,10 +29,9 @@ def register(subparsers: Any) -> None:
         "chat",
         help="talk to a model that can call recall_history (online; --scripted for offline)",
         description=(
-            "Chat with a model that has the recall_history tool. Online it needs MODEL_ID "
-            "and ANTHROPIC_API_KEY. With --scripted a deterministic offline model answers "
-            "through the same Anthropic SDK and loop, on the sample corpus unless --store "
-            "or --user is given."
+            "Chat with a model that has the recall_history tool. Online it needs MODEL_ID and "
+            "ANTHROPIC_API_KEY. With --scripted a deterministic offline model answers through the "
+            "same Anthropic SDK and loop, on the sample corpus unless --store or --user is given."
         ),
     )
     chat.add_argument(
@@ -58,10 +56,7 @@ def register(subparsers: Any) -> None:
         "when neither --store nor --user is given)",
     )
     chat.add_argument(
-        "--max-turns",
-        type=_positive,
-        default=None,
-        help="model requests allowed per user message (default 6)",
+        "--max-turns", type=_positive, help="model requests allowed per user message (default 6)"
     )
     chat.add_argument("--max-tokens", type=_positive, default=1024)
     chat.add_argument(
@@ -90,7 +85,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     if args.message is not None and not args.message.strip():
         raise CliError("--message must not be empty")
-    as_of: datetime | None = parse_as_of(args.as_of)
+    as_of = parse_as_of(args.as_of)
     use_sample = args.sample or (args.scripted and not args.store and not args.user)
 
     if args.scripted:
@@ -100,12 +95,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model, prefix = os.environ["MODEL_ID"], None
 
     with ExitStack() as stack:
-        store: MemoryStore
         if use_sample:
             root = stack.enter_context(tempfile.TemporaryDirectory(prefix="memlib-chat-"))
-            store = open_sample_store(root)
-            if as_of is None:
-                as_of = SAMPLE_AS_OF
+            store: MemoryStore = open_sample_store(root)
+            as_of = as_of or SAMPLE_AS_OF
         else:
             store = open_cli_store(args)
         stack.callback(store.close)

@@ -1,7 +1,5 @@
-"""``memlib demo``: recall on the sample corpus, the same output every run.
-
-``--lang zh`` runs it on the Chinese sample corpus with a Chinese query.
-"""
+"""``memlib demo``: recall on the sample corpus (``--lang zh``: the Chinese one), the same
+output every run."""
 
 from __future__ import annotations
 
@@ -26,12 +24,10 @@ DEMO_QUERIES = {"en": DEMO_QUERY, "zh": "分层记忆"}
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..sample import SAMPLE_AS_OF, open_sample_store
 
-    lang = getattr(args, "lang", "en")
-    query = DEMO_QUERIES[lang]
-
+    query = DEMO_QUERIES[args.lang]
     kept = contextlib.nullcontext(args.root)
     with kept if args.root else tempfile.TemporaryDirectory(prefix="memlib-demo-") as root:
-        store = open_sample_store(root, lang=lang)
+        store = open_sample_store(root, lang=args.lang)
         result = RecallEngine(store).recall(
             query, limit=args.limit, as_of=SAMPLE_AS_OF, query_id=DEMO_QUERY_ID
         )

@@ -9,17 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteMemoryError
-from ..stores.jsonl._doctor import (
-    DoctorReport,
-    RepairError,
-    check_store,
-    describe,
-    rebuild_index_file,
-    remove_temp_files,
-    repair_torn_tail,
-    repair_vectors_file,
-    vector_lines,
-)
+from ..stores.jsonl import _doctor
 from ._common import write_error, write_line
 
 __all__ = ["cmd_doctor", "register"]
@@ -32,11 +22,11 @@ def _path_of(text: str) -> Path:
     if sep and scheme.lower() == "jsonl":
         return Path(rest)
     if sep and scheme.lower() in ("sqlite", "postgresql", "postgres"):
-        raise RepairError(f"doctor checks JSONL store files only, not {scheme}: stores")
+        raise _doctor.RepairError(f"doctor checks JSONL store files only, not {scheme}: stores")
     return Path(text)
 
 
-def _print_report(report: DoctorReport) -> None:
+def _print_report(report: _doctor.DoctorReport) -> None:
     write_line(f"checked {report.path}")
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.kinds.items())) or "none"
     write_line(f"lines: {report.lines} complete, {report.records} valid records ({kinds})")
@@ -57,39 +47,39 @@ def _print_report(report: DoctorReport) -> None:
             "absent": "absent",
         }[index.status]
         write_line(f"index file: {detail}")
-    for line in vector_lines(report):
+    for line in _doctor.vector_lines(report):
         write_line(line)
     n = len(report.problems)
     write_line(f"status: {n} problem{'s' if n != 1 else ''}" if n else "status: healthy")
 
 
-def _repair(path: Path, user_id: str | None, report: DoctorReport) -> DoctorReport:
+def _repair(path: Path, user_id: str | None, report: _doctor.DoctorReport) -> _doctor.DoctorReport:
     """``--repair``: each step that ran says what it did, and the file is checked again."""
     repaired = False
-    if removed := remove_temp_files(report):
+    if removed := _doctor.remove_temp_files(report):
         write_line(
             f"repaired: removed {len(removed)} stale temporary files "
             f"({sum(n for _, n in removed):,} bytes)"
         )
-        report, repaired = check_store(path, user_id=user_id), True
+        report, repaired = _doctor.check_store(path, user_id=user_id), True
     if report.torn_bytes:
-        if (cut := repair_torn_tail(path)) is not None:
+        if (cut := _doctor.repair_torn_tail(path)) is not None:
             write_line(
                 f"repaired: cut a torn tail of {cut[1]} bytes; the whole file was "
                 f"first copied to {cut[0]}"
             )
-        report, repaired = check_store(path, user_id=user_id), True
-    elif rebuild_index_file(report):  # only a stale or invalid one of a healthy log
+        report, repaired = _doctor.check_store(path, user_id=user_id), True
+    elif _doctor.rebuild_index_file(report):  # only a stale or invalid one of a healthy log
         write_line("repaired: rebuilt the index file from the log")
-        report, repaired = check_store(path, user_id=user_id), True
+        report, repaired = _doctor.check_store(path, user_id=user_id), True
     # After a torn tail is cut: the rows of the records cut go with it.
-    if (rows := repair_vectors_file(report)) is not None:
+    if (rows := _doctor.repair_vectors_file(report)) is not None:
         write_line(
             f"repaired: rewrote the vectors file, kept {rows[0]} rows, dropped {rows[1]}"
             if any(rows)
             else "repaired: removed an unreadable vectors file"
         )
-        report, repaired = check_store(path, user_id=user_id), True
+        report, repaired = _doctor.check_store(path, user_id=user_id), True
     if not repaired:
         write_line("repair: no torn tail, nothing to do")
     return report
@@ -99,16 +89,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     try:
         path = _path_of(args.path)
         user_id = getattr(args, "user", None)  # an empty one is refused by main()
-        report = check_store(path, user_id=user_id)
+        report = _doctor.check_store(path, user_id=user_id)
         if args.repair:
             report = _repair(path, user_id, report)
         _print_report(report)
-    except RepairError as exc:
+    except _doctor.RepairError as exc:
         write_error(f"memlib doctor: error: {exc}")
         return 1
     except (OSError, UnicodeError, ValueError, RemoteMemoryError) as exc:
         # Never a traceback: one line that says what went wrong.
-        write_error(f"memlib doctor: error: {describe(exc)}")
+        write_error(f"memlib doctor: error: {_doctor.describe(exc)}")
         return 1
     return 0 if report.healthy else 1
 
@@ -118,12 +108,12 @@ def register(subparsers: Any) -> None:
         "doctor",
         help="check a JSONL store file (parse, scope, duplicates, torn tail, permissions)",
         description=(
-            "Check a JSONL records file and report every problem without changing "
-            "anything. Exit 0 when healthy, 1 when not. With --repair, a torn tail (a "
-            "last line without a newline) is cut after the whole file is copied to a "
-            "backup next to it, a stale index file is rebuilt and the vectors file keeps "
-            "only the rows that match the log; no record is ever changed. The global --user also "
-            "checks that every record belongs to that user's scope."
+            "Check a JSONL records file and report every problem without changing anything. "
+            "Exit 0 when healthy, 1 when not. With --repair, a torn tail (a last line without a "
+            "newline) is cut after the whole file is copied to a backup next to it, a stale "
+            "index file is rebuilt and the vectors file keeps only the rows that match the log; "
+            "no record is ever changed. The global --user also checks that every record belongs "
+            "to that user's scope."
         ),
     )
     doctor.add_argument("path", metavar="PATH", help="records.jsonl (or jsonl:PATH)")

@@ -1,14 +1,11 @@
 """``memlib embed``: store a vector for every searched conversation record that lacks one.
-
-Resumable: each batch is stored as it is embedded, so the next run starts from the
-records still without one. The model: ``--embedder``, else the store's vectors' model,
-else multilingual-e5-small; ``--rebuild`` drops every stored vector first (to change it).
+Resumable: each batch is stored as it is embedded. The model: ``--embedder``, else the
+store's vectors' model, else multilingual-e5-small; ``--rebuild`` drops every vector first.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +14,7 @@ from .._vectors import check_model, pack
 from ..errors import RemoteMemoryValidationError
 from ..records import StoredMemory
 from ..stores._base import VectorStoring, pair_texts
-from ._common import int_arg, open_cli_store, store_embedder, write_line
+from ._common import int_arg, open_cli_store, show_progress, store_embedder, write_line
 
 _batch_size = int_arg(
     "batch size must be an integer", 1, 10_000, "batch size must be between 1 and 10000"
@@ -33,9 +30,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
     embedder = store_embedder(store, args)
     state = store.vector_state()
     check_model(state.model, state.dimension, embedder.name, embedder.dimension)  # before any batch
-    progress = args.progress or (not args.no_progress and sys.stderr.isatty())
     done = 0
-    with progress_bar(state.missing, "embedding", enabled=progress, unit="rec") as bar:
+    with progress_bar(state.missing, "embedding", enabled=show_progress(args), unit="rec") as bar:
         while True:
             records = store.records_without_vectors(args.batch_size)
             if not records:
@@ -51,10 +47,6 @@ def cmd_embed(args: argparse.Namespace) -> int:
                 {r.memory_id: pack(row) for r, row in zip(kept, matrix, strict=True)},
                 previous=previous,
             )
-            if stored == 0:  # every record of the batch was retracted meanwhile: ask again
-                if not store.records_without_vectors(1):
-                    break
-                continue
             done += stored
             bar.update(stored)
     refresh = getattr(store, "refresh_statistics", None)

@@ -1,9 +1,7 @@
-"""``memlib eval locomo``: recall@k / hit@k and session level (Sany / Sall) of each
-ranker, a progress bar on stderr, the tables on stdout, optionally a JSON report. A ranker
-with a dense path (``hybrid``) is reported twice: as on a store with vectors and over the
-lexical candidates alone (``NAME/lexical-only``). Then, on two or more conversations,
-each ranker's leave-one-conversation-out figure (``memlib.eval.crossval``) unless
-``--no-cv``.
+"""``memlib eval locomo``: recall@k / hit@k and session level (Sany / Sall) of each ranker,
+the tables on stdout, optionally a JSON report. A ranker with a dense path (``hybrid``) is
+also reported over the lexical candidates alone (``NAME/lexical-only``); on two or more
+conversations, each ranker's leave-one-conversation-out figure follows unless ``--no-cv``.
 """
 
 from __future__ import annotations
@@ -37,10 +35,8 @@ def default_rankers() -> list[str]:
     from ..rankers import ranker_names
     from ..rankers.embeddings import embeddings_available
 
-    names = list(ranker_names())
-    if not embeddings_available() and "hybrid" in names:
-        names.remove("hybrid")
-    return names
+    available = embeddings_available()
+    return [name for name in ranker_names() if name != "hybrid" or available]
 
 
 def named_rankers(names: Sequence[str], embedder: str | None = None) -> dict[str, Any]:
@@ -73,7 +69,7 @@ def cmd_eval_locomo(args: argparse.Namespace) -> int:
     if named:
         write_line(f"dense rankers read vectors of {get_embedder(named).name}")
     for name in (args.report, args.cv_report):  # a bad folder fails before minutes of work
-        if name and Path(name).parent and not Path(name).parent.exists():
+        if name and not Path(name).parent.exists():
             raise RemoteMemoryValidationError(f"report folder does not exist: {Path(name).parent}")
     if args.conversations is not None and args.conversations < 1:
         raise RemoteMemoryValidationError("--conversations must be a positive integer")
@@ -130,9 +126,8 @@ def _write_report(name: str, report: Any) -> None:
 def register(subparsers: Any) -> None:
     evaluate = subparsers.add_parser("eval", help="evaluate rankers on a benchmark")
     benchmarks = evaluate.add_subparsers(
-        dest="benchmark", metavar="BENCHMARK", parser_class=type(evaluate)
+        dest="benchmark", metavar="BENCHMARK", parser_class=type(evaluate), required=True
     )
-    benchmarks.required = True
     locomo = benchmarks.add_parser(
         "locomo", help="recall@k / hit@k on LoCoMo-format data (categories 1-4; 5 apart)"
     )

@@ -1,20 +1,12 @@
 """``memlib export``: every record of the scope, for ``memlib import`` or for people.
 
 ``--format jsonl`` (the default): one record a line in append order, as the JSONL store
-keeps it (``StoredMemory.to_dict``), to standard output or ``--out FILE``; ``memlib
-import`` of it into an empty store gives the same records, retractions, supersede links
-and ``stored_at`` included. ``--format markdown --out DIR``: one file per source, its
-records in the order they happened, a retracted one marked with when and why.
-
-[beyond] Projects (docs/contract.md): ``--project NAME`` (or ``$MEMLIB_PROJECT``) exports
-that project, each record naming it (``"project"``); ``--all-projects`` every project of
-the user into one file, the one without a project first. ``memlib import`` puts a record
-back in its project only: into a store opened in it, or each into its own with
-``--all-projects``; any other line is refused (file, line, ``project``).
-
-The characters a terminal or a model must not get raw are written as escapes, as every
-command writes (docs/contract.md): JSON ``\\u`` escapes, which ``json.loads`` reads back
-to the stored text, so nothing is lost. Files are created mode 0600, never overwritten.
+keeps it; ``memlib import`` of it into an empty store gives the same records, retractions,
+supersede links and ``stored_at`` included. ``--format markdown --out DIR``: one file per
+source, its records in the order they happened. ``--all-projects``: every project of the
+user in one file, each record naming its project (docs/contract.md). Text is escaped as
+every command writes it (JSON ``\\u`` escapes read back to the stored text); files are
+created mode 0600, never overwritten.
 """
 
 from __future__ import annotations
@@ -40,7 +32,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "markdown" and args.out is None:
         raise RemoteMemoryValidationError("--format markdown needs --out DIR")
     opened = open_cli_store(args)
-    # [beyond] A project's records (each names it); --all-projects: every project's.
     store = all_projects_of(opened) if args.all_projects else opened
     try:
         if args.format == "markdown":

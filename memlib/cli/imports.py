@@ -1,9 +1,8 @@
-"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` from the command line (an
-exported record keeps its ``stored_at``: the store is opened with a ``ReplayClock``). A
-stream (``-``, a pipe) is read once into a private temporary file: the import reads twice.
-
-``memlib import --format claude-code|chatgpt PATH…``: conversations people already have,
-through ``memlib._importers``; a message imported before is not written again.
+"""``memlib import FILE.jsonl``: ``memlib._bulk.import_jsonl`` (an exported record keeps its
+``stored_at``: the store's clock is a ``ReplayClock``); a stream (``-``, a pipe) is read once
+into a private temporary file, as the import reads twice. ``--format claude-code|chatgpt``:
+conversations people already have (``memlib._importers``); a message imported before is
+not written again.
 """
 
 from __future__ import annotations
@@ -14,16 +13,12 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from .._bulk import DEFAULT_BATCH, ReplayClock, import_items, import_jsonl
-from .._runtime import default_project, default_store_url, default_user_id
 from ..errors import RemoteMemoryError, RemoteMemoryValidationError
-from ..stores import open_store
-from ..stores._base import MemoryStore
-from ._common import add_project_options, embedder_name, int_arg, write_line
+from ._common import add_project_options, int_arg, open_cli_store, show_progress, write_line
 
 FORMATS = ("jsonl", "claude-code", "chatgpt")
 
@@ -36,23 +31,6 @@ def _is_stream(name: str) -> bool:
         return not stat.S_ISREG(os.stat(name).st_mode)
     except OSError:
         return False  # missing: said as "no such file" below
-
-
-def _open(args: argparse.Namespace, clock: ReplayClock | None = None) -> MemoryStore:
-    """``open_cli_store(args)`` with the store's clock given (it passes no options)."""
-    user_id = default_user_id() if args.user is None else args.user
-    url = args.store or default_store_url(user_id)
-    options: dict[str, Any] = {} if clock is None else {"clock": clock}
-    project = getattr(args, "project", None)
-    project = default_project() if project is None else project
-    if project is not None:
-        options["project"] = project
-    name = embedder_name(args)
-    if name is not None:
-        from ..rankers.embeddings import get_embedder  # the model only when one is named
-
-        options["embedder"] = get_embedder(name)
-    return open_store(url, user_id=user_id, **options)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -80,19 +58,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     return _import(args, name, name)
 
 
-def _progress(args: argparse.Namespace) -> bool:
-    return bool(args.progress or (not args.no_progress and sys.stderr.isatty()))
-
-
 def _import(args: argparse.Namespace, path: str, shown: str) -> int:
     clock = ReplayClock()
-    store = _open(args, clock)
+    store = open_cli_store(args, clock)
     try:
         report = import_jsonl(
             store,
             path,
             batch_size=args.batch_size,
-            progress=_progress(args),
+            progress=show_progress(args),
             clock=clock,
             all_projects=args.all_projects,
         )
@@ -114,10 +88,10 @@ def _import_conversations(args: argparse.Namespace) -> int:
     if args.all_projects:
         raise RemoteMemoryValidationError("--all-projects is for --format jsonl")
     converted = reader_for(args.format)(args.paths)  # every input read before the store opens
-    store = _open(args)
+    store = open_cli_store(args)
     try:
         report = import_items(
-            store, converted.items, batch_size=args.batch_size, progress=_progress(args)
+            store, converted.items, batch_size=args.batch_size, progress=show_progress(args)
         )
     finally:
         store.close()
@@ -131,12 +105,9 @@ def _import_conversations(args: argparse.Namespace) -> int:
             line += f"; {report.skipped} imported before, not written again"
         write_line(line)
     if converted.skipped:
-        write_line(f"skipped: {_counts(converted.skipped)}")
+        skipped = sorted(converted.skipped.items())
+        write_line(f"skipped: {', '.join(f'{reason} ({n})' for reason, n in skipped)}")
     return 0
-
-
-def _counts(counter: Counter[str]) -> str:
-    return ", ".join(f"{reason} ({n})" for reason, n in sorted(counter.items()))
 
 
 _positive = int_arg(

@@ -5,19 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..normalize import as_utc
-from ..records import MemorySource, format_timestamp
-from ._common import add_project_options, open_cli_store, write_json
+from ._common import add_project_options, cli_source, open_cli_store, write_json
 
 
 def cmd_retract(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
-    source = MemorySource(
-        source_id=args.source_id,
-        source_type="manual_retraction",
-        title=f"Retraction of {args.memory_id}",
-        captured_at=args.captured_at or format_timestamp(as_utc(None)),
-    )
+    source = cli_source(args, "manual_retraction", f"Retraction of {args.memory_id}")
     record = store.retract(args.memory_id, reason=args.reason, source=source)
     write_json(record.to_dict())
     return 0

@@ -7,20 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..normalize import as_utc
-from ..records import MemoryKind, MemorySource, format_timestamp
-from ._common import add_project_options, open_cli_store, write_json
+from ..records import MemoryKind
+from ._common import add_project_options, cli_source, open_cli_store, write_json
 
 
 def cmd_supersede(args: argparse.Namespace) -> int:
     store = open_cli_store(args)
-    captured_at = args.captured_at or format_timestamp(as_utc(None))
-    source = MemorySource(
-        source_id=args.source_id,
-        source_type=args.source_type,
-        title=args.title or f"Supersedes {args.old_id}",
-        captured_at=captured_at,
-    )
+    source = cli_source(args, args.source_type, args.title or f"Supersedes {args.old_id}")
     new, retraction = store.supersede(
         args.old_id,
         {
