@@ -1,7 +1,6 @@
-"""Boundaries and review (notebook 13): the neighbouring chapters, the nine-item
-checklist checked live, the no-key probe, the chapter's commands and memlib's.
-
-Every output is deterministic: fixed query ids, no path, no pid, no clock.
+"""Boundaries and review (notebook 13): the neighbouring chapters, the nine-item checklist
+checked live, the no-key probe, the chapter's commands and memlib's. Every output is
+deterministic: fixed query ids, no path, no pid, no clock.
 """
 
 from __future__ import annotations
@@ -40,40 +39,14 @@ from ..render import render_recall_context
 from ..result import RecallHit, RecallResult
 from ..score import score_recall_candidate
 from ..stores._base import MemoryStore
+from . import frames
 from ._common import QUERY_ID, course_data, pandas
 from .language import tr
+from .refusals import redact
 from .views import recall, recall_query
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
-
-__all__ = [
-    "BOUNDARIES",
-    "CHECKLIST",
-    "COMMAND_MAP",
-    "KEY_VARIABLES",
-    "RESULT_ITEMS",
-    "Boundary",
-    "ChecklistItem",
-    "CliRun",
-    "Command",
-    "ProbeReport",
-    "audit_result",
-    "boundary_frame",
-    "checklist_frame",
-    "cli_commands",
-    "cli_section",
-    "commands_frame",
-    "contract_shape_frame",
-    "describe_result",
-    "hits_frame",
-    "probe",
-    "probe_frame",
-    "query_id_frame",
-    "review_view",
-    "run_cli",
-    "tampered_results",
-]
 
 # What the online path needs and nothing else may read: the probe watches for these.
 KEY_VARIABLES: tuple[str, ...] = ("ANTHROPIC_API_KEY", "MODEL_ID")
@@ -158,7 +131,7 @@ def boundary_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataFr
 
 
 # -- 2 · the nine-item checklist -------------------------------------------------------------
-Outcome = tuple[bool, str]
+_Outcome = tuple[bool, str]
 
 
 @dataclass(frozen=True)
@@ -170,10 +143,10 @@ class ChecklistItem:
     zh: str
     en: str
     proved_in: tuple[str, ...]
-    check: Callable[[MemoryStore, str, datetime], Outcome]
+    check: Callable[[MemoryStore, str, datetime], _Outcome]
 
 
-def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_self_contained(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     from ..agent.tools import RECALL_HISTORY_DESCRIPTION
 
     params = [p for p in inspect.signature(RecallEngine.recall).parameters if p != "self"]
@@ -192,7 +165,7 @@ def _fullwidth(text: str) -> str:
     return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
 
 
-def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     forms = (query, f"  {query.upper()}  ", _fullwidth(query))
     terms = {recall_query(store, form, as_of).terms for form in forms}
     chinese = "分层记忆"
@@ -207,7 +180,7 @@ def _check_normalize(store: MemoryStore, query: str, as_of: datetime) -> Outcome
     return len(terms) == 1 and cjk == pairs, fact
 
 
-def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     result = recall(store, query, as_of, 5)
     terms = set(result.query.terms)
     retracted = {r.retracts for r in store.read_all() if r.kind is MemoryKind.RETRACTION}
@@ -229,11 +202,11 @@ def _check_counts(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
     return holds, fact
 
 
-def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_query_id(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     q = recall_query(store, query, as_of, query_id="review-1")
     other = recall_query(store, query, as_of, query_id="review-2")
     candidates = scan_recall_candidates(q, store.read_all()).candidates
-    hits = RecallEngine(store).recall(query, as_of=as_of, query_id="review-1").hits
+    hits = recall(store, query, as_of, query_id="review-1").hits
     ids = {c.query_id for c in candidates} | {h.query_id for h in hits}
     refused, said = (
         _refusal(lambda: score_recall_candidate(other, candidates[0], as_of=as_of))
@@ -260,7 +233,7 @@ def _refusal(action: Callable[[], Any]) -> tuple[bool, str]:
     return False, tr("accepted", "被接受")
 
 
-def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     hits = recall(store, query, as_of, LIMIT_MAX).hits
     by_id = {r.memory_id: r for r in store.read_all()}
     complete = [
@@ -278,7 +251,7 @@ def _check_scope_provenance(store: MemoryStore, query: str, as_of: datetime) -> 
     return len(complete) == len(hits), fact
 
 
-def _check_contributions(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_contributions(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     hits = recall(store, query, as_of, LIMIT_MAX).hits
     if not hits:
         return True, tr("no hit to explain", "没有可解释的命中")
@@ -304,7 +277,7 @@ def _explained(hit: RecallHit) -> bool:
     )
 
 
-def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     q = recall_query(store, query, as_of, limit=LIMIT_MAX)
     candidates = list(scan_recall_candidates(q, store.read_all()).candidates)
     shuffled = candidates[:]
@@ -323,7 +296,7 @@ def _check_storage_order(store: MemoryStore, query: str, as_of: datetime) -> Out
     return len(ranked) == 1, fact
 
 
-def _check_limit_scope(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_limit_scope(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     counts = [len(recall(store, query, as_of, n).hits) for n in range(1, LIMIT_MAX + 1)]
     within = all(c <= n for n, c in zip(range(1, LIMIT_MAX + 1), counts, strict=True))
     stranger = normalize_recall_query(
@@ -348,7 +321,7 @@ def _fingerprint(store: MemoryStore) -> tuple[int, dict[str, str]]:
     return len(store.read_all()), files
 
 
-def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome:
+def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> _Outcome:
     before = _fingerprint(store)
     for limit in (1, 5, LIMIT_MAX):
         recall(store, query, as_of, limit)
@@ -360,11 +333,11 @@ def _check_read_only(store: MemoryStore, query: str, as_of: datetime) -> Outcome
         f"3 次召回：之前 {before[0]} 条记录，之后 {after[0]} 条；"
         f"{len(after[1])} 个存储文件，{'没有' if same else '有'}文件改变",
     )
-    return before == after, fact
+    return same, fact
 
 
 # The live check of each item of memlib/data/boundaries.json's checklist, by its "check".
-_CHECKS: dict[str, Callable[[MemoryStore, str, datetime], Outcome]] = {
+_CHECKS: dict[str, Callable[[MemoryStore, str, datetime], _Outcome]] = {
     "self_contained": _check_self_contained,
     "normalize": _check_normalize,
     "counts": _check_counts,
@@ -386,17 +359,9 @@ def checklist_frame(store: MemoryStore, query: str, as_of: datetime) -> pd.DataF
     rows = []
     for item in CHECKLIST:
         holds, fact = item.check(store, query, as_of)
-        rows.append(
-            {
-                "item": item.number,
-                "checklist": item.en,
-                "清单": item.zh,
-                tr("proved in", "在哪里验证"): ", ".join(item.proved_in),
-                tr("checked now", "此刻检查所见"): fact,
-                "holds": holds,
-            }
-        )
-    return pandas().DataFrame(rows)
+        rows.append((item.number, item.en, item.zh, ", ".join(item.proved_in), fact, holds))
+    proved, checked = tr("proved in", "在哪里验证"), tr("checked now", "此刻检查所见")
+    return pandas().DataFrame(rows, columns=["item", "checklist", "清单", proved, checked, "holds"])
 
 
 # -- a single result: what it alone can show (items 2–8) ---------------------------------
@@ -418,7 +383,7 @@ def _full(p: MemorySource) -> bool:
     return all((p.source_id, p.source_type, p.title, p.captured_at))
 
 
-def audit_result(result: RecallResult) -> dict[int, Outcome]:
+def audit_result(result: RecallResult) -> dict[int, _Outcome]:
     """Items 2–8 checked on one result alone: ``{item: (holds, what was seen)}`` (1 and 9
     need more than a result; 6 is the baseline's arithmetic, another ranker's differs)."""
     q, hits = result.query, result.hits
@@ -441,69 +406,59 @@ def audit_result(result: RecallResult) -> dict[int, Outcome]:
     keys = [_hit_key(h) for h in hits]
     ordered = [h.rank for h in hits] == list(range(1, len(hits) + 1)) and keys == sorted(keys)
     scoped = [h for h in hits if h.scope.user_scope == q.user_scope]
+    terms, again_terms = ", ".join(q.terms), ", ".join(again.terms)
     return {
-        2: (
+        2: _said(
             stable,
-            tr(
-                f"normalizing {q.text!r} again gives the same terms ({', '.join(q.terms)})",
-                f"再次规范化 {q.text!r} 得到相同的词项（{', '.join(q.terms)}）",
-            )
-            if stable
-            else tr(
-                f"normalizing {q.text!r} again gives ({', '.join(again.terms)}), "
-                f"not ({', '.join(q.terms)})",
-                f"再次规范化 {q.text!r} 得到（{', '.join(again.terms)}），"
-                f"而不是（{', '.join(q.terms)}）",
-            ),
+            f"normalizing {q.text!r} again gives the same terms ({terms})",
+            f"再次规范化 {q.text!r} 得到相同的词项（{terms}）",
+        )
+        if stable
+        else _said(
+            stable,
+            f"normalizing {q.text!r} again gives ({again_terms}), not ({terms})",
+            f"再次规范化 {q.text!r} 得到（{again_terms}），而不是（{terms}）",
         ),
-        3: (
+        3: _said(
             result.searched_records >= result.candidate_records >= len(hits),
-            tr(
-                f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
-                f"{len(hits)} hits",
-                f"被检索 {result.searched_records} 条 ≥ 候选 {result.candidate_records} 条 ≥ "
-                f"命中 {len(hits)} 条",
-            ),
+            f"{result.searched_records} searched ≥ {result.candidate_records} candidates ≥ "
+            f"{len(hits)} hits",
+            f"被检索 {result.searched_records} 条 ≥ 候选 {result.candidate_records} 条 ≥ "
+            f"命中 {len(hits)} 条",
         ),
-        4: (
+        4: _said(
             len(bound) == len(hits),
-            tr(
-                f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}",
-                f"{len(hits)} 个命中中有 {len(bound)} 个带着查询的 id {q.query_id!r}",
-            ),
+            f"{len(bound)} of {len(hits)} hits carry the query's id {q.query_id!r}",
+            f"{len(hits)} 个命中中有 {len(bound)} 个带着查询的 id {q.query_id!r}",
         ),
-        5: (
+        5: _said(
             len(complete) == len(hits),
-            tr(
-                f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source",
-                f"{len(hits)} 个命中中有 {len(complete)} 个具有 conversation 作用域和完整的来源",
-            ),
+            f"{len(complete)} of {len(hits)} hits have a conversation scope and a full source",
+            f"{len(hits)} 个命中中有 {len(complete)} 个具有 conversation 作用域和完整的来源",
         ),
-        6: (
+        6: _said(
             len(explained) == len(hits),
-            tr(
-                f"{len(explained)} of {len(hits)} totals are weight × value summed",
-                f"{len(hits)} 个总分中有 {len(explained)} 个等于各项权重 × 取值之和",
-            ),
+            f"{len(explained)} of {len(hits)} totals are weight × value summed",
+            f"{len(hits)} 个总分中有 {len(explained)} 个等于各项权重 × 取值之和",
         ),
-        7: (
+        7: _said(
             ordered,
-            tr(
-                f"{'ranks 1…n' if ordered else 'the ranks do not'} follow total ↓, coverage ↓, "
-                "captured_at ↓, memory_id ↑",
-                f"名次{'按' if ordered else '没有按'} total ↓、coverage ↓、captured_at ↓、"
-                "memory_id ↑ 排列",
-            ),
+            f"{'ranks 1…n' if ordered else 'the ranks do not'} follow total ↓, coverage ↓, "
+            "captured_at ↓, memory_id ↑",
+            f"名次{'按' if ordered else '没有按'} total ↓、coverage ↓、captured_at ↓、"
+            "memory_id ↑ 排列",
         ),
-        8: (
+        8: _said(
             len(hits) <= q.limit and len(scoped) == len(hits),
-            tr(
-                f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope",
-                f"limit 为 {q.limit} 时有 {len(hits)} 个命中；其中 {len(scoped)} 个在查询的"
-                "用户作用域内",
-            ),
+            f"{len(hits)} hits for limit {q.limit}; {len(scoped)} in the query's user scope",
+            f"limit 为 {q.limit} 时有 {len(hits)} 个命中；其中 {len(scoped)} 个在查询的"
+            "用户作用域内",
         ),
     }
+
+
+def _said(holds: bool, en: str, zh: str) -> _Outcome:
+    return holds, tr(en, zh)
 
 
 def tampered_results(store: MemoryStore, as_of: datetime) -> dict[str, RecallResult]:
@@ -542,17 +497,15 @@ def describe_result(result: RecallResult) -> str:
 
 def hits_frame(result: RecallResult) -> pd.DataFrame:
     """Every field a checklist item looks at, one hit a row."""
-    from .frames import _HIT_FIELDS, hits_frame
-
-    return hits_frame(result, tuple(c for c in _HIT_FIELDS if c != "matched_terms"))
+    return frames.hits_frame(result, tuple(c for c in frames._HIT_FIELDS if c != "matched_terms"))
 
 
 # -- 3 · the no-key boundary: a probe in a clean interpreter --------------------------------
-# Runs as ``python -I -B -c PROBE_SCRIPT <memlib's folder> <code> <marker>``. The audit
+# Runs as ``python -I -B -c _PROBE_SCRIPT <memlib's folder> <code> <marker>``. The audit
 # hook (PEP 578) and the recording os.environ are in place before ``code`` runs; their
 # record starts then and stops before the report is printed, so Python's own start-up
 # and the report itself are not counted.
-PROBE_SCRIPT = r"""
+_PROBE_SCRIPT = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 code, marker = sys.argv[2], sys.argv[3]
@@ -704,7 +657,7 @@ def probe(code: str, *, env: Mapping[str, str] | None = None, timeout: float = 1
     effects, seen by an audit hook and a recording ``os.environ``; an exception is reported."""
     with _fresh_root("memlib-probe-") as root:
         before = set(_tree(root))
-        proc = _run_clean(root, PROBE_SCRIPT, code, _MARKER, env=env, timeout=timeout)
+        proc = _run_clean(root, _PROBE_SCRIPT, code, _MARKER, env=env, timeout=timeout)
         printed, _, data = proc.stdout.rpartition(_MARKER)
         if proc.returncode != 0 or not data:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -755,13 +708,8 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> CliRu
     with _fresh_root("memlib-cli-") as root:
         argv = [a.replace("{root}", str(root)) for a in args]
         proc = _run_clean(root, starter, *argv, stdin=stdin, timeout=timeout)
-
-        def redact(text: str) -> str:
-            for form in {str(root.resolve()), str(root)}:
-                text = text.replace(form, "<root>")
-            return text
-
-        return CliRun(tuple(args), proc.returncode, redact(proc.stdout), redact(proc.stderr))
+        out, err = (redact(text, root, shown="<root>") for text in (proc.stdout, proc.stderr))
+        return CliRun(tuple(args), proc.returncode, out, err)
 
 
 def cli_commands() -> tuple[str, ...]:
@@ -798,15 +746,14 @@ def commands_frame(commands: Sequence[str] | None = None) -> pd.DataFrame:
     for c in COMMAND_MAP:
         words = c.memlib_cli.split()
         name = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "memlib"), None)
+        is_listed = None if name is None else name in listed
         rows.append(
             {
                 tr("chapter", "本章"): c.chapter,
                 "memlib": c.memlib_cli,
                 "Python": c.python,
                 tr("note", "说明"): c.note,
-                tr("listed by memlib --help", "memlib --help 是否列出"): None
-                if name is None
-                else name in listed,
+                tr("listed by memlib --help", "memlib --help 是否列出"): is_listed,
             }
         )
     return pandas().DataFrame(rows)
@@ -836,19 +783,16 @@ def contract_shape_frame(
     rows = []
     for name, result in results.items():
         keys, hit, breakdown = shape(result)
+        added = ", ".join(k for k in breakdown if k not in base[2]) or "—"
+        renders = render_recall_context(result).startswith("<recalled_context")
         rows.append(
             {
                 tr("ranker", "排序器"): name,
                 tr("top hit", "第一个命中"): result.hits[0].memory_id if result.hits else None,
                 tr("same result keys", "结果的键相同"): keys == base[0],
                 tr("same hit keys", "命中的键相同"): hit == base[1],
-                tr("breakdown keys added", "明细新增的键"): ", ".join(
-                    k for k in breakdown if k not in base[2]
-                )
-                or "—",
-                tr("renders", "能渲染"): render_recall_context(result).startswith(
-                    "<recalled_context"
-                ),
+                tr("breakdown keys added", "明细新增的键"): added,
+                tr("renders", "能渲染"): renders,
             }
         )
     return pandas().DataFrame(rows)
@@ -863,9 +807,14 @@ def query_id_frame(
     candidates = scan_recall_candidates(q, store.read_all()).candidates
     breakdowns = [score_recall_candidate(q, c, as_of=as_of) for c in candidates]
     hits = stable_rank_recall_candidates(q, candidates, as_of=as_of)
-    result = RecallEngine(store).recall(query, as_of=as_of, query_id=query_id)
+    result = recall(store, query, as_of, query_id=query_id)
     payload = result.to_dict()
-    block = render_recall_context(result)
+    in_payload = [payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])]
+    rendered = re.findall(r'<recalled_context query_id="([^"]*)"', render_recall_context(result))
+    no_field = tr(
+        "(no field: made from a candidate of this query, checked by score_recall_candidate)",
+        "（没有这个字段：由本查询的候选算出，score_recall_candidate 负责检查）",
+    )
 
     def ids(values: Iterable[str]) -> str:
         return ", ".join(sorted(set(values))) or "—"
@@ -873,29 +822,10 @@ def query_id_frame(
     rows = [
         ("normalize", "RecallQuery", 1, q.query_id),
         ("candidate", "RecallCandidate", len(candidates), ids(c.query_id for c in candidates)),
-        (
-            "score",
-            "RecallScoreBreakdown",
-            len(breakdowns),
-            tr(
-                "(no field: made from a candidate of this query, checked by "
-                "score_recall_candidate)",
-                "（没有这个字段：由本查询的候选算出，score_recall_candidate 负责检查）",
-            ),
-        ),
+        ("score", "RecallScoreBreakdown", len(breakdowns), no_field),
         ("stable rank", "RecallHit", len(hits), ids(h.query_id for h in hits)),
-        (
-            "result",
-            "to_json() query + hits",
-            1 + len(payload["hits"]),
-            ids([payload["query"]["query_id"], *(h["query_id"] for h in payload["hits"])]),
-        ),
-        (
-            "render",
-            "<recalled_context query_id=…>",
-            1,
-            ids(re.findall(r'<recalled_context query_id="([^"]*)"', block)),
-        ),
+        ("result", "to_json() query + hits", len(in_payload), ids(in_payload)),
+        ("render", "<recalled_context query_id=…>", 1, ids(rendered)),
     ]
     columns = [tr("stage", "阶段"), tr("object", "对象"), tr("count", "数量"), "query_id"]
     return pandas().DataFrame(rows, columns=columns)
@@ -907,6 +837,8 @@ def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
     result = recall(store, query, as_of, limit)
     q = result.query
     best = max((h.score_breakdown.total for h in result.hits), default=None)
+    hits_label = tr(f"hits (limit {q.limit})", f"命中数（limit {q.limit}）")
+    bound = str(all(h.query_id == q.query_id for h in result.hits))
     rows = [
         ("normalize", "normalized_text", q.normalized_text),
         ("normalize", "terms", ", ".join(q.terms)),
@@ -916,17 +848,9 @@ def review_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> 
         ("candidate", "candidate_records", str(result.candidate_records)),
         ("candidate", "retracted_records", str(result.retracted_records)),
         ("score", tr("best total", "最高 total"), "—" if best is None else f"{best:.6f}"),
-        (
-            "stable rank",
-            tr(f"hits (limit {q.limit})", f"命中数（limit {q.limit}）"),
-            str(len(result.hits)),
-        ),
+        ("stable rank", hits_label, str(len(result.hits))),
         ("stable rank", tr("rank 1", "第 1 名"), result.hits[0].memory_id if result.hits else "—"),
-        (
-            "result",
-            tr("every hit bound to query_id", "每个命中都绑定 query_id"),
-            str(all(h.query_id == q.query_id for h in result.hits)),
-        ),
+        ("result", tr("every hit bound to query_id", "每个命中都绑定 query_id"), bound),
         ("result", "empty_reason", str(result.empty_reason)),
         ("result", tr("tool JSON chars", "工具 JSON 字符数"), str(len(result.to_json()))),
         ("render", tr("rendered chars", "渲染出的字符数"), str(len(render_recall_context(result)))),

@@ -38,12 +38,8 @@ def explorer(
     out:``, so nothing leaks into the cell's own outputs under nbval."""
     import ipywidgets as widgets
 
-    text = widgets.Text(
-        value=query,
-        description="query",
-        continuous_update=False,
-        layout=widgets.Layout(width="420px"),
-    )
+    wide = widgets.Layout(width="420px")
+    text = widgets.Text(value=query, description="query", continuous_update=False, layout=wide)
     day = widgets.DatePicker(value=as_of.date(), description="as_of")
     size = widgets.IntSlider(
         value=limit, min=1, max=10, description="limit", continuous_update=False
@@ -73,12 +69,11 @@ def explorer(
         rows = getattr(value, "shape", (None,))[0]
         status.value = status_line(view.__name__, moment, rows)
         out.append_display_data(value)
-        if after is not None:
-            extra = after(value)
-            if extra is not None:
-                figure = getattr(extra, "figure", extra)
-                out.append_display_data(figure)
-                pyplot().close(figure)
+        extra = None if after is None else after(value)
+        if extra is not None:
+            figure = getattr(extra, "figure", extra)
+            out.append_display_data(figure)
+            pyplot().close(figure)
 
     for control in (text, day, size, *picks.values()):
         control.observe(redraw, names="value")

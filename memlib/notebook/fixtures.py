@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import random
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,18 +159,14 @@ def race_duplicate_append(
         for worker in workers:
             worker.join(timeout=120)
         lines = [json.loads(raw) for raw in Path(path).read_bytes().splitlines() if raw]
+        saw_free = sum(saw for saw, _ in outcomes)
+        said = Counter(outcome for _, outcome in outcomes)
+        successes, duplicates = said["success"], said["RemoteMemoryDuplicateError"]
+        others = len(outcomes) - successes - duplicates
+        same_id = sum(line.get("memory_id") == memory_id for line in lines)
         rows.append(
-            {
-                "round": number,
-                "memory_id": memory_id,
-                "processes": processes,
-                "saw_id_free_before": sum(saw for saw, _ in outcomes),
-                "successes": sum(o == "success" for _, o in outcomes),
-                "duplicate_errors": sum(o == "RemoteMemoryDuplicateError" for _, o in outcomes),
-                "other_outcomes": sum(
-                    o not in ("success", "RemoteMemoryDuplicateError") for _, o in outcomes
-                ),
-                "lines_with_this_id": sum(line.get("memory_id") == memory_id for line in lines),
-            }
+            (number, memory_id, processes, saw_free, successes, duplicates, others, same_id)
         )
-    return pandas().DataFrame(rows)
+    columns = ["round", "memory_id", "processes", "saw_id_free_before", "successes"]
+    columns += ["duplicate_errors", "other_outcomes", "lines_with_this_id"]
+    return pandas().DataFrame(rows, columns=columns)

@@ -26,26 +26,8 @@ from .language import tr
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = [
-    "breakdown_frame",
-    "candidates_frame",
-    "file_lines_frame",
-    "file_state",
-    "flatten",
-    "hit_fields_frame",
-    "hits_frame",
-    "insertion_order_frame",
-    "normalize_frame",
-    "payload_outline",
-    "records_frame",
-    "result_counts_frame",
-    "sensitivity_frame",
-    "steps_frame",
-    "xml_elements_frame",
-]
 
-
-# What a record table can show, each read from one record; RECORD_COLUMNS is the usual choice.
+# What a record table can show, each read from one record.
 _RECORD_FIELDS: Mapping[str, Callable[[StoredMemory], Any]] = {
     "memory_id": lambda r: r.memory_id,
     "kind": lambda r: r.kind.value,
@@ -58,14 +40,13 @@ _RECORD_FIELDS: Mapping[str, Callable[[StoredMemory], Any]] = {
     "superseded_by": lambda r: r.superseded_by or "",
     "summary": lambda r: r.summary,
 }
-RECORD_COLUMNS = ("memory_id", "kind", "captured_at", "stored_at", "source_id", "title", "summary")
+_RECORD_COLUMNS = ("memory_id", "kind", "captured_at", "stored_at", "source_id", "title", "summary")
 
 
 def records_frame(
-    records: Iterable[StoredMemory], columns: Sequence[str] = RECORD_COLUMNS
+    records: Iterable[StoredMemory], columns: Sequence[str] = _RECORD_COLUMNS
 ) -> pd.DataFrame:
-    """Stored records, one a row: kind, both timestamps, source and summary (by default;
-    ``columns`` chooses from ``_RECORD_FIELDS``)."""
+    """Stored records, one a row, with the ``columns`` chosen from ``_RECORD_FIELDS``."""
     rows = [{c: _RECORD_FIELDS[c](r) for c in columns} for r in records]
     return pandas().DataFrame(rows, columns=list(columns))
 
@@ -77,8 +58,7 @@ def insertion_order_frame(stores: Mapping[str, MemoryStore], n: int | None = Non
         for label, store in stores.items()
     }
     frame = pandas().DataFrame(columns)
-    frame.index = range(1, len(frame) + 1)
-    frame.index.name = "position"
+    frame.index = pandas().RangeIndex(1, len(frame) + 1, name="position")
     return frame
 
 
@@ -90,16 +70,10 @@ def normalize_frame(texts: Sequence[str]) -> pd.DataFrame:
             q = normalize_recall_query(
                 text, user_scope=ANY_SCOPE, query_id=QUERY_ID, issued_at=SAMPLE_AS_OF
             )
-            row = {
-                "text": q.text,
-                "normalized_text": q.normalized_text,
-                "terms": ", ".join(q.terms),
-            }
-            rows.append({"raw": text, **row, "error": ""})
+            rows.append((text, q.text, q.normalized_text, ", ".join(q.terms), ""))
         except RemoteMemoryError as exc:
-            row = {"text": "", "normalized_text": normalize_text(text), "terms": ""}
-            rows.append({"raw": text, **row, "error": str(exc)})
-    return pandas().DataFrame(rows)
+            rows.append((text, "", normalize_text(text), "", str(exc)))
+    return pandas().DataFrame(rows, columns=["raw", "text", "normalized_text", "terms", "error"])
 
 
 def candidates_frame(candidates: Iterable[RecallCandidate]) -> pd.DataFrame:
@@ -121,16 +95,8 @@ def candidates_frame(candidates: Iterable[RecallCandidate]) -> pd.DataFrame:
 
 def breakdown_frame(breakdown: RecallScoreBreakdown) -> pd.DataFrame:
     """A ``RecallScoreBreakdown`` one field a row, weights and contributions flattened."""
-    data = breakdown.to_dict()
-    rows: list[dict[str, str]] = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            rows.extend({"field": f"{key}.{k}", "value": str(v)} for k, v in value.items())
-        elif isinstance(value, list):
-            rows.append({"field": key, "value": ", ".join(map(str, value))})
-        else:
-            rows.append({"field": key, "value": str(value)})
-    return pandas().DataFrame(rows, columns=["field", "value"])
+    flat = flatten(breakdown.to_dict())
+    return pandas().DataFrame({"field": list(flat), "value": [str(v) for v in flat.values()]})
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -154,7 +120,7 @@ def hit_fields_frame(result: RecallResult) -> pd.DataFrame:
     return frame.astype(str)
 
 
-# What a hit table can show, each read from one hit; HIT_COLUMNS is the usual choice.
+# What a hit table can show, each read from one hit.
 _HIT_FIELDS: Mapping[str, Any] = {
     "rank": lambda h: h.rank,
     "memory_id": lambda h: h.memory_id,
@@ -169,10 +135,10 @@ _HIT_FIELDS: Mapping[str, Any] = {
     "recency_contribution": lambda h: h.score_breakdown.recency_contribution,
     "total": lambda h: h.score_breakdown.total,
 }
-HIT_COLUMNS = ("rank", "memory_id", "total", "coverage", "recency", "matched_terms", "captured_at")
+_HIT_COLUMNS = ("rank", "memory_id", "total", "coverage", "recency", "matched_terms", "captured_at")
 
 
-def hits_frame(result: RecallResult, columns: Sequence[str] = HIT_COLUMNS) -> pd.DataFrame:
+def hits_frame(result: RecallResult, columns: Sequence[str] = _HIT_COLUMNS) -> pd.DataFrame:
     """The hits of a result, one a row, with the chosen ``columns`` (see ``_HIT_FIELDS``)."""
     unknown = [c for c in columns if c not in _HIT_FIELDS]
     if unknown:
@@ -256,7 +222,7 @@ def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     """Cross-validated R@10 per step (row) on each grid it re-ran on (column)."""
     cv = {step["key"]: step.get("cross_validated") for step in report["steps"]}
     rows = {
-        f"{key}": {"report's grid": cv[key]}
+        key: {"report's grid": cv[key]}
         | {f"{name} grid": grid["cross_validated"] for name, grid in grids.items()}
         for key, grids in report.get("grid_sensitivity", {}).items()
     }
@@ -275,15 +241,8 @@ def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
             memory_id = json.loads(raw)["memory_id"]
         except (ValueError, KeyError, TypeError):
             memory_id = tr("(not a JSON record)", "（不是 JSON 记录）")
-        rows.append(
-            {
-                "line": number,
-                "ends_with_newline": not last,
-                "bytes": len(raw),
-                "memory_id": memory_id,
-            }
-        )
-    return pandas().DataFrame(rows)
+        rows.append((number, not last, len(raw), memory_id))
+    return pandas().DataFrame(rows, columns=["line", "ends_with_newline", "bytes", "memory_id"])
 
 
 def file_state(path: str | os.PathLike[str], *, user_id: str = SAMPLE_USER_ID) -> dict[str, int]:

@@ -1,8 +1,6 @@
-"""Notebook 14's history and views: explain, known_at, supersede, min_score.
-
-The history is the sample corpus plus three later writes at pinned instants (001
-superseded by 014, 008 retracted, 015 imported late): the notebook makes them from the
-constants here, ``history_store`` the same for the graders and the tests.
+"""Notebook 14's history and views: explain, known_at, supersede, min_score. The history is
+the sample corpus plus three later writes at pinned instants (001 superseded by 014, 008
+retracted, 015 imported late), made from the constants here (``history_store`` for tests).
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from ..sample import fixed_clock, open_sample_store
 from ..stores._base import MemoryStore
 from ..stores.jsonl._store import RemoteMemoryStore
 from ._common import QUERY_ID, course_data, pandas, pyplot
-from .frames import RECORD_COLUMNS, records_frame
+from .frames import records_frame
 from .language import tr
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,8 +61,8 @@ def history_store(root: str | Path) -> RemoteMemoryStore:
 
 def history_frame(records: Iterable[StoredMemory]) -> pd.DataFrame:
     """Records with their links: what a supersede or a retraction names, and when."""
-    links = ("retracts", "supersedes", "superseded_by")
-    return records_frame(records, (*RECORD_COLUMNS[:4], *links, "summary"))
+    base = ("memory_id", "kind", "captured_at", "stored_at")
+    return records_frame(records, (*base, "retracts", "supersedes", "superseded_by", "summary"))
 
 
 def explain(
@@ -84,19 +82,11 @@ def explain_view(
     rows = []
     for one in ids:
         said = explain(store, query, one, as_of, limit)
-        rows.append(
-            {
-                "memory_id": one,
-                "verdict": said.verdict,
-                "stage": said.stage,
-                "rank": said.rank if said.rank is not None else "",
-                "total": f"{said.breakdown.total:.6f}" if said.breakdown is not None else "",
-                "message": said.message,
-            }
-        )
-    return pandas().DataFrame(
-        rows, columns=["memory_id", "verdict", "stage", "rank", "total", "message"]
-    )
+        rank = said.rank if said.rank is not None else ""
+        total = f"{said.breakdown.total:.6f}" if said.breakdown is not None else ""
+        rows.append((one, said.verdict, said.stage, rank, total, said.message))
+    columns = ["memory_id", "verdict", "stage", "rank", "total", "message"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def beside_frame(said: RecallExplanation) -> pd.DataFrame:
@@ -134,15 +124,10 @@ def known_at_view(
     rows = []
     for instant in instants:
         result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID, known_at=instant)
-        rows.append(
-            {
-                "known_at": format_timestamp(instant) if instant else tr("now", "现在"),
-                "hits": _hits_text(result),
-                "searched_records": result.searched_records,
-                "retracted_records": result.retracted_records,
-            }
-        )
-    return pandas().DataFrame(rows)
+        when = format_timestamp(instant) if instant else tr("now", "现在")
+        rows.append((when, _hits_text(result), result.searched_records, result.retracted_records))
+    columns = ["known_at", "hits", "searched_records", "retracted_records"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def clocks_frame(
@@ -156,17 +141,11 @@ def clocks_frame(
     rows = []
     for as_of, known_at in pairs:
         said = explain(store, query, memory_id, as_of, limit, known_at=known_at)
-        breakdown = said.breakdown
-        rows.append(
-            {
-                "as_of": format_timestamp(as_of),
-                "known_at": format_timestamp(known_at) if known_at else "—",
-                "verdict": said.verdict,
-                "recency": f"{breakdown.recency:.6f}" if breakdown is not None else "",
-                "total": f"{breakdown.total:.6f}" if breakdown is not None else "",
-            }
-        )
-    return pandas().DataFrame(rows)
+        b = said.breakdown
+        recency, total = (f"{b.recency:.6f}", f"{b.total:.6f}") if b is not None else ("", "")
+        known = format_timestamp(known_at) if known_at else "—"
+        rows.append((format_timestamp(as_of), known, said.verdict, recency, total))
+    return pandas().DataFrame(rows, columns=["as_of", "known_at", "verdict", "recency", "total"])
 
 
 def floor_view(
@@ -177,15 +156,10 @@ def floor_view(
     rows = []
     for floor in floors:
         result = engine.recall(query, limit=limit, as_of=as_of, query_id=QUERY_ID, min_score=floor)
-        rows.append(
-            {
-                "min_score": "—" if floor is None else floor,
-                "hits": _hits_text(result),
-                "below_min_score": result.below_min_score,
-                "empty_reason": result.empty_reason or "",
-            }
-        )
-    return pandas().DataFrame(rows)
+        shown = "—" if floor is None else floor
+        rows.append((shown, _hits_text(result), result.below_min_score, result.empty_reason or ""))
+    columns = ["min_score", "hits", "below_min_score", "empty_reason"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def abstention_frame(report: Mapping[str, Any]) -> pd.DataFrame:

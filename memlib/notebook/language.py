@@ -9,6 +9,11 @@ and search for the second.
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib.resources import files
+from typing import Any
+
 LANGUAGES = ("en", "zh")
 _current = "en"
 
@@ -25,6 +30,19 @@ def language() -> str:
     return _current
 
 
-def tr(en: str, zh: str | None = None) -> str:
-    """``zh`` in the zh edition when there is one, else ``en``."""
-    return zh if _current == "zh" and zh is not None else en
+@functools.cache
+def _zh_catalog() -> dict[str, str]:
+    """The zh texts of the exercises, keyed by their English template (gettext style)."""
+    text = files("memlib").joinpath("data/zh-feedback.json").read_text(encoding="utf-8")
+    catalog: dict[str, str] = json.loads(text)
+    return catalog
+
+
+def tr(en: str, zh: str | None = None, /, **fields: Any) -> str:
+    """``en`` in the English edition; in the zh edition ``zh``, or when there is none, the
+    catalog's text for ``en`` (``en`` itself if it has none). ``fields`` fill the
+    template's ``{name}`` slots."""
+    text = en
+    if _current == "zh":
+        text = zh if zh is not None else _zh_catalog().get(en, en)
+    return text.format(**fields) if fields else text

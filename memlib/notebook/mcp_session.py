@@ -1,7 +1,5 @@
-"""Notebook 10's MCP section: a real client session with ``memlib mcp``, as a table.
-
-The server is spawned as an MCP host spawns it, over stdio; each request is one row whose
-result line leaves out what changes between runs, so nbval can compare the table.
+"""Notebook 10's MCP section: a real client session with ``memlib mcp`` (spawned over stdio,
+as an MCP host does), a row per request, leaving out what changes between runs.
 """
 
 from __future__ import annotations
@@ -92,14 +90,7 @@ async def mcp_transcript(
             await session.initialize()
             for request, arguments in calls:
                 is_error, line = await _one(session, request, arguments)
-                rows.append(
-                    {
-                        "request": request,
-                        "arguments": json.dumps(dict(arguments), ensure_ascii=False)
-                        if arguments
-                        else "",
-                        "is_error": is_error,
-                        "result": line,
-                    }
-                )
-    return pd.DataFrame(rows, index=range(1, len(rows) + 1)).rename_axis("step")
+                shown = json.dumps(dict(arguments), ensure_ascii=False) if arguments else ""
+                rows.append((request, shown, is_error, line))
+    columns = ["request", "arguments", "is_error", "result"]
+    return pd.DataFrame(rows, index=range(1, len(rows) + 1), columns=columns).rename_axis("step")

@@ -1,7 +1,6 @@
 """Plots: matplotlib pictures of views and frames, one Axes or Figure each (matplotlib is
-imported on first use). Every label goes through ``tr``; Chinese is drawn in Noto Sans CJK
-from the PyPI package ``noto-cjk-sans-otc`` (the ``notebook`` extra), registered with
-matplotlib's font manager by ``_common.pyplot``, so no system font package is needed.
+imported on first use). Every label goes through ``tr``; ``pyplot`` draws Chinese in the
+packaged CJK font (see ``_common.pyplot``).
 """
 
 from __future__ import annotations
@@ -37,6 +36,8 @@ def _kind(value: str) -> str:
 def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
     """Per record (a ``records_frame``): a dot at ``captured_at`` (what ranking uses), a
     diamond at ``stored_at``; the line between is how late the evidence reached the store."""
+    import matplotlib.dates as mdates
+
     ax = _axes(ax, (7, 0.3 * max(len(records), 2) + 1.2))
     labels = list(records["memory_id"])[::-1]
     captured = [parse_timestamp(t) for t in records["captured_at"]][::-1]
@@ -45,14 +46,11 @@ def stored_vs_captured(records: pd.DataFrame, ax: Any = None) -> Any:
         ax.plot([c, s], [y, y], color="lightgrey", lw=1, zorder=1)
     captured_label = tr("captured_at", "captured_at（事件时间）")
     stored_label = tr("stored_at", "stored_at（入库时间）")
-    ax.scatter(captured, range(len(labels)), color="tab:blue", zorder=2, label=captured_label)
-    ax.scatter(
-        stored, range(len(labels)), color="tab:orange", marker="D", zorder=2, label=stored_label
-    )
-    ax.set_yticks(range(len(labels)), labels)
+    rows = range(len(labels))
+    ax.scatter(captured, rows, color="tab:blue", zorder=2, label=captured_label)
+    ax.scatter(stored, rows, color="tab:orange", marker="D", zorder=2, label=stored_label)
+    ax.set_yticks(rows, labels)
     ax.legend(loc="lower left", fontsize="small")
-    import matplotlib.dates as mdates
-
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
@@ -93,16 +91,10 @@ def records_timeline(store: MemoryStore, title: str = "") -> Any:
             [when(latest)], [1], s=260, facecolors="none", edgecolors="black", zorder=5, label=label
         )
     marked = retracted | ({latest.memory_id} if latest is not None else set())
+    above = {"textcoords": "offset points", "xytext": (0, 12), "ha": "center", "fontsize": "small"}
     for record in records:
         if record.memory_id in marked:
-            ax.annotate(
-                record.memory_id,
-                (when(record), kinds.index(record.kind)),
-                textcoords="offset points",
-                xytext=(0, 12),
-                ha="center",
-                fontsize="small",
-            )
+            ax.annotate(record.memory_id, (when(record), kinds.index(record.kind)), **above)
     ax.margins(x=0.12)
     ax.set_yticks(range(len(kinds)), [_kind(k.value) for k in kinds])
     ax.set_ylim(-0.6, 1.6)
@@ -203,9 +195,8 @@ def contribution_bars(scores: pd.DataFrame, ax: Any = None) -> Any:
     ax.barh(labels, lexical, color="tab:blue", label=lexical_label)
     ax.barh(labels, recency, left=lexical, color="tab:orange", label=recency_label)
     if "total" in scores:
-        for y, (left, width, total) in enumerate(
-            zip(lexical, recency, list(scores["total"])[::-1], strict=True)
-        ):
+        totals = list(scores["total"])[::-1]
+        for y, (left, width, total) in enumerate(zip(lexical, recency, totals, strict=True)):
             ax.text(left + width + 0.01, y, f"{total:.6f}", va="center", fontsize="small")
     ax.set_xlim(0, 1.15)
     ax.set_xticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
@@ -259,16 +250,12 @@ def order_vs_rank_plot(
     hits = {label: recall(store, query, as_of, limit).hits for label, store in stores.items()}
     ids = [h.memory_id for h in hits[labels[0]]]
     fig, (left, right) = pyplot().subplots(1, 2, figsize=(10, 3.8), sharey=False)
+    orders = [[r.memory_id for r in stores[label].read_all()] for label in labels]
+    ranks = [{h.memory_id: h.rank for h in hits[label]} for label in labels]
     for memory_id in ids:
-        orders = [[r.memory_id for r in stores[label].read_all()] for label in labels]
         positions = [order.index(memory_id) + 1 for order in orders]
         left.plot(labels, positions, marker="o", label=memory_id)
-        right.plot(
-            labels,
-            [next(h.rank for h in hits[label] if h.memory_id == memory_id) for label in labels],
-            marker="o",
-            label=memory_id,
-        )
+        right.plot(labels, [rank[memory_id] for rank in ranks], marker="o", label=memory_id)
     left.set_title(tr("line in the JSONL file (shuffled)", "在 JSONL 文件中的行（已打乱）"))
     left.set_ylabel(tr("position", "位置"))
     right.set_title(tr("rank (the same in every store)", "rank（在每个存储中都相同）"))
@@ -289,9 +276,8 @@ def order_vs_rank_plot(
 def hits_per_limit_plot(sweeps: Mapping[str, pd.DataFrame]) -> Any:
     """Hits against limit per query (``limit_sweep`` frames)."""
     fig, ax = pyplot().subplots(figsize=(6.5, 3.6))
-    ax.plot(
-        [1, 10], [1, 10], color="grey", lw=0.8, ls=":", label=tr("hits = limit", "命中数 = limit")
-    )
+    label = tr("hits = limit", "命中数 = limit")
+    ax.plot([1, 10], [1, 10], color="grey", lw=0.8, ls=":", label=label)
     # Thick lines first, so a line that runs along another stays visible on top of it.
     widths = [7 - 2 * i for i in range(len(sweeps))]
     for (label, frame), width in zip(sweeps.items(), widths, strict=True):
@@ -399,38 +385,18 @@ def cold_warm_plot(against_n: pd.DataFrame, floor_ms: float) -> Any:
     fig, ax = pyplot().subplots(figsize=(10, 4.5))
     for ranker in dict.fromkeys(against_n["ranker"]):
         part = against_n[against_n["ranker"] == ranker]
-        (line,) = ax.plot(
-            part["N"],
-            part["warm, rare (ms)"],
-            marker="o",
-            label=tr(f"{ranker}, warm", f"{ranker}，热启动"),
-        )
-        ax.plot(
-            part["N"],
-            part["cold, rare (ms)"],
-            marker="s",
-            linestyle=":",
-            color=line.get_color(),
-            label=tr(f"{ranker}, cold (new process)", f"{ranker}，冷启动（新进程）"),
-        )
+        warm = tr(f"{ranker}, warm", f"{ranker}，热启动")
+        cold = tr(f"{ranker}, cold (new process)", f"{ranker}，冷启动（新进程）")
+        (line,) = ax.plot(part["N"], part["warm, rare (ms)"], marker="o", label=warm)
+        ax.plot(part["N"], part["cold, rare (ms)"], "s:", color=line.get_color(), label=cold)
     peer = against_n.drop_duplicates("N")
-    ax.plot(
-        peer["N"],
-        peer["bm25s warm, rare (ms)"],
-        marker="^",
-        linestyle="--",
-        color="gray",
-        label=tr("bm25s, warm (peer)", "bm25s，热启动（对照）"),
+    label = tr("bm25s, warm (peer)", "bm25s，热启动（对照）")
+    ax.plot(peer["N"], peer["bm25s warm, rare (ms)"], "^--", color="gray", label=label)
+    label = tr(
+        f"floor: python + import memlib ({floor_ms:.0f} ms)",
+        f"下限：python 启动 + import memlib（{floor_ms:.0f} 毫秒）",
     )
-    ax.axhline(
-        floor_ms,
-        color="black",
-        linewidth=0.8,
-        label=tr(
-            f"floor: python + import memlib ({floor_ms:.0f} ms)",
-            f"下限：python 启动 + import memlib（{floor_ms:.0f} 毫秒）",
-        ),
-    )
+    ax.axhline(floor_ms, color="black", linewidth=0.8, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(tr("records N", "记录数 N"))

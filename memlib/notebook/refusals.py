@@ -22,11 +22,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 
-def redact(text: str, *roots: str | os.PathLike[str]) -> str:
-    """``text`` with each root folder (and its resolved form) shown as ``<tmp>``."""
+def redact(text: str, *roots: str | os.PathLike[str], shown: str = "<tmp>") -> str:
+    """``text`` with each root folder (and its resolved form) shown as ``shown``."""
     for root in roots:
         for form in {str(root), str(Path(root).resolve())}:
-            text = text.replace(form, "<tmp>")
+            text = text.replace(form, shown)
     return text
 
 

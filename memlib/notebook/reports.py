@@ -1,8 +1,6 @@
-"""The committed reports the notebooks read, shipped inside the package.
-
-A copy under ``memlib/data/reports/`` works wherever the notebooks folder is copied:
-byte for byte, except the benchmark report, of which :func:`bench_slice` keeps what
-notebook 12 reads. ``tests/course/test_reports.py`` checks the copies are current.
+"""The committed reports the notebooks read, copied into ``memlib/data/reports/`` (so they
+work wherever the notebooks go): byte for byte, but the benchmark report, of which
+:func:`bench_slice` keeps what notebook 12 reads.
 """
 
 from __future__ import annotations
@@ -48,12 +46,8 @@ BENCH_KEEP: Mapping[str, Any] = {
     "sizes": {
         "n": True,
         "append_only": True,
-        "reference": _LATENCY,
-        "jsonl": _LATENCY,
-        "sqlite": _LATENCY,
-        "postgresql": _LATENCY,
-        "bm25s": {"recall": _LATENCY},
-        "fts5": {"recall": _LATENCY},
+        **dict.fromkeys(("reference", "jsonl", "sqlite", "postgresql"), _LATENCY),
+        **dict.fromkeys(("bm25s", "fts5"), {"recall": _LATENCY}),
         "warm_lexical": {
             "jsonl": {
                 ranker: {"rare": _LATENCY, "common": _LATENCY} for ranker in _LEXICAL_RANKERS
@@ -99,8 +93,7 @@ def load_report(name: str) -> dict[str, Any]:
             f"memlib is installed without its report {name}.json (package data "
             "memlib/data/reports/ is missing)"
         ) from None
-    data: dict[str, Any] = json.loads(text)
-    return data
+    return dict(json.loads(text))
 
 
 def newest_full_bench(reports: Path) -> Path:
@@ -125,9 +118,7 @@ def packaged_reports(reports: Path) -> dict[str, str]:
 def write_packaged_reports(reports: Path, target: Path) -> list[Path]:
     """Write the packaged copies into ``target`` (``memlib/data/reports``)."""
     target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in packaged_reports(reports).items():
-        path = target / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    copies = packaged_reports(reports)
+    for name, text in copies.items():
+        (target / name).write_text(text, encoding="utf-8")
+    return [target / name for name in copies]

@@ -1,19 +1,8 @@
-"""RISE slides from each notebook's own outline.
-
-The title and every ``## `` heading open a slide, every ``### `` heading a sub-slide, and
-the setup cell (the first code cell) is skipped. RISE's slide type belongs to a cell, so a
-markdown cell with a heading in its middle is first split in two at that heading (the new
-cell's id is the old one with ``-2``, ``-3``, … appended); the text is kept, line for line.
-Each notebook also gets its RISE settings (``RISE``): slides as wide and tall as the
-window, so a wide frame scrolls inside its output instead of leaving the slide, and a
-slide taller than the window scrolls.
-
-An edition's catalog (``i18n/LANG/NAME.md``, see :mod:`memlib.notebook.translate`) has one
-section per English markdown cell: :func:`split_catalog` splits the sections of the cells
-that :func:`with_slides` splits, the same way, so the edition builds as before.
-``python -m memlib.notebook slides`` does both for the English notebooks, and only the
-slide metadata elsewhere: run on a built edition or on the solution twins, it gives what
-their builds give.
+"""RISE slides from each notebook's own outline: the title and every ``## `` heading open a
+slide, every ``### `` heading a sub-slide, the setup cell (the first code cell) is skipped.
+RISE's slide type belongs to a cell, so a markdown cell with a heading in its middle is split
+in two there (ids ``<id>-2``, ``<id>-3``, …), and :func:`split_catalog` splits the sections
+of an edition's catalog alike, so the edition builds as before.
 """
 
 from __future__ import annotations
@@ -26,8 +15,6 @@ from typing import Any
 
 from ._common import cell_source
 
-__all__ = ["RISE", "heading_offsets", "slide_type", "split_catalog", "split_text", "with_slides"]
-
 # The notebook's RISE settings (metadata "rise", read over the user's RISE settings).
 RISE: dict[str, Any] = {
     "width": "100%",  # the window's size: reveal.js then never scales a slide down, and a
@@ -36,7 +23,7 @@ RISE: dict[str, Any] = {
     "center": False,  # top-aligned: a slide does not jump when a cell's output appears
 }
 # The banner the solution twin inserts after the title (``memlib.notebook.solutions``).
-SOLUTIONS_BANNER = "solutions-banner"
+_SOLUTIONS_BANNER = "solutions-banner"
 _HEADING = re.compile(r"^(##|###) \S", re.M)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _BLANK_END = re.compile(r"(?:\n[ \t]*)+\Z")
@@ -81,7 +68,7 @@ def _part_ids(cell_id: str, count: int, taken: set[str]) -> list[str]:
 
 def _split_cells(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``cells`` with each markdown cell split at its inner headings."""
-    if len(cells) > 1 and cells[1].get("id") == SOLUTIONS_BANNER:
+    if len(cells) > 1 and cells[1].get("id") == _SOLUTIONS_BANNER:
         # A solution twin's banner follows the title cell: the parts split off the title
         # cell follow the banner, where the twin's build (from the split notebook) puts them.
         rest = _split_cells([cells[0], *cells[2:]])
@@ -143,18 +130,11 @@ _JOINTS = ("\n\n", "\n", "\n\n\n")
 
 
 def split_catalog(catalog: str, english: Mapping[str, Any], name: str) -> str:
-    """``catalog`` (an edition's catalog of the English notebook ``english``) with the
-    section of each cell that :func:`with_slides` splits, or has split, split the same
-    way: at the translation's own headings, each part marked with the hash of its English
-    part. ``english`` may be the notebook before or after :func:`with_slides`: a split
-    cell is found by its parts' ids (``<id>-2``, … with no section yet), and its section
-    is split when it translates the parts' text joined back (or is marked with the first
-    part's hash yet holds the translation of every part).
-
-    A section that is missing or translates an older English text is left as it is: the
-    build names it, as it would anyway. Raises ``ValueError`` when a current translation
-    does not have the headings its English cell has (nothing to split it by).
-    """
+    """``catalog`` (of the English notebook ``english``, before or after :func:`with_slides`)
+    with the section of each cell :func:`with_slides` splits split the same way, at the
+    translation's own headings, each part marked with its English part's hash. A missing or
+    outdated section is left for the build to name; a current one without its English
+    cell's headings raises ``ValueError``."""
     from .translate import english_hash, parse_catalog
 
     sections = parse_catalog(catalog)
@@ -209,9 +189,8 @@ def _split_groups(
         group = [cell]
         for later in cells[index + 1 :]:
             later_id = str(later.get("id"))
-            if later["cell_type"] != "markdown" or not part.fullmatch(later_id):
-                break
-            if later_id in sections:
+            markdown = later["cell_type"] == "markdown"
+            if not markdown or later_id in sections or not part.fullmatch(later_id):
                 break
             group.append(later)
         if len(group) > 1:

@@ -1,29 +1,8 @@
-"""Other editions of the course: the same code cells, the prose from a catalog.
-
-The English notebooks in ``notebooks/`` are the source of every code cell. An edition
-(``zh``) keeps its prose in one Markdown file per notebook, ``i18n/zh/<name>.md``: each
-markdown cell of the notebook is one section, opened by a marker that names the cell and
-the English text it translates::
-
-    <!-- cell c04 en=3f2a9c1b7d20 -->
-    ## 1 · 存储
-
-A section opened by ``<!-- code c07 en=… -->`` holds one ```python block that replaces that
-code cell in the edition: an example that teaches better in the edition's language (a
-Chinese query, the Chinese sample corpus). The build (``python -m memlib.notebook
-translate zh``) writes ``notebooks/zh/<name>.ipynb``: the English notebook with each
-markdown cell replaced by its section (links that leave the notebooks folder one folder
-deeper), each replaced code cell, and ``use_language("zh")`` atop the setup cell (so
-exercise feedback, plot labels and widgets speak Chinese), then runs it.
-
-``en=`` is the first 12 hex digits of the SHA-256 of the English cell (markdown or code):
-when the English text changes, the build stops and names the sections to update, so an
-edit to one edition cannot silently skip the other. A test rebuilds every edition from
-its catalog and compares.
-
-``python -m memlib.notebook translate zh --template NAME`` writes a catalog to start from:
-current translations are kept; a new or changed markdown cell comes back in English, with
-the current ``en=`` (the old translation is in git).
+"""Other editions of the course (``zh``): the English notebooks' code cells, the prose from
+``i18n/<lang>/<name>.md``, one section per markdown cell opened by ``<!-- cell ID en=HASH -->``
+(or ``<!-- code ID en=HASH -->`` around a ```python block that replaces a code cell). HASH is
+the start of the English text's SHA-256: a changed English cell stops the build and is named,
+so an edit to one edition cannot silently skip the other (docs/instructor.md).
 """
 
 from __future__ import annotations
@@ -119,44 +98,36 @@ def catalog_template(notebook: Mapping[str, Any], old: Catalog | None = None) ->
 def translated_notebook(
     english: Mapping[str, Any], catalog: Catalog, name: str, lang: str = "zh"
 ) -> dict[str, Any]:
-    """``english`` with each markdown cell from ``catalog`` (and the code cells it
-    replaces), ``use_language(lang)`` atop the setup cell; outputs not yet computed.
-
-    Raises :class:`StaleTranslationError` naming every missing or outdated section.
-    """
+    """``english`` with each markdown cell (and each code cell it replaces) from ``catalog``,
+    ``use_language(lang)`` atop the setup cell, no outputs; a missing or outdated section
+    raises :class:`StaleTranslationError`, naming every one."""
     edition = copy.deepcopy(dict(english))
-    problems = []
-    used = set()
-    setup_done = False
+    problems, checked = [], set()
     for cell in edition["cells"]:
         section = catalog.get(cell["id"])
+        markdown = cell["cell_type"] == "markdown"
+        if not markdown and (section is None or not section.code):
+            continue
         digest = english_hash(cell_source(cell))
-        if cell["cell_type"] == "markdown" or (section is not None and section.code):
-            if section is None:
-                problems.append(f"{cell['id']} (missing)")
-                continue
-            if section.english != digest:
-                problems.append(f"{cell['id']} (English changed: en={digest})")
-                continue
-            used.add(cell["id"])
-            text = section.text
-            if cell["cell_type"] == "markdown":
-                text = one_folder_deeper(text)
+        if section is None:
+            problems.append(f"{cell['id']} (missing)")
+        elif section.english != digest:
+            problems.append(f"{cell['id']} (English changed: en={digest})")
+        else:
+            text = one_folder_deeper(section.text) if markdown else section.text
             cell["source"] = text.splitlines(keepends=True)
-        if cell["cell_type"] == "code":
-            cell["outputs"] = []
-            cell["execution_count"] = None
-            if not setup_done:
-                cell["source"] = (SETUP.format(lang=lang) + cell_source(cell)).splitlines(
-                    keepends=True
-                )
-                setup_done = True
-    unused = sorted(set(catalog) - used - {p.split()[0] for p in problems})
-    problems += [f"{cell_id} (no such cell)" for cell_id in unused]
+        checked.add(cell["id"])
+    problems += [f"{cell_id} (no such cell)" for cell_id in sorted(set(catalog) - checked)]
     if problems:
         raise StaleTranslationError(
             f"{name}: update these sections of its catalog: " + ", ".join(problems)
         )
+    code = [cell for cell in edition["cells"] if cell["cell_type"] == "code"]
+    for cell in code:
+        cell["outputs"], cell["execution_count"] = [], None
+    if code:
+        setup = SETUP.format(lang=lang) + cell_source(code[0])
+        code[0]["source"] = setup.splitlines(keepends=True)
     return edition
 
 

@@ -1,7 +1,5 @@
-"""Views: ``view(store, query, as_of, limit)``, one per pipeline stage, and views compared.
-
-Built with the library's own stages (a notebook copies none of it), recalling with the
-fixed ``QUERY_ID`` so every output is the same on every run.
+"""Views: ``view(store, query, as_of, limit)``, one per pipeline stage, and views compared;
+built with the library's own stages, recalling with the fixed ``QUERY_ID`` (stable outputs).
 """
 
 from __future__ import annotations
@@ -96,10 +94,8 @@ class Rendered:
     text: str
 
     def __repr__(self) -> str:
-        return (
-            self.text
-            if self.text
-            else tr("(empty string: nothing is injected)", "（空字符串：不注入任何内容）")
+        return self.text or tr(
+            "(empty string: nothing is injected)", "（空字符串：不注入任何内容）"
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -157,21 +153,13 @@ def candidates_view(store: MemoryStore, query: str, as_of: datetime, limit: int)
             decision = "candidate"  # the stage's own name, as exercise 03 compares it
         else:
             decision = tr("searched, no shared term", "已检索，无共同词项")
-        rows.append(
-            {
-                "memory_id": r.memory_id,
-                "kind": r.kind.value,
-                "matched_terms": ", ".join(matched.get(r.memory_id, ())),
-                "decision": decision,
-            }
-        )
-    return pandas().DataFrame(rows)
+        rows.append((r.memory_id, r.kind.value, ", ".join(matched.get(r.memory_id, ())), decision))
+    return pandas().DataFrame(rows, columns=["memory_id", "kind", "matched_terms", "decision"])
 
 
 def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
-    """One row per searched conversation record, one 0/1 column per query term (the
-    candidate's ``matched_terms``), then ``#matched`` and ``candidate?`` (no term holds
-    ``#`` or ``?``, so no query collides with them)."""
+    """A row per searched record, a 0/1 column per query term (the candidate's matched terms),
+    then ``#matched`` and ``candidate?`` (no term holds ``#`` or ``?``: no collision)."""
     q = recall_query(store, query, as_of, limit)
     records = store.read_all()
     scan = scan_recall_candidates(q, records)
@@ -191,20 +179,17 @@ def overlap_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
 def counts_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
     """How many records each stage kept for one recall, as one row."""
     result = recall(store, query, as_of, limit)
-    return pandas().DataFrame(
-        [
-            {
-                "query": result.query.text,
-                "terms": ", ".join(result.query.terms),
-                "stored_records": len(store.read_all()),
-                "searched_records": result.searched_records,
-                "candidate_records": result.candidate_records,
-                "retracted_records": result.retracted_records,
-                "hits": len(result.hits),
-                "empty_reason": result.empty_reason,
-            }
-        ]
-    )
+    row = {
+        "query": result.query.text,
+        "terms": ", ".join(result.query.terms),
+        "stored_records": len(store.read_all()),
+        "searched_records": result.searched_records,
+        "candidate_records": result.candidate_records,
+        "retracted_records": result.retracted_records,
+        "hits": len(result.hits),
+        "empty_reason": result.empty_reason,
+    }
+    return pandas().DataFrame([row])
 
 
 def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd.DataFrame:
@@ -213,14 +198,9 @@ def score_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> p
     rows = []
     for c in scan_recall_candidates(q, store.read_all()).candidates:
         b = score_recall_candidate(q, c, as_of=as_of)
-        rows.append(
-            {
-                "memory_id": c.record.memory_id,
-                "captured_at": c.record.source.captured_at,
-                "matched_terms": ", ".join(b.matched_terms),
-                **{name: getattr(b, name) for name in _BREAKDOWN_COLUMNS},
-            }
-        )
+        numbers = [getattr(b, name) for name in _BREAKDOWN_COLUMNS]
+        terms = ", ".join(b.matched_terms)
+        rows.append((c.record.memory_id, c.record.source.captured_at, terms, *numbers))
     columns = ["memory_id", "captured_at", "matched_terms", *_BREAKDOWN_COLUMNS]
     return pandas().DataFrame(rows, columns=columns)
 
@@ -234,18 +214,12 @@ def rank_view(store: MemoryStore, query: str, as_of: datetime, limit: int) -> pd
     ]
     rows = []
     for position, (c, b) in enumerate(sorted(scored, key=rank_key), start=1):
+        rank = position if position <= q.limit else None
         rows.append(
-            {
-                "rank": position if position <= q.limit else None,
-                "memory_id": c.record.memory_id,
-                "total": b.total,
-                "lexical_coverage": b.lexical_coverage,
-                "captured_at": c.record.source.captured_at,
-            }
+            (rank, c.record.memory_id, b.total, b.lexical_coverage, c.record.source.captured_at)
         )
-    frame = pandas().DataFrame(
-        rows, columns=["rank", "memory_id", "total", "lexical_coverage", "captured_at"]
-    )
+    columns = ["rank", "memory_id", "total", "lexical_coverage", "captured_at"]
+    frame = pandas().DataFrame(rows, columns=columns)
     frame["rank"] = frame["rank"].astype("Int64")
     return frame
 
@@ -309,10 +283,8 @@ def profile_view(store: MemoryStore, query: str, as_of: datetime, limit: int) ->
         for r in records
         if r.kind is MemoryKind.PROFILE
     ]
-    return pandas().DataFrame(
-        rows,
-        columns=["memory_id", "captured_at", "retracted", "injected_at_session_start", "is_a_hit"],
-    )
+    columns = ["memory_id", "captured_at", "retracted", "injected_at_session_start", "is_a_hit"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def profile_block(store: MemoryStore) -> Rendered:
@@ -336,38 +308,28 @@ def limit_sweep(
     rows = []
     for limit in limits:
         result = recall(store, query, as_of, limit)
-        rows.append(
-            {
-                "limit": limit,
-                "hits": len(result.hits),
-                "candidate_records": result.candidate_records,
-                "last_hit": result.hits[-1].memory_id if result.hits else None,
-                "rendered_chars": len(render_recall_context(result)),
-            }
-        )
-    return pandas().DataFrame(rows)
+        last = result.hits[-1].memory_id if result.hits else None
+        rendered = len(render_recall_context(result))
+        rows.append((limit, len(result.hits), result.candidate_records, last, rendered))
+    columns = ["limit", "hits", "candidate_records", "last_hit", "rendered_chars"]
+    return pandas().DataFrame(rows, columns=columns)
 
 
 def ranks_by_store(
     stores: Mapping[str, MemoryStore], query: str, as_of: datetime, limit: int
 ) -> pd.DataFrame:
     """The ranked memory ids of every store side by side, and whether they all agree."""
-    columns = {
-        label: list(recall(store, query, as_of, limit).hits) for label, store in stores.items()
+    ids = {
+        label: [h.memory_id for h in recall(store, query, as_of, limit).hits]
+        for label, store in stores.items()
     }
-    depth = max((len(hits) for hits in columns.values()), default=0)
-    frame = pandas().DataFrame(
-        {
-            label: [h.memory_id for h in hits] + [None] * (depth - len(hits))
-            for label, hits in columns.items()
-        }
-    )
-    return _by_rank(frame)
+    depth = max(map(len, ids.values()), default=0)
+    padded = {label: column + [None] * (depth - len(column)) for label, column in ids.items()}
+    return _by_rank(pandas().DataFrame(padded))
 
 
 def _by_rank(frame: pd.DataFrame) -> pd.DataFrame:
-    frame.index = range(1, len(frame) + 1)
-    frame.index.name = "rank"
+    frame.index = pandas().RangeIndex(1, len(frame) + 1, name="rank")
     frame["same in every store"] = frame.nunique(axis=1, dropna=False).eq(1)
     return frame
 
@@ -473,32 +435,17 @@ def api_failures_frame(
                 as_of=as_of,
                 query_id_prefix="nb-api",
             )
-            ended: dict[str, Any] = {
-                "loop ends with": tr(
-                    f"an answer ({transcript.stop_reason})", f"回答（{transcript.stop_reason}）"
-                ),
-                "reason": "",
-                "status_code": None,
-                "message": transcript.final_text.splitlines()[0],
-            }
+            stop = transcript.stop_reason
+            ends_with, reason, status = tr(f"an answer ({stop})", f"回答（{stop}）"), "", None
+            message = transcript.final_text.splitlines()[0]
         except ModelAPIError as exc:
-            ended = {
-                "loop ends with": type(exc).__name__,
-                "reason": exc.reason,
-                "status_code": exc.status_code,
-                "message": str(exc),
-            }
-        gave_up = ended["reason"] != ""
-        rows.append(
-            {
-                "server answers": label,
-                "HTTP requests": api.sent,
-                "SDK retries": api.failed - gave_up,
-                **ended,
-                "key in message": key in str(ended["message"]),
-            }
-        )
-    frame = pandas().DataFrame(rows)
+            ends_with, reason, status = type(exc).__name__, exc.reason, exc.status_code
+            message = str(exc)
+        retries = api.failed - (reason != "")
+        rows.append((label, api.sent, retries, ends_with, reason, status, message, key in message))
+    columns = ["server answers", "HTTP requests", "SDK retries", "loop ends with", "reason"]
+    columns += ["status_code", "message", "key in message"]
+    frame = pandas().DataFrame(rows, columns=columns)
     frame["status_code"] = frame["status_code"].astype("Int64")
     return frame
 
