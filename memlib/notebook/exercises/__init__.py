@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..language import language, tr
+from ..language import _zh_catalog, language, tr
 
 __all__ = [
     "STATUS_WORDS",
@@ -39,24 +39,20 @@ Status = Literal["not attempted", "try again", "correct"]
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a grader decided: ``ok`` and the one thing to tell the learner, in English
-    and (for the zh edition) in Chinese."""
+    """What a grader decided: ``ok`` and the one thing to tell the learner, in the
+    edition's language."""
 
     ok: bool
     message: str
-    zh: str | None = None
-
-    @property
-    def text(self) -> str:
-        return tr(self.message, self.zh)
 
 
-def wrong(message: str, zh: str | None = None) -> Verdict:
-    return Verdict(False, message, zh)
+def wrong(message: str, /, **fields: Any) -> Verdict:
+    """``message`` is an English template, translated through the zh catalog (``tr``)."""
+    return Verdict(False, tr(message, **fields))
 
 
-def right(message: str, zh: str | None = None) -> Verdict:
-    return Verdict(True, message, zh)
+def right(message: str, /, **fields: Any) -> Verdict:
+    return Verdict(True, tr(message, **fields))
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ class Exercise:
     """One graded exercise.
 
     ``grade(answer, **context)`` returns a :class:`Verdict`; ``hints`` are shown one at a
-    time by :func:`hint` (``hints_zh`` in the zh edition); ``solution`` is the code of the
+    time by :func:`hint` (translated through the zh catalog); ``solution`` is the code of the
     answer cell in the solution notebook; ``wrong_answers`` are common mistakes, each with
     a part of the hint it must get — the tests check every one of them, so a check that
     accepts anything fails.
@@ -77,13 +73,34 @@ class Exercise:
     solution: str
     wrong_answers: tuple[tuple[Any, str], ...]
     context: Callable[[], Mapping[str, Any]] | None = field(default=None)
-    hints_zh: tuple[str, ...] = ()
+
+    @property
+    def hints_zh(self) -> tuple[str, ...]:
+        return tuple(_zh_catalog().get(text, text) for text in self.hints)
 
     def register(self) -> Exercise:
         """Add this exercise to the course (each notebook's module does, at import)."""
         if _REGISTRY.setdefault(self.id, self) is not self:
             raise ValueError(f"exercise {self.id} is defined twice")
         return self
+
+
+def exercise(
+    id: str,
+    title: str,
+    *,
+    hints: tuple[str, ...],
+    solution: str,
+    wrong_answers: tuple[tuple[Any, str], ...],
+    context: Callable[[], Mapping[str, Any]] | None = None,
+) -> Callable[[Callable[..., Verdict]], Callable[..., Verdict]]:
+    """Register the decorated grader as the :class:`Exercise` ``id``."""
+
+    def register(grade: Callable[..., Verdict]) -> Callable[..., Verdict]:
+        Exercise(id, title, grade, hints, solution, wrong_answers, context).register()
+        return grade
+
+    return register
 
 
 # What each status reads as, per language (the English words are also the statuses).
@@ -144,67 +161,38 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Feedback:
     item = _find(exercise_id)
     if item is None:
         known = ", ".join(e.id for e in all_exercises())
-        return Feedback(
-            exercise_id,
-            "try again",
-            tr(
-                f"there is no exercise {exercise_id!r} (the course has {known})",
-                f"没有练习 {exercise_id!r}（课程中有 {known}）",
-            ),
-        )
+        message = "there is no exercise {id!r} (the course has {known})"
+        return Feedback(exercise_id, "try again", tr(message, id=exercise_id, known=known))
     more = f"hint({item.id!r})"
     if answer is Ellipsis:
-        return Feedback(
-            item.id,
-            "not attempted",
-            tr(
-                f"replace the `...` with your answer and run both cells again. Stuck? {more}",
-                f"把 `...` 换成你的答案，再运行这两个单元格。卡住了？{more}",
-            ),
-        )
+        message = "replace the `...` with your answer and run both cells again. Stuck? {more}"
+        return Feedback(item.id, "not attempted", tr(message, more=more))
     if item.context is not None:
         context = {**item.context(), **context}
     try:
         verdict = item.grade(answer, **context)
     except Exception as exc:  # noqa: BLE001 — a learner's answer must never show a traceback
         reason = " ".join(str(exc).split()) or type(exc).__name__
+        message = (
+            "this answer could not be checked ({kind}: {reason}). {more} says what shape it needs"
+        )
         return Feedback(
-            item.id,
-            "try again",
-            tr(
-                f"this answer could not be checked ({type(exc).__name__}: {reason}). "
-                f"{more} says what shape it needs",
-                f"无法检查这个答案（{type(exc).__name__}: {reason}）。"
-                f"{more} 会说明答案应是什么形式",
-            ),
+            item.id, "try again", tr(message, kind=type(exc).__name__, reason=reason, more=more)
         )
     if verdict.ok:
-        return Feedback(item.id, "correct", verdict.text)
-    return Feedback(
-        item.id, "try again", verdict.text + tr(f" (more: {more})", f"（更多：{more}）")
-    )
+        return Feedback(item.id, "correct", verdict.message)
+    return Feedback(item.id, "try again", verdict.message + tr(" (more: {more})", more=more))
 
 
 def hint(exercise_id: str, number: int = 1) -> Feedback:
     """The ``number``-th hint of an exercise (1 is the gentlest)."""
     item = _find(exercise_id)
     if item is None:
-        return Feedback(
-            exercise_id,
-            "hint",
-            tr(f"there is no exercise {exercise_id!r}", f"没有练习 {exercise_id!r}"),
-        )
-    hints = item.hints_zh if language() == "zh" and item.hints_zh else item.hints
-    if not 1 <= number <= len(hints):
-        return Feedback(
-            item.id,
-            "hint",
-            tr(f"hints are numbered 1 to {len(hints)}", f"提示的编号是 1 到 {len(hints)}"),
-        )
+        return Feedback(exercise_id, "hint", tr("there is no exercise {id!r}", id=exercise_id))
+    count = len(item.hints)
+    if not 1 <= number <= count:
+        return Feedback(item.id, "hint", tr("hints are numbered 1 to {count}", count=count))
     more = ""
-    if number < len(hints):
-        more = tr(
-            f" (next: hint({item.id!r}, {number + 1}))",
-            f"（下一条：hint({item.id!r}, {number + 1})）",
-        )
-    return Feedback(item.id, "hint", f"{number}/{len(hints)}: {hints[number - 1]}{more}")
+    if number < count:
+        more = tr(" (next: hint({id!r}, {number}))", id=item.id, number=number + 1)
+    return Feedback(item.id, "hint", f"{number}/{count}: {tr(item.hints[number - 1])}{more}")

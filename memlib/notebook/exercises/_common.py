@@ -41,79 +41,47 @@ def terms_of(text: str) -> tuple[str, ...]:
     ).terms
 
 
-# The zh names of what the graders ask for (``as_text(answer, "the query")``); a name not
-# here that is an identifier (``captured_at``) stays as it is, any other reads as 答案.
-_WHAT_ZH = {
-    "the answer": "答案",
-    "the query": "查询",
-    "the stage": "阶段名",
-    "the weight": "权重",
-    "the attribute value": "属性值",
-    "the number of matched terms": "匹配的词项数",
-    "the number of candidate records": "候选记录数",
-    "the number of HTTP requests": "HTTP 请求数",
-}
-_SHAPE_ZH = {"a whole number": "整数", "an int": "int 整数", "a number": "数", "a string": "字符串"}
+def shape_error(message: str, /, **fields: Any) -> TypeError:
+    """A ``TypeError`` for an answer of the wrong shape, in the edition's language (``tr``):
+    the check shows its message as the reason the answer could not be graded."""
+    return TypeError(tr(message, **fields))
 
 
-def _what_zh(what: str, zh: str | None) -> str:
-    if zh is not None:
-        return zh
-    if what.isidentifier():
-        return what
-    return _WHAT_ZH.get(what, "答案")
-
-
-def shape_error(en: str, zh: str) -> TypeError:
-    """A ``TypeError`` for an answer of the wrong shape, in the edition's language: the
-    check shows its message as the reason the answer could not be graded."""
-    return TypeError(tr(en, zh))
-
-
-def _wrong_type(
-    answer: Any, what: str, shape: str, what_zh: str | None, shape_zh: str
-) -> TypeError:
-    kind = type(answer).__name__
+def _wrong_type(answer: Any, what: str, shape: str) -> TypeError:
+    # A name the learner types (``captured_at``) reads the same in every edition.
     return shape_error(
-        f"{what} should be {shape}, not {kind}",
-        f"{_what_zh(what, what_zh)}应是{shape_zh}，而不是 {kind}",
+        "{what} should be {shape}, not {kind}",
+        what=what if what.isidentifier() else tr(what),
+        shape=tr(shape),
+        kind=type(answer).__name__,
     )
 
 
-def as_text(answer: Any, what: str, zh: str | None = None) -> str:
-    """``answer`` as a string, or a ``TypeError`` that says which shape was expected
-    (``zh``: what ``what`` reads as in the zh edition)."""
+def as_text(answer: Any, what: str) -> str:
+    """``answer`` as a string, or a ``TypeError`` that says which shape was expected."""
     if not isinstance(answer, str):
-        raise _wrong_type(answer, what, "a string", zh, "字符串")
+        raise _wrong_type(answer, what, "a string")
     return answer
 
 
-def as_int(
-    answer: Any,
-    what: str = "the answer",
-    shape: str = "a whole number",
-    zh: str | None = None,
-    shape_zh: str | None = None,
-) -> int:
+def as_int(answer: Any, what: str = "the answer", shape: str = "a whole number") -> int:
     """``answer`` as an int (not a bool), or a ``TypeError`` naming the shape expected."""
     if isinstance(answer, bool) or not isinstance(answer, int):
-        raise _wrong_type(answer, what, shape, zh, shape_zh or _SHAPE_ZH.get(shape, "整数"))
+        raise _wrong_type(answer, what, shape)
     return answer
 
 
-def as_number(answer: Any, what: str = "the answer", zh: str | None = None) -> float:
+def as_number(answer: Any, what: str = "the answer") -> float:
     """``answer`` as an int or a float (not a bool), or a ``TypeError``."""
     if isinstance(answer, bool) or not isinstance(answer, int | float):
-        raise _wrong_type(answer, what, "a number", zh, "数")
+        raise _wrong_type(answer, what, "a number")
     return float(answer)
 
 
-def as_function(answer: Any, takes: str, takes_zh: str) -> Callable[..., Any]:
+def as_function(answer: Any, takes: str) -> Callable[..., Any]:
     """``answer`` when it is a function, or a ``TypeError`` saying what it should take."""
     if not callable(answer):
-        raise shape_error(
-            f"the answer should be a function that {takes}", f"答案应是一个函数：它{takes_zh}"
-        )
+        raise shape_error("the answer should be a function that {takes}", takes=tr(takes))
     function: Callable[..., Any] = answer
     return function
 
@@ -121,14 +89,12 @@ def as_function(answer: Any, takes: str, takes_zh: str) -> Callable[..., Any]:
 def missing_keys(answer: Any, keys: tuple[str, ...]) -> Verdict | None:
     """``answer`` must be a dict (a ``TypeError``); a ``wrong`` naming the keys it lacks."""
     if not isinstance(answer, Mapping):
-        raise shape_error(
-            "the answer should be a dict with the keys " + ", ".join(keys),
-            "答案应是一个 dict，包含这些键：" + ", ".join(keys),
-        )
+        raise shape_error("the answer should be a dict with the keys {keys}", keys=", ".join(keys))
     missing = [key for key in keys if key not in answer]
     if missing:
         return wrong(
-            f"the answer needs the keys {', '.join(keys)}; missing: {', '.join(missing)}",
-            zh=f"答案需要这些键：{', '.join(keys)}；缺少：{', '.join(missing)}",
+            "the answer needs the keys {keys}; missing: {missing}",
+            keys=", ".join(keys),
+            missing=", ".join(missing),
         )
     return None
