@@ -632,11 +632,10 @@ async def run_server(
 
 def all_servers(peers: Path) -> dict[str, Server]:
     servers = [
-        memlib_server("memlib (default)", [], []),
-        # README's Claude Code line (no --embedder: no stored vectors) and its Desktop block.
-        memlib_server("memlib (hybrid)", [], ["--ranker", "hybrid"]),
-        memlib_server("memlib (hybrid e5)", ["--embedder", "e5"], ["--ranker", "hybrid"]),
-        memlib_server("memlib (hybrid e5-pair)", ["--embedder", "e5-pair"], ["--ranker", "hybrid"]),
+        memlib_server("memlib (default)", [], []),  # bm25+stopwords
+        # The README's host configurations: hybrid, the default once a model is named.
+        memlib_server("memlib (e5-pair)", ["--embedder", "e5-pair"], []),
+        memlib_server("memlib (baseline)", [], ["--ranker", "baseline"]),  # the chapter's
         server_memory(peers, "question"),
         server_memory(peers, "words"),
         basic_memory(peers),

@@ -24,8 +24,9 @@ McpCall = tuple[str, Mapping[str, Any]]
 
 
 def server_args(store_url: str, user_id: str, *, as_of: datetime | None = None) -> list[str]:
-    """The argv after ``python``: what an MCP host's configuration names."""
-    args = ["-m", "memlib", "--store", store_url, "--user", user_id, "mcp"]
+    """The argv after ``python``: what an MCP host's configuration names, with the
+    chapter's ranker (so the JSON is the library's default engine's)."""
+    args = ["-m", "memlib", "--store", store_url, "--user", user_id, "mcp", "--ranker", "baseline"]
     if as_of is not None:
         args += ["--as-of", as_of.isoformat()]
     return args

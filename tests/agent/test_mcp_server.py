@@ -264,12 +264,13 @@ def test_a_scope_without_a_profile_reads_an_empty_resource(root, make_server):
 # -- recall_history and explain: the library's JSON ------------------------------------
 
 
-@pytest.mark.parametrize("ranker", ["baseline", "bm25"])
+@pytest.mark.parametrize("ranker", ["baseline", "bm25", None])
 def test_recall_history_and_explain_are_the_library_byte_for_byte(alice, make_server, ranker):
-    engine = RecallEngine(alice, ranker=ranker)
+    # No --ranker and no model named: bm25+stopwords (memlib.cli.mcp.default_mcp_ranker).
+    engine = RecallEngine(alice, ranker=ranker or "bm25+stopwords")
 
     async def session_test() -> None:
-        server = make_server("--ranker", ranker, "--query-id-prefix", "q")
+        server = make_server(*(("--ranker", ranker) if ranker else ()), "--query-id-prefix", "q")
         async with connect(server) as session:
             text = await ok(session, "recall_history", {"query": SAMPLE_QUERY, "limit": 3})
             expected = engine.recall(SAMPLE_QUERY, limit=3, as_of=SAMPLE_AS_OF, query_id="q-001")
@@ -567,7 +568,7 @@ def test_stored_injection_reaches_the_model_escaped(alice, make_server):
             captured_at="2026-08-10T10:00:00Z",
         ),
     )
-    engine = RecallEngine(alice)
+    engine = RecallEngine(alice, ranker="bm25+stopwords")  # the server's default
 
     async def session_test() -> None:
         async with connect(make_server("--query-id-prefix", "q")) as session:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memlib.cli import build_parser
+from memlib.cli.mcp import default_mcp_ranker
 from memlib.sample import SAMPLE_AS_OF
 from memlib.stores import open_store
 
@@ -47,7 +48,9 @@ def test_the_readme_snippets_parse_as_memlib_mcp(source: str) -> None:
     parsed = build_parser().parse_args(args)  # an unknown option exits with status 2
     assert parsed.command == "mcp"
     assert parsed.user == "alice"
-    assert parsed.ranker == "hybrid"
+    # The best measured configuration: hybrid (the default once a model is named) on pairs.
+    assert parsed.embedder == "e5-pair"
+    assert (parsed.ranker or default_mcp_ranker(parsed)) == "hybrid"
 
 
 def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
@@ -84,10 +87,10 @@ def test_the_desktop_block_serves_a_session(tmp_path: Path) -> None:
     assert names == ["recall_history", "remember", "update", "list", "forget", "explain"]
     assert json.loads(stored)["memory_id"] == "tea-1"
     assert [hit["memory_id"] for hit in json.loads(found)["hits"]] == ["tea-1"]
-    # --embedder e5: what remember stored was embedded, with hybrid's model.
+    # --embedder e5-pair: what remember stored was embedded, with hybrid's model.
     store = open_store(store_url, user_id="alice")
     state = store.vector_state()  # type: ignore[attr-defined]
-    assert state.model == "multilingual-e5-small"
+    assert state.model == "multilingual-e5-small+pair"
     assert state.stored == 1
 
 
@@ -165,3 +168,22 @@ def test_the_readme_http_setup_serves_only_with_its_header(tmp_path: Path) -> No
         process.wait(timeout=15)
     assert status == 401
     assert names == ["recall_history", "remember", "update", "list", "forget", "explain"]
+
+
+@pytest.mark.parametrize(
+    ("words", "environment", "expected"),
+    [
+        (["mcp"], {}, "bm25+stopwords"),
+        (["--embedder", "e5", "mcp"], {}, "hybrid"),
+        (["mcp"], {"MEMLIB_EMBEDDER": "e5-pair"}, "hybrid"),
+        (["--embedder", "e5-pair", "mcp", "--ranker", "baseline"], {}, "baseline"),
+    ],
+)
+def test_memlib_mcp_ranks_with_the_best_ranker_its_command_line_allows(
+    words: list[str], environment: dict[str, str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMLIB_EMBEDDER", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    parsed = build_parser().parse_args(words)
+    assert (parsed.ranker or default_mcp_ranker(parsed)) == expected
