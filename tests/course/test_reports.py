@@ -215,6 +215,32 @@ def test_the_readme_ranker_table_is_the_reports() -> None:
     assert set(shown) == {"baseline", "bm25", "bm25+stopwords", "hybrid", "hybrid pairs"}
 
 
+def test_the_readme_five_conversation_figures_are_the_reports() -> None:
+    """The README's line under the ranker table: cross-validated R@10 with its interval and
+    session any@10 on all five development conversations, as ``memlib eval locomo`` wrote
+    them (reports/*-dev-split-5.json)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = re.search(r"^On all five development conversations.*?\n\n", readme, re.M | re.S)
+    assert line is not None, "README.md should give the five-conversation figures"
+    shown = re.findall(
+        r"`([\w+]+)`(?:, `--embedder (e5-pair)`)? (\d\.\d+) \((\d\.\d+)–(\d\.\d+)\), (\d\.\d+)",
+        line.group(0),
+    )
+    assert len(shown) == 2
+    for name, embedder, *figures in shown:
+        kind = "-pairs" if embedder else ""
+        crossed = _report(f"crossval{kind}-dev-split-5")[name]["cross_validated"]
+        ranked = _report(f"rankers{kind}-dev-split-5")[name]["overall"]
+        assert ranked["n"] == 656
+        assert figures == [
+            f"{crossed['R@10']:.3f}",
+            *(f"{x:.3f}" for x in crossed["R@10_interval_95"]),
+            f"{ranked['Sany@10']:.3f}",
+        ], name
+
+
 def test_the_abstention_doc_pair_floor_row_is_the_report() -> None:
     """docs/abstention.md's floors table, pair-vector row (the README's until 0.2.0): floor,
     foreign abstain, own R@10 before and after, its ratio and the held-out figures."""
