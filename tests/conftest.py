@@ -5,6 +5,7 @@ Helpers are exposed as fixtures (factories), so no test module imports this file
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzz.common import COUNTS, SCALE, SEED, write_report
 
 from memlib import MemoryKind, MemorySource, RemoteMemoryStore, StoredMemory, user_scope_for
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, open_sample_store, sample_records
@@ -159,3 +161,39 @@ def subprocess_env(tmp_path: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def python() -> str:
     return sys.executable
+
+
+# -- the fuzz targets' case counts at the end of the session (terminal and JSON) ----------
+# Under pytest-xdist each worker counts its own targets and hands them to the controller,
+# which prints them: here, in the root conftest, because only it is loaded there.
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["memlib_fuzz_counts"] = json.dumps(COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    counted = json.loads(getattr(node, "workeroutput", {}).get("memlib_fuzz_counts", "{}"))
+    for target, entry in counted.items():
+        mine = COUNTS.setdefault(target, {"cases": 0, "seconds": 0.0, "failures": 0})
+        mine["cases"] += entry["cases"]
+        mine["seconds"] = round(mine["seconds"] + entry["seconds"], 1)
+        mine["failures"] += entry["failures"]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not COUNTS:
+        return
+    path = write_report()
+    total = sum(entry["cases"] for entry in COUNTS.values())
+    write = terminalreporter.write_line
+    terminalreporter.section("memlib fuzz")
+    for target, entry in sorted(COUNTS.items()):
+        write(
+            f"{target}: {entry['cases']:,} cases in {entry['seconds']:.1f} s, "
+            f"{entry['failures']} failing"
+        )
+    write(f"total: {total:,} cases (seed {SEED}, scale {SCALE:g}); counts in {path}")
