@@ -46,9 +46,9 @@ lint: $(STAMP)
 
 # The fuzz targets (tests/fuzz) at full size: over a million seeded cases at scale 1;
 # their counts are in the terminal summary and in memlib-fuzz-report.json in the temp
-# folder ($MEMLIB_FUZZ_REPORT elsewhere).
+# folder ($MEMLIB_FUZZ_REPORT elsewhere). One process (-n 0), as its time bounds were set.
 stress: $(STAMP)
-	MEMLIB_FUZZ_SCALE=$${MEMLIB_FUZZ_SCALE:-1} $(BIN)/python -m pytest -m stress tests
+	MEMLIB_FUZZ_SCALE=$${MEMLIB_FUZZ_SCALE:-1} $(BIN)/python -m pytest -m stress -n 0 tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
