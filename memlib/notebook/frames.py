@@ -197,38 +197,6 @@ def xml_elements_frame(text: str) -> pd.DataFrame:
     return pandas().DataFrame(rows)
 
 
-def steps_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per step of a retrieval-steps report; a skipped step has no figures."""
-    rows = []
-    for step in report["steps"]:
-        row: dict[str, Any] = {
-            "step": f"{step['key']}. {step['name']}",
-            "store keeps": step["stored_per_turn"],
-        }
-        if "skipped" not in step:
-            row["in-sample R@10"] = step["in_sample"]
-            row["cross-validated R@10"] = step["cross_validated"]
-            if "cv_interval_95" in step:
-                low, high = step["cv_interval_95"]
-                row["CV 95% interval"] = f"{low:.3f}–{high:.3f}"
-            for fold in step["folds"]:
-                row[f"held out {fold['held_out']}"] = fold["held_out_r10"]
-            row["cost"] = step["cost"]
-        rows.append(row)
-    return pandas().DataFrame(rows).set_index("step")
-
-
-def sensitivity_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Cross-validated R@10 per step (row) on each grid it re-ran on (column)."""
-    cv = {step["key"]: step.get("cross_validated") for step in report["steps"]}
-    rows = {
-        key: {"report's grid": cv[key]}
-        | {f"{name} grid": grid["cross_validated"] for name, grid in grids.items()}
-        for key, grids in report.get("grid_sensitivity", {}).items()
-    }
-    return pandas().DataFrame(rows).T.rename_axis("step")
-
-
 def file_lines_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The raw lines of a JSONL file: complete or torn, bytes, and the id if it parses."""
     parts = Path(path).read_bytes().split(b"\n")

@@ -19,16 +19,9 @@ ABSTENTION_DEV_SPLIT = "abstention-dev-split"
 CROSSVAL_DEV_SPLIT = "crossval-dev-split"
 # The same for hybrid on pair vectors (``memlib --embedder e5-pair eval locomo``).
 CROSSVAL_PAIRS_DEV_SPLIT = "crossval-pairs-dev-split"
-RETRIEVAL_STEPS_DEV_SPLIT = "retrieval-steps-dev-split"
 BENCH = "bench"
 # The reports packaged as they are in ``reports/``.
-_VERBATIM = (
-    RANKERS_DEV_SPLIT,
-    ABSTENTION_DEV_SPLIT,
-    CROSSVAL_DEV_SPLIT,
-    CROSSVAL_PAIRS_DEV_SPLIT,
-    RETRIEVAL_STEPS_DEV_SPLIT,
-)
+_VERBATIM = (RANKERS_DEV_SPLIT, ABSTENTION_DEV_SPLIT, CROSSVAL_DEV_SPLIT, CROSSVAL_PAIRS_DEV_SPLIT)
 _KNOWN = (*_VERBATIM, BENCH)
 # A full run's report; the partial runs add a suffix (bench-20261201-cold.json).
 _FULL_BENCH = re.compile(r"^bench-\d{8}\.json$")
