@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,8 @@ pytest.importorskip("mcp")
 
 import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.types import TextContent  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from support.mcp_client import call, connect, refused  # noqa: E402
 
 from memlib import MemoryKind, RecallEngine, RemoteMemoryStore  # noqa: E402
 from memlib._runtime import scope_path  # noqa: E402
@@ -50,40 +49,12 @@ def params(url: str, env: dict[str, str], user: str = "alice") -> StdioServerPar
     return StdioServerParameters(command=__import__("sys").executable, args=args, env=env)
 
 
-@asynccontextmanager
-async def connect(server: StdioServerParameters, errlog: Path) -> AsyncIterator[ClientSession]:
-    with errlog.open("w", encoding="utf-8") as log:
-        async with (
-            stdio_client(server, errlog=log) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
-    assert "Traceback" not in errlog.read_text(encoding="utf-8")
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    result = await session.call_tool(tool, arguments)
-    assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
-    text = result.content[0].text
-    # The bound holds for every answer, refusals included.
-    assert len(text) <= ANSWER_MAX_CHARS[tool], (tool, len(text))
-    return bool(result.is_error), text
-
-
 async def ok(session: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     is_error, text = await call(session, tool, arguments)
     assert not is_error, text
     data = json.loads(text)
     assert isinstance(data, dict)
     return data
-
-
-async def refused(session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
-    is_error, text = await call(session, tool, arguments)
-    assert is_error, text
-    assert "\n" not in text and text == text.strip()
-    return text
 
 
 def documented_id(

@@ -18,12 +18,12 @@ pytest.importorskip("mcp")
 
 import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
-from mcp.types import ListRootsResult, Root, TextContent  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from support import mcp_client  # noqa: E402
+from support.mcp_client import call, refused  # noqa: E402
 from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: E402, F401  (fixture)
 
 from memlib import RecallEngine  # noqa: E402
-from memlib.agent.mcp_server import ANSWER_MAX_CHARS  # noqa: E402
 from memlib.records import LIMITS, MEMORY_ID_MAX, format_timestamp  # noqa: E402
 from memlib.render import render_recall_context  # noqa: E402
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path  # noqa: E402
@@ -93,39 +93,14 @@ async def connect(
 ) -> AsyncIterator[ClientSession]:
     args = ["-m", "memlib", "--store", url, "--user", "alice", "mcp", "--as-of", FIXED, *options]
     server = StdioServerParameters(command=sys.executable, args=args, env=env)
-
-    async def list_roots(context: Any) -> ListRootsResult:
-        return ListRootsResult(roots=[Root(uri=uri) for uri in roots or []])  # type: ignore[arg-type]
-
-    callback = None if roots is None else list_roots
-    with errlog.open("w", encoding="utf-8") as log:
-        async with (
-            stdio_client(server, errlog=log) as (read, write),
-            ClientSession(read, write, list_roots_callback=callback) as session,
-        ):
-            await session.initialize()
-            yield session
-    assert "Traceback" not in errlog.read_text(encoding="utf-8")
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[bool, Any]:
-    result = await session.call_tool(tool, arguments)
-    assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
-    text = result.content[0].text
-    assert len(text) <= ANSWER_MAX_CHARS[tool], (tool, len(text))
-    return bool(result.is_error), text if result.is_error else json.loads(text)
+    async with mcp_client.connect(server, errlog, roots=roots) as session:
+        yield session
 
 
 async def ok(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
-    is_error, answer = await call(session, tool, arguments)
-    assert not is_error, answer
-    return answer
-
-
-async def refused(session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
-    is_error, answer = await call(session, tool, arguments)
-    assert is_error, answer
-    return str(answer)
+    is_error, text = await call(session, tool, arguments)
+    assert not is_error, text
+    return json.loads(text)
 
 
 def _hits(answer: dict[str, Any]) -> list[tuple[str, str | None]]:
