@@ -40,7 +40,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,6 +122,27 @@ async def timed_call(session: ClientSession, tool: str, arguments: dict[str, Any
     return time.perf_counter() - began, result
 
 
+async def write_each(
+    session: ClientSession,
+    tool: str,
+    calls: Iterable[tuple[str, dict[str, Any]]],
+    refused: list[str] | None = None,
+) -> list[float]:
+    """One timed ``tool`` call per ``(turn, arguments)``, the seconds of each. A refusal
+    stops the run, unless ``refused`` is given and the server dropped the turn as a
+    near-duplicate of one it holds (mcp-memory-service's default): then it is listed there,
+    and that turn cannot be found, as for the server's own users."""
+    times = []
+    for turn, arguments in calls:
+        seconds, result = await timed_call(session, tool, arguments)
+        if result.is_error:
+            if refused is None or "Duplicate content" not in text_of(result):
+                raise RuntimeError(f"{tool} refused: {text_of(result)}")
+            refused.append(turn)
+        times.append(seconds)
+    return times
+
+
 def turn_rows(conversation: LocomoConversation) -> list[tuple[str, int, str, str]]:
     """``(dia_id, session number, content, captured_at)`` of each turn, in order."""
     return [
@@ -163,11 +184,9 @@ def memlib_server(label: str, global_args: Sequence[str], mcp_args: Sequence[str
         )
 
     async def write(session: ClientSession, conversation: LocomoConversation) -> list[float]:
-        times = []
-        for record in conversation.records:
-            seconds, result = await timed_call(
-                session,
-                "remember",
+        calls = (
+            (
+                record.memory_id,
                 {
                     "content": record.content,
                     "summary": record.summary,
@@ -178,10 +197,9 @@ def memlib_server(label: str, global_args: Sequence[str], mcp_args: Sequence[str
                     "captured_at": record.source.captured_at,
                 },
             )
-            if result.is_error:
-                raise RuntimeError(f"remember refused: {text_of(result)}")
-            times.append(seconds)
-        return times
+            for record in conversation.records
+        )
+        return await write_each(session, "remember", calls)
 
     async def search(session: ClientSession, question: LocomoQuestion) -> tuple[Found, str, int]:
         seconds, result = await timed_call(
@@ -247,21 +265,18 @@ def server_memory(peers: Path, mode: str) -> Server:
                 ]
             },
         )
-        times = []
-        for _, number, content, _ in turn_rows(conversation):
-            seconds, result = await timed_call(
-                session,
-                "add_observations",
+        calls = (
+            (
+                dia_id,
                 {
                     "observations": [
                         {"entityName": entity(conversation, number), "contents": [content]}
                     ]
                 },
             )
-            if result.is_error:
-                raise RuntimeError(f"add_observations refused: {text_of(result)}")
-            times.append(seconds)
-        return times
+            for dia_id, number, content, _ in turn_rows(conversation)
+        )
+        return await write_each(session, "add_observations", calls)
 
     def graph_of(result: Any) -> dict[str, Any]:
         structured = getattr(result, "structured_content", None)
@@ -392,21 +407,18 @@ def basic_memory(peers: Path) -> Server:
         )
 
     async def write(session: ClientSession, conversation: LocomoConversation) -> list[float]:
-        times = []
-        for dia_id, number, content, _ in turn_rows(conversation):
-            seconds, result = await timed_call(
-                session,
-                "write_note",
+        calls = (
+            (
+                dia_id,
                 {
                     "title": f"{conversation.sample_id} {dia_id.replace(':', '-')}",
                     "content": content,
                     "directory": f"session-{number}",
                 },
             )
-            if result.is_error:
-                raise RuntimeError(f"write_note refused: {text_of(result)}")
-            times.append(seconds)
-        return times
+            for dia_id, number, content, _ in turn_rows(conversation)
+        )
+        return await write_each(session, "write_note", calls)
 
     title = re.compile(r"(conv-\d+)[ -]D(\d+)-(\d+)", re.IGNORECASE)
 
@@ -479,24 +491,17 @@ def memory_service(peers: Path, search_mode: str, *, model: bool) -> Server:
         )
 
     async def write(session: ClientSession, conversation: LocomoConversation) -> list[float]:
-        times = []
-        for dia_id, number, content, _ in turn_rows(conversation):
-            seconds, result = await timed_call(
-                session,
-                "memory_store",
+        calls = (
+            (
+                f"{conversation.sample_id}/{dia_id}",
                 {
                     "content": content,
                     "tags": f"{conversation.sample_id},session-{number},turn-{dia_id}",
                 },
             )
-            if result.is_error:
-                if "Duplicate content" not in text_of(result):
-                    raise RuntimeError(f"memory_store refused: {text_of(result)}")
-                # It drops a turn semantically close to one it holds (its default
-                # semantic deduplication): that turn cannot be found, as for its users.
-                refused.append(f"{conversation.sample_id}/{dia_id}")
-            times.append(seconds)
-        return times
+            for dia_id, number, content, _ in turn_rows(conversation)
+        )
+        return await write_each(session, "memory_store", calls, refused)
 
     async def search(session: ClientSession, question: LocomoQuestion) -> tuple[Found, str, int]:
         seconds, result = await timed_call(
