@@ -114,7 +114,7 @@ class HybridRanker:
     # The min_score "suggested" gives: calibrated on LoCoMo dev (docs/abstention.md), on
     # turn vectors and on pair vectors (reports/abstention-pairs-dev-split.json).
     suggested_min_score = 0.33
-    pair_suggested_min_score = 0.26
+    pair_suggested_min_score = 0.27
     grid = GRID
 
     def __init__(

@@ -156,91 +156,73 @@ def test_the_readme_ranker_table_is_the_reports() -> None:
         readme,
         re.M,
     )
-    sessions = _report("session-recall-dev-split")["rankers"]
     shown = {}
     for name, note, *figures in rows:
         pairs = "e5-pair" in note
-        session = sessions[f"{name} --embedder e5-pair" if pairs else name]["overall"]
-        ranked, cv, floors = (
-            (
-                _report("rankers-pairs-dev-split"),
-                _report(CROSSVAL_PAIRS_DEV_SPLIT),
-                _report("abstention-pairs-dev-split"),
-            )
-            if pairs
-            else (
-                _report(RANKERS_DEV_SPLIT),
-                _report(CROSSVAL_DEV_SPLIT),
-                _report(ABSTENTION_DEV_SPLIT),
-            )
-        )
-        crossed = cv[name]["cross_validated"]
-        suggestion = floors["rankers"][name]["suggestion"]
+        kind = "-pairs" if pairs else ""
+        ranked = _report(f"rankers{kind}-dev-split")[name]["overall"]
+        cv = _report(f"crossval{kind}-dev-split")[name]
+        suggestion = _report(f"abstention{kind}-dev-split")["rankers"][name]["suggestion"]
+        crossed = cv["cross_validated"]
         assert figures == [
-            f"{ranked[name]['overall']['R@10']:.3f}",
-            f"{session['Sany@10']:.3f}",
+            f"{ranked['R@10']:.3f}",
+            f"{ranked['Sany@10']:.3f}",
             f"{crossed['R@10']:.3f}",
             *(f"{x:.3f}" for x in crossed["R@10_interval_95"]),
             f"{suggestion['floor']:g}",
             f"{100 * suggestion['foreign_abstain']:.1f}",
         ], name
-        assert round(cv[name]["shipped"]["R@10"], 3) == float(figures[0])
+        assert round(cv["shipped"]["R@10"], 3) == float(figures[0])
         shown[name + (" pairs" if pairs else "")] = figures
     assert set(shown) == {"baseline", "bm25", "bm25+stopwords", "hybrid", "hybrid pairs"}
 
 
-def test_the_readme_five_conversation_figures_are_the_reports() -> None:
-    """The README's line under the ranker table: cross-validated R@10 with its interval and
-    session any@10 on all five development conversations, as ``memlib eval locomo`` wrote
-    them (reports/*-dev-split-5.json)."""
+def test_the_readme_ranker_table_names_the_split_of_the_reports() -> None:
+    """The sentence over the ranker table gives the conversations (the cross-validation's
+    folds) and questions of the reports every row reads."""
     import re
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    line = re.search(r"^On all five development conversations.*?\n\n", readme, re.M | re.S)
-    assert line is not None, "README.md should give the five-conversation figures"
-    shown = re.findall(
-        r"`([\w+]+)`(?:, `--embedder (e5-pair)`)? (\d\.\d+) \((\d\.\d+)–(\d\.\d+)\), (\d\.\d+)",
-        line.group(0),
-    )
-    assert len(shown) == 2
-    for name, embedder, *figures in shown:
-        kind = "-pairs" if embedder else ""
-        crossed = _report(f"crossval{kind}-dev-split-5")[name]["cross_validated"]
-        ranked = _report(f"rankers{kind}-dev-split-5")[name]["overall"]
-        assert ranked["n"] == 656
-        assert figures == [
-            f"{crossed['R@10']:.3f}",
-            *(f"{x:.3f}" for x in crossed["R@10_interval_95"]),
-            f"{ranked['Sany@10']:.3f}",
-        ], name
+    stated = re.search(r"LoCoMo dev split's (\d+) conversations \(([\d,]+) questions", readme)
+    assert stated is not None, "README.md should say which split its ranker table is on"
+    conversations, questions = int(stated[1]), int(stated[2].replace(",", ""))
+    for kind in ("", "-pairs"):
+        for name, cv in _report(f"crossval{kind}-dev-split").items():
+            assert len(cv["folds"]) == conversations, name
+            assert cv["shipped"]["n"] == questions, name
+            assert _report(f"rankers{kind}-dev-split")[name]["overall"]["n"] == questions, name
+        floors = _report(f"abstention{kind}-dev-split")["data"]
+        assert (len(floors["conversations"]), floors["questions"]) == (conversations, questions)
 
 
-def test_the_abstention_doc_pair_floor_row_is_the_report() -> None:
-    """docs/abstention.md's floors table, pair-vector row (the README's until 0.2.0): floor,
-    foreign abstain, own R@10 before and after, its ratio and the held-out figures."""
+def test_the_abstention_doc_floors_table_is_the_reports() -> None:
+    """docs/abstention.md's table of the floors as shipped, every row (the pair-vector one
+    the README's until 0.2.0): floor, foreign abstain, own R@10 before and after, its ratio
+    and the held-out figures."""
     import re
 
-    s = _report("abstention-pairs-dev-split")["rankers"]["hybrid"]
-    pooled = s["cross_validated"]["pooled"]
-    s = s["suggestion"]
     doc = (ROOT / "docs" / "abstention.md").read_text(encoding="utf-8")
-    row = re.search(
-        r"^\| hybrid on pair vectors \(`--embedder e5-pair`\) \| ([\d.]+) \| "
+    rows = re.findall(
+        r"^\| ([\w+]+)( on pair vectors \(`--embedder e5-pair`\))? \| ([\d.]+) \| "
         r"([\d.]+)% \| ([\d.]+) → ([\d.]+) \(([\d.]+)%\) \| ([\d.]+)%, ([\d.]+)% \|$",
         doc,
         re.M,
     )
-    assert row is not None, "docs/abstention.md should have the pair-vector row"
-    got = [float(x) for x in row.groups()]
-    assert got == [
-        s["floor"],
-        round(100 * s["foreign_abstain"], 1),
-        round(s["own_r10_unfloored"], 3),
-        round(s["own_r10"], 3),
-        round(100 * s["own_r10_ratio"], 1),
-        round(100 * pooled["own_r10_ratio"], 1),
-        round(100 * pooled["foreign_abstain"], 1),
-    ]
+    shown = []
+    for name, pairs, *figures in rows:
+        entry = _report(f"abstention{'-pairs' if pairs else ''}-dev-split")["rankers"][name]
+        s, pooled = entry["suggestion"], entry["cross_validated"]["pooled"]
+        assert [float(x) for x in figures] == [
+            s["floor"],
+            round(100 * s["foreign_abstain"], 1),
+            round(s["own_r10_unfloored"], 3),
+            round(s["own_r10"], 3),
+            round(100 * s["own_r10_ratio"], 1),
+            round(100 * pooled["own_r10_ratio"], 1),
+            round(100 * pooled["foreign_abstain"], 1),
+        ], name + pairs
+        shown.append(name + (" pairs" if pairs else ""))
+    assert shown == ["baseline", "bm25", "bm25+stopwords", "hybrid", "hybrid pairs"]
 
 
 def test_the_readme_results_table_is_the_bench_report() -> None:

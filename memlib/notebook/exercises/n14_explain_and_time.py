@@ -336,7 +336,7 @@ def _floor_facts() -> list[tuple[str, float, float]]:
 def _full_coverage_floor(answer: Any) -> Verdict:
     if answer == "suggested":
         return wrong(
-            "the suggested floor (0.33 for the baseline) is tuned on LoCoMo to keep "
+            "the suggested floor (0.34 for the baseline) is tuned on LoCoMo to keep "
             "98% of its recall: here it keeps weak partial matches — pick your own"
         )
     floor = as_number(answer, "min_score")
