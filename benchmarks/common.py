@@ -8,9 +8,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ LOCOMO_DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 LIMIT = 10
 USER = "bench-user"
 BATCH = 10_000
+# Seconds a fresh process may take before it counts as failed (its row says so).
+COLD_TIMEOUT_S = 300.0
 
 Log = Callable[[str], None]
 
@@ -105,9 +108,15 @@ def new_store_url(backend: str, folder: Path, pg: Any, tag: str) -> tuple[str, s
     from memlib.stores.sql._postgres import init_schema
 
     schema = f"bench_{uuid.uuid4().hex[:8]}"
-    url = f"{pg.dsn}?schema={schema}"
+    url = f"{pg.dsn}{'&' if '?' in pg.dsn else '?'}schema={schema}"
     init_schema(url)
     return url, schema
+
+
+def same_as_first(by_backend: Mapping[str, Any]) -> dict[str, bool]:
+    """Per backend, whether its value equals the first backend's (answers' digests)."""
+    first = next(iter(by_backend.values()))
+    return {b: v == first for b, v in by_backend.items()}
 
 
 def drop(store: Any, schema: str | None) -> None:
@@ -120,7 +129,8 @@ def drop(store: Any, schema: str | None) -> None:
 # The child prints its own peak memory (VmHWM) to stderr at exit; the wall time is the
 # parent's. With arguments it is `memlib ARGS`; with none, Python's start and `import
 # memlib` (the floor of every cold row); with "--embed-floor NAME TEXT", that plus loading
-# the embedder NAME and embedding TEXT once (the floor of a cold hybrid recall).
+# the embedder NAME and embedding TEXT once (the floor of a cold hybrid recall);
+# "--mcp-floor [NAME TEXT]" imports the MCP server (and its SDK) as well.
 COLD_CHILD = (
     "import atexit, sys\n"
     "def _peak():\n"
@@ -129,18 +139,20 @@ COLD_CHILD = (
     "            print('VMHWM', int(line.split()[1]) / 1024, file=sys.stderr)\n"
     "atexit.register(_peak)\n"
     "argv = sys.argv[1:]\n"
-    "if argv[:1] == ['--embed-floor']:\n"
+    "floor = argv[:1] in (['--embed-floor'], ['--mcp-floor'])\n"
+    "if floor or not argv:\n"
     "    import memlib\n"
+    "if argv[:1] == ['--mcp-floor']:\n"
+    "    import memlib.agent.mcp_server\n"
+    "if floor and len(argv) == 3:\n"
     "    from memlib.rankers import embeddings\n"
     "    from memlib._vectors import query_vector\n"
     # A question is embedded as hybrid embeds it at recall time (e5's "query:" prefix).
     "    query_vector(embeddings.get_embedder(argv[1]), argv[2])\n"
-    "elif argv:\n"
+    "elif argv and not floor:\n"
     "    import runpy\n"
     "    sys.argv = ['memlib', *argv]\n"
     "    runpy.run_module('memlib', run_name='__main__')\n"
-    "else:\n"
-    "    import memlib\n"
 )
 
 
@@ -151,6 +163,44 @@ class ColdRunError(RuntimeError):
 _compiled: list[bool] = []
 
 
+def _child_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment of a fresh process, as a user's machine runs it: byte-code written
+    once and reused (a shell with PYTHONDONTWRITEBYTECODE would make every fresh process
+    compile memlib again); variables starting with a ``drop`` prefix left out."""
+    if not _compiled:
+        import compileall
+
+        compileall.compile_dir(str(ROOT / "memlib"), quiet=1)
+        _compiled.append(True)
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTHONDONTWRITEBYTECODE" and not (drop and k.startswith(drop))
+    }
+
+
+def _rounds(
+    run: Callable[[], tuple[float, str, str]], rounds: int, before: Callable[[], object] | None
+) -> dict[str, Any]:
+    """``rounds`` runs of ``run`` (wall seconds, its stdout or answer, its stderr): the
+    median wall time, the greatest peak the child printed, a digest of the first answer."""
+    walls, peaks, answers = [], [], []
+    for _ in range(rounds):
+        if before is not None:
+            before()
+        wall, answer, err = run()
+        walls.append(wall)
+        peaks.append(float(err.split("VMHWM")[-1].split()[0]))
+        answers.append(digest(answer))
+    return {
+        "wall_s": round(statistics.median(walls), 4),
+        "walls_s": [round(w, 4) for w in walls],
+        "peak_rss_mb": round(max(peaks), 1),
+        "answer": answers[0],
+        "same_answer_every_round": len(set(answers)) == 1,
+    }
+
+
 def cold_run(
     args: Sequence[str],
     rounds: int = 3,
@@ -159,19 +209,9 @@ def cold_run(
 ) -> dict[str, Any]:
     """Median wall time and peak RSS of ``rounds`` fresh processes of ``COLD_CHILD``;
     ``answer``, a digest of the first round's stdout, compares backends' answers."""
-    walls, peaks, answers = [], [], []
-    # As a user's machine runs it: byte-code written once and reused (a shell with
-    # PYTHONDONTWRITEBYTECODE would make every fresh process compile memlib again).
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if not _compiled:
-        import compileall
+    cmd, env = [sys.executable, "-c", COLD_CHILD, *args], _child_env()
 
-        compileall.compile_dir(str(ROOT / "memlib"), quiet=1)
-        _compiled.append(True)
-    cmd = [sys.executable, "-c", COLD_CHILD, *args]
-    for _ in range(rounds):
-        if before is not None:
-            before()
+    def run() -> tuple[float, str, str]:
         start = time.perf_counter()
         try:
             out = subprocess.run(
@@ -179,18 +219,71 @@ def cold_run(
             )
         except subprocess.TimeoutExpired:
             raise ColdRunError(f"no answer within {timeout:.0f} s") from None
-        walls.append(time.perf_counter() - start)
+        wall = time.perf_counter() - start
         if out.returncode != 0:
             raise ColdRunError(f"exit {out.returncode}: {out.stderr.strip()[-500:]}")
-        peaks.append(float(out.stderr.split("VMHWM")[-1].split()[0]))
-        answers.append(digest(out.stdout))
-    return {
-        "wall_s": round(statistics.median(walls), 4),
-        "walls_s": [round(w, 4) for w in walls],
-        "peak_rss_mb": round(max(peaks), 1),
-        "answer": answers[0],
-        "same_answer_every_round": len(set(answers)) == 1,
-    }
+        return wall, out.stdout, out.stderr
+
+    return _rounds(run, rounds, before)
+
+
+def mcp_args(url: str, *embedder: str) -> list[str]:
+    """``memlib mcp`` on stdio at a fixed ``--as-of`` (the same answer on every backend and
+    round); its ranker is the default one: bm25+stopwords, or hybrid with ``embedder``."""
+    named = ["--embedder", *embedder] if embedder else []
+    tail = f"mcp --as-of {AS_OF:%Y-%m-%dT%H:%M:%SZ} --query-id-prefix cold"
+    return ["--store", url, "--user", USER, *named, *tail.split()]
+
+
+async def _mcp_session(
+    args: Sequence[str], query: str, env: dict[str, str]
+) -> tuple[float, str, str]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    server = StdioServerParameters(
+        command=sys.executable, args=["-c", COLD_CHILD, *args], env=env, cwd=ROOT
+    )
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
+        start = time.perf_counter()
+        async with (
+            stdio_client(server, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.list_tools()
+            result = await session.call_tool("recall_history", {"query": query, "limit": LIMIT})
+            wall = time.perf_counter() - start
+        errlog.seek(0)
+        err = errlog.read()  # the server has exited: its peak is in it
+    text = " ".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error or "VMHWM" not in err:
+        raise ColdRunError(f"recall_history: {text[:300]} {err.strip()[-500:]}")
+    return wall, text, err
+
+
+def mcp_cold_run(
+    args: Sequence[str], query: str, rounds: int = 3, timeout: float | None = None
+) -> dict[str, Any]:
+    """A fresh ``memlib mcp`` server (``args``, from ``mcp_args``) per round, driven by the
+    MCP SDK's stdio client: wall time from the spawn to the first ``recall_history``
+    answer (initialize, tools/list, the call), and the server's own peak RSS (VmHWM,
+    printed as it exits on the closed stdin). The keys of ``cold_run``."""
+    import anyio
+
+    env = _child_env(drop=("MEMLIB_",))  # $MEMLIB_EMBEDDER would change the ranker
+
+    async def session() -> tuple[float, str, str]:
+        with anyio.fail_after(timeout):
+            return await _mcp_session(args, query, env)
+
+    def run() -> tuple[float, str, str]:
+        try:
+            return anyio.run(session)
+        except TimeoutError:
+            raise ColdRunError(f"no answer within {timeout:.0f} s") from None
+
+    return _rounds(run, rounds, None)
 
 
 def recall_args(url: str, query: str, ranker: str) -> list[str]:

