@@ -1,7 +1,8 @@
 """Stored embeddings: the contract between an embedder, a store and the dense search.
 
 A store holds one model's vectors: unit-length little-endian float32, as raw bytes,
-searched exactly with numpy (no approximate index is needed: docs/benchmarks.md)."""
+searched exactly with numpy; PostgreSQL with pgvector picks the rows in the server and
+scores them the same way (docs/reference.md)."""
 
 from __future__ import annotations
 
