@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from .._capabilities import ScoreBound
 from .._retrieval import InvertedIndex, lexical_from_index, scan_from_index
@@ -35,16 +35,27 @@ def known_at_moment(value: datetime | str) -> datetime:
     return as_utc(value)
 
 
-def store_known_at(store: MemoryStore, known_at: datetime | str) -> KnownAtStore | AllProjectsStore:
+@runtime_checkable
+class KnownAtViewing(Protocol):
+    """A store with its own view at a past time (None: it cannot, use the classes below)."""
+
+    def known_at_view(self, known_at: datetime) -> MemoryStore | None: ...
+
+
+def store_known_at(store: MemoryStore, known_at: datetime | str) -> MemoryStore:
     """``store`` as it stood at ``known_at``: its records with ``stored_at ≤ known_at``
-    (all projects: each project as it stood)."""
+    (all projects: each project as it stood). A store's own ``known_at_view`` answers when
+    it can (the same reads as the classes below, without reading the whole scope)."""
     if isinstance(store, AllProjectsStore):
         return AllProjectsStore(store.store, [store_known_at(p, known_at) for p in store.parts])
     if isinstance(store, KnownAtStore):
         store = store.store
+    moment = known_at_moment(known_at)
+    if isinstance(store, KnownAtViewing) and (view := store.known_at_view(moment)) is not None:
+        return view
     if isinstance(store, VectorStoring):
-        return KnownAtVectorStore(store, known_at)
-    return KnownAtStore(store, known_at)
+        return KnownAtVectorStore(store, moment)
+    return KnownAtStore(store, moment)
 
 
 class KnownAtStore(IndexedMemoryStore):
@@ -57,6 +68,10 @@ class KnownAtStore(IndexedMemoryStore):
         self.store = store
         self._user_scope = store.user_scope
         self.known_at = known_at_moment(known_at)
+        self._read(store)
+
+    def _read(self, store: MemoryStore) -> None:
+        """The records, their index, and the targets of the retractions stored later."""
         every = store.read_all()
         known = [parse_timestamp(r.stored_at) <= self.known_at for r in every]
         self._records = tuple(r for r, keep in zip(every, known, strict=True) if keep)
@@ -68,7 +83,6 @@ class KnownAtStore(IndexedMemoryStore):
         )
         self.index = InvertedIndex()
         self.index.add_many(self._records)
-        self._by_id = {r.memory_id: r for r in self._records}
 
     def __repr__(self) -> str:
         return f"KnownAtStore({self.store!r}, known_at={format_timestamp(self.known_at)!r})"
@@ -85,10 +99,11 @@ class KnownAtStore(IndexedMemoryStore):
         return self._records
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
-        return {m for m in memory_ids if m in self._by_id}
+        return {m for m in memory_ids if m in self.index.doc_of}
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
-        return [self._by_id[m] for m in memory_ids if m in self._by_id]
+        doc_of = self.index.doc_of
+        return self._load([d for m in memory_ids if (d := doc_of.get(m)) is not None])
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
         """The neighbours at ``known_at``: a turn retracted later is still in its place."""
@@ -169,7 +184,7 @@ class KnownAtVectorStore(KnownAtStore):
 
     def _texts(self, memory_ids: Sequence[str], model: str) -> list[str]:
         """What the records embed at T: their content, or their pair text at T."""
-        records = [self._by_id[m] for m in memory_ids]
+        records = self.records_by_id(memory_ids)
         if not reads_pairs(model):
             return [r.content for r in records]
         kept, texts, _ = pair_texts(self, records)

@@ -33,7 +33,7 @@ def older_format(data: bytes, version: int) -> bytes:
 
     A reader refuses every format but its own before it reads further (format 2 added the
     term frequencies, 3 the line digests, 4 the per-term checksums and packed strings, 5
-    the sources), so the version field is what is tested.
+    the sources, 6 the stored_at), so the version field is what is tested.
     """
     assert version < jsonl_index.FORMAT
     return resign(data, version=version)

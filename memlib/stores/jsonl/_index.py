@@ -30,7 +30,7 @@ from ...errors import RemoteMemoryCorruptionError, RemoteMemoryError
 from .._files import open_private, rename_in, unlink_in, write_all
 
 MAGIC = b"MEMLIBIX"
-FORMAT = 5
+FORMAT = 6
 HEAD_BYTES = 4 << 10
 TAIL_BYTES = 64 << 10
 _DIGEST = 32
@@ -52,6 +52,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("content_tokens", "I"),
     ("starts", "Q"),
     ("digests", "Q"),
+    ("stored", "q"),
     ("retracted", "s"),
     ("terms", "B"),
     ("term_text_ends", "Q"),
@@ -87,6 +88,7 @@ _PER_RECORD = (
     "content_tokens",
     "starts",
     "digests",
+    "stored",
     "id_ends",
     "id_order",
     "id_hashes",

@@ -17,14 +17,18 @@ import re
 import threading
 import zlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from itertools import compress, islice
+from operator import le
 from pathlib import Path
 from typing import Any
 
 from ..._capabilities import ScoreBound
-from ..._retrieval import InvertedIndex, lexical_from_index, scan_from_index
+from ..._retrieval import InvertedIndex, lexical_from_index, micros_of, scan_from_index
+from ..._retrieval._prefix import index_prefix
 from ..._safejson import loads as load_json
 from ..._vectors import (
     DenseScores,
@@ -45,8 +49,8 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
-from ...records import MemoryKind, StoredMemory, record_json
-from .._base import Clock, IndexedMemoryStore, latest_profile_of, make_private_folders
+from ...records import MemoryKind, StoredMemory, parse_timestamp, record_json
+from .._base import Clock, IndexedMemoryStore, MemoryStore, latest_profile_of, make_private_folders
 from .._files import (
     DIR_MODE,
     failure,
@@ -57,6 +61,7 @@ from .._files import (
     unlink_in,
     write_all,
 )
+from .._known_at import KnownAtVectorStore
 from .._sources import SourceNeighbours
 from ._index import (
     IndexDamagedError,
@@ -144,6 +149,9 @@ class _Cache:
         self.index = InvertedIndex()  # ids, kinds, retractions, postings
         self.starts = array("Q")  # byte offset of each record's line
         self.digests = array("Q")  # each record's line digest (what a vector row names)
+        self.stored = array("q")  # each record's stored_at in whole microseconds
+        # How many of ``stored`` are known never to decrease, and whether all so far do.
+        self._in_order = (0, True)
         self.records: list[StoredMemory] | None = None  # only once read_all() is asked
         self.extras: list[StoredMemory] = []  # profiles and retractions, in order
         self.parsed: dict[int, StoredMemory] = {}  # doc → record, see PARSED_MAX
@@ -168,6 +176,7 @@ class _Cache:
         """Take ``records``, whose lines of ``sizes`` bytes (newline included) follow."""
         self.index.add_many(records)
         self.digests.extend(digests)
+        self.stored.extend(micros_of(parse_timestamp(r.stored_at)) for r in records)
         start = self.offset
         for size in sizes:
             self.starts.append(start)
@@ -177,6 +186,16 @@ class _Cache:
             self.records.extend(records)
         self.lines += len(records)
         self.offset = start
+
+    def stored_in_order(self) -> bool:
+        """Whether ``stored_at`` never decreases in log order (each record checked once)."""
+        checked, ordered = self._in_order
+        stored = self.stored
+        if ordered and checked < len(stored):
+            start = max(checked - 1, 0)
+            ordered = all(map(le, islice(stored, start, None), islice(stored, start + 1, None)))
+            self._in_order = (len(stored), ordered)
+        return ordered
 
     def line_span(self, doc: int) -> tuple[int, int]:
         end = self.starts[doc + 1] if doc + 1 < len(self.starts) else self.offset
@@ -395,6 +414,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         cache.offset, cache.crc = image.covered_bytes, image.log_crc
         cache.lines = cache.covered = image.covered_lines
         cache.starts, cache.digests = image.sections["starts"], image.sections["digests"]
+        cache.stored = image.sections["stored"]
         # Profiles and retractions (kind ≠ 0), found at C speed among 100k+ kinds.
         others = [m.start() for m in _NOT_CONVERSATION.finditer(cache.index.kinds)]
         cache.extras = self._read_docs(cache, others)
@@ -415,7 +435,7 @@ class RemoteMemoryStore(IndexedMemoryStore):
         if cache.identity is None:
             return False
         cache.covered = cache.lines
-        sections.update(starts=cache.starts, digests=cache.digests)
+        sections.update(starts=cache.starts, digests=cache.digests, stored=cache.stored)
         image = IndexImage(self._key, cache.offset, cache.lines, cache.crc, counters, sections)
         try:
             fd = self._open_cached(cache)
@@ -616,6 +636,15 @@ class RemoteMemoryStore(IndexedMemoryStore):
         except IndexDamagedError:
             found = self._rebuild().index.neighbours(memory_ids)
         return {memory_id: SourceNeighbours(*pair) for memory_id, pair in found.items()}
+
+    def known_at_view(self, known_at: datetime) -> JsonlKnownAt | None:
+        """The store as it stood at ``known_at``: the log's prefix stored by then, cut from
+        this reader's index (None when a record's ``stored_at`` goes back in log order:
+        that set is no prefix, and ``store_known_at`` reads every record instead)."""
+        cache = self._refresh()
+        if not cache.stored_in_order():
+            return None
+        return JsonlKnownAt(self, known_at, cache)
 
     @property
     def index(self) -> InvertedIndex:
@@ -1048,3 +1077,81 @@ class RemoteMemoryStore(IndexedMemoryStore):
             raise
         if several:
             note_pending(lock_fd, None)
+
+
+# A JSONL store as it stood at a past time, cut from its reader's index.
+#
+# ``stored_at`` never decreases in log order (the store checks it before it offers this
+# view), so the records stored by ``known_at`` are a prefix of the log: the index is cut
+# there (``_retrieval/_prefix.py``) and only the records a recall needs are parsed. Every
+# read answers as ``KnownAtVectorStore``'s does over the same records.
+class JsonlKnownAt(KnownAtVectorStore):
+    """``store`` at ``known_at``, read through ``cache`` (its reader's, in stored order)."""
+
+    def __init__(self, store: RemoteMemoryStore, known_at: datetime, cache: _Cache) -> None:
+        self._jsonl, self._cache = store, cache
+        self._all: tuple[StoredMemory, ...] | None = None
+        super().__init__(store, known_at)
+
+    def _read(self, store: MemoryStore) -> None:
+        self._cut(bisect_right(self._cache.stored, micros_of(self.known_at)))
+
+    def _cut(self, count: int) -> None:
+        """The view of the log's first ``count`` records."""
+        cache = self._cache
+        # Profiles and retractions, in log order: those of the prefix come first.
+        known = count - cache.index.kinds.count(0, 0, count)
+        self._extras = tuple(cache.extras[:known])
+        self._retracted_later = frozenset(_targets(cache.extras[known:]))
+        self.index = index_prefix(cache.index, count, _targets(self._extras))
+
+    def _again(self) -> None:
+        """Cut again from the log read anew (a part of the index file proved damaged);
+        the same prefix, whatever has been appended since."""
+        self._cache = self._jsonl._rebuild()
+        self._cut(len(self.index))
+
+    def read_all(self) -> tuple[StoredMemory, ...]:
+        if self._all is None:
+            self._all = tuple(self._load(range(len(self.index))))
+        return self._all
+
+    def records(self, kind: MemoryKind | str | None = None) -> tuple[StoredMemory, ...]:
+        if kind is not None and MemoryKind(kind) is not MemoryKind.CONVERSATION:
+            return tuple(r for r in self._extras if r.kind is MemoryKind(kind))
+        return super().records(kind)
+
+    def latest_profile(self) -> StoredMemory | None:
+        return latest_profile_of(self._extras)
+
+    def _load(self, docs: Sequence[int]) -> list[StoredMemory]:
+        return self._jsonl._load_docs(self._cache, docs)
+
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        self._with_terms(query.terms)
+        return super()._scan(query, top=top)
+
+    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
+        self._with_terms(query.terms)
+        return super().lexical_postings(query, terms)
+
+    def _with_terms(self, terms: Sequence[str]) -> None:
+        """``terms``' posting lists read (and checked) now, as the store's own recall does."""
+        try:
+            self._cache.index.load_terms(terms)
+        except IndexDamagedError:
+            self._again()
+
+    def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        try:
+            return super().source_neighbours(memory_ids)
+        except IndexDamagedError:
+            self._again()
+            return super().source_neighbours(memory_ids)
+
+
+def _targets(records: Sequence[StoredMemory]) -> list[str]:
+    """What the retractions among ``records`` retract."""
+    return [
+        r.retracts for r in records if r.kind is MemoryKind.RETRACTION and r.retracts is not None
+    ]
