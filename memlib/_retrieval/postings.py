@@ -1,13 +1,15 @@
 """Posting runs: a term's distinct doc numbers ascending, packed as "u4" (the in-process
 index), "<i8" (SQLite) or ">i8" (PostgreSQL's int8send order); a SQL store keeps each
-doc's tf and two lengths (``LENGTHS``) beside it. numpy serves big batches and queries."""
+doc's tf and two lengths (``LENGTHS``) beside it, and keeps the runs its recalls read
+decoded between them (``RunCache``). numpy serves big batches and queries."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import chain
@@ -100,14 +102,7 @@ def merge_runs(
 ) -> MergedRuns:
     """Number the docs of ``runs`` (term → its ``(ids, tfs, lengths)``) and give ``terms``'
     postings in those numbers; ValueError when a run's columns do not line up."""
-    size, pair = _item_size(dtype), 2 * _item_size(LENGTHS)
-    total = 0
-    for term_runs in runs.values():
-        for ids, tfs, lengths in term_runs:
-            count = len(ids) // size
-            if len(ids) != count * size or len(tfs) != len(ids) or len(lengths) != count * pair:
-                raise ValueError("a posting run's ids, term frequencies and lengths differ")
-            total += count
+    total = sum(run_postings(term_runs, dtype) for term_runs in runs.values())
     np = postings_numpy(total) if total else None
     if np is None:
         return _merge_plain(runs, terms, dtype)
@@ -203,6 +198,182 @@ def _merge_numpy(
         content_tokens=_as_array(np, lengths[:, 1], "I"),
         postings=tuple(postings),
     )
+
+
+# Postings a ``RunCache`` keeps at most (a doc number and a term frequency: 8 bytes
+# each): 64 MB, the runs of a few words that are in most records of a 1M-record scope
+# and of a hundred other queries' words (benchmarks/corpus.py: 7.5M postings).
+RUN_CACHE_POSTINGS = 8_000_000
+# A ``RunCache`` numbers docs by row id: not when that would number more than
+# ``4 * records + DENSE_SLACK`` docs (a scope whose ids other scopes' ids sit between).
+DENSE_SLACK = 65_536
+
+
+class RunCache:
+    """Terms' runs decoded once and numbered ``doc = row id - base`` (ascending as the
+    ids), kept while ``key`` holds, least recently used first: a warm query of terms
+    held reads no run. ``tokens`` / ``content_tokens``: each doc's two lengths (0 where
+    no term held has it); ``scratch``: what rankers derive from the postings (bm25's
+    saturations). Arrays handed out are never changed but for lengths not known yet:
+    renumbering replaces them."""
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+        self.terms: dict[str, tuple[array[int], array[int]]] = {}  # term → (docs, tfs)
+        self.postings = 0
+        self.scratch: dict[Any, Any] = {}
+        self.base = 0
+        self.tokens: array[int] = array("I")
+        self.content_tokens: array[int] = array("I")
+        self.bits: dict[str, Any] = {}  # term → its docs as a bitset (numpy packbits)
+        self._lock = threading.Lock()
+
+    def missing(self, terms: Iterable[str]) -> list[str]:
+        """Those of ``terms`` not held (the held ones now the most recently used)."""
+        with self._lock:
+            held = {t: self.terms.pop(t) for t in terms if t in self.terms}
+            self.terms.update(held)
+        return [t for t in terms if t not in held]
+
+    def merged(
+        self,
+        np: Any,
+        runs: Mapping[str, Sequence[tuple[bytes, bytes, bytes]]],
+        read: Sequence[str],
+        asked: Sequence[str],
+        terms: Sequence[str],
+        dtype: str,
+        records: int,
+    ) -> tuple[MergedRuns, int, Callable[[], list[int]]] | None:
+        """``merge_runs`` of the ``asked`` terms, held or ``read`` (their ``runs``),
+        numbered here, how many docs hold one and a function listing them; the read
+        ones are kept.
+        None, keeping nothing, when a held term has gone meanwhile or the ids would
+        number more than ``4 * records + DENSE_SLACK`` docs.
+        ValueError when a run's columns do not line up."""
+        decoded = {t: _decoded(np, r, dtype) for t, r in runs.items() if r}
+        with self._lock:
+            if read and not self._number(np, decoded, read, records):
+                return None
+            if any(t not in self.terms for t in asked):
+                return None
+            self._fit(asked)
+            merged = MergedRuns(
+                row_ids=range(self.base, self.base + len(self.tokens)),
+                tokens=self.tokens,
+                content_tokens=self.content_tokens,
+                postings=tuple(self.terms[t] for t in terms),
+            )
+            return merged, *self._candidates(np, asked)
+
+    def _candidates(self, np: Any, asked: Sequence[str]) -> tuple[int, Callable[[], list[int]]]:
+        """How many docs hold one of ``asked``, and a function listing them. Many: on
+        bitsets, a big term's kept in ``bits`` while the numbering stays."""
+        n = len(self.tokens)
+        views = {t: np.frombuffer(self.terms[t][0], np.uint32) for t in asked}
+        if sum(map(len, views.values())) * 8 < n or not hasattr(np, "bitwise_count"):
+            # sorted, then each first of its value (np.unique hashes first: several times slower)
+            docs = np.sort(np.concatenate([np.zeros(0, np.uint32), *views.values()]))
+            docs = docs[np.concatenate(([True], docs[1:] != docs[:-1]))] if len(docs) else docs
+            return len(docs), docs.tolist
+        union = np.zeros((n + 7) // 8, dtype=np.uint8)
+        for term, docs in views.items():
+            if len(docs) * 32 < n:  # its bitset would be the bigger: marked bit by bit
+                np.bitwise_or.at(union, docs >> 3, np.left_shift(1, 7 - (docs & 7), dtype=np.uint8))
+                continue
+            bits = self.bits.get(term)
+            if bits is None:
+                seen = np.zeros(n, dtype=bool)
+                seen[docs] = True
+                bits = self.bits[term] = np.packbits(seen)
+            union |= bits
+        return int(np.bitwise_count(union).sum()), lambda: np.flatnonzero(
+            np.unpackbits(union, count=n)
+        ).tolist()
+
+    def _number(
+        self, np: Any, decoded: dict[str, tuple[Any, Any, bytes]], read: Sequence[str], records: int
+    ) -> bool:
+        """Keep the ``read`` terms (``decoded``: those with runs), renumbering what is held
+        when one of them has an id below ``base``."""
+        ends = [(int(ids[0]), int(ids[-1])) for ids, _, _ in decoded.values()]
+        if self.tokens or not ends:
+            ends.append((self.base, self.base + len(self.tokens) - 1))
+        base = min(first for first, _ in ends)
+        size = max(last for _, last in ends) - base + 1
+        if size > 4 * records + DENSE_SLACK:
+            return False
+        same = (base, size) == (self.base, len(self.tokens))
+        if not same:
+            self.bits = {}
+        if self.tokens and base != self.base:  # a doc below the first: every one moves up
+            for term, (held, freqs) in self.terms.items():
+                moved = np.frombuffer(held, np.uint32) + np.uint32(self.base - base)
+                self.terms[term] = (_as_array(np, moved, "I"), freqs)
+        new = []
+        for term in read:
+            ids, tfs, lengths = decoded.get(term) or (np.zeros(0, np.int64), (), b"")
+            docs = np.subtract(ids, base, dtype=np.int64).astype(np.uint32)
+            new.append((docs, lengths))
+            self.terms[term] = (_as_array(np, docs, "I"), _as_array(np, tfs, "I"))
+            self.postings += len(docs)
+        self._lengths(np, base, size, new, same)
+        return True
+
+    def _lengths(
+        self, np: Any, base: int, size: int, new: list[tuple[Any, bytes]], same: bool
+    ) -> None:
+        """``tokens`` / ``content_tokens`` of ``size`` docs from ``base`` with those of the
+        ``new`` docs ((docs, their lengths packed) each): written into the arrays held
+        when the numbering is the same (a doc's lengths never change while ``key``
+        holds, so a reader of them sees the same values), else into new ones."""
+        if same:
+            tokens = np.frombuffer(self.tokens, np.uint32)
+            content = np.frombuffer(self.content_tokens, np.uint32)
+        else:
+            tokens, content = np.zeros(size, np.uint32), np.zeros(size, np.uint32)
+            at = self.base - base
+            tokens[at : at + len(self.tokens)] = self.tokens
+            content[at : at + len(self.tokens)] = self.content_tokens
+        for docs, lengths in new:
+            pairs = np.frombuffer(lengths, LENGTHS).reshape(-1, 2)
+            tokens[docs], content[docs] = pairs[:, 0], pairs[:, 1]
+        if not same:
+            self.base = base
+            self.tokens = _as_array(np, tokens, "I")
+            self.content_tokens = _as_array(np, content, "I")
+
+    def _fit(self, kept: Sequence[str]) -> None:
+        """Let go of the least recently used terms but ``kept`` while past the budget."""
+        for old in list(self.terms):
+            if self.postings <= RUN_CACHE_POSTINGS:
+                break
+            if old not in kept:
+                self.postings -= len(self.terms.pop(old)[0])
+                self.bits.pop(old, None)
+
+
+def _decoded(
+    np: Any, term_runs: Sequence[tuple[bytes, bytes, bytes]], dtype: str
+) -> tuple[Any, Any, bytes]:
+    """One term's runs (ascending, disjoint) as its ids (int64), term frequencies and
+    lengths (packed); ValueError when a run's columns do not line up."""
+    run_postings(term_runs, dtype)
+    ids = np.frombuffer(b"".join([i for i, _, _ in term_runs]), dtype=dtype)
+    tfs = np.frombuffer(b"".join([f for _, f, _ in term_runs]), dtype=dtype)
+    return ids.astype(np.int64), tfs, b"".join([n for _, _, n in term_runs])
+
+
+def run_postings(term_runs: Iterable[tuple[bytes, bytes, bytes]], dtype: str) -> int:
+    """How many postings ``term_runs`` hold; ValueError when a run's columns do not line up."""
+    size, pair = _item_size(dtype), 2 * _item_size(LENGTHS)
+    total = 0
+    for ids, tfs, lengths in term_runs:
+        count = len(ids) // size
+        if len(ids) != count * size or len(tfs) != len(ids) or len(lengths) != count * pair:
+            raise ValueError("a posting run's ids, term frequencies and lengths differ")
+        total += count
+    return total
 
 
 def count_matches(runs: Sequence[bytes], dtype: str) -> tuple[Sequence[int], Sequence[int]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABCMeta, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
@@ -22,7 +22,16 @@ from ..._retrieval import (
     top_of_matches,
     unpack_docs,
 )
-from ..._retrieval.postings import merge_runs, run_columns_without, tf_length_runs_by_term
+from ..._retrieval.postings import (
+    MergedRuns,
+    RunCache,
+    merge_runs,
+    numpy_or_none,
+    postings_numpy,
+    run_columns_without,
+    run_postings,
+    tf_length_runs_by_term,
+)
 from ..._safejson import loads
 from ..._vectors import (
     DenseScores,
@@ -72,6 +81,9 @@ _LIVE = (
 # A posting run as written: (term, its first record id, the ids packed, parallel to them
 # the term's frequency in each and their two lengths, ``retrieval.postings.LENGTHS``).
 Run = tuple[str, int, bytes, bytes, bytes]
+
+# A run's three columns as read: ids, term frequencies, lengths.
+_RunColumns = tuple[bytes, bytes, bytes]
 
 # A records row as the dialects insert it (after the scope): memory_id, kind, captured_ts,
 # captured_us, retracts, body, a conversation's length in terms, all / without stopwords.
@@ -202,6 +214,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         self._dense: tuple[tuple[int, str, int], tuple[str, ...], Any, dict[str, int]] | None = None
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
+        self._runs = RunCache(None)  # the runs recalls read, while scope_stats agrees
 
     def in_project(self, project: str | None) -> SqlMemoryStore:
         other = copy.copy(self)
@@ -528,30 +541,23 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return self._bodies_of(conn, kept)
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
-        """``LexicalScanning``: the postings of the query's terms, read in one snapshot; the
-        docs are the candidates in id order. No record row is read here: ``prefetch``
-        reads the docs a ranking keeps, ``candidates_of`` the hits."""
-        conn = self._connection()
+        """``LexicalScanning``: the postings of the query's terms as of one moment, docs in
+        id order. Warm, the runs come decoded from the ``RunCache`` and only ``scope_stats``
+        is read. No record row is read here: ``prefetch`` reads the docs a ranking keeps,
+        ``candidates_of`` the hits."""
         scope = self._key
-        found: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
-        searched = retracted = tokens = content_tokens = 0
-        if conn is not None:
-            with self._transaction(conn, write=False):
-                searched, retracted, tokens, content_tokens = self._counts(conn, query)
-                sql, listed = self.TF_RUNS_OF_TERMS, self._many(query.terms)
-                for term, run, tfs, lengths in self._run(self._blobs(conn), sql, scope, listed):
-                    found.setdefault(term, []).append((bytes(run), bytes(tfs), bytes(lengths)))
         try:
-            merged = merge_runs(found, terms, self.RUN_FORMAT)
+            counts, merged, candidates, scratch = self._merged(query, terms)
         except ValueError:
             raise RemoteMemoryCorruptionError(
                 f"posting runs and their term frequencies or lengths differ in {self._location}"
             ) from None
-        del found
+        searched, retracted, tokens, content_tokens = counts
         row_ids = merged.row_ids
-        count = len(row_ids)
-        timestamps: _Prefetched[float] = _Prefetched(count, "timestamp")
-        ids: _Prefetched[str] = _Prefetched(count, "memory id")
+        size = len(row_ids)
+        count, candidate_docs = candidates or (size, lambda: range(size))
+        timestamps: _Prefetched[float] = _Prefetched(size, "timestamp")
+        ids: _Prefetched[str] = _Prefetched(size, "memory id")
 
         def prefetch(docs: Sequence[int]) -> None:
             wanted = {row_ids[d]: d for d in docs if d not in ids.values}
@@ -578,7 +584,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return LexicalPostings(
             terms=tuple(terms),
             postings=merged.postings,
-            live=b"\x01" * count,
+            live=b"\x01" * size,
             tokens=merged.tokens,
             content_tokens=merged.content_tokens,
             timestamps=timestamps,
@@ -588,10 +594,72 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             retracted_records=retracted,
             searched_token_count=tokens,
             searched_content_token_count=content_tokens,
-            candidate_docs=lambda: range(count),
+            candidate_docs=candidate_docs,
             candidates_of=candidates_of,
             prefetch=prefetch,
+            scratch=scratch,
         )
+
+    def _term_runs(
+        self, query: RecallQuery, *, every: bool = False
+    ) -> tuple[tuple[int, ...], RunCache, list[str], dict[str, list[_RunColumns]]]:
+        """As of one moment: the scope's counts, their ``RunCache``, the query's terms it
+        lacks (``every``: all of them) and their runs. Warm, one read of ``scope_stats``."""
+        conn = self._connection()
+        if conn is None:
+            return (0, 0, 0, 0), RunCache(None), list(query.terms), {}
+        with self._failures("read"):
+            got = self._read_runs(conn, query, every=every)
+            # Each statement its own snapshot: the runs read are of the counts read before
+            # them if those have not moved since (every change of the postings moves them).
+            if not got[2] or self._counts(conn, query)[:2] == got[0][:2]:
+                return got
+        with self._transaction(conn, write=False):
+            return self._read_runs(conn, query, every=every)
+
+    def _read_runs(
+        self, conn: Any, query: RecallQuery, *, every: bool
+    ) -> tuple[tuple[int, ...], RunCache, list[str], dict[str, list[_RunColumns]]]:
+        """``_term_runs`` on ``conn``; ``every``: read the runs of every term."""
+        counts = self._counts(conn, query)
+        key = (counts[0], counts[1])
+        if self._runs.key != key:
+            # Searched and retracted together move on every change of the postings (an
+            # append adds to their sum, a retraction to retracted), never back.
+            self._runs = RunCache(key)
+        cache = self._runs
+        read = list(query.terms) if every else cache.missing(query.terms)
+        found: dict[str, list[_RunColumns]] = {}
+        if read:
+            sql = self.TF_RUNS_OF_TERMS
+            rows = self._run(self._blobs(conn), sql, self._key, self._many(read))
+            for term, run, tfs, lengths in rows:
+                found.setdefault(term, []).append((bytes(run), bytes(tfs), bytes(lengths)))
+        return counts, cache, read, found
+
+    def _merged(
+        self, query: RecallQuery, terms: Sequence[str]
+    ) -> tuple[
+        tuple[int, ...],
+        MergedRuns,
+        tuple[int, Callable[[], Sequence[int]]] | None,
+        dict[Any, Any] | None,
+    ]:
+        """The scope's counts and the query's runs merged, as of one moment, how many docs
+        are candidates and which (None: every doc) and the rankers' scratch for those
+        runs. Through the ``RunCache`` once numpy is in."""
+        counts, cache, read, found = self._term_runs(query)
+        fmt = self.RUN_FORMAT
+        total = sum(run_postings(term_runs, fmt) for term_runs in found.values())
+        if len(read) < len(query.terms) or postings_numpy(total) is not None:
+            np, records = numpy_or_none(), sum(cache.key or ())
+            got = cache.merged(np, found, read, query.terms, terms, fmt, records)
+            if got is not None:
+                merged, count, candidate_docs = got
+                return counts, merged, (count, candidate_docs), cache.scratch
+            if len(read) < len(query.terms):  # what it held is no help: read them all
+                counts, _, _, found = self._term_runs(query, every=True)
+        return counts, merge_runs(found, terms, fmt), None, None
 
     def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
         """The reference refuses a query of another scope as soon as it sees a record."""
