@@ -19,7 +19,7 @@ import pytest
 
 from memlib import MemoryKind, MemorySource, RemoteMemoryStore
 from memlib.stores import _base as base
-from memlib.stores._known_at import store_known_at
+from memlib.stores._known_at import KnownAtStore, store_known_at
 from memlib.stores._sources import SourceNeighbours, source_neighbours_of
 from memlib.stores.jsonl import _index as jsonl_index
 from memlib.stores.jsonl._doctor import check_store
@@ -256,6 +256,7 @@ def test_a_long_source_with_retracted_runs(folder: Path, monkeypatch: pytest.Mon
     assert len(expected) == 5_000 - len(gone)
     assert store.source_neighbours(ids) == expected  # the writer's own index
     view = store_known_at(store, store.read_all()[-1].stored_at)
+    assert isinstance(view, KnownAtStore)  # the JSONL prefix view is one
     assert view.source_neighbours(ids) == expected
     no_parsing(monkeypatch)
     fresh = RemoteMemoryStore(log, user_id=USER)  # index file, then a tail of retractions
