@@ -574,8 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
         "sizes": [],
     }
-    pg = _postgres(log, max([*ints(args.sessions), args.crash_sessions]))
+    # The folder first: a bad --workdir must not leave a started cluster behind.
     args.workdir = tempfile.mkdtemp(prefix="memlib-load-", dir=args.workdir)
+    pg = _postgres(log, max([*ints(args.sessions), args.crash_sessions]))
     try:
         for n in ints(args.records):
             report["sizes"].append(run_size(n, args, pg, log))
