@@ -273,15 +273,11 @@ class _ServerScores(DenseScores):
     _store: PostgresMemoryStore
     _wanted: Any
     _hnsw: bool
-    _load_whole: Callable[[], DenseScores] | None
+    _load_whole: Callable[[], DenseScores]
     _rows: dict[str, Any]
 
     def __init__(
-        self,
-        store: PostgresMemoryStore,
-        wanted: Any,
-        hnsw: bool,
-        whole: Callable[[], DenseScores] | None = None,
+        self, store: PostgresMemoryStore, wanted: Any, hnsw: bool, whole: Callable[[], DenseScores]
     ) -> None:
         object.__setattr__(self, "_store", store)
         object.__setattr__(self, "_wanted", wanted)
@@ -317,7 +313,6 @@ class _ServerScores(DenseScores):
 
     @cached_property
     def _whole(self) -> DenseScores:
-        assert self._load_whole is not None  # only hnsw_recall makes one without
         return self._load_whole()
 
     @property
@@ -682,17 +677,3 @@ class PostgresMemoryStore(SqlMemoryStore):
         target = f"{self.schema}.postings (user_scope, term, first_id, record_ids, tfs, lengths)"
         types = ["text", "text", "int8", "bytea", "bytea", "bytea"]
         _copy_in(conn, target, types, ((scope, *run) for run in runs))
-
-
-def hnsw_recall(store: PostgresMemoryStore, queries: Any, k: int = 10) -> float:
-    """Recall@k of the HNSW search against the exact one over ``queries`` (query vectors,
-    one a row): the share of the exact ``k`` best that the index finds too. The store's
-    vectors need an index of their dimension (``memlib db init --hnsw``)."""
-    found = wanted = 0
-    for vector in require_numpy().asarray(queries, dtype="float32"):
-        exact, approximate = (
-            {m for m, _ in _ServerScores(store, vector, hnsw).top(k)} for hnsw in (False, True)
-        )
-        found += len(exact & approximate)
-        wanted += len(exact)
-    return found / wanted if wanted else 1.0
