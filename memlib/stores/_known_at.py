@@ -6,7 +6,7 @@ records again as they stood at T."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
@@ -113,12 +113,15 @@ class KnownAtStore(IndexedMemoryStore):
     def _load(self, docs: Sequence[int]) -> list[StoredMemory]:
         return [self._records[d] for d in docs]
 
-    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+    def _check_scope(self, query: RecallQuery) -> None:
         self.index.check_scope(query, self.user_scope)
+
+    def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        self._check_scope(query)
         return scan_from_index(self.index, query, self._load, top=top)
 
     def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
-        self.index.check_scope(query, self.user_scope)
+        self._check_scope(query)
         return lexical_from_index(self.index, query, terms, self._load)
 
 
@@ -132,10 +135,18 @@ class KnownAtVectorStore(KnownAtStore):
         self._vectors = store
         self.embedder: Embedder | None = store.embedder
 
+    def _at_t(self) -> tuple[Container[str], frozenset[str], int]:
+        """What the dense path needs of T: which of the ids it asks about (those with a
+        vector now, the targets of later retractions, their turns after) are searched at T,
+        the targets of the retractions stored later, and how many records are searched."""
+        index = self.index
+        live = {index.ids[d] for d, flag in enumerate(index.live) if flag}
+        return live, self._retracted_later, index.searched
+
     def vector_state(self) -> VectorState:
         now = self._vectors.vector_state()
         if now.model is None:
-            return VectorState(None, 0, 0, self.index.searched)
+            return VectorState(None, 0, 0, self._at_t()[2])
         import numpy as np  # a store with a model has vectors, and so numpy
 
         query = normalize_recall_query(
@@ -148,10 +159,10 @@ class KnownAtVectorStore(KnownAtStore):
     def dense_scores(
         self, query: RecallQuery, vector: Any, *, model: str, dimension: int
     ) -> DenseScores:
-        self.index.check_scope(query, self.user_scope)
+        self._check_scope(query)
         now = self._vectors.dense_scores(query, vector, model=model, dimension=dimension)
-        live = {self.index.ids[d] for d, flag in enumerate(self.index.live) if flag}
-        stale = self._stale_pairs(live, model)
+        live, retracted_later, searched = self._at_t()
+        stale = self._stale_pairs(live, retracted_later, model)
         keep = [
             i for i, memory_id in enumerate(now.ids) if memory_id in live and memory_id not in stale
         ]
@@ -161,9 +172,7 @@ class KnownAtVectorStore(KnownAtStore):
         # Live at T, without their vector of then: a later retraction dropped it (or, for
         # pairs, made it read another turn before), embedded again by the store's model.
         embedded = set(ids)
-        revived = sorted(
-            m for m in self._retracted_later | stale if m in live and m not in embedded
-        )
+        revived = sorted(m for m in retracted_later | stale if m in live and m not in embedded)
         if revived and (embedder := self._embedder_of(model)) is not None:
             import numpy as np  # dense scores are numpy arrays already
 
@@ -173,13 +182,15 @@ class KnownAtVectorStore(KnownAtStore):
             scores = np.concatenate([scores, matrix @ query_vector])
             rows += list(matrix)
         vector_of = rows.__getitem__ if now.vector_of is not None or not keep else None
-        return DenseScores(ids, scores, self.index.searched - len(ids), vector_of=vector_of)
+        return DenseScores(ids, scores, searched - len(ids), vector_of=vector_of)
 
-    def _stale_pairs(self, live: set[str], model: str) -> set[str]:
+    def _stale_pairs(
+        self, live: Container[str], retracted_later: frozenset[str], model: str
+    ) -> set[str]:
         """Pair vectors: the records live at T whose turn before then was retracted later."""
         if not reads_pairs(model):
             return set()
-        targets = sorted(m for m in self._retracted_later if m in live)
+        targets = sorted(m for m in retracted_later if m in live)
         return {n.next for n in self.source_neighbours(targets).values() if n.next is not None}
 
     def _texts(self, memory_ids: Sequence[str], model: str) -> list[str]:

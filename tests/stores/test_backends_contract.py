@@ -368,9 +368,9 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
         assert main(["--store", url, "db", "init"]) == 0
         assert main(["--store", url, "db", "status"]) == 0
         assert capsys.readouterr().out.splitlines() == [
-            "PostgreSQL schema cli_init_test: created schema version 6",
-            "PostgreSQL schema cli_init_test: schema version 6, nothing to do",
-            "PostgreSQL schema cli_init_test: schema version 6",
+            "PostgreSQL schema cli_init_test: created schema version 7",
+            "PostgreSQL schema cli_init_test: schema version 7, nothing to do",
+            "PostgreSQL schema cli_init_test: schema version 7",
             "dense search: in the client (the server has no pgvector)",
         ]
         store = open_store(url, user_id="alice", clock=fixed_clock())
@@ -383,8 +383,8 @@ def test_db_init_command(pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["--store", db, "db", "init"]) == 0
     assert main(["--store", db, "db", "init"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "SQLite store: created schema version 6",
-        "SQLite store: schema version 6, nothing to do",
+        "SQLite store: created schema version 7",
+        "SQLite store: schema version 7, nothing to do",
     ]
 
 
@@ -430,9 +430,9 @@ def test_db_init_upgrades_a_version_1_postgresql_schema(pg_dsn: str) -> None:  #
         conn.cursor().executemany("INSERT INTO upgrade_test.postings VALUES (%s, %s, %s)", pairs)
         conn.execute("UPDATE upgrade_test.meta SET value = '1' WHERE key = 'schema_version'")
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 1, need 6"):
+        with pytest.raises(RemoteMemoryError, match="version 1, need 7"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (1, 6)
+        assert init_store_schema(url)[1:] == (1, 7)
         reopened = open_store(url, user_id="alice")
         assert isinstance(reopened, PostgresMemoryStore)
         engine = RecallEngine(reopened)
@@ -492,7 +492,7 @@ def test_a_version_1_sqlite_store_is_converted_on_open(tmp_path: Path) -> None:
         .execute("SELECT value FROM memlib_meta WHERE key = 'schema_version'")
         .fetchone()
     )
-    assert version == ("6",)
+    assert version == ("7",)
     reopened.close()
 
 
@@ -616,6 +616,7 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     ).fetchall()
     # Back to version 2, as the previous memlib wrote it.
     conn.executescript(
+        "DROP INDEX records_stored; ALTER TABLE records DROP COLUMN stored_us;"
         "ALTER TABLE postings DROP COLUMN tfs; ALTER TABLE records DROP COLUMN tokens;"
         "ALTER TABLE records DROP COLUMN content_tokens;"
         "UPDATE memlib_meta SET value = '2' WHERE key = 'schema_version';"
@@ -627,7 +628,7 @@ def test_a_version_2_sqlite_store_gains_term_frequencies_on_open(tmp_path: Path)
     conn = sqlite3.connect(path)
     assert conn.execute(
         "SELECT value FROM memlib_meta WHERE key = 'schema_version'"
-    ).fetchone() == ("6",)
+    ).fetchone() == ("7",)
     assert (
         conn.execute("SELECT id, tokens, content_tokens FROM records ORDER BY id").fetchall()
         == lengths_before
@@ -658,9 +659,9 @@ def test_db_init_upgrades_a_version_2_postgresql_schema(pg_dsn: str) -> None:  #
         )
         conn.execute("UPDATE upgrade_tf_test.meta SET value = '2' WHERE key = 'schema_version'")
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 2, need 6"):
+        with pytest.raises(RemoteMemoryError, match="version 2, need 7"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (2, 6)
+        assert init_store_schema(url)[1:] == (2, 7)
         reopened = open_store(url, user_id="alice")
         assert _bm25_recalls(reopened) == before
         conn = reopened._connection()  # type: ignore[attr-defined]

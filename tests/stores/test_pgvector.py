@@ -278,7 +278,7 @@ def test_db_init_enables_pgvector_and_fills_the_column(
     owned_database("ALTER ROLE memlib_owner SET search_path = m")
     assert main(["--store", url, "db", "init"]) == 0
     assert _lines(capsys) == [
-        "PostgreSQL schema m: created schema version 6",
+        "PostgreSQL schema m: created schema version 7",
         "dense search: in the client (pgvector 0.8.2 is available, not installed: a "
         "privileged user can run CREATE EXTENSION vector, then `memlib db init`)",
     ]
@@ -288,12 +288,12 @@ def test_db_init_enables_pgvector_and_fills_the_column(
     owned_database("CREATE EXTENSION vector")
     assert main(["--store", url, "db", "status"]) == 0
     assert _lines(capsys) == [
-        "PostgreSQL schema m: schema version 6",
+        "PostgreSQL schema m: schema version 7",
         "dense search: in the client (pgvector 0.8.2 is installed: run `memlib db init` to use it)",
     ]
     assert main(["--store", url, "db", "init"]) == 0
     assert _lines(capsys) == [
-        "PostgreSQL schema m: schema version 6, nothing to do",
+        "PostgreSQL schema m: schema version 7, nothing to do",
         "dense search: pgvector 0.8.2 in the database (exact)",
     ]
     stored = store.vector_state().stored

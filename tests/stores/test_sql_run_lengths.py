@@ -250,9 +250,9 @@ def _upgraded(url: str, users: tuple[str, ...]) -> list[Any]:
     if url.startswith("postgresql"):
         from memlib.stores._admin import init_store_schema
 
-        with pytest.raises(RemoteMemoryError, match="version 4, need 6.*db init"):
+        with pytest.raises(RemoteMemoryError, match="version 4, need 7.*db init"):
             open_store(url, user_id=USER).read_all()
-        assert init_store_schema(url)[1:] == (4, 6)
+        assert init_store_schema(url)[1:] == (4, 7)
     return [open_store(url, user_id=user) for user in users]
 
 
@@ -267,7 +267,7 @@ def test_an_upgrade_rebuilds_runs_lengths_and_counts_page_by_page(
     monkeypatch.setattr(SqlMemoryStore, "_REBUILD_PAGE", 7)  # many pages, scopes mixed
     reopened = _upgraded(sql_url, (USER, "bob"))
     assert _postings_by_term(reopened[0]) == index_before  # the first read upgrades
-    assert reopened[0].schema_version() == SCHEMA_VERSION == 6
+    assert reopened[0].schema_version() == SCHEMA_VERSION == 7
     assert _check_lengths_in_step(reopened[0]) > 0
     assert [_recalls(store) for store in reopened] == before
     for store in reopened:

@@ -107,7 +107,7 @@ def test_a_version_5_sqlite_store_gains_the_source_index_on_open(tmp_path: Path)
     reopened = open_store(f"sqlite:{path}", user_id="alice")
     assert isinstance(reopened, SqlMemoryStore)
     assert reopened.source_neighbours(list(expected)) == expected  # the first read upgrades
-    assert reopened.schema_version() == SCHEMA_VERSION == 6
+    assert reopened.schema_version() == SCHEMA_VERSION == 7
     names = {
         row[0]
         for row in sqlite3.connect(path).execute(
@@ -137,9 +137,9 @@ def test_db_init_gives_a_version_5_postgresql_schema_the_source_index(
             "UPDATE sources_upgrade_test.meta SET value = '5' WHERE key = 'schema_version'"
         )
         store.close()
-        with pytest.raises(RemoteMemoryError, match="version 5, need 6.*db init"):
+        with pytest.raises(RemoteMemoryError, match="version 5, need 7.*db init"):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (5, 6)
+        assert init_store_schema(url)[1:] == (5, 7)
         reopened = open_store(url, user_id="alice")
         assert isinstance(reopened, SqlMemoryStore)
         assert reopened.source_neighbours(list(expected)) == expected

@@ -111,7 +111,7 @@ def test_a_postgresql_schema_of_each_version_is_upgraded_by_db_init(
             conn.execute(fixture.read_text(encoding="utf-8").replace("memlib_fixture", name))
         old = f"{pg_dsn}?schema={name}"
         if version < SCHEMA_VERSION:
-            with pytest.raises(RemoteMemoryError, match=f"version {version}, need 6.*db init"):
+            with pytest.raises(RemoteMemoryError, match=f"version {version}, need 7.*db init"):
                 open_store(old, user_id="alice").read_all()
         assert init_store_schema(old)[1:] == (version, SCHEMA_VERSION)
         assert init_store_schema(old)[1:] == (SCHEMA_VERSION, SCHEMA_VERSION)

@@ -525,7 +525,7 @@ def test_a_version_3_sqlite_store_gains_vectors_on_open(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute(
         "SELECT value FROM memlib_meta WHERE key = 'schema_version'"
-    ).fetchone() == ("6",)
+    ).fetchone() == ("7",)
     conn.close()
 
 
@@ -551,10 +551,10 @@ def test_a_version_3_postgresql_schema_needs_db_init(pg_dsn: str) -> None:  # no
         )
         store.close()
         with pytest.raises(
-            RemoteMemoryError, match=r"version 3, need 6.*memlib --store URL db init"
+            RemoteMemoryError, match=r"version 3, need 7.*memlib --store URL db init"
         ):
             open_store(url, user_id="alice").read_all()
-        assert init_store_schema(url)[1:] == (3, 6)
+        assert init_store_schema(url)[1:] == (3, 7)
         reopened: Any = open_store(url, user_id="alice", embedder=EMBEDDER)
         assert [r.memory_id for r in reopened.read_all()] == ["m-1", "m-2"]
         assert reopened.vector_state() == VectorState(None, 0, 0, 2)

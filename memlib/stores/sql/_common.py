@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import copy
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
@@ -54,9 +55,10 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
-from ...records import MemoryKind, StoredMemory, project_name, record_json
+from ...records import MemoryKind, StoredMemory, parse_timestamp, project_name, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours
+from ._known_at import SqlKnownAt
 from ._schema import DERIVED, SCHEMA_VERSION
 
 # What reading a stored body may raise: invalid JSON, or past safejson's limits.
@@ -86,8 +88,9 @@ Run = tuple[str, int, bytes, bytes, bytes]
 _RunColumns = tuple[bytes, bytes, bytes]
 
 # A records row as the dialects insert it (after the scope): memory_id, kind, captured_ts,
-# captured_us, retracts, body, a conversation's length in terms, all / without stopwords.
-RecordRow = tuple[str, str, float, int, str | None, str, int | None, int | None]
+# captured_us, retracts, body, a conversation's length in terms, all / without stopwords,
+# stored_us.
+RecordRow = tuple[str, str, float, int, str | None, str, int | None, int | None, int]
 # A batch's conversation records as written: (row id, record, (terms, content length)).
 _Indexed = list[tuple[int, StoredMemory, tuple[Sequence[str], int]]]
 
@@ -102,6 +105,16 @@ def driver_error(
     if cause is not None:
         return RemoteMemoryStorageError(text)
     return RemoteMemoryError(text)
+
+
+def _micros(stored_at: str) -> int:
+    return micros_of(parse_timestamp(stored_at))
+
+
+def _known(at: int | None) -> tuple[str, tuple[int, ...]]:
+    """The condition (and its parameter) that a row was stored by ``at`` (microseconds;
+    None: at any time), for a ``known_at`` view."""
+    return ("", ()) if at is None else (" AND stored_us <= ?", (at,))
 
 
 def _storable(memory_ids: Iterable[Any]) -> list[Any]:
@@ -215,6 +228,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
         self._runs = RunCache(None)  # the runs recalls read, while scope_stats agrees
+
+    def known_at_view(self, known_at: datetime) -> SqlKnownAt:
+        """The store as it stood at ``known_at``, read through its indexes (``SqlKnownAt``)."""
+        return SqlKnownAt(self, known_at)
 
     def in_project(self, project: str | None) -> SqlMemoryStore:
         other = copy.copy(self)
@@ -359,14 +376,17 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         for statement in DERIVED:
             conn.execute(statement.format(s=self._prefix))
         have = {d[0] for d in self._run(conn, "SELECT * FROM {s}records LIMIT 0").description}
-        for column in ("tokens", "content_tokens"):  # schema 3's, missing before it
+        # schema 3's lengths and schema 7's stored_us, missing before them
+        added = (("tokens", "integer"), ("content_tokens", "integer"), ("stored_us", "bigint"))
+        for column, kind in added:
             if column not in have:
-                self._run(conn, f"ALTER TABLE {{s}}records ADD COLUMN {column} integer")
+                self._run(conn, f"ALTER TABLE {{s}}records ADD COLUMN {column} {kind}")
         return kept
 
     def _rebuild(self, conn: Any, kept: list[Any]) -> None:
-        """Every scope's lengths, runs and counts from the bodies, a page at a time in id
-        order (each term's runs cover ascending, disjoint id ranges), and ``kept``."""
+        """Every record's ``stored_us`` and every scope's lengths, runs and counts from the
+        bodies, a page at a time in id order (each term's runs cover ascending, disjoint id
+        ranges), and ``kept``."""
         sql = f"INSERT INTO {{s}}scope_stats (user_scope, {_VECTOR_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
         conn.cursor().executemany(self._q(sql), kept)
         sql = "SELECT user_scope, retracts FROM {s}records WHERE retracts IS NOT NULL"
@@ -376,18 +396,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         while page := self._run(conn, page_sql, last, self._REBUILD_PAGE).fetchall():
             last = int(page[-1][0])
             by_scope: dict[str, list[tuple[int, StoredMemory]]] = {}
+            stored: dict[int, tuple[int, int | None, int | None]] = {}  # row → its columns
             for row_id, scope, body in page:
                 record = self._parse_any(body)
                 rows = by_scope.setdefault(scope, [])
+                stored[int(row_id)] = (_micros(record.stored_at), None, None)
                 if record.kind is MemoryKind.CONVERSATION:
                     rows.append((int(row_id), record))
             for scope, rows in by_scope.items():
                 stats = term_stats(record for _, record in rows)
                 both = list(zip(rows, stats, strict=True))
-                conn.cursor().executemany(
-                    self._q("UPDATE {s}records SET tokens = ?, content_tokens = ? WHERE id = ?"),
-                    [(len(tokens), n, row_id) for (row_id, _), (tokens, n) in both],
-                )
+                for (row_id, _), (terms, n) in both:
+                    stored[row_id] = (stored[row_id][0], len(terms), n)
                 live = [
                     (row_id, tokens, n)
                     for (row_id, record), (tokens, n) in both
@@ -398,6 +418,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 tokens = sum(len(terms) for _, terms, _ in live)
                 content = sum(n for *_, n in live)
                 self._run(conn, _COUNT, len(live), len(rows) - len(live), tokens, content, scope)
+            sql = "UPDATE {s}records SET stored_us = ?, tokens = ?, content_tokens = ? WHERE id = ?"
+            conn.cursor().executemany(
+                self._q(sql), [(*columns, row_id) for row_id, columns in stored.items()]
+            )
 
     def _parse(self, body: str) -> StoredMemory:
         return self._check_owner(self._parse_any(body))
@@ -415,13 +439,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return self._records_where(" AND kind = ?", MemoryKind(kind).value)
 
     def latest_profile(self) -> StoredMemory | None:
+        return self._latest_profile()
+
+    def _latest_profile(self, at: int | None = None) -> StoredMemory | None:
+        """The latest profile (of the records stored by ``at``, in microseconds)."""
         # Profiles and retractions only: through records_scope_kind, never a scan of the
         # scope (every session start and profile read asks this).
-        rows = self._read(
+        sql = (
             "SELECT body FROM {s}records {profile_index} "
-            "WHERE user_scope = ? AND kind <> 'conversation' ORDER BY id",
-            self._key,
+            "WHERE user_scope = ? AND kind <> 'conversation'"
         )
+        known, by = _known(at)
+        rows = self._read(sql + known + " ORDER BY id", self._key, *by)
         return latest_profile_of(self._parse(body) for (body,) in rows)
 
     def retraction_of(self, memory_id: str) -> StoredMemory | None:
@@ -431,46 +460,70 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         found = self._records_where(" AND retracts = ?", memory_id)
         return found[0] if found else None
 
-    def _by_memory_ids(self, columns: str, memory_ids: Iterable[str]) -> list[Any]:
+    def _by_memory_ids(
+        self, columns: str, memory_ids: Iterable[str], at: int | None = None
+    ) -> list[Any]:
         sql = f"SELECT {columns} FROM {{s}}records WHERE user_scope = ? AND memory_id {{any}}"
-        return self._read(sql, self._key, self._many(memory_ids))
+        known, by = _known(at)
+        return self._read(sql + known, self._key, self._many(memory_ids), *by)
 
     def existing_ids(self, memory_ids: Sequence[str]) -> set[str]:
-        return {m for (m,) in self._by_memory_ids("memory_id", _storable(memory_ids))}
+        return self._existing_ids(memory_ids)
+
+    def _existing_ids(self, memory_ids: Sequence[str], at: int | None = None) -> set[str]:
+        return {m for (m,) in self._by_memory_ids("memory_id", _storable(memory_ids), at)}
 
     def records_by_id(self, memory_ids: Sequence[str]) -> list[StoredMemory]:
-        """The scope's records of those of ``memory_ids`` that exist, in the order asked."""
+        return self._records_by_id(memory_ids)
+
+    def _records_by_id(
+        self, memory_ids: Sequence[str], at: int | None = None
+    ) -> list[StoredMemory]:
+        """The scope's records of those of ``memory_ids`` that exist (stored by ``at``), in
+        the order asked."""
         memory_ids = _storable(memory_ids)
         if not memory_ids:
             return []
-        rows = self._by_memory_ids("memory_id, body", set(memory_ids))
+        rows = self._by_memory_ids("memory_id, body", set(memory_ids), at)
         found = {memory_id: self._parse(body) for memory_id, body in rows}
         return [found[m] for m in memory_ids if m in found]
 
     def source_neighbours(self, memory_ids: Sequence[str]) -> dict[str, SourceNeighbours]:
+        return self._source_neighbours(memory_ids)
+
+    def _source_neighbours(
+        self, memory_ids: Sequence[str], at: int | None = None
+    ) -> dict[str, SourceNeighbours]:
         """Each asked searched conversation record's neighbours in its source (``_sources``):
-        one statement, each neighbour one probe of the ``records_source`` index."""
+        one statement, each neighbour one probe of the ``records_source`` index. ``at``: of
+        the records stored by then, as their retractions stored by then left them."""
         memory_ids = _storable(memory_ids)
         conn = self._connection() if memory_ids else None
         if conn is None:
             return {}
         with self._failures("read"):
-            found = self._neighbours_of(conn, memory_ids)
+            found = self._neighbours_of(conn, memory_ids, at)
         return {m: SourceNeighbours(*found[m]) for m in memory_ids if m in found}
 
     def _neighbours_of(
-        self, conn: Any, memory_ids: Iterable[str]
+        self, conn: Any, memory_ids: Iterable[str], at: int | None = None
     ) -> dict[str, tuple[str | None, str | None]]:
         """``memory_id → (turn before, turn after)`` on ``conn`` (in its transaction)."""
         ids = self._many(set(memory_ids))
-        rows = self._run(conn, self._neighbours_sql(), self._key, ids)
+        # each live test below takes ``at`` twice: its record's and its retraction's
+        by = () if at is None else (at, at)
+        sql = self._neighbours_sql(at is not None)
+        rows = self._run(conn, sql, *by, *by, self._key, ids, *by)
         return {m: (before, after) for m, before, after in rows}
 
-    def _neighbours_sql(self) -> str:
+    def _neighbours_sql(self, known: bool = False) -> str:
         def live(a: str) -> str:
+            # known at T: stored by then, and no retraction stored by then names it
+            stored, retracted = f"{a}.stored_us <= ? AND ", f" AND x_{a}.stored_us <= ?"
             return (
-                f"NOT EXISTS (SELECT 1 FROM {{s}}records x_{a} WHERE x_{a}.user_scope = "
-                f"{a}.user_scope AND x_{a}.retracts = {a}.memory_id)"
+                f"{stored if known else ''}NOT EXISTS (SELECT 1 FROM {{s}}records x_{a} "
+                f"WHERE x_{a}.user_scope = {a}.user_scope AND x_{a}.retracts = {a}.memory_id"
+                f"{retracted if known else ''})"
             )
 
         def beside(a: str, op: str, order: str) -> str:
@@ -488,14 +541,25 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         )
 
     def _scan(self, query: RecallQuery, *, top: ScoreBound | None) -> CandidateScan:
+        def read(conn: Any) -> tuple[tuple[int, ...], list[bytes]]:
+            counts, listed = self._counts(conn, query), self._many(query.terms)
+            rows = self._run(self._blobs(conn), self.RUNS_OF_TERMS, self._key, listed)
+            return counts, [bytes(r) for (r,) in rows]
+
+        return self._scan_of(query, top, read)
+
+    def _scan_of(
+        self,
+        query: RecallQuery,
+        top: ScoreBound | None,
+        read: Callable[[Any], tuple[tuple[int, ...], Sequence[bytes]]],
+    ) -> CandidateScan:
+        """The scan of the counts and the query's runs (ids only) that ``read`` gives."""
         conn = self._connection()
         if conn is None:
             return CandidateScan((), 0, 0, 0, 0, 0)
-        scope = self._key
         with self._transaction(conn, write=False):  # one snapshot for counts and candidates
-            searched, retracted, tokens, content_tokens = self._counts(conn, query)
-            sql, listed = self.RUNS_OF_TERMS, self._many(query.terms)
-            runs = [bytes(r) for (r,) in self._run(self._blobs(conn), sql, scope, listed)]
+            (searched, retracted, tokens, content_tokens), runs = read(conn)
             ids, matched = count_matches(runs, self.RUN_FORMAT)
             if top is None:
                 records = self._bodies_of(conn, ids)
@@ -545,13 +609,31 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         id order. Warm, the runs come decoded from the ``RunCache`` and only ``scope_stats``
         is read. No record row is read here: ``prefetch`` reads the docs a ranking keeps,
         ``candidates_of`` the hits."""
-        scope = self._key
-        try:
+        with self._runs_checked():
             counts, merged, candidates, scratch = self._merged(query, terms)
+        return self._postings_of(query, terms, counts, merged, candidates, scratch)
+
+    @contextmanager
+    def _runs_checked(self) -> Iterator[None]:
+        """A run whose columns do not line up (ValueError) as the corruption it is."""
+        try:
+            yield
         except ValueError:
             raise RemoteMemoryCorruptionError(
                 f"posting runs and their term frequencies or lengths differ in {self._location}"
             ) from None
+
+    def _postings_of(
+        self,
+        query: RecallQuery,
+        terms: Sequence[str],
+        counts: tuple[int, ...],
+        merged: MergedRuns,
+        candidates: tuple[int, Callable[[], Sequence[int]]] | None,
+        scratch: dict[Any, Any] | None,
+    ) -> LexicalPostings:
+        """``LexicalPostings`` of ``merged`` (None ``candidates``: every doc is one)."""
+        scope = self._key
         searched, retracted, tokens, content_tokens = counts
         row_ids = merged.row_ids
         size = len(row_ids)
@@ -629,13 +711,17 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             self._runs = RunCache(key)
         cache = self._runs
         read = list(query.terms) if every else cache.missing(query.terms)
+        return counts, cache, read, self._tf_runs(conn, read)
+
+    def _tf_runs(self, conn: Any, terms: Sequence[str]) -> dict[str, list[_RunColumns]]:
+        """``terms``' runs, each term's by first id, with their three columns."""
         found: dict[str, list[_RunColumns]] = {}
-        if read:
+        if terms:
             sql = self.TF_RUNS_OF_TERMS
-            rows = self._run(self._blobs(conn), sql, self._key, self._many(read))
+            rows = self._run(self._blobs(conn), sql, self._key, self._many(terms))
             for term, run, tfs, lengths in rows:
                 found.setdefault(term, []).append((bytes(run), bytes(tfs), bytes(lengths)))
-        return counts, cache, read, found
+        return found
 
     def _merged(
         self, query: RecallQuery, terms: Sequence[str]
@@ -661,11 +747,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
                 counts, _, _, found = self._term_runs(query, every=True)
         return counts, merge_runs(found, terms, fmt), None, None
 
-    def _check_query_scope(self, conn: Any, query: RecallQuery) -> None:
-        """The reference refuses a query of another scope as soon as it sees a record."""
+    def _check_query_scope(self, conn: Any, query: RecallQuery, at: int | None = None) -> None:
+        """The reference refuses a query of another scope as soon as it sees a record (one
+        stored by ``at``)."""
         if query.user_scope != self.user_scope:
-            sql = "SELECT memory_id FROM {s}records WHERE user_scope = ? ORDER BY id LIMIT 1"
-            row = self._run(conn, sql, self._key).fetchone()
+            known, by = _known(at)
+            sql = f"SELECT memory_id FROM {{s}}records WHERE user_scope = ?{known} ORDER BY id"
+            sql += " LIMIT 1"
+            row = self._run(conn, sql, self._key, *by).fetchone()
             if row is not None:
                 raise RemoteMemoryScopeError(f"memory {row[0]} belongs to another user scope")
 
@@ -963,7 +1052,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         for r in batch:
             at = r.captured_datetime
             row = (r.memory_id, r.kind.value, at.timestamp(), micros_of(at), r.retracts)
-            rows.append((*row, record_json(r), *lengths.get(r.memory_id, (None, None))))
+            length = lengths.get(r.memory_id, (None, None))
+            rows.append((*row, record_json(r), *length, _micros(r.stored_at)))
         row_of = self._insert_records(conn, rows)
         if len(row_of) != len(rows):
             # Another writer's row won the race for these ids; the transaction rolls back.

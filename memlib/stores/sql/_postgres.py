@@ -31,8 +31,10 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # Records per batch above which they are staged by COPY (tests lower it).
 _STAGE_FROM = 64
 # A ``RecordRow``'s columns and their types.
-_COLUMNS = "memory_id, kind, captured_ts, captured_us, retracts, body, tokens, content_tokens"
-_TYPES = ("text", "text", "float8", "int8", "text", "text", "int4", "int4")
+_COLUMNS = (
+    "memory_id, kind, captured_ts, captured_us, retracts, body, tokens, content_tokens, stored_us"
+)
+_TYPES = ("text", "text", "float8", "int8", "text", "text", "int4", "int4", "int8")
 # What starts a binary COPY stream: the signature, then flags (4 bytes) and the length
 # of a header extension (4 bytes) that is skipped.
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"

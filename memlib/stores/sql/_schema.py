@@ -1,4 +1,4 @@
-"""The SQL store's schema, version 6, once per dialect; ``{s}`` is the schema prefix.
+"""The SQL store's schema, version 7, once per dialect; ``{s}`` is the schema prefix.
 
 ``records.body`` is the one source of truth and ``vectors`` cannot be derived (their model
 may be gone); an upgrade drops the rest (``DERIVED``) and rebuilds it (docs/contract.md).
@@ -6,13 +6,19 @@ may be gone); an upgrade drops the rest (``DERIVED``) and rebuilds it (docs/cont
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 DERIVED = (
     *(f"DROP TABLE IF EXISTS {{s}}{table}" for table in ("postings", "terms", "scope_stats")),
     *(
         f"DROP INDEX IF EXISTS {{s}}{index}"
-        for index in ("records_scope_kind", "records_retracts", "records_recent", "records_source")
+        for index in (
+            "records_scope_kind",
+            "records_retracts",
+            "records_recent",
+            "records_source",
+            "records_stored",
+        )
     ),
 )
 
@@ -20,15 +26,19 @@ SQLITE = (
     "CREATE TABLE IF NOT EXISTS memlib_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     # id: append order; captured_ts: captured_at.timestamp(), as rank_key; captured_us:
     # captured_at in microseconds, exact; body: the record's JSON, as in JSONL; tokens,
-    # content_tokens: a conversation's length in terms, all and without stopwords.
+    # content_tokens: a conversation's length in terms, all and without stopwords;
+    # stored_us: stored_at in microseconds, exact (derived from the body, as they are).
     "CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY, user_scope TEXT NOT NULL, "
     "memory_id TEXT NOT NULL, kind TEXT NOT NULL, captured_ts REAL NOT NULL, "
     "captured_us INTEGER NOT NULL, retracts TEXT, body TEXT NOT NULL, tokens INTEGER, "
-    "content_tokens INTEGER, UNIQUE (user_scope, memory_id))",
+    "content_tokens INTEGER, stored_us INTEGER, UNIQUE (user_scope, memory_id))",
     "CREATE INDEX records_scope_kind ON records (user_scope, kind) WHERE kind <> 'conversation'",
     "CREATE INDEX records_retracts ON records (user_scope, retracts) WHERE retracts IS NOT NULL",
     # The top-k walk reads a large group newest first.
     "CREATE INDEX records_recent ON records (user_scope, captured_ts)",
+    # ``known_at``: the records stored after an instant, and their lengths, from the index
+    # alone (memlib/stores/sql/_known_at.py).
+    "CREATE INDEX records_stored ON records (user_scope, stored_us, tokens, content_tokens)",
     # A conversation's neighbours in its source (stores/_sources.py), by append order.
     "CREATE INDEX records_source ON records (user_scope, "
     "CASE WHEN json_valid(body) THEN json_extract(body, '$.source.source_id') END, id) "
@@ -58,10 +68,12 @@ POSTGRES = (
     'memory_id text COLLATE "C" NOT NULL, kind text NOT NULL, '
     "captured_ts double precision NOT NULL, captured_us bigint NOT NULL, "
     'retracts text COLLATE "C", body text NOT NULL, tokens integer, content_tokens integer, '
-    "UNIQUE (user_scope, memory_id))",
+    "stored_us bigint, UNIQUE (user_scope, memory_id))",
     "CREATE INDEX records_scope_kind ON {s}records (user_scope, kind) WHERE kind <> 'conversation'",
     "CREATE INDEX records_retracts ON {s}records (user_scope, retracts) WHERE retracts IS NOT NULL",
     "CREATE INDEX records_recent ON {s}records (user_scope, captured_ts)",
+    "CREATE INDEX records_stored ON {s}records (user_scope, stored_us) "
+    "INCLUDE (id, tokens, content_tokens)",
     "CREATE INDEX records_source ON {s}records "
     "(user_scope, ((body::jsonb) -> 'source' ->> 'source_id'), id) WHERE kind = 'conversation'",
     # Runs as in SQLite, keyed by the term itself, ids big-endian as int8send writes them.

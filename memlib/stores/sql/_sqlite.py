@@ -360,7 +360,8 @@ class SqliteMemoryStore(SqlMemoryStore):
         try:
             conn.executemany(
                 "INSERT INTO records (id, user_scope, memory_id, kind, captured_ts, captured_us, "
-                "retracts, body, tokens, content_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "retracts, body, tokens, content_tokens, stored_us) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(row_id, self._key, *row) for row_id, row in enumerate(rows, next_id)],
             )
         except sqlite3.IntegrityError:
