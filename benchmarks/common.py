@@ -130,7 +130,8 @@ def drop(store: Any, schema: str | None) -> None:
 # parent's. With arguments it is `memlib ARGS`; with none, Python's start and `import
 # memlib` (the floor of every cold row); with "--embed-floor NAME TEXT", that plus loading
 # the embedder NAME and embedding TEXT once (the floor of a cold hybrid recall);
-# "--mcp-floor [NAME TEXT]" imports the MCP server (and its SDK) as well.
+# "--mcp-floor [NAME TEXT]" imports the MCP server (and its SDK) as well, and says "ready"
+# then, where a session would start to answer (``mcp_floor_run`` stops its clock there).
 COLD_CHILD = (
     "import atexit, sys\n"
     "def _peak():\n"
@@ -149,6 +150,8 @@ COLD_CHILD = (
     "    from memlib._vectors import query_vector\n"
     # A question is embedded as hybrid embeds it at recall time (e5's "query:" prefix).
     "    query_vector(embeddings.get_embedder(argv[1]), argv[2])\n"
+    "if argv[:1] == ['--mcp-floor']:\n"
+    "    print('ready', flush=True)\n"
     "elif argv and not floor:\n"
     "    import runpy\n"
     "    sys.argv = ['memlib', *argv]\n"
@@ -225,6 +228,27 @@ def cold_run(
         return wall, out.stdout, out.stderr
 
     return _rounds(run, rounds, before)
+
+
+def mcp_floor_run(args: Sequence[str], rounds: int = 3) -> dict[str, Any]:
+    """``cold_run`` of ``--mcp-floor ARGS``, timed from the spawn to the child's "ready", as
+    a cold session is timed to its answer: neither counts the process's exit."""
+    cmd, env = [sys.executable, "-c", COLD_CHILD, "--mcp-floor", *args], _child_env()
+
+    def run() -> tuple[float, str, str]:
+        start = time.perf_counter()
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env
+        ) as child:
+            assert child.stdout is not None
+            ready = child.stdout.readline()
+            wall = time.perf_counter() - start
+            out, err = child.communicate()
+        if child.returncode != 0 or ready != "ready\n":
+            raise ColdRunError(f"exit {child.returncode}: {err.strip()[-500:]}")
+        return wall, ready + out, err
+
+    return _rounds(run, rounds, None)
 
 
 def mcp_args(url: str, *embedder: str) -> list[str]:

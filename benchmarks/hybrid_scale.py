@@ -28,6 +28,7 @@ from benchmarks.common import (
     drop,
     mcp_args,
     mcp_cold_run,
+    mcp_floor_run,
     new_store_url,
     p50_p95,
     recall_args,
@@ -271,7 +272,7 @@ def hybrid_rows(model: Any, args: Any, shelf: Shelf, log: Log) -> dict[str, Any]
         f"hybrid floor (python + import memlib + model load + one query embedding): "
         f"{floor['wall_s']:.2f} s, {floor['peak_rss_mb']} MB"
     )
-    mcp_floor = cold_run(["--mcp-floor", model.name, cold_q["rare"]], args.cold_rounds)
+    mcp_floor = mcp_floor_run([model.name, cold_q["rare"]], args.cold_rounds)
     log(f"hybrid MCP floor (that + the MCP server and SDK): {mcp_floor['wall_s']:.2f} s")
     floors = {"recall": floor["wall_s"], "mcp": mcp_floor["wall_s"]}
     out: dict[str, Any] = {

@@ -44,6 +44,7 @@ from benchmarks.common import (
     ints,
     mcp_args,
     mcp_cold_run,
+    mcp_floor_run,
     new_store_url,
     p50_p95,
     progress_log,
@@ -219,7 +220,7 @@ def cold_start(log: Log, rounds: int) -> dict[str, Any]:
     queries = cold_queries()
     floor = cold_run([], rounds=5)
     log(f"floor (python + import memlib): {floor['wall_s']:.3f} s, {floor['peak_rss_mb']} MB")
-    mcp_floor = cold_run(["--mcp-floor"], rounds=rounds)
+    mcp_floor = mcp_floor_run([], rounds=rounds)
     log(
         f"MCP floor (python + import memlib + the MCP server and SDK): "
         f"{mcp_floor['wall_s']:.3f} s, {mcp_floor['peak_rss_mb']} MB"
