@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -126,42 +126,85 @@ def _exact_sats(
     return sats
 
 
-# Saturations kept in a view's ``scratch`` at most (postings, float32): a warm process
-# asked about the same common words again reads them instead of computing them anew.
-SCRATCH_POSTINGS = 4_000_000
+# What bm25 keeps in a view's ``scratch`` at most (bytes), least recently used out
+# first: a warm process asked about the same words again reads them, not computes them.
+SCRATCH_BYTES = 64 << 20
+# A term in at least 1 / DENSE_SHARE of the docs is kept as every doc's part of the total
+# and tf (0 where absent): adding it is one pass over the docs, not a scatter per posting,
+# and a doc's tf is read at its place, not searched for among the postings.
+DENSE_SHARE = 8
+
+
+def _kept(
+    scratch: dict[Any, Any] | None, key: tuple[Any, ...], make: Callable[[], tuple[Any, ...]]
+) -> tuple[Any, ...]:
+    """``make()`` (numpy arrays), kept in ``scratch`` under ``("bm25", *key)``."""
+    if scratch is None:
+        return make()
+    key = ("bm25", *key)
+    got: tuple[Any, ...] | None = scratch.pop(key, None)
+    if got is None:
+        got = make()
+        held = scratch.get("bm25", 0) + sum(a.nbytes for a in got)
+        for old in [k for k in scratch if isinstance(k, tuple) and k[0] == "bm25"]:
+            if held <= SCRATCH_BYTES:
+                break
+            held -= sum(a.nbytes for a in scratch.pop(old))
+        scratch["bm25"] = held
+    scratch[key] = got  # last: the most recently used
+    return got
 
 
 def _saturations(
-    np: Any,
-    view: LexicalPostings,
-    term: str,
-    d: Any,
-    f: Any,
-    length: Any,
-    fit: tuple[bool, float, float, float],
+    np: Any, d: Any, f: Any, length: Any, fit: tuple[bool, float, float, float]
 ) -> Any:
-    """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting of ``term`` (float32),
-    kept in ``view.scratch`` under ``fit``: (stopwords left out of lengths, avgdl, k1, b)."""
+    """``tf / (tf + k1 (1 - b + b dl / avgdl))`` of each posting (float32); ``fit``:
+    (stopwords left out of lengths, avgdl, k1, b)."""
     _, avgdl, k1, b = fit
-    scratch = view.scratch
-    wanted = (term, len(d), *fit)
-    if scratch is not None:
-        got = scratch.get(wanted)
-        if got is not None:
-            return got
     tf = f.astype(np.float32)
     norm = length[d].astype(np.float32) * np.float32(k1 * b / avgdl)
     norm += np.float32(k1 * (1.0 - b))
     norm += tf
-    sat = np.divide(tf, norm, out=tf)
-    if scratch is not None:
-        held = scratch.get("postings", 0)
-        if held + len(sat) > SCRATCH_POSTINGS:
-            scratch.clear()
-            held = 0
-        scratch[wanted] = sat
-        scratch["postings"] = held + len(sat)
-    return sat
+    return np.divide(tf, norm, out=tf)
+
+
+def _add_term(
+    np: Any,
+    view: LexicalPostings,
+    total: Any,
+    posting: tuple[str, Any, Any],
+    gain: Any,
+    live: Any,
+    length: Any,
+    fit: tuple[bool, float, float, float],
+) -> tuple[Any, Any]:
+    """Add ``gain · sat`` of ``posting`` (term, docs, tfs) to ``total``. Returns its live
+    (docs, tfs), or for a dense term (None, every doc's tf) (the caller drops retracted
+    docs from ``total``)."""
+    term, d, f = posting
+    n_docs = len(total)
+    if len(d) * DENSE_SHARE >= n_docs:
+        # Keyed by the docs' count as well: a store renumbering its docs numbers more.
+        key: tuple[Any, ...] = ("dense", term, len(d), n_docs, float(gain), *fit)
+
+        def dense() -> tuple[Any, Any]:
+            values = np.zeros(n_docs, dtype=np.float32)
+            values[d] = gain * _saturations(np, d, f, length, fit)
+            freqs = np.zeros(n_docs, dtype=np.uint16 if f.max() <= 0xFFFF else np.uint32)
+            freqs[d] = f
+            return values, freqs
+
+        values, freqs = _kept(view.scratch, key, dense)
+        np.add(total, values, out=total)
+        return None, freqs
+    key = (term, len(d), float(gain), *fit)
+    (part,) = _kept(view.scratch, key, lambda: (gain * _saturations(np, d, f, length, fit),))
+    if live is not None:
+        keep = live[d]
+        d, f, part = d[keep], f[keep], part[keep]  # copies: the index's arrays are free
+    # (add.at: one pass, faster than ``total[d] += …``'s gather and scatter.)
+    np.add.at(total, d, part)
+    return d, f
 
 
 def _python_superset(
@@ -190,17 +233,35 @@ def _python_superset(
     return holding, [[(d, tf) for d, tf in term_pairs if total[d] >= floor] for term_pairs in pairs]
 
 
-def _kth_largest(np: Any, total: Any, k: int) -> float:
-    """The ``k``-th largest of ``total`` (which holds more than ``k`` values > 0): the
-    partition runs over the values near the top only, found by falling thresholds."""
+def _near_top(np: Any, total: Any, k: int) -> Any:
+    """The docs (ascending) whose ``total`` is within ``_MARGIN`` of the ``k``-th largest
+    or above (``total`` holds more than ``k`` values > 0). The partition runs over the
+    docs near the top only, found by falling thresholds; so does the cut, when the floor
+    is at or above the threshold (the usual case)."""
     top = float(total.max())
-    for share in (0.9, 0.7, 0.4):
-        near = total[total >= top * share]
+    for threshold in (top * 0.9, top * 0.7, top * 0.4, 0.0):
+        near = np.flatnonzero(total >= threshold) if threshold else np.flatnonzero(total)
         if len(near) >= k:
             break
-    else:
-        near = total[total > 0]
-    return float(np.partition(near, len(near) - k)[len(near) - k])
+    values = total[near]
+    kth = float(np.partition(values, len(values) - k)[len(values) - k])
+    floor = kth - _MARGIN * max(1.0, abs(kth))
+    # (``near`` holds ``total > 0`` on the last try: a floor of 0 or less is not within.)
+    if floor >= threshold and (threshold or floor > 0):
+        return near[values >= floor]
+    return np.flatnonzero(total >= floor)
+
+
+def _pairs_at(np: Any, d: Any, f: Any, scored: Any, listed: list[int]) -> list[tuple[int, int]]:
+    """``(doc, tf)`` of the ``scored`` docs (``listed``: the same as ints) in ``d`` / ``f``
+    (``d`` None: ``f`` holds every doc's tf, 0 where absent)."""
+    if d is None:
+        return [(doc, tf) for doc, tf in zip(listed, f[scored].tolist(), strict=True) if tf]
+    if not len(d):
+        return []
+    at = np.searchsorted(d, scored).tolist()
+    end = len(d)
+    return [(doc, int(f[i])) for doc, i in zip(listed, at, strict=True) if i < end and d[i] == doc]
 
 
 def _numpy_superset(
@@ -210,11 +271,13 @@ def _numpy_superset(
     idf: Sequence[float],
     limit: int,
     fit: tuple[bool, float, float, float],
+    most: int,
 ) -> tuple[int, list[list[tuple[int, int]]]]:
-    """``(records holding a scoring term, (doc, tf) pairs per term of those that may
-    reach the top)``. float32 throughout (off by ~1e-6 relative at most, far inside
-    ``_MARGIN``): half the memory traffic of float64, twice as fast on common words."""
-    _, avgdl, k1, b = fit
+    """``(records holding a scoring term — at least ``most``, the most any term's live
+    postings hold, and exact when not above ``limit`` —, (doc, tf) pairs per term of those
+    that may reach the top)``. float32 throughout (off by ~1e-6 relative at most, far
+    inside ``_MARGIN``): half the memory traffic of float64, twice as fast on common words."""
+    k1 = fit[2]
     n_docs = len(view.live)
     # Every posting of a store without retractions is live: no mask, no copies.
     live = (
@@ -230,32 +293,21 @@ def _numpy_superset(
             if not len(docs):
                 kept.append((np.zeros(0, np.uint32), np.zeros(0, np.uint32)))
                 continue
-            d = np.frombuffer(docs, dtype=np.uint32)
-            f = np.frombuffer(tfs, dtype=np.uint32)
-            sat = _saturations(np, view, term, d, f, length, fit)
-            if live is not None:
-                keep = live[d]
-                d, f, sat = d[keep], f[keep], sat[keep]  # copies: the index's arrays are free
-            # idf > 0 always (Lucene's form), so a doc holds a term iff its total is > 0.
-            # (add.at: one pass, faster than ``total[d] += …``'s gather and scatter.)
-            np.add.at(total, d, np.float32(weight * (k1 + 1.0)) * sat)
-            kept.append((d, f))
+            posting = (term, np.frombuffer(docs, np.uint32), np.frombuffer(tfs, np.uint32))
+            gain = np.float32(weight * (k1 + 1.0))
+            kept.append(_add_term(np, view, total, posting, gain, live, length, fit))
+        if live is not None:
+            np.multiply(total, live, out=total)  # a dense term's retracted docs
+        # idf > 0 always (Lucene's form), so a doc holds a term iff its total is > 0.
+        holding = most if most > limit else int(np.count_nonzero(total))
+        scored = _near_top(np, total, limit) if holding > limit else np.flatnonzero(total)
+        if live is not None:
+            scored = scored[live[scored]]  # a floor at or below 0 lets dead docs in
     finally:
         del live, length
-    holding = int(np.count_nonzero(total))
-    if holding > limit:
-        kth = _kth_largest(np, total, limit)
-        scored = np.flatnonzero(total >= kth - _MARGIN * max(1.0, abs(kth)))
-    else:
-        scored = np.flatnonzero(total)
-    pairs = []
-    for d, f in kept:
-        at = np.searchsorted(d, scored)
-        inside = at < len(d)
-        hit = np.zeros(len(scored), dtype=bool)
-        hit[inside] = d[at[inside]] == scored[inside]
-        pairs.append(list(zip(scored[hit].tolist(), f[at[hit]].tolist(), strict=True)))
-    return holding, pairs
+    listed = scored.tolist()
+    scored = scored.astype(np.uint32)  # as the docs: searchsorted would copy them to int64
+    return holding, [_pairs_at(np, d, f, scored, listed) for d, f in kept]
 
 
 def bm25_top_docs(
@@ -290,7 +342,10 @@ def bm25_top_docs(
     idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     weights = [idf[t] for t in terms]
     if np is not None:
-        holding, pairs = _numpy_superset(np, view, lengths, weights, limit, (content, avgdl, k1, b))
+        fit = (content, avgdl, k1, b)
+        holding, pairs = _numpy_superset(
+            np, view, lengths, weights, limit, fit, max(df.values(), default=0)
+        )
     else:
         holding, pairs = _python_superset(pairs, lengths, weights, avgdl, k1, b, limit)
     sats = _exact_sats(terms, pairs, lengths, avgdl, k1, b)
@@ -314,8 +369,8 @@ def bm25_top_docs(
     # the docs that are in the top ``limit`` or tied with its last on everything else.
     keyed = [(score_key(doc), doc) for doc in pool]
     best = heapq.nsmallest(limit, keyed)
-    chosen = [doc for k, doc in keyed if k <= best[-1][0]] if best else []
-    top = sorted(chosen, key=lambda doc: (*score_key(doc), ids[doc]))[:limit]
+    chosen = [(k, doc) for k, doc in keyed if k <= best[-1][0]] if best else []
+    top = [doc for _, doc in sorted(chosen, key=lambda kd: (*kd[0], ids[kd[1]]))[:limit]]
     return top, Bm25Scores(
         terms, idf, avgdl, tuple(sats.get(d, {}) for d in top), tuple(totals.get(d, 0) for d in top)
     )

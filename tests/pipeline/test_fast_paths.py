@@ -15,6 +15,7 @@ from typing import Any
 from unittest.mock import patch
 
 import numpy  # noqa: F401  (loaded, so the forced numpy paths below take it)
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -580,26 +581,129 @@ def test_packed_lists_behave_as_a_dict_of_lists(
 
 
 @settings(max_examples=150, deadline=None, database=None)
-@given(st.lists(st.floats(0, 50, width=32), min_size=2, max_size=300), st.integers(1, 20))
-def test_kth_largest_is_the_sorted_one(values: list[float], k: int) -> None:
+@given(
+    st.lists(
+        st.floats(0, 50, width=32) | st.sampled_from([0.0, 1e-7, 3.0]), min_size=2, max_size=300
+    ),
+    st.integers(1, 20),
+)
+def test_near_top_is_the_sorted_cut(values: list[float], k: int) -> None:
     import numpy as np
 
-    from memlib.rankers.bm25 import _kth_largest
+    from memlib.rankers import bm25
 
     total = np.array(values, dtype=np.float32)
     positive = sorted((v for v in total.tolist() if v > 0), reverse=True)
     if len(positive) <= k:
         return  # the caller asks only when more than k records hold a term
-    assert _kth_largest(np, total, k) == positive[k - 1]
+    kth = positive[k - 1]
+    floor = kth - bm25._MARGIN * max(1.0, abs(kth))
+    got = bm25._near_top(np, total, k)
+    assert got.tolist() == np.flatnonzero(total >= floor).tolist()
 
 
-def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: Any) -> None:
-    """What bm25 keeps between queries of a warm process (per-term saturations and
-    candidate bitsets in the index's ``scratch``) is never used once an append or a
-    retraction changed what it was derived from: every answer is the full scan's."""
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(  # per doc: (tf of each term, 0 = absent), length, live, day
+        st.tuples(
+            st.lists(st.integers(0, 3) | st.just(70_000), min_size=3, max_size=3),
+            st.integers(3, 40),
+            st.booleans(),
+            st.integers(0, 9),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(1, 8),
+    st.sampled_from([0, 2, 8, 10**9]),
+    st.sampled_from([64 << 20, 1]),
+    st.sampled_from([1e-5, 100.0]),
+)
+def test_numpy_top_docs_are_the_plain_ones(
+    docs: list[tuple[list[int], int, bool, int]],
+    limit: int,
+    dense_share: int,
+    scratch_bytes: int,
+    margin: float,
+) -> None:
+    """bm25's numpy path (dense terms or scattered postings, its scratch kept or let go,
+    retracted docs; a margin of 100 puts the floor below 0, letting every doc in) gives
+    the plain path's top and scores, cold and warm."""
+    from array import array
+    from datetime import UTC, datetime
+
+    from memlib.candidates import LexicalPostings
+    from memlib.normalize import normalize_recall_query
+    from memlib.rankers import bm25
+
+    terms = ("amber", "river", "lantern")
+    query = normalize_recall_query(
+        " ".join(terms),
+        user_scope=SCOPE,
+        limit=limit,
+        query_id="q",
+        issued_at=datetime(2026, 8, 10, tzinfo=UTC),
+    )
+    live = bytearray(int(alive) for _, _, alive, _ in docs)
+    holding = [d for d, (tfs, _, alive, _) in enumerate(docs) if alive and any(tfs)]
+    searched = sum(live)
+    if not searched:
+        return
+    scratch: dict[Any, Any] = {}
+    view = LexicalPostings(
+        terms=terms,
+        postings=tuple(
+            (
+                array("I", [d for d, (tfs, *_) in enumerate(docs) if tfs[t]]),
+                array("I", [tfs[t] for tfs, *_ in docs if tfs[t]]),
+            )
+            for t in range(len(terms))
+        ),
+        live=live,
+        tokens=array("I", [length for _, length, _, _ in docs]),
+        content_tokens=array("I", [length for _, length, _, _ in docs]),
+        timestamps=array("d", [float(day) for *_, day in docs]),
+        ids=[f"m-{d:03d}" for d in range(len(docs))],
+        searched_records=searched,
+        candidate_records=len(holding),
+        retracted_records=len(docs) - searched,
+        searched_token_count=sum(n for _, n, alive, _ in docs if alive),
+        searched_content_token_count=sum(n for _, n, alive, _ in docs if alive),
+        candidate_docs=lambda: holding,
+        candidates_of=lambda docs: (),
+        scratch=scratch,
+    )
+
+    def top(numpy_from: int) -> Any:
+        with (
+            patch.object(postings, "NUMPY_MIN_POSTINGS", numpy_from),
+            patch.object(postings, "NUMPY_IMPORT_POSTINGS", 0),
+        ):
+            return bm25.bm25_top_docs(query, view, k1=0.6, b=0.25, stopwords=False, limit=limit)
+
+    with (
+        patch.object(bm25, "DENSE_SHARE", dense_share),
+        patch.object(bm25, "SCRATCH_BYTES", scratch_bytes),
+        patch.object(bm25, "_MARGIN", margin),
+    ):
+        plain = top(10**9)
+        assert top(0) == plain
+        assert top(0) == plain  # warm: from the scratch, when it kept anything
+    assert scratch.get("bm25", 0) <= max(scratch_bytes, 4 * 2 * len(docs))
+
+
+@pytest.mark.parametrize("dense_share", [0, 8, 10**9])
+def test_warm_saturations_and_bitsets_follow_appends_and_retractions(
+    tmp_path: Any, dense_share: int
+) -> None:
+    """What bm25 keeps between queries of a warm process (per-term saturations, or a
+    dense term's part of every total and its tfs, and candidate bitsets in the index's
+    ``scratch``) is never used once an append or a retraction changed what it was derived
+    from: every answer is the full scan's."""
     from datetime import UTC, datetime
 
     from memlib import RecallEngine
+    from memlib.rankers import bm25
     from memlib.rankers.bm25 import Bm25Ranker, Bm25StopwordsRanker
     from memlib.stores.jsonl._store import RemoteMemoryStore
 
@@ -641,6 +745,7 @@ def test_warm_saturations_and_bitsets_follow_appends_and_retractions(tmp_path: A
     with (
         patch.object(postings, "NUMPY_MIN_POSTINGS", 0),
         patch.object(postings, "NUMPY_IMPORT_POSTINGS", 0),
+        patch.object(bm25, "DENSE_SHARE", dense_share),
     ):
         check()
         assert store.index.scratch  # the warm path kept something
