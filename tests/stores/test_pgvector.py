@@ -347,6 +347,24 @@ def test_hnsw_is_opt_in_and_measured_against_exact(
     reopened.close()
 
 
+def test_an_hnsw_build_asks_for_the_memory_of_its_graph(vector_url: str) -> None:
+    """pgvector builds the graph in ``maintenance_work_mem`` and many times slower past it:
+    the build's session raises the setting to the graph's estimated size, never lowers it."""
+    store = _fill(vector_url, TURNS, size=900)
+    conn = store._connection()
+    (rows,) = conn.execute(f"SELECT count(embedding) FROM {store._prefix}vectors").fetchone()
+    setting = "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    found = []
+    for start in ("1MB", "1GB"):
+        conn.execute(f"SET maintenance_work_mem = '{start}'")
+        _postgres._fit_graph(conn, store._prefix, 384)  # as for e5's vectors: past 1 MB
+        found.append(conn.execute(setting).fetchone()[0])
+    raised, kept = found
+    # An element: 384 floats, 34 neighbours of 16 bytes, 136 more; and a quarter, in kB.
+    assert raised == pytest.approx(rows * 2216 * 1.25 / 1024, rel=0.01) and kept == 1 << 20
+    store.close()
+
+
 def test_a_cold_recall_reads_few_vectors(vector_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A new process's hybrid recall reads the dense pool and its candidates' vectors,
     never the scope's matrix."""
