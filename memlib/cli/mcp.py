@@ -94,7 +94,7 @@ def new_token_file(path: str | os.PathLike[str]) -> Path:
 def default_mcp_ranker(args: argparse.Namespace) -> str:
     """The ranker of a server started without ``--ranker``: the best the command line
     allows. Cross-validated R@10 on LoCoMo's five development conversations: hybrid on
-    pair vectors 0.741, on turn vectors 0.700, bm25+stopwords 0.588, the chapter's
+    pair vectors 0.758, on turn vectors 0.714, bm25+stopwords 0.588, the chapter's
     baseline 0.385 (docs/retrieval.md). hybrid needs the model its records were embedded
     with, so it is the default only when ``--embedder`` (or ``$MEMLIB_EMBEDDER``) names one."""
     return "hybrid" if embedder_name(args) else "bm25+stopwords"

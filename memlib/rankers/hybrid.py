@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from .._capabilities import Postings, Top
+from .._periods import Period, in_periods, named_periods
 from .._tokens import content_terms, searchable_terms
 from .._vectors import DenseScores, Embedder, exact_dot, pair_text, query_vector, reads_pairs
 from ..candidates import (
@@ -49,12 +50,17 @@ DENSE_WEIGHT = 0.5
 CONTEXT_WEIGHT = 0.5
 PAIR_BM25_WEIGHT = 0.3
 PAIR_CONTEXT_WEIGHT = 0.5
+# Added to a record captured in a period the question names ("on October 13, 2023", "in
+# June"; memlib/_periods.py): chosen by 4 of 5 folds of the same cross-validation
+# (docs/retrieval.md, idea A), and held out against none in GRID.
+PERIOD_WEIGHT = 0.3
 _PAIR_WEIGHTS = (PAIR_BM25_WEIGHT, round(1 - PAIR_BM25_WEIGHT, 2), PAIR_CONTEXT_WEIGHT)
-# (bm25 weight, context weight), dense = 1 - bm25.
+# (bm25 weight, context weight, period weight), dense = 1 - bm25.
 GRID: tuple[dict[str, float], ...] = tuple(
-    {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc}
+    {"bm25_weight": wb, "dense_weight": round(1 - wb, 2), "context_weight": wc, "period_weight": wp}
     for wb in (0.3, 0.4, 0.5, 0.6)
     for wc in (0.2, 0.3, 0.4, 0.5, 0.6)
+    for wp in (PERIOD_WEIGHT, 0.0)
 )
 # Records taken from each path on a store with vectors. A LoCoMo conversation has 400–700
 # turns, so its lexical path holds nearly every candidate; at 100k records the union is
@@ -107,6 +113,7 @@ class _Fused:
     context: list[float]
     totals: list[float]
     next_cosine: list[float] | None = None  # pair vectors only
+    period: list[float] | None = None  # only when the question names a period
 
 
 class HybridRanker:
@@ -123,6 +130,7 @@ class HybridRanker:
         bm25_weight: float | None = None,
         dense_weight: float | None = None,
         context_weight: float | None = None,
+        period_weight: float = PERIOD_WEIGHT,
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         model: Embedder | None = None,
@@ -135,7 +143,7 @@ class HybridRanker:
         defaults = _PAIR_WEIGHTS if pairs else (BM25_WEIGHT, DENSE_WEIGHT, CONTEXT_WEIGHT)
         weights = (d if c is None else c for c, d in zip(chosen, defaults, strict=True))
         self.bm25_weight, self.dense_weight, self.context_weight = weights
-        self.k1, self.b = k1, b
+        self.period_weight, self.k1, self.b = period_weight, k1, b
         self._model = model
 
     def suggested_min_score_for(self, model: str | None) -> float:
@@ -145,7 +153,7 @@ class HybridRanker:
 
     def with_params(self, **params: float) -> HybridRanker:
         """The same ranker (and the same loaded model) with other weights."""
-        current = {name: getattr(self, name) for name in (*_WEIGHTS, "k1", "b")}
+        current = {name: getattr(self, name) for name in (*_WEIGHTS, "period_weight", "k1", "b")}
         return HybridRanker(**{**current, **params}, model=self._model)
 
     @property
@@ -156,7 +164,9 @@ class HybridRanker:
     def with_model(self, model: Embedder) -> HybridRanker:
         """The same weights (or defaults) read through another model, e.g. pair vectors."""
         weights = {name: getattr(self, name) if self._chosen else None for name in _WEIGHTS}
-        return HybridRanker(**weights, k1=self.k1, b=self.b, model=model)
+        return HybridRanker(
+            **weights, period_weight=self.period_weight, k1=self.k1, b=self.b, model=model
+        )
 
     @property
     def model(self) -> Embedder:
@@ -166,7 +176,7 @@ class HybridRanker:
             self._model = E5Model()
         return self._model
 
-    def _fuse(self, query: RecallQuery, scan: CandidateScan) -> _Fused:
+    def _fuse(self, query: RecallQuery, scan: CandidateScan, as_of: datetime) -> _Fused:
         """Every signal of a scan's candidates, embedded now (the reference)."""
         lexical = bm25_scores(query, scan, k1=self.k1, b=self.b, stopwords=True)
         model = self.model
@@ -180,7 +190,7 @@ class HybridRanker:
             records = model.encode([c.record.content for c in scan.candidates])
             question = query_vector(model, query.text)
             cosine = [exact_dot(vector, question) for vector in records]
-        return self._fuse_with(scan, lexical, cosine, model)
+        return self._fuse_with(scan, lexical, cosine, model, None, named_periods(query.text, as_of))
 
     def _fuse_with(
         self,
@@ -189,6 +199,7 @@ class HybridRanker:
         cosine: list[float],
         model: object,
         next_cosine: list[float] | None = None,
+        periods: tuple[Period, ...] = (),
     ) -> _Fused:
         best = max(lexical.totals, default=0.0)
         scaled = [raw / best if best > 0 else 0.0 for raw in lexical.totals]
@@ -208,7 +219,11 @@ class HybridRanker:
             + self.context_weight * context[i]
             for i in range(len(scan.candidates))
         ]
-        return _Fused(lexical, cosine, dense, scaled, context, totals, next_cosine)
+        period = None
+        if periods:
+            period = [float(in_periods(c.captured_at, periods)) for c in scan.candidates]
+            totals = [t + self.period_weight * p for t, p in zip(totals, period, strict=True)]
+        return _Fused(lexical, cosine, dense, scaled, context, totals, next_cosine, period)
 
     def _breakdown(
         self, fused: _Fused, scan: CandidateScan, i: int, as_of: datetime
@@ -218,6 +233,10 @@ class HybridRanker:
         bm25_w, dense_w, context_w = self.bm25_weight, self.dense_weight, self.context_weight
         after = fused.next_cosine
         pair = () if after is None else (signal("next_cosine", after[i], 0.0, 0.0),)
+        period, period_w = fused.period, self.period_weight
+        dated = (
+            () if period is None else (signal("period", period[i], period_w, period_w * period[i]),)
+        )
         return ranker_breakdown(
             self.name,
             matched_terms=tuple(t for t in lexical.terms if t in sats),
@@ -228,6 +247,7 @@ class HybridRanker:
                 signal("bm25", fused.scaled[i], bm25_w, bm25_w * fused.scaled[i]),
                 signal("dense", fused.dense[i], dense_w, dense_w * fused.dense[i]),
                 signal("context", fused.context[i], context_w, context_w * fused.context[i]),
+                *dated,
                 signal("bm25_raw", lexical.totals[i], 0.0, 0.0),
                 signal("cosine", fused.cosine[i], 0.0, 0.0),
                 *pair,
@@ -238,13 +258,13 @@ class HybridRanker:
     def score_candidates(
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime
     ) -> tuple[RecallScoreBreakdown, ...]:
-        fused = self._fuse(query, scan)
+        fused = self._fuse(query, scan, as_of)
         return tuple(self._breakdown(fused, scan, i, as_of) for i in range(len(scan.candidates)))
 
     def score_top(
         self, query: RecallQuery, scan: CandidateScan, *, as_of: datetime, limit: int
     ) -> list[tuple[int, RecallScoreBreakdown]]:
-        fused = self._fuse(query, scan)
+        fused = self._fuse(query, scan, as_of)
         lexical = fused.lexical
         top = top_positions(scan, fused.totals, lexical.per_term, lexical.terms, limit)
         return [(i, self._breakdown(fused, scan, i, as_of)) for i in top]
@@ -325,6 +345,7 @@ class HybridRanker:
             [similarity[m] for m in ids],
             model,
             next_cosine,
+            named_periods(query.text, as_of),
         )
         top = top_positions(scan, fused.totals, fused.lexical.per_term, terms, limit)
         paths = {
