@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memlib.normalize",),
     ("memlib.candidates", "memlib.score", "memlib.result", "memlib.rank", "memlib.render"),
     ("memlib._capabilities",),
-    ("memlib._retrieval", "memlib.rankers"),
+    ("memlib._retrieval", "memlib.rankers", "memlib._periods"),
     ("memlib.stores",),
     ("memlib._paths",),
     ("memlib.explain",),

@@ -9,7 +9,6 @@ import copy
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
@@ -58,7 +57,6 @@ from ...normalize import RecallQuery
 from ...records import MemoryKind, StoredMemory, parse_timestamp, project_name, record_json
 from .._base import Clock, IndexedMemoryStore, latest_profile_of
 from .._sources import SourceNeighbours
-from ._known_at import SqlKnownAt
 from ._schema import DERIVED, SCHEMA_VERSION
 
 # What reading a stored body may raise: invalid JSON, or past safejson's limits.
@@ -228,10 +226,6 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         # (vector_resets, record id): records_without_vectors found none before that id.
         self._unvectored_from: tuple[int, int] | None = None
         self._runs = RunCache(None)  # the runs recalls read, while scope_stats agrees
-
-    def known_at_view(self, known_at: datetime) -> SqlKnownAt:
-        """The store as it stood at ``known_at``, read through its indexes (``SqlKnownAt``)."""
-        return SqlKnownAt(self, known_at)
 
     def in_project(self, project: str | None) -> SqlMemoryStore:
         other = copy.copy(self)

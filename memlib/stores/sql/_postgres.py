@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -25,6 +26,7 @@ from ...errors import (
 from ...normalize import RecallQuery
 from .._base import Clock
 from ._common import RecordRow, Run, SqlMemoryStore, driver_error
+from ._known_at import SqlKnownAt
 from ._schema import POSTGRES, SCHEMA_VERSION
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -416,6 +418,11 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     def __repr__(self) -> str:
         return f"PostgresMemoryStore(user_scope={self._key!r}, schema={self.schema!r})"
+
+    def known_at_view(self, known_at: datetime) -> SqlKnownAt:
+        """The store as it stood at ``known_at``, read through its indexes (here, not in
+        ``SqlMemoryStore``: ``SqlKnownAt`` reads through that class)."""
+        return SqlKnownAt(self, known_at)
 
     def _forget(self) -> None:
         super()._forget()

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from ...records import StoredMemory
 from .._base import Clock, make_private_folders
 from .._files import DIR_MODE, check_folder, check_path, open_private
 from ._common import RecordRow, Run, SqlMemoryStore, driver_error
+from ._known_at import SqlKnownAt
 from ._schema import SCHEMA_VERSION, SQLITE
 
 _RUN = "<i8"
@@ -178,6 +180,11 @@ class SqliteMemoryStore(SqlMemoryStore):
 
     def __repr__(self) -> str:
         return f"SqliteMemoryStore(user_scope={self._key!r})"
+
+    def known_at_view(self, known_at: datetime) -> SqlKnownAt:
+        """The store as it stood at ``known_at``, read through its indexes (here, not in
+        ``SqlMemoryStore``: ``SqlKnownAt`` reads through that class)."""
+        return SqlKnownAt(self, known_at)
 
     def _open(self, *, create: bool) -> sqlite3.Connection | None:
         self._check_files()
