@@ -452,31 +452,15 @@ class InvertedIndex:
         finally:
             del views, live
 
-    # Per-term bitsets kept in ``scratch`` at most (bytes): 1M records take 125 kB a term.
-    SCRATCH_BITS = 64 << 20
-
     def _count_by_bits(self, np: Any, terms: Sequence[str]) -> int:
         """The union of ``terms``' postings counted on bitsets kept in ``scratch`` (all live)."""
         n = len(self.ids)
         union = np.zeros((n + 7) // 8, dtype=np.uint8)
         for term in dict.fromkeys(terms):
             posting = self._postings.get(term)
-            if not posting:
-                continue
-            key = ("bits", term, len(posting), n)
-            bits = self.scratch.get(key)
-            if bits is None:
-                seen = np.zeros(n, dtype=bool)
-                seen[np.frombuffer(posting, dtype=np.uint32)] = True
-                bits = np.packbits(seen)
-                held = self.scratch.get("bits", 0)
-                if held + len(bits) > self.SCRATCH_BITS:
-                    for old in [k for k in self.scratch if isinstance(k, tuple) and k[0] == "bits"]:
-                        del self.scratch[old]
-                    held = 0
-                self.scratch[key] = bits
-                self.scratch["bits"] = held + len(bits)
-            union |= bits
+            if posting:
+                docs = np.frombuffer(posting, dtype=np.uint32)
+                union |= runs.bitset(np, self.scratch, (term, len(posting), n), docs, n)
         return int(np.bitwise_count(union).sum())
 
     def top_docs(

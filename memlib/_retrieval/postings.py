@@ -200,6 +200,44 @@ def _merge_numpy(
     )
 
 
+# What a view's ``scratch`` keeps of one kind (a key's first item) at most, in bytes,
+# least recently used out first: a warm process asked about the same words again reads
+# what rankers and candidate counts derived from their postings, not computes it.
+SCRATCH_BYTES = 64 << 20
+
+
+def kept(
+    scratch: dict[Any, Any] | None, key: tuple[Any, ...], make: Callable[[], tuple[Any, ...]]
+) -> tuple[Any, ...]:
+    """``make()`` (numpy arrays), kept in ``scratch`` under ``key``."""
+    if scratch is None:
+        return make()
+    kind = key[0]
+    got: tuple[Any, ...] | None = scratch.pop(key, None)
+    if got is None:
+        got = make()
+        held = scratch.get(kind, 0) + sum(a.nbytes for a in got)
+        for old in [k for k in scratch if isinstance(k, tuple) and k[0] == kind]:
+            if held <= SCRATCH_BYTES:
+                break
+            held -= sum(a.nbytes for a in scratch.pop(old))
+        scratch[kind] = held
+    scratch[key] = got  # last: the most recently used
+    return got
+
+
+def bitset(np: Any, scratch: dict[Any, Any] | None, key: tuple[Any, ...], docs: Any, n: int) -> Any:
+    """``docs`` (uint32) as a bitset of ``n`` docs (numpy packbits), kept in ``scratch``
+    under ``("bits", *key)``: 1M docs take 125 kB."""
+
+    def make() -> tuple[Any, ...]:
+        seen = np.zeros(n, dtype=bool)
+        seen[docs] = True
+        return (np.packbits(seen),)
+
+    return kept(scratch, ("bits", *key), make)[0]
+
+
 # Postings a ``RunCache`` keeps at most (a doc number and a term frequency: 8 bytes
 # each): 64 MB, the runs of a few words that are in most records of a 1M-record scope
 # and of a hundred other queries' words (benchmarks/corpus.py: 7.5M postings).
@@ -225,7 +263,6 @@ class RunCache:
         self.base = 0
         self.tokens: array[int] = array("I")
         self.content_tokens: array[int] = array("I")
-        self.bits: dict[str, Any] = {}  # term → its docs as a bitset (numpy packbits)
         self._lock = threading.Lock()
 
     def missing(self, terms: Iterable[str]) -> list[str]:
@@ -268,7 +305,7 @@ class RunCache:
 
     def _candidates(self, np: Any, asked: Sequence[str]) -> tuple[int, Callable[[], list[int]]]:
         """How many docs hold one of ``asked``, and a function listing them. Many: on
-        bitsets, a big term's kept in ``bits`` while the numbering stays."""
+        bitsets, a big term's kept in ``scratch`` for this numbering."""
         n = len(self.tokens)
         views = {t: np.frombuffer(self.terms[t][0], np.uint32) for t in asked}
         if sum(map(len, views.values())) * 8 < n or not hasattr(np, "bitwise_count"):
@@ -281,12 +318,7 @@ class RunCache:
             if len(docs) * 32 < n:  # its bitset would be the bigger: marked bit by bit
                 np.bitwise_or.at(union, docs >> 3, np.left_shift(1, 7 - (docs & 7), dtype=np.uint8))
                 continue
-            bits = self.bits.get(term)
-            if bits is None:
-                seen = np.zeros(n, dtype=bool)
-                seen[docs] = True
-                bits = self.bits[term] = np.packbits(seen)
-            union |= bits
+            union |= bitset(np, self.scratch, (term, len(docs), self.base, n), docs, n)
         return int(np.bitwise_count(union).sum()), lambda: np.flatnonzero(
             np.unpackbits(union, count=n)
         ).tolist()
@@ -304,8 +336,6 @@ class RunCache:
         if size > 4 * records + DENSE_SLACK:
             return False
         same = (base, size) == (self.base, len(self.tokens))
-        if not same:
-            self.bits = {}
         if self.tokens and base != self.base:  # a doc below the first: every one moves up
             for term, (held, freqs) in self.terms.items():
                 moved = np.frombuffer(held, np.uint32) + np.uint32(self.base - base)
@@ -350,7 +380,6 @@ class RunCache:
                 break
             if old not in kept:
                 self.postings -= len(self.terms.pop(old)[0])
-                self.bits.pop(old, None)
 
 
 def _decoded(

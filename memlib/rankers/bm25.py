@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -126,33 +126,10 @@ def _exact_sats(
     return sats
 
 
-# What bm25 keeps in a view's ``scratch`` at most (bytes), least recently used out
-# first: a warm process asked about the same words again reads them, not computes them.
-SCRATCH_BYTES = 64 << 20
 # A term in at least 1 / DENSE_SHARE of the docs is kept as every doc's part of the total
 # and tf (0 where absent): adding it is one pass over the docs, not a scatter per posting,
 # and a doc's tf is read at its place, not searched for among the postings.
 DENSE_SHARE = 8
-
-
-def _kept(
-    scratch: dict[Any, Any] | None, key: tuple[Any, ...], make: Callable[[], tuple[Any, ...]]
-) -> tuple[Any, ...]:
-    """``make()`` (numpy arrays), kept in ``scratch`` under ``("bm25", *key)``."""
-    if scratch is None:
-        return make()
-    key = ("bm25", *key)
-    got: tuple[Any, ...] | None = scratch.pop(key, None)
-    if got is None:
-        got = make()
-        held = scratch.get("bm25", 0) + sum(a.nbytes for a in got)
-        for old in [k for k in scratch if isinstance(k, tuple) and k[0] == "bm25"]:
-            if held <= SCRATCH_BYTES:
-                break
-            held -= sum(a.nbytes for a in scratch.pop(old))
-        scratch["bm25"] = held
-    scratch[key] = got  # last: the most recently used
-    return got
 
 
 def _saturations(
@@ -185,7 +162,7 @@ def _add_term(
     n_docs = len(total)
     if len(d) * DENSE_SHARE >= n_docs:
         # Keyed by the docs' count as well: a store renumbering its docs numbers more.
-        key: tuple[Any, ...] = ("dense", term, len(d), n_docs, float(gain), *fit)
+        key: tuple[Any, ...] = ("bm25", "dense", term, len(d), n_docs, float(gain), *fit)
 
         def dense() -> tuple[Any, Any]:
             values = np.zeros(n_docs, dtype=np.float32)
@@ -194,11 +171,11 @@ def _add_term(
             freqs[d] = f
             return values, freqs
 
-        values, freqs = _kept(view.scratch, key, dense)
+        values, freqs = runs.kept(view.scratch, key, dense)
         np.add(total, values, out=total)
         return None, freqs
-    key = (term, len(d), float(gain), *fit)
-    (part,) = _kept(view.scratch, key, lambda: (gain * _saturations(np, d, f, length, fit),))
+    key = ("bm25", term, len(d), float(gain), *fit)
+    (part,) = runs.kept(view.scratch, key, lambda: (gain * _saturations(np, d, f, length, fit),))
     if live is not None:
         keep = live[d]
         d, f, part = d[keep], f[keep], part[keep]  # copies: the index's arrays are free

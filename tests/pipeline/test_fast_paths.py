@@ -683,7 +683,7 @@ def test_numpy_top_docs_are_the_plain_ones(
 
     with (
         patch.object(bm25, "DENSE_SHARE", dense_share),
-        patch.object(bm25, "SCRATCH_BYTES", scratch_bytes),
+        patch.object(postings, "SCRATCH_BYTES", scratch_bytes),
         patch.object(bm25, "_MARGIN", margin),
     ):
         plain = top(10**9)
