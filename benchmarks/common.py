@@ -51,12 +51,17 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, value
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile of ``values`` (0 when there are none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else 0.0
+
+
 def summary(seconds: Sequence[float]) -> dict[str, Any]:
-    ordered = sorted(seconds)
-    if not ordered:
+    if not seconds:
         return {}
-    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
-    return {"p50_ms": statistics.median(ordered) * 1e3, "p95_ms": p95 * 1e3, "n": len(ordered)}
+    p95 = percentile(seconds, 0.95)
+    return {"p50_ms": statistics.median(seconds) * 1e3, "p95_ms": p95 * 1e3, "n": len(seconds)}
 
 
 def bench_recall(engine: Any) -> Callable[[str], Any]:
@@ -166,10 +171,11 @@ class ColdRunError(RuntimeError):
 _compiled: list[bool] = []
 
 
-def _child_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
+def _child_env() -> dict[str, str]:
     """The environment of a fresh process, as a user's machine runs it: byte-code written
     once and reused (a shell with PYTHONDONTWRITEBYTECODE would make every fresh process
-    compile memlib again); variables starting with a ``drop`` prefix left out."""
+    compile memlib again); no ``$MEMLIB_*`` (``$MEMLIB_EMBEDDER`` would change a row's
+    ranker, ``$MEMLIB_STORE`` its store)."""
     if not _compiled:
         import compileall
 
@@ -178,7 +184,7 @@ def _child_env(drop: tuple[str, ...] = ()) -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if k != "PYTHONDONTWRITEBYTECODE" and not (drop and k.startswith(drop))
+        if k != "PYTHONDONTWRITEBYTECODE" and not k.startswith("MEMLIB_")
     }
 
 
@@ -295,7 +301,7 @@ def mcp_cold_run(
     printed as it exits on the closed stdin). The keys of ``cold_run``."""
     import anyio
 
-    env = _child_env(drop=("MEMLIB_",))  # $MEMLIB_EMBEDDER would change the ranker
+    env = _child_env()
 
     async def session() -> tuple[float, str, str]:
         with anyio.fail_after(timeout):

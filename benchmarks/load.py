@@ -29,19 +29,29 @@ import signal
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus
-from benchmarks.common import BATCH, LIMIT, ROOT, USER, Log, drop, ints, new_store_url, progress_log
+from benchmarks.common import (
+    BATCH,
+    LIMIT,
+    ROOT,
+    USER,
+    Log,
+    drop,
+    ints,
+    new_store_url,
+    percentile,
+    progress_log,
+)
+from benchmarks.report import LEXICAL
 from memlib import RecallEngine, RemoteMemoryError, StoredMemory, open_store
 
-# The ranker mix; hybrid joins it when the store keeps vectors.
-LEXICAL = ("baseline", "bm25", "bm25+stopwords")
+# The ranker mix is report.LEXICAL; hybrid joins it when the store keeps vectors.
 WRITES = ("remember", "supersede", "retract")
 # Of every ten operations: six recalls (shared by the rankers), two remembers, one of each
 # other write.
@@ -79,13 +89,9 @@ def embedder(dimension: int) -> Any:
     return HashingEmbedder(dimension)
 
 
-@contextmanager
-def opened(url: str, dimension: int = 0) -> Iterator[Any]:
-    store: Any = open_store(url, user_id=USER, embedder=embedder(dimension))
-    try:
-        yield store
-    finally:
-        store.close()
+def opened(url: str, dimension: int = 0) -> Any:
+    """The store at ``url`` (a context manager: closed on leaving it)."""
+    return open_store(url, user_id=USER, embedder=embedder(dimension))
 
 
 def preload(url: str, records: int, dimension: int, log: Log | None = None) -> float:
@@ -264,10 +270,6 @@ def check_capacity(dsn: str, sessions: int) -> None:
 # -- one level ------------------------------------------------------------------------------
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
 def _ops(times: dict[str, list[float]], seconds: float) -> dict[str, dict[str, float]]:
     out = {}
     for op in sorted(times):
@@ -275,8 +277,8 @@ def _ops(times: dict[str, list[float]], seconds: float) -> dict[str, dict[str, f
         out[op] = {
             "n": len(ordered),
             "per_s": round(len(ordered) / seconds, 2),
-            "p50_ms": round(_percentile(ordered, 0.5) * 1e3, 2),
-            "p99_ms": round(_percentile(ordered, 0.99) * 1e3, 2),
+            "p50_ms": round(percentile(ordered, 0.5) * 1e3, 2),
+            "p99_ms": round(percentile(ordered, 0.99) * 1e3, 2),
         }
     return out
 

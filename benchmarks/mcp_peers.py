@@ -50,7 +50,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from benchmarks.common import LOCOMO_DEV, progress_log
+from benchmarks.common import LOCOMO_DEV, percentile, progress_log
 from memlib.eval.locomo import LocomoConversation, LocomoQuestion, load_locomo
 
 K = 10
@@ -537,11 +537,6 @@ def memory_service(peers: Path, search_mode: str, *, model: bool) -> Server:
 
 
 # -- the run -------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else 0.0
 
 
 async def run_server(

@@ -97,7 +97,8 @@ NOTES = [
     "tools/list, the call), the server's own VmHWM; its ranker is the default one "
     "(bm25+stopwords; hybrid with --embedder). MCP floor = Python start + import memlib "
     "+ the MCP server and SDK (+ model load and one query embedding for hybrid), a "
-    "fresh process timed to its exit.",
+    "fresh process timed to its 'ready' once those are imported, as a session is timed "
+    "to its answer.",
     "known_at: a new `memlib recall --known-at T` (bm25+stopwords, the rare query) "
     "beside the same recall without it; T = the stored_at of record N/2 - 1, so the "
     "first half of the corpus (whole 10k batches) is known.",
