@@ -149,3 +149,12 @@ def test_every_backend_credits_the_period_as_the_reference_does(
     reference = rank_scored_candidates(query, [(scan.candidates[i], b) for i, b in chosen])
     assert hits == [hit.to_dict() for hit in reference]
     assert {h["memory_id"] for h in hits[: len(credited)]} == credited
+    # By the signal too: "in June" names a period that holds none of them.
+    period = {
+        h["memory_id"]: s["value"]
+        for h in hits
+        for s in h["score_breakdown"]["signals"]
+        if s["name"] == "period"
+    }
+    assert len(period) == len(hits)
+    assert {m for m, value in period.items() if value == 1.0} == credited

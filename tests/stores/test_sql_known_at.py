@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from support.known_at_history import (
     instants,
     item,
     refused_alike,
+    same_as_generic,
 )
 from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixtures)
 
@@ -40,19 +41,6 @@ from memlib.stores.sql._schema import SCHEMA_VERSION
 
 STEPS = (0, 1, 0.5, 3600, -1800, 0, 7200, 0.000001, 86400, -90000, 60, 1)  # back twice
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sql"
-
-
-def _same_as_generic(store: Any, reopen: Callable[[], Any]) -> None:
-    ids = [r.memory_id for r in store.read_all()] + ["unknown"]
-    moments = instants(store)
-    assert len(moments) > 3
-    for instant in moments:
-        view = store_known_at(store, instant)
-        assert isinstance(view, SqlKnownAt)
-        expected = answers(KnownAtVectorStore(store, instant), ids)
-        assert answers(view, ids) == expected, instant
-        # A new store each time too: the view must not lean on what the store read before.
-        assert answers(store_known_at(reopen(), instant), ids) == expected, instant
 
 
 @pytest.fixture
@@ -90,7 +78,9 @@ def test_the_view_answers_as_the_generic_class_at_every_instant(
     url, clock = sql_dsn(), Clock()
     store: Any = open_store(url, user_id=USER, clock=clock, embedder=EMBEDDERS[embedder])
     history(store, clock, STEPS)
-    _same_as_generic(store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS[embedder]))
+    same_as_generic(
+        store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS[embedder]), SqlKnownAt
+    )
 
 
 @BACKENDS
@@ -109,7 +99,9 @@ def test_an_import_that_replays_stored_at_going_back(
     import_jsonl(store, lines, batch_size=3, clock=replay)
     stored = [r.stored_at for r in store.read_all()]
     assert stored == [r.stored_at for r in source.read_all()] and stored != sorted(stored)
-    _same_as_generic(store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS["pairs"]))
+    same_as_generic(
+        store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS["pairs"]), SqlKnownAt
+    )
 
 
 @BACKENDS
@@ -120,7 +112,7 @@ def test_without_numpy_the_runs_are_cut_alike(
     url, clock = sql_dsn(), Clock()
     store: Any = open_store(url, user_id=USER, clock=clock)
     history(store, clock, STEPS)
-    _same_as_generic(store, lambda: open_store(url, user_id=USER))
+    same_as_generic(store, lambda: open_store(url, user_id=USER), SqlKnownAt)
 
 
 @BACKENDS
@@ -141,7 +133,8 @@ def test_a_view_sees_no_write_made_after_it_read(sql_dsn: Callable[[], str]) -> 
     url, clock = sql_dsn(), Clock()
     store: Any = open_store(url, user_id=USER, clock=clock)
     history(store, clock, STEPS)
-    instant = instants(store)[len(instants(store)) // 2]
+    moments = instants(store)
+    instant = moments[len(moments) // 2]
     ids = [r.memory_id for r in store.read_all()]
     view = store_known_at(store, instant)
     expected = answers(KnownAtVectorStore(store, instant), ids)
@@ -187,7 +180,7 @@ def test_a_store_upgraded_from_schema_6_answers_alike(
     backend = request.node.callspec.params["sql_dsn"]
     url = _upgraded(sql_dsn, backend)
     clock = Clock()
-    clock.now = datetime.fromisoformat(SAMPLE_AS_OF.isoformat()) + timedelta(days=1)
+    clock.now = SAMPLE_AS_OF + timedelta(days=1)
     store: Any = open_store(url, user_id=USER, clock=clock, embedder=EMBEDDERS["pairs"])
     old = store.records(MemoryKind.CONVERSATION)  # SQLite upgrades on this first read
     assert store.schema_version() == SCHEMA_VERSION == 7
@@ -196,4 +189,6 @@ def test_a_store_upgraded_from_schema_6_answers_alike(
     assert store.drop_vectors()  # the fixture's model's, of 4 dimensions
     history(store, clock, STEPS)
     store.retract(old[0].memory_id, reason="later", source=NOTE)
-    _same_as_generic(store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS["pairs"]))
+    same_as_generic(
+        store, lambda: open_store(url, user_id=USER, embedder=EMBEDDERS["pairs"]), SqlKnownAt
+    )

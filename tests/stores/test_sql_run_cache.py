@@ -10,6 +10,7 @@ query's terms, and on a scope whose ids are too far apart to be numbered by row 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,16 @@ def numpy_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postings_module, "NUMPY_MIN_POSTINGS", 0)
 
 
-def _stores(url: str, tmp_path: Path) -> tuple[Any, Any, Any]:
-    """(JSONL reference, writer, reader): the last two on the same ``url``."""
+@pytest.fixture
+def stores(sql_url: str, tmp_path: Path) -> Iterator[tuple[Any, Any, Any]]:
+    """(JSONL reference, writer, reader): the last two on the same ``sql_url``; closed
+    after the test, whatever it asserted."""
     reference = open_store(f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER, clock=fixed_clock())
-    writer = open_store(url, user_id=USER, clock=fixed_clock())
-    reader = open_store(url, user_id=USER, clock=fixed_clock())
-    return reference, writer, reader
+    writer = open_store(sql_url, user_id=USER, clock=fixed_clock())
+    reader = open_store(sql_url, user_id=USER, clock=fixed_clock())
+    yield reference, writer, reader
+    for store in (reference, writer, reader):
+        store.close()
 
 
 def _append_and_retract(store: Any, kept_id: str, gone_id: str) -> None:
@@ -103,9 +108,9 @@ def _append_and_retract(store: Any, kept_id: str, gone_id: str) -> None:
 
 @pytest.mark.usefixtures("numpy_paths")
 def test_a_write_through_another_store_object_reaches_a_warm_reader(
-    sql_url: str, tmp_path: Path
+    stores: tuple[Any, Any, Any],
 ) -> None:
-    reference, writer, reader = _stores(sql_url, tmp_path)
+    reference, writer, reader = stores
     for target in (reference, writer):
         target.append_many(sample_records())
         target.append_many(_generated(60, "first"))
@@ -130,13 +135,11 @@ def test_a_write_through_another_store_object_reaches_a_warm_reader(
         assert after != before  # each write changed an answer the reader had cached
         assert reader._runs is not held
         held = reader._runs
-    writer.close()
-    reader.close()
 
 
 @pytest.mark.usefixtures("numpy_paths")
-def test_a_term_numbered_below_those_held_renumbers_them(sql_url: str, tmp_path: Path) -> None:
-    reference, writer, reader = _stores(sql_url, tmp_path)
+def test_a_term_numbered_below_those_held_renumbers_them(stores: tuple[Any, Any, Any]) -> None:
+    reference, writer, reader = stores
     for target in (reference, writer):
         target.append_many(_generated(40, "early", " early"))
         target.append_many(_generated(40, "late", " late"))
@@ -147,15 +150,13 @@ def test_a_term_numbered_below_those_held_renumbers_them(sql_url: str, tmp_path:
     )
     assert first == _recalls(reference, ("late",))
     assert reader._runs.base < base  # "early" came in below: what was held moved up
-    reader.close()
-    writer.close()
 
 
 @pytest.mark.usefixtures("numpy_paths")
 def test_a_budget_smaller_than_a_query_lets_older_terms_go(
-    sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reference, writer, reader = _stores(sql_url, tmp_path)
+    reference, writer, reader = stores
     for target in (reference, writer):
         target.append_many(sample_records())
         target.append_many(_generated(80, "many"))
@@ -169,39 +170,35 @@ def test_a_budget_smaller_than_a_query_lets_older_terms_go(
         assert held.postings == sum(len(docs) for docs, _ in held.terms.values())
         peak = max(peak, held.postings)
     assert peak > 60  # "the memory of the store" alone is past it
-    reader.close()
-    writer.close()
 
 
 @pytest.mark.usefixtures("numpy_paths")
 def test_a_scope_whose_ids_are_far_apart_is_read_as_before(
-    sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sql_url: str, stores: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postings_module, "DENSE_SLACK", 0)
-    reference, writer, reader = _stores(sql_url, tmp_path)
+    reference, writer, reader = stores
     others = [open_store(sql_url, user_id=f"other{k}", clock=fixed_clock()) for k in range(5)]
     for item in _generated(30, "mixed"):  # each of alice's ids five others apart
         for target in (reference, writer, *others):
             target.append_many([item])
     assert _recalls(reader) == _recalls(reference)
     assert not reader._runs.tokens  # nothing numbered: every recall reads its runs
-    for store in (reader, writer, *others):
+    for store in others:
         store.close()
 
 
 @pytest.mark.usefixtures("numpy_paths")
 def test_without_the_cache_a_fresh_reader_merges_by_dict(
-    sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reference, writer, reader = _stores(sql_url, tmp_path)
+    reference, writer, reader = stores
     for target in (reference, writer):
         target.append_many(sample_records())
         target.append_many(_generated(40, "few"))
     monkeypatch.setattr(postings_module, "NUMPY_MIN_POSTINGS", 10**9)
     assert _recalls(reader) == _recalls(reference)
     assert not reader._runs.terms
-    reader.close()
-    writer.close()
 
 
 # -- the cache alone: each query's postings, lengths and candidates, as the ids say ------

@@ -145,3 +145,18 @@ def refused_alike(store: Any, instant: datetime) -> None:
                 write(view)
             words.append(str(refused.value))
         assert words[0] == words[1] and "read-only" in words[0], name
+
+
+def same_as_generic(store: Any, reopen: Callable[[], Any], view_class: type) -> None:
+    """At every instant, the store's own view (a ``view_class``) and one of the store opened
+    anew answer every read as the generic ``KnownAtVectorStore`` does."""
+    ids = [r.memory_id for r in store.read_all()] + ["unknown"]
+    moments = instants(store)
+    assert len(moments) > 3
+    for instant in moments:
+        view = store_known_at(store, instant)
+        assert isinstance(view, view_class)
+        expected = answers(KnownAtVectorStore(store, instant), ids)
+        assert answers(view, ids) == expected, instant
+        # A new store each time too: the view must not lean on what the store read before.
+        assert answers(store_known_at(reopen(), instant), ids) == expected, instant
