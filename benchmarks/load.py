@@ -537,10 +537,10 @@ def table(report: dict[str, Any]) -> str:
 def _postgres(log: Log, sessions: int) -> Any:
     """``$MEMLIB_PG_DSN`` (its CPU not measured: no postmaster of ours), else a cluster
     with a connection for every session, the checks and a few spare."""
+    from tests.support.pgserver import PgServer, start_cluster
+
     if os.environ.get("MEMLIB_PG_DSN"):
-        dsn = os.environ["MEMLIB_PG_DSN"]
-        return type("External", (), {"dsn": dsn, "pid": None, "stop": lambda _: None})()
-    from tests.support.pgserver import start_cluster
+        return PgServer(os.environ["MEMLIB_PG_DSN"])  # not ours to stop
 
     log("starting a throwaway PostgreSQL cluster (default durability)")
     return start_cluster(durable=True, max_connections=max(40, sessions + 10))

