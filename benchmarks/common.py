@@ -111,9 +111,10 @@ def new_store_url(backend: str, folder: Path, pg: Any, tag: str) -> tuple[str, s
     if backend in ("jsonl", "sqlite"):
         return f"{backend}:{folder / f'{tag}.{backend}'}", None
     from memlib.stores.sql._postgres import init_schema
+    from tests.support.pgserver import schema_url
 
     schema = f"bench_{uuid.uuid4().hex[:8]}"
-    url = f"{pg.dsn}{'&' if '?' in pg.dsn else '?'}schema={schema}"
+    url = schema_url(pg.dsn, schema)
     init_schema(url)
     return url, schema
 

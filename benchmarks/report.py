@@ -127,10 +127,11 @@ def _hybrid_targets(row: Mapping[str, Any], floor: float | None) -> Iterator[dic
             if floor is None or "wall_s" not in stats or name == "mcp":
                 continue
             what = f"{label}, {name} query"
-            yield _target("hybrid_cold", n, what, stats["wall_s"], floor)
-            if backend == "pgvector":
+            if backend == "pgvector":  # its own target, of the same limit and its memory
                 yield _target("pgvector_cold", n, what, stats["wall_s"], floor)
                 yield _target("pgvector_rss", n, what, stats["peak_rss_mb"])
+            else:
+                yield _target("hybrid_cold", n, what, stats["wall_s"], floor)
 
 
 def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:

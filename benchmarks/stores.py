@@ -110,8 +110,9 @@ class Shelf:
     def url(self, backend: str, key: str) -> str:
         if backend in ("jsonl", "sqlite"):
             return f"{backend}:{self.root / key / backend / f'records.{backend}'}"
-        dsn = self.servers[backend].dsn
-        return f"{dsn}{'&' if '?' in dsn else '?'}schema={self._schema(key)}"
+        from tests.support.pgserver import schema_url
+
+        return schema_url(self.servers[backend].dsn, self._schema(key))
 
     def _stamp(self, backend: str, key: str) -> Path | None:
         if backend in ("jsonl", "sqlite"):

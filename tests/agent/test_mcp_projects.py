@@ -21,7 +21,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from support import mcp_client  # noqa: E402
 from support.mcp_client import call, refused  # noqa: E402
-from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: E402, F401  (fixture)
+from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: E402, F401  (pg_dsn: a fixture)
 
 from memlib import RecallEngine  # noqa: E402
 from memlib.records import LIMITS, MEMORY_ID_MAX, format_timestamp  # noqa: E402
@@ -73,7 +73,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     else:
         dsn = request.getfixturevalue("pg_dsn")
         schema = fresh_schema(dsn)
-        made = f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+        made = schema_url(dsn, schema)
     for project, items in WRITES.items():
         store = open_store(made, user_id="alice", project=project, clock=fixed_clock())
         store.append_many(items)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixture)
+from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: F401
 
 from memlib import RecallEngine, open_store
 from memlib._runtime import scope_path
@@ -333,9 +333,8 @@ def one_case(backends: Backends, number: int, failures: common.Failures) -> None
 def backends(tmp_path: Path, pg_dsn: str) -> Iterator[Backends]:  # noqa: F811
     folder = common.work_folder(tmp_path)
     schema = fresh_schema(pg_dsn)
-    sep = "&" if "?" in pg_dsn else "?"
     try:
-        yield Backends(folder, f"{pg_dsn}{sep}schema={schema}")
+        yield Backends(folder, schema_url(pg_dsn, schema))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         drop_schema(pg_dsn, schema)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixture)
+from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: F401
 
 from memlib import MemoryKind, MemorySource, RecallEngine, open_store
 from memlib.errors import RemoteMemoryDuplicateError, RemoteMemoryValidationError
@@ -72,8 +72,7 @@ def locations(
             dsn.append(request.getfixturevalue("pg_dsn"))
         if name not in schemas:
             schemas[name] = fresh_schema(dsn[0])
-        sep = "&" if "?" in dsn[0] else "?"
-        return f"{dsn[0]}{sep}schema={schemas[name]}"
+        return schema_url(dsn[0], schemas[name])
 
     yield where
     for schema in schemas.values():

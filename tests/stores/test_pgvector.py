@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 import psycopg
 import pytest
-from support.pgserver import drop_schema, fresh_schema, pg_dsn, pg_url, pgvector_dsn  # noqa: F401
+from support.pgserver import fresh_url, pg_dsn, pg_url, pgvector_dsn  # noqa: F401
 
 import memlib.rankers.hybrid as hybrid
 from memlib import RecallEngine, open_store
@@ -94,11 +94,7 @@ def _fill(url: str, embedder: Any, size: int = 96) -> Any:
 @pytest.fixture
 def vector_url(pgvector_dsn: str) -> Iterator[str]:  # noqa: F811
     """A store URL with a fresh schema on the pgvector server (``db init`` enabled it)."""
-    name = fresh_schema(pgvector_dsn)
-    try:
-        yield f"{pgvector_dsn}&schema={name}"
-    finally:
-        drop_schema(pgvector_dsn, name)
+    yield from fresh_url(pgvector_dsn)
 
 
 def _query(store: Any, text: str) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixtures)
+from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: F401
 
 from memlib import (
     MemorySource,
@@ -45,7 +45,7 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[s
             return f"sqlite:{tmp_path / place}.db"
         if place not in schemas:
             schemas[place] = fresh_schema(dsn)
-        return f"{dsn}{'&' if '?' in dsn else '?'}schema={schemas[place]}"
+        return schema_url(dsn, schemas[place])
 
     yield url
     for name in schemas.values():

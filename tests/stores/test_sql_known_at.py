@@ -27,7 +27,7 @@ from support.known_at_history import (
     refused_alike,
     same_as_generic,
 )
-from support.pgserver import drop_schema, fresh_schema, pg_dsn  # noqa: F401  (fixtures)
+from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: F401
 
 from memlib import MemoryKind, RemoteMemoryStore, open_store
 from memlib._bulk import ReplayClock, export_lines, import_jsonl
@@ -54,7 +54,7 @@ def sql_dsn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable
             return f"sqlite:{tmp_path / f'memlib-{next(count)}.sqlite'}"
         dsn = request.getfixturevalue("pg_dsn")
         made.append(fresh_schema(dsn))
-        return f"{dsn}{'&' if '?' in dsn else '?'}schema={made[-1]}"
+        return schema_url(dsn, made[-1])
 
     yield new
     for name in made:

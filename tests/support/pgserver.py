@@ -37,10 +37,12 @@ import pytest
 __all__ = [
     "PgServer",
     "fresh_schema",
+    "fresh_url",
     "pg_dsn",
     "pg_url",
     "pgvector_dsn",
     "pgvector_server",
+    "schema_url",
     "shared_dsn",
     "start_cluster",
 ]
@@ -265,12 +267,21 @@ def drop_schema(dsn: str, name: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
+def schema_url(dsn: str, schema: str) -> str:
+    """The store URL of ``schema`` on the server at ``dsn``."""
+    return f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+
+
+def fresh_url(dsn: str) -> Iterator[str]:
+    """A store URL with its own fresh schema on ``dsn``, dropped afterwards (a fixture's body)."""
+    name = fresh_schema(dsn)
+    try:
+        yield schema_url(dsn, name)
+    finally:
+        drop_schema(dsn, name)
+
+
 @pytest.fixture
 def pg_url(pg_dsn: str) -> Iterator[str]:
     """A store URL with its own fresh schema: ``postgresql://…?schema=t_…``."""
-    name = fresh_schema(pg_dsn)
-    sep = "&" if "?" in pg_dsn else "?"
-    try:
-        yield f"{pg_dsn}{sep}schema={name}"
-    finally:
-        drop_schema(pg_dsn, name)
+    yield from fresh_url(pg_dsn)
