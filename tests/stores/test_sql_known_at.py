@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from support.known_at_history import (
     refused_alike,
     same_as_generic,
 )
-from support.pgserver import drop_schema, fresh_schema, pg_dsn, schema_url  # noqa: F401
+from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures of sql_url)
 
 from memlib import MemoryKind, RemoteMemoryStore, open_store
 from memlib._bulk import ReplayClock, export_lines, import_jsonl
@@ -43,39 +42,17 @@ STEPS = (0, 1, 0.5, 3600, -1800, 0, 7200, 0.000001, 86400, -90000, 60, 1)  # bac
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "sql"
 
 
-@pytest.fixture
-def sql_dsn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
-    """``new()``: a fresh store URL of the backend (``request.param``) each call."""
-    made: list[str] = []
-    count = iter(range(1_000))
-
-    def new() -> str:
-        if request.param == "sqlite":
-            return f"sqlite:{tmp_path / f'memlib-{next(count)}.sqlite'}"
-        dsn = request.getfixturevalue("pg_dsn")
-        made.append(fresh_schema(dsn))
-        return schema_url(dsn, made[-1])
-
-    yield new
-    for name in made:
-        drop_schema(request.getfixturevalue("pg_dsn"), name)
-
-
-BACKENDS = pytest.mark.parametrize("sql_dsn", ["sqlite", "postgresql"], indirect=True)
-
-
 @pytest.fixture(autouse=True)
 def numpy_always(monkeypatch: pytest.MonkeyPatch) -> None:
     """The small stores here take numpy's paths, as a big one does."""
     monkeypatch.setattr(postings, "NUMPY_MIN_POSTINGS", 0)
 
 
-@BACKENDS
 @pytest.mark.parametrize("embedder", sorted(EMBEDDERS))
 def test_the_view_answers_as_the_generic_class_at_every_instant(
-    sql_dsn: Callable[[], str], embedder: str
+    sql_url: str, embedder: str
 ) -> None:
-    url, clock = sql_dsn(), Clock()
+    url, clock = sql_url, Clock()
     store: Any = open_store(url, user_id=USER, clock=clock, embedder=EMBEDDERS[embedder])
     history(store, clock, STEPS)
     same_as_generic(
@@ -83,10 +60,7 @@ def test_the_view_answers_as_the_generic_class_at_every_instant(
     )
 
 
-@BACKENDS
-def test_an_import_that_replays_stored_at_going_back(
-    sql_dsn: Callable[[], str], tmp_path: Path
-) -> None:
+def test_an_import_that_replays_stored_at_going_back(sql_url: str, tmp_path: Path) -> None:
     # A JSONL store's history (whose stored_at goes back twice), exported and imported
     # with its stored_at: the SQL rows' stored_at is not in id order.
     clock = Clock()
@@ -94,7 +68,7 @@ def test_an_import_that_replays_stored_at_going_back(
     history(source, clock, STEPS)
     lines = tmp_path / "export.jsonl"
     lines.write_text("".join(line + "\n" for line in export_lines(source)), encoding="utf-8")
-    url, replay = sql_dsn(), ReplayClock()
+    url, replay = sql_url, ReplayClock()
     store: Any = open_store(url, user_id=USER, clock=replay, embedder=EMBEDDERS["pairs"])
     import_jsonl(store, lines, batch_size=3, clock=replay)
     stored = [r.stored_at for r in store.read_all()]
@@ -104,21 +78,19 @@ def test_an_import_that_replays_stored_at_going_back(
     )
 
 
-@BACKENDS
 def test_without_numpy_the_runs_are_cut_alike(
-    sql_dsn: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+    sql_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(postings, "NUMPY_MIN_POSTINGS", 10**12)
-    url, clock = sql_dsn(), Clock()
+    url, clock = sql_url, Clock()
     store: Any = open_store(url, user_id=USER, clock=clock)
     history(store, clock, STEPS)
     same_as_generic(store, lambda: open_store(url, user_id=USER), SqlKnownAt)
 
 
-@BACKENDS
-def test_the_view_is_read_only_with_the_generic_words(sql_dsn: Callable[[], str]) -> None:
+def test_the_view_is_read_only_with_the_generic_words(sql_url: str) -> None:
     clock = Clock()
-    store: Any = open_store(sql_dsn(), user_id=USER, clock=clock, embedder=EMBEDDERS["turns"])
+    store: Any = open_store(sql_url, user_id=USER, clock=clock, embedder=EMBEDDERS["turns"])
     history(store, clock, STEPS)
     instant = instants(store)[5]
     before = store.read_all()
@@ -126,11 +98,10 @@ def test_the_view_is_read_only_with_the_generic_words(sql_dsn: Callable[[], str]
     assert store.read_all() == before
 
 
-@BACKENDS
-def test_a_view_sees_no_write_made_after_it_read(sql_dsn: Callable[[], str]) -> None:
+def test_a_view_sees_no_write_made_after_it_read(sql_url: str) -> None:
     # The view holds what T takes from the scope while the scope's counts stay; a write
     # in between (a retraction of a turn known at T, new turns) is read anew.
-    url, clock = sql_dsn(), Clock()
+    url, clock = sql_url, Clock()
     store: Any = open_store(url, user_id=USER, clock=clock)
     history(store, clock, STEPS)
     moments = instants(store)
@@ -151,12 +122,11 @@ def test_a_view_sees_no_write_made_after_it_read(sql_dsn: Callable[[], str]) -> 
     assert answers(view, ids) == answers(KnownAtVectorStore(store, instant), ids) == expected
 
 
-def _upgraded(sql_dsn: Callable[[], str], backend: str) -> str:
+def _upgraded(url: str) -> str:
     """A store that schema 6's memlib wrote (tests/fixtures/sql), upgraded."""
-    url = sql_dsn()
-    name = "sqlite" if backend == "sqlite" else "postgres"
+    name = "sqlite" if url.startswith("sqlite:") else "postgres"
     fixture = (FIXTURES / f"{name}-v6.sql").read_text(encoding="utf-8")
-    if backend == "sqlite":
+    if name == "sqlite":
         conn = sqlite3.connect(url.removeprefix("sqlite:"))
         conn.executescript(fixture)
         conn.close()
@@ -173,12 +143,8 @@ def _upgraded(sql_dsn: Callable[[], str], backend: str) -> str:
     return url
 
 
-@pytest.mark.parametrize("sql_dsn", ["sqlite", "postgresql"], indirect=True)
-def test_a_store_upgraded_from_schema_6_answers_alike(
-    sql_dsn: Callable[[], str], request: pytest.FixtureRequest
-) -> None:
-    backend = request.node.callspec.params["sql_dsn"]
-    url = _upgraded(sql_dsn, backend)
+def test_a_store_upgraded_from_schema_6_answers_alike(sql_url: str) -> None:
+    url = _upgraded(sql_url)
     clock = Clock()
     clock.now = SAMPLE_AS_OF + timedelta(days=1)
     store: Any = open_store(url, user_id=USER, clock=clock, embedder=EMBEDDERS["pairs"])
