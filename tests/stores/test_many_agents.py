@@ -41,13 +41,14 @@ def test_eight_sessions_keep_every_acknowledged_write(loaded: str, tmp_path: Pat
     assert set(level["errors_by_type"]) <= load.EXPECTED
 
 
-def test_killed_sessions_lose_nothing_they_acknowledged(loaded: str, tmp_path: Path) -> None:
-    plan = load.Plan(loaded, sessions=6, seconds=3.0, preloaded=RECORDS, seed=1)
+def test_killed_sessions_lose_nothing_they_acknowledged(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    load.preload(pg_url, RECORDS, 0)  # lexical sessions: no vectors to write
+    plan = load.Plan(pg_url, sessions=6, seconds=3.0, preloaded=RECORDS, seed=1)
     level = load.run_level(plan, tmp_path, slack=30.0, kills=3)
     assert len(level["killed"]) == 3
     assert load.failures(level) == []
     # The store still opens, answers and takes a write.
-    with load.opened(loaded) as store:
+    with load.opened(pg_url) as store:
         store.append(**_item("after-the-kills"))
         assert store.records_by_id(["after-the-kills"])
 
