@@ -489,7 +489,7 @@ def run_size(n: int, args: argparse.Namespace, pg: Any, log: Log) -> dict[str, A
         seconds = preload(url, n, args.dimension, log)
         log(f"N={n:,}: preloaded in {seconds:.1f} s")
         out: dict[str, Any] = {"records": n, "preload_s": round(seconds, 1), "levels": []}
-        plans = [(s, 0) for s in ints(args.sessions)]
+        plans = [(s, 0) for s in args.sessions]
         plans += [(args.crash_sessions, args.kills)] if args.kills else []
         for step, (sessions, kills) in enumerate(plans):
             check_capacity(pg.dsn, sessions)
@@ -561,7 +561,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:  # the sizes and levels said as one line, as run.py says them
+        args.records, args.sessions = ints(args.records), ints(args.sessions)
+    except ValueError as exc:
+        parser.error(str(exc))
     began = time.monotonic()
     log = progress_log(began)
     report: dict[str, Any] = {
@@ -578,9 +583,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     # The folder first: a bad --workdir must not leave a started cluster behind.
     args.workdir = tempfile.mkdtemp(prefix="memlib-load-", dir=args.workdir)
-    pg = _postgres(log, max([*ints(args.sessions), args.crash_sessions]))
+    pg = _postgres(log, max([*args.sessions, args.crash_sessions]))
     try:
-        for n in ints(args.records):
+        for n in args.records:
             report["sizes"].append(run_size(n, args, pg, log))
     finally:
         pg.stop()
