@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
 
 import memlib._retrieval.postings as postings_module
+import memlib.stores.sql._common as sql_common
 from memlib import (
     MemoryKind,
     RecallEngine,
@@ -404,15 +405,18 @@ def _many_candidates(store: Any) -> None:
         (10**9, "bm25+stopwords", 50),
     ],
 )
+@pytest.mark.parametrize("bodies_with_rows", [1_024, 0])
 def test_a_lexical_recall_reads_only_the_pool_and_the_hits(
     sql_url: str,
     tmp_path: Path,
     numpy_min: int,
     ranker: str,
     pool: int,
+    bodies_with_rows: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(postings_module, "NUMPY_MIN_POSTINGS", numpy_min)
+    monkeypatch.setattr(sql_common, "_BODIES_WITH_ROWS", bodies_with_rows)
     reference = open_store(f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER, clock=fixed_clock())
     writer = open_store(sql_url, user_id=USER, clock=fixed_clock())
     for store in (reference, writer):
@@ -429,10 +433,14 @@ def test_a_lexical_recall_reads_only_the_pool_and_the_hits(
         )
         assert got.to_json() == expected.to_json()
         assert got.candidate_records == 400 and len(got.hits) == limit
-        # One statement for the pool's tie-breaks, one for the hits' bodies.
-        assert len(log) == 2, log
+        # The pool's tie-breaks, with the bodies when the pool is small enough; else one
+        # statement more for the hits' bodies.
         assert limit <= log[0][1] <= pool and "captured_ts" in log[0][0], log
-        assert log[1][1] == limit and "body" in log[1][0], log
+        if bodies_with_rows:
+            assert len(log) == 1 and "body" in log[0][0], log
+        else:
+            assert len(log) == 2 and "body" not in log[0][0], log
+            assert log[1][1] == limit and "body" in log[1][0], log
     reader.close()
     writer.close()
 
@@ -455,7 +463,11 @@ def test_timestamps_and_ids_are_read_by_prefetch_only(sql_url: str) -> None:
     view.prefetch([2, 0])  # known already: no second read
     assert [row for _, row in log] == [2]
     first, third = view.candidates_of([0, 2])
+    assert [row for _, row in log] == [2]  # their bodies came with them
     assert (view.ids[0], view.ids[2]) == (first.memory_id, third.memory_id)
+    (second,) = view.candidates_of([1])  # not prefetched: its body read now
+    assert [row for _, row in log] == [2, 1] and "body" in log[1][0]
+    assert second.memory_id not in (first.memory_id, third.memory_id)
     assert view.timestamps[2] == third.captured_at.timestamp()
     with pytest.raises(RemoteMemoryError, match="memory id of doc 1 was read before prefetch"):
         view.ids[1]

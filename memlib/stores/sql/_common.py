@@ -62,6 +62,8 @@ from ._schema import DERIVED, SCHEMA_VERSION
 # What reading a stored body may raise: invalid JSON, or past safejson's limits.
 _BAD_BODY = (ValueError, TypeError, RemoteMemoryValidationError, RemoteMemoryCorruptionError)
 _BY_IDS = "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"  # this scope's, by row id
+# The most docs a prefetch reads the bodies of with their rows (hybrid's pool is 500).
+_BODIES_WITH_ROWS = 1_024
 _VECTOR_COLUMNS = "vector_model, vector_dimension, vector_changes, vector_resets"
 _CLAIM = (
     "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
@@ -565,11 +567,14 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _bodies_of(self, conn: Any, ids: Iterable[Any]) -> tuple[StoredMemory, ...]:
         """The records of ``ids`` (this scope's only), in the order of ``ids``."""
         wanted = [int(i) for i in ids]
-        if not wanted:
-            return ()
-        sql = f"SELECT id, body {_BY_IDS}"
-        bodies = dict(self._run(conn, sql, self._key, self._many(wanted)))
+        bodies = self._body_rows(conn, wanted)
         return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
+
+    def _body_rows(self, conn: Any, ids: list[int]) -> dict[int, str]:
+        """The bodies of this scope's records of ``ids``, by row id."""
+        if not ids:
+            return {}
+        return dict(self._run(conn, f"SELECT id, body {_BY_IDS}", self._key, self._many(ids)))
 
     def _top(
         self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int, top: ScoreBound
@@ -635,27 +640,38 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         timestamps: _Prefetched[float] = _Prefetched(size, "timestamp")
         ids: _Prefetched[str] = _Prefetched(size, "memory id")
 
+        bodies: dict[int, str] = {}  # by row id, read with a small prefetch (never changed)
+
         def prefetch(docs: Sequence[int]) -> None:
             wanted = {row_ids[d]: d for d in docs if d not in ids.values}
             if not wanted:
                 return
-            sql = f"SELECT id, captured_ts, memory_id {_BY_IDS}"
-            rows = self._read(sql, scope, self._many(sorted(wanted)))
-            for row_id, captured_ts, memory_id in rows:
+            # A ranking keeps about the docs it names, so their bodies come in the same
+            # statement (one round trip less on a server); a pool of every doc sharing a
+            # stopword with the question does not.
+            with_bodies = len(wanted) <= _BODIES_WITH_ROWS
+            columns = "id, captured_ts, memory_id" + (", body" if with_bodies else "")
+            rows = self._read(f"SELECT {columns} {_BY_IDS}", scope, self._many(sorted(wanted)))
+            for row_id, captured_ts, memory_id, *body in rows:
                 doc = wanted.pop(int(row_id))
                 timestamps.values[doc] = float(captured_ts)
                 ids.values[doc] = memory_id
+                if body:
+                    bodies[int(row_id)] = body[0]
             if wanted:
                 raise RemoteMemoryCorruptionError(
                     f"a posting names record {min(wanted)}, missing from {self._location}"
                 )
 
         def candidates_of(docs: Sequence[int]) -> tuple[RecallCandidate, ...]:
-            if not docs:
-                return ()
-            reader = self._connection()
-            with self._failures("read"):
-                return candidates_for(query, self._bodies_of(reader, [row_ids[d] for d in docs]))
+            wanted = [int(row_ids[d]) for d in docs]
+            unread = [i for i in wanted if i not in bodies]
+            if unread:
+                reader = self._connection()
+                with self._failures("read"):
+                    bodies.update(self._body_rows(reader, unread))
+            records = [self._parse(bodies[i]) for i in wanted if i in bodies]
+            return candidates_for(query, records)
 
         return LexicalPostings(
             terms=tuple(terms),
