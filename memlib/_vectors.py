@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import RemoteMemoryError, RemoteMemoryValidationError, RemoteMemoryVectorModelError
@@ -105,6 +105,11 @@ class DenseScores:
             chosen = np.flatnonzero(scores >= np.partition(scores, n - k)[n - k])
         order = sorted(chosen.tolist(), key=lambda i: (-float(scores[i]), self.ids[i]))
         return [(self.ids[i], float(scores[i])) for i in order[:k]]
+
+    def top_soon(self, k: int) -> Callable[[], list[tuple[str, float]]]:
+        """``top(k)`` when called: a store that searches elsewhere (a database server)
+        starts now, so that what the caller reads meanwhile overlaps the search."""
+        return partial(self.top, k)
 
     def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
         """Scores of those of ``memory_ids`` that have a vector."""

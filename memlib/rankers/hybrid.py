@@ -291,16 +291,19 @@ class HybridRanker:
         # (its default weights are the pair model's unless weights were chosen).
         ranker = self.with_model(model) if model.pairs and not self.reads_pairs else self
         terms = scoring_terms(query, stopwords=True)
+        question = query_vector(model, query.text)
+        scores = dense(query, question, model=model.name, dimension=model.dimension)
+        dense_top_of = scores.top_soon(POOL)  # a server searches while the lexical path reads
         view = postings(query, terms)
         top_docs, lexical = bm25_top_docs(
             query, view, k1=self.k1, b=self.b, stopwords=True, limit=POOL
         )
-        question = query_vector(model, query.text)
-        scores = dense(query, question, model=model.name, dimension=model.dimension)
-        dense_top = scores.top(POOL)
         lexical_scan = view.scan(top_docs)
-        lexical_ids = {c.record.memory_id for c in lexical_scan.candidates}
-        extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in lexical_ids]
+        lexical_ids = [c.record.memory_id for c in lexical_scan.candidates]
+        similarity = scores.exact(lexical_ids, question)  # read meanwhile too
+        dense_top = dense_top_of()
+        found = set(lexical_ids)
+        extra_ids = [memory_id for memory_id, _ in dense_top if memory_id not in found]
         candidates = list(lexical_scan.candidates)
         per_term = list(lexical.per_term)
         raw = list(lexical.totals)
@@ -329,7 +332,8 @@ class HybridRanker:
                 )
             around = neighbours(ids)
         following = {m: n.next for m, n in around.items() if n.next is not None}
-        similarity = scores.exact(ids + sorted(set(following.values()) - set(ids)), question)
+        later = ids[len(lexical_ids) :] + sorted(set(following.values()) - set(ids))
+        similarity.update(scores.exact(later, question))
         unembedded = [c for c in candidates if c.record.memory_id not in similarity]
         if unembedded:  # not embedded yet: computed now, reachable by the lexical path only
             vectors = model.encode(self._texts_of(unembedded, around, fetch, pairs))

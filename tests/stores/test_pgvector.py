@@ -25,12 +25,13 @@ import memlib.rankers.hybrid as hybrid
 from memlib import RecallEngine, open_store
 from memlib._vectors import DenseScores, pack, query_vector
 from memlib.cli import main
+from memlib.errors import RemoteMemoryStorageError
 from memlib.normalize import normalize_recall_query
 from memlib.rankers.embeddings import HashingEmbedder, PairEmbedder
 from memlib.sample import SAMPLE_AS_OF, fixed_clock, scope_path
 from memlib.stores.sql import _postgres
 from memlib.stores.sql._common import SqlMemoryStore
-from memlib.stores.sql._postgres import PostgresMemoryStore, _ServerScores
+from memlib.stores.sql._postgres import PostgresMemoryStore, _ServerScores, split_url
 
 TURNS = HashingEmbedder(64)
 PAIRS = PairEmbedder(TURNS)
@@ -175,6 +176,48 @@ def test_hybrid_answers_as_every_backend(
     assert searched
     for store in stores.values():
         store.close()
+
+
+def test_the_dense_search_runs_on_a_second_connection(
+    vector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``top_soon`` searches on the store's second connection while the caller reads on
+    its first, answers as ``top`` does, raises the search's typed error where the rows are
+    asked for, and a search connection lost is dropped and opened again; a store given a
+    connection to share opens none."""
+    store = _fill(vector_url, TURNS)
+    on: list[Any] = []
+    nearest = PostgresMemoryStore._nearest
+
+    def spied(self: Any, conn: Any, *args: Any, **kwargs: Any) -> Any:
+        on.append(conn)
+        return nearest(self, conn, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresMemoryStore, "_nearest", spied)
+    for text in QUERIES:
+        scores = _dense(store, text)
+        pending = scores.top_soon(20)
+        assert pending() == _dense(store, text).top(20)
+    searcher = store._searcher
+    assert on[0] is searcher and on[1] is store._connection() is not searcher
+    assert _hybrid(store, "green tea").count('"memory_id"') == 10
+    # The search connection lost: a typed error, then a new one.
+    store._connection().execute("SELECT pg_terminate_backend(%s)", (searcher.info.backend_pid,))
+    with pytest.raises(RemoteMemoryStorageError, match="connection lost"):
+        _dense(store, "tea").top_soon(5)()
+    assert store._searcher is None and searcher.closed
+    assert len(_dense(store, "tea").top_soon(5)()) == 5
+    assert store._searcher is not None and store._searcher is not searcher
+    store.close()
+    assert store._searcher is None
+    # Shared: searched on that connection, in the caller's thread.
+    conn = psycopg.connect(split_url(vector_url)[0], autocommit=True)
+    shared = open_store(vector_url, user_id="alice", connection=conn, embedder=TURNS)
+    on.clear()
+    assert len(_dense(shared, "green tea").top_soon(5)()) == 5
+    assert on == [conn] and shared._searcher is None
+    shared.close()
+    conn.close()
 
 
 @pytest.mark.parametrize("margin", [_postgres._MARGIN, 0])

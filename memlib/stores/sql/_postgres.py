@@ -8,6 +8,7 @@ or newer than it knows. psycopg 3 is imported only when a PostgreSQL store is op
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -316,7 +317,40 @@ class _ServerScores(DenseScores):
     def top(self, k: int) -> list[tuple[str, float]]:
         if k <= 0:
             return []
-        rows = self._store._nearest(self._wanted, k, hnsw=self._hnsw)
+        store = self._store
+        conn = store._connection()
+        return self._top_of(
+            store._nearest(conn, store._dense_search(conn), self._wanted, k, hnsw=self._hnsw), k
+        )
+
+    def top_soon(self, k: int) -> Callable[[], list[tuple[str, float]]]:
+        """The search runs on the store's second connection in a thread (it waits on the
+        server, without the GIL) while the caller reads its lexical path on the first."""
+        store = self._store
+        search = store._dense_search(store._connection())
+        conn = store._search_connection()
+        if k <= 0 or conn is None:
+            return super().top_soon(k)
+        found: list[Any] = []
+
+        def search_rows() -> None:
+            try:
+                found.append(store._nearest(conn, search, self._wanted, k, hnsw=self._hnsw))
+            except BaseException as exc:  # raised where the rows are asked for
+                found.append(exc)
+
+        thread = threading.Thread(target=search_rows, name="memlib-dense-search", daemon=True)
+        thread.start()
+
+        def rows() -> list[tuple[str, float]]:
+            thread.join()
+            if isinstance(found[0], BaseException):
+                raise found[0]
+            return self._top_of(found[0], k)
+
+        return rows
+
+    def _top_of(self, rows: dict[str, Any], k: int) -> list[tuple[str, float]]:
         self._rows.update(rows)
         return DenseScores(list(rows), float32_scores(list(rows.values()), self._wanted), 0).top(k)
 
@@ -428,6 +462,23 @@ class PostgresMemoryStore(SqlMemoryStore):
         super()._forget()
         # (connection, where its dense path runs): read once per connection.
         self._search: tuple[Any, DenseSearch] | None = None
+        # A second connection, opened by the first dense search in the database.
+        self._searcher: Any = None
+
+    def _search_connection(self) -> Any:
+        """The connection the dense searches run on beside the store's own (None when the
+        store was given one to share: it opens no other)."""
+        if self._shared is not None:
+            return None
+        if self._searcher is None or self._searcher.closed:
+            self._searcher = _connect(self._dsn, self._connect_timeout)
+        return self._searcher
+
+    def close(self) -> None:
+        super().close()
+        searcher, self._searcher = self._searcher, None
+        if searcher is not None:
+            searcher.close()
 
     def _open(self, *, create: bool) -> Any:
         shared = self._shared is not None
@@ -584,10 +635,13 @@ class PostgresMemoryStore(SqlMemoryStore):
             return whole()  # which refuses it
         return _ServerScores(self, wanted, dimension in search.hnsw, whole)
 
-    def _nearest(self, wanted: Any, k: int, *, hnsw: bool) -> dict[str, Any]:
+    def _nearest(
+        self, conn: Any, search: DenseSearch, wanted: Any, k: int, *, hnsw: bool
+    ) -> dict[str, Any]:
         """The vectors of the ``k`` records (and a margin) nearest ``wanted`` by inner
-        product, best first. Exact: every row the client could rank in its ``k`` best, its
-        rounding (float32 sums differ by up to about dimension × 2⁻²⁴) included."""
+        product, best first, read on ``conn``. Exact: every row the client could rank in its
+        ``k`` best, its rounding (float32 sums differ by up to about dimension × 2⁻²⁴)
+        included."""
         np = require_numpy()
         d = len(wanted)
         params: dict[str, Any] = {
@@ -595,8 +649,6 @@ class PostgresMemoryStore(SqlMemoryStore):
             "scope": self._key,
             "n": k + _MARGIN,
         }
-        conn = self._connection()
-        search = self._dense_search(conn)
         v = search.prefix
         if hnsw:
             distance = f"v.embedding::{v}vector({d}) OPERATOR({v}<#>) %(q)s::{v}vector({d})"
@@ -606,7 +658,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         nearest = _NEAREST.format(
             s=self._prefix, distance=distance, where=where, limit=" LIMIT %(n)s"
         )
-        with self._transaction(conn, write=False):
+        with self._transaction(conn, write=False, failing=conn):
             if hnsw:
                 ef_search = min(max(k + _MARGIN, _EF_SEARCH), 1000)  # pgvector's bounds
                 conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
@@ -638,20 +690,26 @@ class PostgresMemoryStore(SqlMemoryStore):
             return self._version(conn)
 
     @contextmanager
-    def _failures(self, action: str) -> Iterator[None]:
+    def _failures(self, action: str, failing: Any = None) -> Iterator[None]:
+        """psycopg's errors as memlib's, for the store's connection (or ``failing``, its
+        search connection)."""
         try:
             yield
         except _psycopg().Error as exc:
             # A connection left closed or broken is dropped: the next call connects again.
             # Nothing is retried: a write whose COMMIT got no answer may have landed.
-            conn = self._conn
+            conn = self._conn if failing is None else failing
             if conn is not None and (conn.closed or getattr(conn, "broken", False)):
-                self.close()
+                if conn is self._conn:
+                    self.close()
+                elif conn is self._searcher:
+                    self._searcher = None
+                    conn.close()
             raise _pg_error(exc, f"cannot {action} PostgreSQL schema {self.schema}") from None
 
     @contextmanager
-    def _transaction(self, conn: Any, *, write: bool) -> Iterator[None]:
-        with self._failures("write" if write else "read"), conn.transaction():
+    def _transaction(self, conn: Any, *, write: bool, failing: Any = None) -> Iterator[None]:
+        with self._failures("write" if write else "read", failing), conn.transaction():
             if not write:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield
