@@ -234,7 +234,7 @@ def test_the_readme_results_table_is_the_bench_report() -> None:
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Results") : readme.index("## Layout")]
-    named = re.search(r"--readme-table reports/(bench-\d{8}(?:-scale)?\.json)", section)
+    named = re.search(r"--readme-table reports/(bench-\d{8}(?:-[a-z]+)?\.json)", section)
     assert named is not None
     printed = readme_table(json.loads((REPORTS / named.group(1)).read_text(encoding="utf-8")))
     rows = [
@@ -293,7 +293,7 @@ def test_the_readme_hybrid_rows_are_the_hybrid_report() -> None:
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Results") : readme.index("## Layout")]
-    named = re.search(r"hybrid rows: reports/(bench-\d{8}(?:-hybrid|-scale)?\.json)", section)
+    named = re.search(r"hybrid rows: reports/(bench-\d{8}(?:-[a-z]+)?\.json)", section)
     assert named is not None
     report = json.loads((REPORTS / named.group(1)).read_text(encoding="utf-8"))
     printed = hybrid_table(report["hybrid"])
