@@ -325,16 +325,18 @@ class _ServerScores(DenseScores):
 
     def top_soon(self, k: int) -> Callable[[], list[tuple[str, float]]]:
         """The search runs on the store's second connection in a thread (it waits on the
-        server, without the GIL) while the caller reads its lexical path on the first."""
+        server, without the GIL) while the caller reads its lexical path on the first; a
+        new process connects it there too. A store given a connection to share searches
+        on that one, when asked."""
         store = self._store
-        search = store._dense_search(store._connection())
-        conn = store._search_connection()
-        if k <= 0 or conn is None:
+        if k <= 0 or store._shared is not None:
             return super().top_soon(k)
+        search = store._dense_search(store._connection())
         found: list[Any] = []
 
         def search_rows() -> None:
             try:
+                conn = store._search_connection()
                 found.append(store._nearest(conn, search, self._wanted, k, hnsw=self._hnsw))
             except BaseException as exc:  # raised where the rows are asked for
                 found.append(exc)
@@ -466,10 +468,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         self._searcher: Any = None
 
     def _search_connection(self) -> Any:
-        """The connection the dense searches run on beside the store's own (None when the
-        store was given one to share: it opens no other)."""
-        if self._shared is not None:
-            return None
+        """The connection the dense searches run on beside the store's own."""
         if self._searcher is None or self._searcher.closed:
             self._searcher = _connect(self._dsn, self._connect_timeout)
         return self._searcher
