@@ -8,9 +8,9 @@ import math
 from collections.abc import Mapping
 from datetime import datetime
 
-from ._capabilities import DenseScoring, LexicalScoring, ScoreBound, TopScoring
+from ._capabilities import DenseScoring, LexicalScoring, Postings, ScoreBound, TopScoring
 from ._vectors import Embedder
-from .candidates import CandidateScan
+from .candidates import CandidateScan, PostingsMoved
 from .errors import RemoteMemoryValidationError
 from .normalize import RecallQuery
 from .rank import Scored
@@ -74,35 +74,55 @@ def scored_candidates(
 ) -> tuple[CandidateScan, list[Scored], Mapping[str, int] | None]:
     """The scan, the top ``limit`` scored (any order; more when several tie) and the
     retrieval counts. A store's bounded walk reads ``query.limit``, not ``limit``."""
-    retrieval = None
     lexical: LexicalScanning | None = store if isinstance(store, LexicalScanning) else None
-    vectors: VectorStoring | None = store if isinstance(store, VectorStoring) else None
-    if lexical is not None and vectors is not None and isinstance(ranker, DenseScoring):
+    if lexical is not None:
+        try:
+            return _scored_lexical(store, ranker, query, moment, lexical.lexical_postings, limit)
+        except PostingsMoved as moved:  # a write came between the postings and the reads
+            return _scored_lexical(store, ranker, query, moment, moved.fresh, limit)
+    return _scored(store, ranker, query, moment, limit)
+
+
+def _scored_lexical(
+    store: MemoryStore,
+    ranker: Ranker,
+    query: RecallQuery,
+    moment: datetime,
+    postings: Postings,
+    limit: int,
+) -> tuple[CandidateScan, list[Scored], Mapping[str, int] | None]:
+    retrieval = None
+    if isinstance(store, VectorStoring) and isinstance(ranker, DenseScoring):
         # The lexical and the dense path's candidates, read and scored alone.
         scan, chosen, retrieval = ranker.score_stored(
             query,
-            lexical.lexical_postings,
-            vectors.dense_scores,
-            vectors.records_by_id,
-            embedder=_embedder_of(vectors),
+            postings,
+            store.dense_scores,
+            store.records_by_id,
+            embedder=_embedder_of(store),
             as_of=moment,
             limit=limit,
             neighbours=lambda ids: neighbours_in_source(store, ids),
         )
-    elif lexical is not None and isinstance(ranker, LexicalScoring):
+    elif isinstance(ranker, LexicalScoring):
         # Scored from the index's postings: only the hits are read (rankers/base.py).
-        scan, chosen = ranker.score_lexical(
-            query, lexical.lexical_postings, as_of=moment, limit=limit
-        )
-    elif isinstance(ranker, TopScoring):
+        scan, chosen = ranker.score_lexical(query, postings, as_of=moment, limit=limit)
+    else:
+        return _scored(store, ranker, query, moment, limit)
+    return scan, [(scan.candidates[i], breakdown) for i, breakdown in chosen], retrieval
+
+
+def _scored(
+    store: MemoryStore, ranker: Ranker, query: RecallQuery, moment: datetime, limit: int
+) -> tuple[CandidateScan, list[Scored], Mapping[str, int] | None]:
+    if isinstance(ranker, TopScoring):
         scan = _scan(store, ranker, query)
         # Only the hits get their signals built (rankers/base.py explains why).
         chosen = ranker.score_top(query, scan, as_of=moment, limit=limit)
-    else:
-        scan = _scan(store, ranker, query)
-        breakdowns = ranker.score_candidates(query, scan, as_of=moment)
-        return scan, list(zip(scan.candidates, breakdowns, strict=True)), retrieval
-    return scan, [(scan.candidates[i], breakdown) for i, breakdown in chosen], retrieval
+        return scan, [(scan.candidates[i], breakdown) for i, breakdown in chosen], None
+    scan = _scan(store, ranker, query)
+    breakdowns = ranker.score_candidates(query, scan, as_of=moment)
+    return scan, list(zip(scan.candidates, breakdowns, strict=True)), None
 
 
 def _scan(store: MemoryStore, ranker: Ranker, query: RecallQuery) -> CandidateScan:

@@ -60,7 +60,8 @@ class LexicalPostings:
     ``postings[i]``: ``(docs ascending, tf of terms[i] in each)``, searched or retracted
     (``live[doc]``). ``candidates_of(docs)`` builds only those docs' candidates;
     ``prefetch(docs)`` comes before ``timestamps`` / ``ids`` are read at ``docs``.
-    ``scratch`` lives as long as the index, for what a ranker derives from the postings."""
+    ``scratch`` lives as long as the index, for what a ranker derives from the postings.
+    Either read may raise ``PostingsMoved``: the view was of a state the store has left."""
 
     terms: tuple[str, ...]
     postings: tuple[tuple[Sequence[int], Sequence[int]], ...]
@@ -89,6 +90,16 @@ class LexicalPostings:
             searched_token_count=self.searched_token_count,
             searched_content_token_count=self.searched_content_token_count,
         )
+
+
+class PostingsMoved(Exception):
+    """A view's postings were of a state the store has since left, as its first read
+    found: a SQL store's warm view is checked there, not before, saving a round trip.
+    ``fresh`` reads postings that cannot raise it; stage 2 is redone with them."""
+
+    def __init__(self, fresh: Callable[[RecallQuery, Sequence[str]], LexicalPostings]) -> None:
+        super().__init__("the postings moved since they were read")
+        self.fresh = fresh
 
 
 def searchable_text(record: StoredMemory) -> str:

@@ -11,6 +11,7 @@ each statement on ``records`` returns.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import sys
@@ -319,6 +320,7 @@ def test_a_newer_schema_is_refused(sql_url: str) -> None:
 # -- a recall reads the hits' rows and the pool's, no other ------------------------------
 
 _RECORDS = re.compile(r"\brecords\b")
+_EVERY = re.compile("")
 
 
 class _Counted:
@@ -344,12 +346,12 @@ class _Counted:
 
 
 class _Cursors:
-    def __init__(self, cursor: Any, log: list[list[Any]]) -> None:
-        self._cursor, self._log = cursor, log
+    def __init__(self, cursor: Any, log: list[list[Any]], logged: re.Pattern[str]) -> None:
+        self._cursor, self._log, self._logged = cursor, log, logged
 
     def execute(self, sql: Any, *args: Any, **kwargs: Any) -> Any:
         result = self._cursor.execute(sql, *args, **kwargs)
-        if _RECORDS.search(str(sql)):
+        if self._logged.search(str(sql)):
             self._log.append([" ".join(str(sql).split()), 0])
             return _Counted(result, self._log)
         return result
@@ -359,24 +361,25 @@ class _Cursors:
 
 
 class _Counting(_Cursors):
-    """A connection that logs each statement on ``records`` with the rows it returned."""
+    """A connection that logs each statement matching ``logged`` (on ``records``) with
+    the rows it returned."""
 
     def cursor(self, *args: Any, **kwargs: Any) -> _Cursors:
-        return _Cursors(self._cursor.cursor(*args, **kwargs), self._log)
+        return _Cursors(self._cursor.cursor(*args, **kwargs), self._log, self._logged)
 
 
-def _counting_reader(url: str, log: list[list[Any]]) -> Any:
+def _counting_reader(url: str, log: list[list[Any]], logged: re.Pattern[str] = _RECORDS) -> Any:
     if url.startswith("sqlite:"):
         store: Any = open_store(url, user_id=USER)
         store.read_all()  # connects
-        store._conn = _Counting(store._conn, log)
+        store._conn = _Counting(store._conn, log, logged)
         return store
     import psycopg
 
     from memlib.stores.sql._postgres import split_url
 
     conn = psycopg.connect(split_url(url)[0], autocommit=True)
-    return open_store(url, user_id=USER, connection=_Counting(conn, log))
+    return open_store(url, user_id=USER, connection=_Counting(conn, log, logged))
 
 
 def _many_candidates(store: Any) -> None:
@@ -441,6 +444,46 @@ def test_a_lexical_recall_reads_only_the_pool_and_the_hits(
         else:
             assert len(log) == 2 and "body" not in log[0][0], log
             assert log[1][1] == limit and "body" in log[1][0], log
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.parametrize("ranker", ["bm25", "bm25+stopwords"])
+def test_a_warm_recall_is_one_statement_that_checks_its_counts(
+    sql_url: str, tmp_path: Path, ranker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warm, the runs held are used unchecked and the first read of records also says
+    whether scope_stats moved; if it did, the recall is redone from fresh postings."""
+    monkeypatch.setattr(postings_module, "NUMPY_MIN_POSTINGS", 0)  # the run cache's path
+    reference = open_store(f"jsonl:{tmp_path / 'ref.jsonl'}", user_id=USER, clock=fixed_clock())
+    writer = open_store(sql_url, user_id=USER, clock=fixed_clock())
+    for store in (reference, writer):
+        _many_candidates(store)
+    log: list[list[Any]] = []
+    reader = _counting_reader(sql_url, log, _EVERY)
+
+    def recall(text: str) -> str:
+        log.clear()
+        got = RecallEngine(reader, ranker=ranker).recall(
+            text, limit=3, as_of=SAMPLE_AS_OF, query_id="q"
+        )
+        expected = RecallEngine(reference, ranker=ranker).recall(
+            text, limit=3, as_of=SAMPLE_AS_OF, query_id="q"
+        )
+        assert got.to_json() == expected.to_json()
+        return got.to_json()
+
+    for text, hits in (("the memory", 3), ("zebra", 0)):
+        before = recall(text)  # cold: counts, runs, then records
+        assert len(log) >= 2, log
+        assert recall(text) == before
+        (statement,) = log  # warm: one
+        assert "scope_stats" in statement[0] and ("records" in statement[0]) == (hits > 0)
+        for store in (reference, writer):  # a new best record for the reader to find
+            store.append_many([_item(f"new-{hits}", f"{text} {text}", summary=text)])
+        after = recall(text)
+        assert after != before and len(log) > 2, log  # the check, then read again
+        assert "new-" in json.loads(after)["hits"][0]["memory_id"]
     reader.close()
     writer.close()
 

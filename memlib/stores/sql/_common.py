@@ -9,6 +9,7 @@ import copy
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from itertools import chain
 from typing import Any, ClassVar, TypeVar, overload
 
@@ -44,7 +45,7 @@ from ..._vectors import (
     require_numpy,
     unpack,
 )
-from ...candidates import CandidateScan, LexicalPostings, RecallCandidate
+from ...candidates import CandidateScan, LexicalPostings, PostingsMoved, RecallCandidate
 from ...errors import (
     RemoteMemoryCorruptionError,
     RemoteMemoryDuplicateError,
@@ -64,6 +65,12 @@ _BAD_BODY = (ValueError, TypeError, RemoteMemoryValidationError, RemoteMemoryCor
 _BY_IDS = "FROM {s}records WHERE {scope_of_ids} = ? AND id {any}"  # this scope's, by row id
 # The most docs a prefetch reads the bodies of with their rows (hybrid's pool is 500).
 _BODIES_WITH_ROWS = 1_024
+# Whether the scope's counts are still those a view's postings are of (a subquery, so
+# that a view's first read checks them in the same round trip).
+_SAME_COUNTS = (
+    "(SELECT searched = ? AND retracted = ? AND tokens = ? AND content_tokens = ? "
+    "FROM {s}scope_stats WHERE user_scope = ?)"
+)
 _VECTOR_COLUMNS = "vector_model, vector_dimension, vector_changes, vector_resets"
 _CLAIM = (
     "INSERT INTO {s}scope_stats (user_scope) VALUES (?) "
@@ -603,14 +610,18 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         kept = top_of_matches(ids, matched, query, searched, lookup, newest_first, top)
         return self._bodies_of(conn, kept)
 
-    def lexical_postings(self, query: RecallQuery, terms: Sequence[str]) -> LexicalPostings:
+    def lexical_postings(
+        self, query: RecallQuery, terms: Sequence[str], *, fresh: bool = False
+    ) -> LexicalPostings:
         """``LexicalScanning``: the postings of the query's terms as of one moment, docs in
-        id order. Warm, the runs come decoded from the ``RunCache`` and only ``scope_stats``
-        is read. No record row is read here: ``prefetch`` reads the docs a ranking keeps,
-        ``candidates_of`` the hits."""
+        id order. No record row is read here: ``prefetch`` reads the docs a ranking keeps,
+        ``candidates_of`` the hits. Warm, nothing is read here at all: the runs come
+        decoded from the ``RunCache``, and the view's first read checks that
+        ``scope_stats`` still holds the counts they are of (``PostingsMoved`` if not;
+        ``fresh``: read them first)."""
         with self._runs_checked():
-            counts, merged, candidates, scratch = self._merged(query, terms)
-        return self._postings_of(query, terms, counts, merged, candidates, scratch)
+            counts, merged, candidates, scratch, unchecked = self._merged(query, terms, fresh)
+        return self._postings_of(query, terms, counts, merged, candidates, scratch, unchecked)
 
     @contextmanager
     def _runs_checked(self) -> Iterator[None]:
@@ -630,8 +641,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         merged: MergedRuns,
         candidates: tuple[int, Callable[[], Sequence[int]]] | None,
         scratch: dict[Any, Any] | None,
+        unchecked: bool = False,
     ) -> LexicalPostings:
-        """``LexicalPostings`` of ``merged`` (None ``candidates``: every doc is one)."""
+        """``LexicalPostings`` of ``merged`` (None ``candidates``: every doc is one);
+        ``unchecked``: ``counts`` are checked against ``scope_stats`` at the first read."""
         scope = self._key
         searched, retracted, tokens, content_tokens = counts
         row_ids = merged.row_ids
@@ -641,6 +654,24 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         ids: _Prefetched[str] = _Prefetched(size, "memory id")
 
         bodies: dict[int, str] = {}  # by row id, read with a small prefetch (never changed)
+        check = [counts] if unchecked else []
+
+        def read(columns: str, row_ids: list[int]) -> list[Any]:
+            """This scope's rows of ``row_ids``. The first read of an unchecked view also
+            says, in the same statement, whether ``scope_stats`` still holds ``counts``."""
+            sql = f"SELECT {columns} {_BY_IDS}"
+            if not check:
+                return self._read(sql, scope, self._many(row_ids)) if row_ids else []
+            rows = []
+            if row_ids:
+                sql = f"SELECT {columns}, {_SAME_COUNTS} {_BY_IDS}"
+                rows = self._read(sql, *counts, scope, scope, self._many(row_ids))
+            held = bool(rows[0][-1]) if rows else self._stats_now() == counts
+            if not held:
+                self._runs = RunCache(None)
+                raise PostingsMoved(partial(self.lexical_postings, fresh=True))
+            check.clear()
+            return [row[:-1] for row in rows]
 
         def prefetch(docs: Sequence[int]) -> None:
             wanted = {row_ids[d]: d for d in docs if d not in ids.values}
@@ -651,7 +682,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
             # stopword with the question does not.
             with_bodies = len(wanted) <= _BODIES_WITH_ROWS
             columns = "id, captured_ts, memory_id" + (", body" if with_bodies else "")
-            rows = self._read(f"SELECT {columns} {_BY_IDS}", scope, self._many(sorted(wanted)))
+            rows = read(columns, sorted(wanted))
             for row_id, captured_ts, memory_id, *body in rows:
                 doc = wanted.pop(int(row_id))
                 timestamps.values[doc] = float(captured_ts)
@@ -666,10 +697,8 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         def candidates_of(docs: Sequence[int]) -> tuple[RecallCandidate, ...]:
             wanted = [int(row_ids[d]) for d in docs]
             unread = [i for i in wanted if i not in bodies]
-            if unread:
-                reader = self._connection()
-                with self._failures("read"):
-                    bodies.update(self._body_rows(reader, unread))
+            if unread or check:
+                bodies.update(read("id, body", unread))
             records = [self._parse(bodies[i]) for i in wanted if i in bodies]
             return candidates_for(query, records)
 
@@ -714,11 +743,10 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     ) -> tuple[tuple[int, ...], RunCache, list[str], dict[str, list[_RunColumns]]]:
         """``_term_runs`` on ``conn``; ``every``: read the runs of every term."""
         counts = self._counts(conn, query)
-        key = (counts[0], counts[1])
-        if self._runs.key != key:
+        if self._runs.key != counts:
             # Searched and retracted together move on every change of the postings (an
             # append adds to their sum, a retraction to retracted), never back.
-            self._runs = RunCache(key)
+            self._runs = RunCache(counts)
         cache = self._runs
         read = list(query.terms) if every else cache.missing(query.terms)
         return counts, cache, read, self._tf_runs(conn, read)
@@ -734,28 +762,38 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         return found
 
     def _merged(
-        self, query: RecallQuery, terms: Sequence[str]
+        self, query: RecallQuery, terms: Sequence[str], fresh: bool
     ) -> tuple[
         tuple[int, ...],
         MergedRuns,
         tuple[int, Callable[[], Sequence[int]]] | None,
         dict[Any, Any] | None,
+        bool,
     ]:
         """The scope's counts and the query's runs merged, as of one moment, how many docs
-        are candidates and which (None: every doc) and the rankers' scratch for those
-        runs. Through the ``RunCache`` once numpy is in."""
-        counts, cache, read, found = self._term_runs(query)
+        are candidates and which (None: every doc), the rankers' scratch for those runs
+        and whether the counts are unchecked (``_term_runs``). Through the ``RunCache``
+        once numpy is in."""
+        read: list[str] = []
+        found: dict[str, list[_RunColumns]] = {}
+        cache, unchecked = self._runs, not fresh and query.user_scope == self.user_scope
+        if unchecked and cache.key is not None and not cache.missing(query.terms):
+            # Every term held: the view's first read checks the counts (a round trip less).
+            counts = cache.key
+        else:
+            counts, cache, read, found = self._term_runs(query)
+            unchecked = False
         fmt = self.RUN_FORMAT
         total = sum(run_postings(term_runs, fmt) for term_runs in found.values())
         if len(read) < len(query.terms) or postings_numpy(total) is not None:
-            np, records = numpy_or_none(), sum(cache.key or ())
+            np, records = numpy_or_none(), sum(counts[:2])
             got = cache.merged(np, found, read, query.terms, terms, fmt, records)
             if got is not None:
                 merged, count, candidate_docs = got
-                return counts, merged, (count, candidate_docs), cache.scratch
+                return counts, merged, (count, candidate_docs), cache.scratch, unchecked
             if len(read) < len(query.terms):  # what it held is no help: read them all
                 counts, _, _, found = self._term_runs(query, every=True)
-        return counts, merge_runs(found, terms, fmt), None, None
+        return counts, merge_runs(found, terms, fmt), None, None, False
 
     def _check_query_scope(self, conn: Any, query: RecallQuery, at: int | None = None) -> None:
         """The reference refuses a query of another scope as soon as it sees a record (one
@@ -774,6 +812,12 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         sql = f"SELECT searched, retracted, tokens, content_tokens, {_VECTOR_COLUMNS} "
         row = self._run(conn, sql + "FROM {s}scope_stats WHERE user_scope = ?", self._key)
         return tuple(row.fetchone() or (0, 0, 0, 0, None, 0, 0, 0))
+
+    def _stats_now(self) -> tuple[int, ...]:
+        """The scope's four counts (``_stats``), read alone."""
+        sql = "SELECT searched, retracted, tokens, content_tokens FROM {s}scope_stats"
+        rows = self._read(sql + " WHERE user_scope = ?", self._key)
+        return tuple(int(v) for v in rows[0]) if rows else (0, 0, 0, 0)
 
     def _counts(self, conn: Any, query: RecallQuery) -> tuple[int, ...]:
         self._check_query_scope(conn, query)
