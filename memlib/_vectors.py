@@ -13,6 +13,7 @@ from functools import cached_property, partial
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import RemoteMemoryError, RemoteMemoryValidationError, RemoteMemoryVectorModelError
+from .records import StoredMemory
 
 
 @runtime_checkable
@@ -110,6 +111,13 @@ class DenseScores:
         """``top(k)`` when called: a store that searches elsewhere (a database server)
         starts now, so that what the caller reads meanwhile overlaps the search."""
         return partial(self.top, k)
+
+    def records(
+        self, memory_ids: Sequence[str], fetch: Callable[[Sequence[str]], Sequence[StoredMemory]]
+    ) -> Sequence[StoredMemory]:
+        """``fetch(memory_ids)`` (a store's ``records_by_id``): a search on a server brings
+        the bodies of the rows it found, so those are not read again."""
+        return fetch(memory_ids)
 
     def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
         """Scores of those of ``memory_ids`` that have a vector."""

@@ -309,7 +309,7 @@ class HybridRanker:
         raw = list(lexical.totals)
         idf, avgdl = lexical.idf, lexical.avgdl
         content = bool(content_terms(query.terms))
-        for record in fetch(extra_ids):
+        for record in scores.records(extra_ids, fetch):
             check_scope(query, record)
             text = searchable_text(record)
             candidate = make_candidate(query, record, searchable_terms(text), require_match=False)

@@ -146,7 +146,8 @@ def test_hybrid_answers_as_every_backend(
     pool: int,
 ) -> None:
     """Byte-identical ``to_json()`` from pgvector, the client's path on PostgreSQL, SQLite
-    and JSONL; with a small pool the dense path's choice decides the candidates."""
+    and JSONL; with a small pool the dense path's choice decides the candidates. pgvector's
+    search brings the bodies of the records it found: none is read again."""
     monkeypatch.setattr(hybrid, "POOL", pool)
     searched: list[bool] = []
     nearest = PostgresMemoryStore._nearest
@@ -165,11 +166,21 @@ def test_hybrid_answers_as_every_backend(
     stores = {name: _fill(url, embedder) for name, url in urls.items()}
     assert isinstance(_dense(stores["pgvector"], "tea", embedder), _ServerScores)
     assert not isinstance(_dense(stores["postgresql"], "tea", embedder), _ServerScores)
+    fetched: dict[str, list[str]] = {"pgvector": [], "postgresql": []}
+    for name, asked in fetched.items():
+        read = stores[name]._records_by_id
+        monkeypatch.setattr(
+            stores[name],
+            "_records_by_id",
+            lambda ids, at=None, a=asked, r=read: a.extend(ids) or r(ids, at),
+        )
     for text in QUERIES:
         answers = {name: _hybrid(store, text) for name, store in stores.items()}
         assert '"hits": []' not in answers["jsonl"] or text == "nothing zzz"
         assert answers["pgvector"] == answers["jsonl"], text
         assert answers["postgresql"] == answers["sqlite"] == answers["jsonl"], text
+    # Of turns, nothing is read again (a store of pairs reads the turns before its pairs).
+    assert fetched["postgresql"] and (embedder is PAIRS or not fetched["pgvector"])
     # A view at a past instant reads every vector (``_ServerScores`` loads them all).
     known = {name: _hybrid(s, "green tea", known_at=SAMPLE_AS_OF) for name, s in stores.items()}
     assert len(set(known.values())) == 1

@@ -25,6 +25,7 @@ from ...errors import (
     RemoteMemoryValidationError,
 )
 from ...normalize import RecallQuery
+from ...records import StoredMemory
 from .._base import Clock
 from ._common import RecordRow, Run, SqlMemoryStore, driver_error
 from ._known_at import SqlKnownAt
@@ -231,10 +232,12 @@ _SEARCH = (
 )
 # The nearest rows of the scope first, then their ids (not a join of every row).
 _NEAREST = (
-    "SELECT r.memory_id, n.vector, n.d FROM (SELECT v.record_id, v.vector, {distance} AS d "
+    "SELECT r.memory_id, n.vector, n.d, r.body FROM (SELECT v.record_id, v.vector, {distance} AS d "
     "FROM {s}vectors v WHERE v.user_scope = %(scope)s{where} ORDER BY d{limit}) AS n "
     "JOIN {s}records r ON r.id = n.record_id ORDER BY n.d"
 )
+# What a search found: memory_id → vector, memory_id → body.
+_Found = tuple[dict[str, Any], dict[str, str]]
 # Rows read beyond the k asked for, so that the client's rounding rarely needs a second read.
 _MARGIN = 64
 # HNSW's candidate list, at least: recall@10 against exact at 1M clustered synthetic vectors
@@ -301,6 +304,7 @@ class _ServerScores(DenseScores):
     _hnsw: bool
     _load_whole: Callable[[], DenseScores]
     _rows: dict[str, Any]
+    _bodies: dict[str, str]
 
     def __init__(
         self, store: PostgresMemoryStore, wanted: Any, hnsw: bool, whole: Callable[[], DenseScores]
@@ -310,6 +314,7 @@ class _ServerScores(DenseScores):
         object.__setattr__(self, "_hnsw", hnsw)
         object.__setattr__(self, "_load_whole", whole)
         object.__setattr__(self, "_rows", {})  # memory_id → vector, as read
+        object.__setattr__(self, "_bodies", {})  # memory_id → body, as the search read it
 
     def __repr__(self) -> str:
         return f"_ServerScores({self._store!r}, hnsw={self._hnsw})"
@@ -352,9 +357,19 @@ class _ServerScores(DenseScores):
 
         return rows
 
-    def _top_of(self, rows: dict[str, Any], k: int) -> list[tuple[str, float]]:
+    def _top_of(self, found: _Found, k: int) -> list[tuple[str, float]]:
+        rows, bodies = found
         self._rows.update(rows)
+        self._bodies.update(bodies)
         return DenseScores(list(rows), float32_scores(list(rows.values()), self._wanted), 0).top(k)
+
+    def records(
+        self, memory_ids: Sequence[str], fetch: Callable[[Sequence[str]], Sequence[StoredMemory]]
+    ) -> Sequence[StoredMemory]:
+        held = self._bodies
+        got = {r.memory_id: r for r in fetch([m for m in memory_ids if m not in held])}
+        parse = self._store._parse
+        return [got[m] if m in got else parse(held[m]) for m in memory_ids if m in got or m in held]
 
     def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
         rows = self._read(memory_ids)
@@ -636,9 +651,9 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     def _nearest(
         self, conn: Any, search: DenseSearch, wanted: Any, k: int, *, hnsw: bool
-    ) -> dict[str, Any]:
-        """The vectors of the ``k`` records (and a margin) nearest ``wanted`` by inner
-        product, best first, read on ``conn``. Exact: every row the client could rank in its
+    ) -> _Found:
+        """The vectors and bodies of the ``k`` records (and a margin) nearest ``wanted`` by
+        inner product, best first, read on ``conn``. Exact: every row the client could rank in its
         ``k`` best, its rounding (float32 sums differ by up to about dimension × 2⁻²⁴)
         included."""
         np = require_numpy()
@@ -670,7 +685,9 @@ class PostgresMemoryStore(SqlMemoryStore):
                 where = f" AND {distance} <= %(bound)s"
                 near = _NEAREST.format(s=self._prefix, distance=distance, where=where, limit="")
                 rows = self._blobs(conn).execute(near, params).fetchall()
-        return {m: np.frombuffer(blob, dtype="<f4") for m, blob, _ in rows}
+        return {m: np.frombuffer(blob, dtype="<f4") for m, blob, _, _ in rows}, {
+            m: body for m, _, _, body in rows
+        }
 
     def _vectors_by_id(self, memory_ids: Sequence[str]) -> dict[str, Any]:
         np = require_numpy()
