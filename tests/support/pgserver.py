@@ -111,14 +111,18 @@ def _traversable(folder: Path) -> None:
 
 
 def start_cluster(
-    *, durable: bool = False, max_connections: int = 40, folder: Path | None = None
+    *,
+    durable: bool = False,
+    max_connections: int = 40,
+    folder: Path | None = None,
+    shared_buffers: str | None = None,
 ) -> PgServer:
     """initdb + pg_ctl start in a fresh temporary folder (about a second), or in ``folder``:
     its cluster reused when it has one, and left there on ``stop``.
 
     Tests run with ``fsync=off`` (the cluster is thrown away); the benchmarks ask for a
     ``durable`` one, with PostgreSQL's default durability settings, kept in their workdir,
-    and a load test for more connections.
+    with the ``shared_buffers`` of a server, and a load test for more connections.
     """
     bindir = _bin_dir()
     kept = folder is not None
@@ -157,6 +161,8 @@ def start_cluster(
             )
             if not durable:
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            if shared_buffers is not None:
+                options += f" -c shared_buffers={shared_buffers}"
             result = subprocess.run(
                 [*pg_ctl, "-l", str(log), "-w", "-t", "60", "-o", options, "start"],
                 capture_output=True,
