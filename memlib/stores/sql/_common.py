@@ -654,7 +654,7 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         ids: _Prefetched[str] = _Prefetched(size, "memory id")
 
         bodies: dict[int, str] = {}  # by row id, read with a small prefetch (never changed)
-        check = [counts] if unchecked else []
+        check = [True] if unchecked else []  # emptied once the counts are checked
 
         def read(columns: str, row_ids: list[int]) -> list[Any]:
             """This scope's rows of ``row_ids``. The first read of an unchecked view also
