@@ -10,10 +10,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import RemoteMemoryError, RemoteMemoryValidationError, RemoteMemoryVectorModelError
-from .records import StoredMemory
+
+if TYPE_CHECKING:
+    from .records import StoredMemory
 
 
 @runtime_checkable

@@ -574,14 +574,11 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
     def _bodies_of(self, conn: Any, ids: Iterable[Any]) -> tuple[StoredMemory, ...]:
         """The records of ``ids`` (this scope's only), in the order of ``ids``."""
         wanted = [int(i) for i in ids]
-        bodies = self._body_rows(conn, wanted)
+        if not wanted:
+            return ()
+        sql = f"SELECT id, body {_BY_IDS}"
+        bodies = dict(self._run(conn, sql, self._key, self._many(wanted)))
         return tuple(self._parse(bodies[i]) for i in wanted if i in bodies)
-
-    def _body_rows(self, conn: Any, ids: list[int]) -> dict[int, str]:
-        """The bodies of this scope's records of ``ids``, by row id."""
-        if not ids:
-            return {}
-        return dict(self._run(conn, f"SELECT id, body {_BY_IDS}", self._key, self._many(ids)))
 
     def _top(
         self, conn: Any, query: RecallQuery, ids: Any, matched: Any, searched: int, top: ScoreBound
@@ -774,15 +771,16 @@ class SqlMemoryStore(IndexedMemoryStore, metaclass=ABCMeta):
         are candidates and which (None: every doc), the rankers' scratch for those runs
         and whether the counts are unchecked (``_term_runs``). Through the ``RunCache``
         once numpy is in."""
+        cache = self._runs
+        # Every term held (of this scope's query): the view's first read checks the counts.
+        unchecked = not fresh and query.user_scope == self.user_scope and cache.key is not None
+        unchecked = unchecked and not cache.missing(query.terms)
         read: list[str] = []
         found: dict[str, list[_RunColumns]] = {}
-        cache, unchecked = self._runs, not fresh and query.user_scope == self.user_scope
-        if unchecked and cache.key is not None and not cache.missing(query.terms):
-            # Every term held: the view's first read checks the counts (a round trip less).
+        if unchecked:
             counts = cache.key
         else:
             counts, cache, read, found = self._term_runs(query)
-            unchecked = False
         fmt = self.RUN_FORMAT
         total = sum(run_postings(term_runs, fmt) for term_runs in found.values())
         if len(read) < len(query.terms) or postings_numpy(total) is not None:

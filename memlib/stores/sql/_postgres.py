@@ -367,9 +367,9 @@ class _ServerScores(DenseScores):
         self, memory_ids: Sequence[str], fetch: Callable[[Sequence[str]], Sequence[StoredMemory]]
     ) -> Sequence[StoredMemory]:
         held = self._bodies
-        got = {r.memory_id: r for r in fetch([m for m in memory_ids if m not in held])}
-        parse = self._store._parse
-        return [got[m] if m in got else parse(held[m]) for m in memory_ids if m in got or m in held]
+        found = {m: self._store._parse(held[m]) for m in memory_ids if m in held}
+        found.update((r.memory_id, r) for r in fetch([m for m in memory_ids if m not in held]))
+        return [found[m] for m in memory_ids if m in found]
 
     def of(self, memory_ids: Sequence[str]) -> dict[str, float]:
         rows = self._read(memory_ids)
